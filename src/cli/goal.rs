@@ -1,0 +1,199 @@
+//! `start-goal` and `goal`: creating, showing, pausing, resuming and completing the objective.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{Ctx, Out, to_json};
+use crate::kernel::id::Kind;
+use crate::kernel::ops::{self, NewTodo};
+use crate::kernel::{Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role, SCHEMA_VERSION};
+use crate::store::{FileStore, Store};
+
+/// `start-goal`.
+#[derive(Debug, Args)]
+pub struct StartGoal {
+    /// The objective.
+    #[arg(long, value_name = "TEXT")]
+    goal_text: String,
+    /// Where to create .loopx/ (default: --dir, else this directory).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Ask for success criteria, quota and first todos (on a terminal).
+    #[arg(long)]
+    guided: bool,
+    /// A success criterion (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    success: Vec<String>,
+    /// Move an existing goal to history/ and start anew.
+    #[arg(long)]
+    replace: bool,
+}
+
+/// `goal ...`.
+#[derive(Debug, Subcommand)]
+pub enum GoalCmd {
+    /// Show the goal.
+    Show,
+    /// Pause the goal (owner).
+    Pause {
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Resume the goal (owner).
+    Resume,
+    /// Mark the goal complete (owner).
+    Complete {
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+fn goal_id() -> Result<String> {
+    let mut r = [0u8; 6];
+    getrandom::fill(&mut r).map_err(|e| Error::new(crate::kernel::Code::Io, format!("no randomness: {e}")))?;
+    Ok(crate::kernel::id::new_id(Kind::Todo, r).replacen("t-", "goal-", 1))
+}
+
+/// Asks one question on the terminal; empty answer is None.
+fn ask(prompt: &str) -> Option<String> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    let t = line.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Creates `.loopx/`.
+pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
+    if a.goal_text.trim().is_empty() {
+        return Err(Error::usage("--goal-text cannot be empty"));
+    }
+    let root = a.project.or_else(|| ctx.dir.clone()).unwrap_or_else(|| PathBuf::from("."));
+    let root = if root.is_absolute() { root } else { ctx.cwd.join(root) };
+    if !root.is_dir() {
+        return Err(Error::usage(format!("{} is not a directory", root.display())));
+    }
+    let store = FileStore::at(&root);
+    let mut replaced = None;
+    if store.exists() {
+        if !a.replace {
+            return Err(Error::new(crate::kernel::Code::GoalExists, format!("{} already holds a goal", root.join(".loopx").display()))
+                .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`"));
+        }
+        replaced = Some(store.retire(&ctx.agent)?);
+    }
+    let guided_tty = a.guided && super::interactive() && !ctx.json;
+    let mut success = a.success.clone();
+    let mut quota = QuotaPolicy::default();
+    let mut first: Vec<String> = Vec::new();
+    if guided_tty {
+        eprintln!("Objective: {}", a.goal_text.trim());
+        eprintln!("Success criteria, one a line (empty line to finish):");
+        while let Some(s) = ask("  - ") {
+            success.push(s);
+        }
+        if let Some(s) = ask(&format!("Turns per {} window [{}]: ", quota.window, quota.slots)) {
+            quota.slots = s.parse().map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
+        }
+        eprintln!("First todos, one a line (empty line to finish):");
+        while let Some(s) = ask("  - ") {
+            first.push(s);
+        }
+    }
+    let now = ctx.now;
+    let config = Config {
+        schema_version: SCHEMA_VERSION,
+        goal: Goal {
+            id: goal_id()?,
+            objective: a.goal_text.trim().to_string(),
+            success_criteria: success,
+            status: GoalStatus::Active,
+            created_at: now,
+            updated_at: now,
+            reason: None,
+            extra: Extra::new(),
+        },
+        quota,
+        lease: LeasePolicy::default(),
+        agents: Default::default(),
+        extra: Extra::new(),
+    };
+    store.create(&config, &ctx.agent)?;
+    let mut added = Vec::new();
+    for title in first {
+        let id = store.fresh_id(Kind::Todo)?;
+        let t = store.mutate(|snap| {
+            ops::add_todo(snap, &ctx.agent, now, NewTodo {
+                id, title, role: Role::Agent, priority: Priority::P2,
+                depends_on: vec![], every: None, blocked_by_gate: None,
+            })
+        })?;
+        added.push(t.id);
+    }
+    let mut text = format!("started {} in {}\n  objective: {}", config.goal.id, store.dir().display(), config.goal.objective);
+    if let Some(h) = &replaced {
+        text.push_str(&format!("\n  the old goal moved to {}", h.display()));
+    }
+    let next = [
+        "loopx todo add \"first step\" --priority P1",
+        "loopx quota should-run",
+        "loopx todo claim",
+        "loopx todo update --evidence \"what this turn proved\"",
+        "loopx quota spend-slot",
+        "loopx refresh-state",
+    ];
+    if a.guided && !guided_tty {
+        text.push_str("\nnext, run:");
+        for n in next {
+            text.push_str(&format!("\n  {n}"));
+        }
+    } else if !added.is_empty() {
+        text.push_str(&format!("\n  added {}", added.join(", ")));
+    }
+    Ok(Out::new("goal", to_json(&config.goal), text)
+        .with("dir", json!(store.dir()))
+        .with("todos", json!(added))
+        .with("next", json!(next))
+        .with("replaced", json!(replaced)))
+}
+
+/// Runs `goal ...`.
+pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
+    let store = ctx.store()?;
+    let (status, reason) = match c {
+        GoalCmd::Show => {
+            let snap = store.load()?;
+            let g = &snap.config.goal;
+            let mut text = format!("{} ({})\n  {}", g.id, status_word(g.status), g.objective);
+            for s in &g.success_criteria {
+                text.push_str(&format!("\n  - {s}"));
+            }
+            if let Some(r) = &g.reason {
+                text.push_str(&format!("\n  reason: {r}"));
+            }
+            return Ok(Out::new("goal", to_json(g), text));
+        }
+        GoalCmd::Pause { reason } => (GoalStatus::Paused, reason),
+        GoalCmd::Resume => (GoalStatus::Active, None),
+        GoalCmd::Complete { reason } => (GoalStatus::Complete, reason),
+    };
+    let owner = ctx.owner()?;
+    let cfg = store.mutate(|snap| ops::set_goal_status(snap, &owner, ctx.now, status, reason))?;
+    let text = format!("goal {} is {}", cfg.goal.id, status_word(cfg.goal.status));
+    Ok(Out::new("goal", to_json(&cfg.goal), text))
+}
+
+/// The goal status as a word.
+pub fn status_word(s: GoalStatus) -> &'static str {
+    match s {
+        GoalStatus::Active => "active",
+        GoalStatus::Paused => "paused",
+        GoalStatus::Complete => "complete",
+    }
+}

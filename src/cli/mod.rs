@@ -1,0 +1,259 @@
+//! The command-line face: clap definitions, dispatch, and the text and JSON output.
+
+mod goal;
+mod gate;
+mod quota;
+mod state;
+mod todo;
+
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use serde_json::{Map, Value, json};
+
+use crate::kernel::{Code, Error, Result, Ts};
+use crate::store::FileStore;
+
+/// loopx: durable, auditable state for long-running AI agents, and the owner's decisions.
+#[derive(Debug, Parser)]
+#[command(name = "loopx", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The project root that holds .loopx/ (default: this directory or the nearest parent with one).
+    #[arg(long, global = true, env = "LOOPX_DIR", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// This agent's id.
+    #[arg(long, visible_alias = "agent-id", global = true, env = "LOOPX_AGENT", value_name = "ID")]
+    pub agent: Option<String>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command (none: the board on a terminal, status otherwise).
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+/// Every command.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Create .loopx/ with an objective.
+    StartGoal(goal::StartGoal),
+    /// Show, pause, resume or complete the goal.
+    #[command(subcommand)]
+    Goal(goal::GoalCmd),
+    /// Check every file, the journal, leases, temp files and the lock.
+    Doctor {
+        /// Repair what is safe and say what was done.
+        #[arg(long)]
+        fix: bool,
+    },
+    /// The objective, counts, claimed todos, pending gates and quota.
+    Status,
+    /// Add, list, claim, update and release todos.
+    #[command(subcommand)]
+    Todo(todo::TodoCmd),
+    /// Ask the owner questions, and decide them.
+    #[command(subcommand)]
+    Gate(gate::GateCmd),
+    /// Whether to run a turn, and the spend of turns.
+    #[command(subcommand)]
+    Quota(quota::QuotaCmd),
+    /// Write STATE.md and print what an agent needs for its next turn.
+    RefreshState,
+    /// The journal, newest last.
+    Log(state::LogArgs),
+    /// Shell completions.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What every command gets: flags, identity, the clock.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `--json`.
+    pub json: bool,
+    /// The agent id (default `local`).
+    pub agent: String,
+    /// `--dir`.
+    pub dir: Option<PathBuf>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Now.
+    pub now: Ts,
+}
+
+impl Ctx {
+    /// The store this command works on.
+    pub fn store(&self) -> Result<FileStore> {
+        FileStore::discover(self.dir.as_deref(), &self.cwd)
+    }
+
+    /// The actor for an owner action. Owner proof comes with `loopx owner`; until then it is trusted.
+    pub fn owner(&self) -> Result<String> {
+        Ok("owner".to_string())
+    }
+}
+
+/// A command's result: JSON fields (without `ok`), text for people, and the exit code.
+#[derive(Debug, Default)]
+pub struct Out {
+    /// Fields of the JSON answer.
+    pub json: Map<String, Value>,
+    /// The text answer.
+    pub text: String,
+    /// 0, or 3 for a should-run that says not now.
+    pub exit: i32,
+}
+
+impl Out {
+    /// An answer with one JSON field and text.
+    pub fn new(key: &str, value: Value, text: impl Into<String>) -> Out {
+        let mut json = Map::new();
+        json.insert(key.to_string(), value);
+        Out { json, text: text.into(), exit: 0 }
+    }
+
+    /// Adds a JSON field.
+    pub fn with(mut self, key: &str, value: Value) -> Out {
+        self.json.insert(key.to_string(), value);
+        self
+    }
+}
+
+/// Serialises any model value to JSON.
+pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Runs the command line; returns the exit code.
+pub fn main() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json_wanted = args.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return 0;
+            }
+            if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return 2;
+            }
+            if json_wanted {
+                let msg = e.kind().as_str().unwrap_or("bad arguments").to_string();
+                let detail = e.to_string();
+                let first = detail.lines().next().unwrap_or(&msg).trim_start_matches("error: ").to_string();
+                emit_error(true, &Error::usage(first).hint("see `loopx --help`"));
+                return 2;
+            }
+            let _ = e.print();
+            return 2;
+        }
+    };
+    run(cli)
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    let json = cli.json;
+    let result = (|| {
+        let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
+        crate::kernel::id::check_agent(&agent)?;
+        let cwd = std::env::current_dir().map_err(|e| Error::new(Code::Io, format!("no working directory: {e}")))?;
+        let ctx = Ctx { json, agent, dir: cli.dir.clone(), cwd, now: Ts::now() };
+        dispatch(&ctx, cli.cmd)
+    })();
+    match result {
+        Ok(out) => {
+            emit(json, out.json, &out.text);
+            out.exit
+        }
+        Err(e) => {
+            emit_error(json, &e);
+            e.code.exit_code()
+        }
+    }
+}
+
+fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
+    match cmd {
+        None => state::status(ctx),
+        Some(Cmd::StartGoal(a)) => goal::start(ctx, a),
+        Some(Cmd::Goal(c)) => goal::run(ctx, c),
+        Some(Cmd::Doctor { fix }) => state::doctor(ctx, fix),
+        Some(Cmd::Status) => state::status(ctx),
+        Some(Cmd::Todo(c)) => todo::run(ctx, c),
+        Some(Cmd::Gate(c)) => gate::run(ctx, c),
+        Some(Cmd::Quota(c)) => quota::run(ctx, c),
+        Some(Cmd::RefreshState) => state::refresh(ctx),
+        Some(Cmd::Log(a)) => state::log(ctx, a),
+        Some(Cmd::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "loopx", &mut buf);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            Ok(Out::new("script", Value::String(text.clone()), text.trim_end()))
+        }
+    }
+}
+
+fn emit(json: bool, fields: Map<String, Value>, text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        let mut obj = Map::new();
+        obj.insert("ok".into(), fields.get("ok").cloned().unwrap_or(Value::Bool(true)));
+        for (k, v) in fields {
+            if k != "ok" {
+                obj.insert(k, v);
+            }
+        }
+        let _ = writeln!(stdout, "{}", Value::Object(obj));
+    } else if !text.is_empty() {
+        let _ = writeln!(stdout, "{text}");
+    }
+}
+
+/// Prints an error: JSON on stdout with `--json`, and a line for people on stderr.
+pub fn emit_error(json: bool, e: &Error) {
+    if json {
+        let mut err = json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint});
+        if let Some(d) = &e.details {
+            err["details"] = d.clone();
+        }
+        let _ = writeln!(std::io::stdout().lock(), "{}", json!({"ok": false, "error": err}));
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "loopx: {}", e.message);
+    if let Some(h) = &e.hint {
+        let _ = writeln!(stderr, "  hint: {h}");
+    }
+}
+
+/// True when standard input is a terminal a person can answer at.
+pub fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// A short "in 12m" / "3m ago" for people.
+pub fn rel_time(now: Ts, at: Ts) -> String {
+    let d = at.since(now);
+    if d.0 >= 0 {
+        format!("in {}", crate::kernel::Dur(d.0 / 1000 * 1000))
+    } else {
+        format!("{} ago", crate::kernel::Dur(-d.0 / 1000 * 1000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_sound() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,411 @@
+//! `todo`: add, list, show, claim, renew, update, release, reopen and reassign.
+
+use std::path::Path;
+use std::process::Command;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::{Ctx, Out, rel_time, to_json};
+use crate::kernel::id::{self, Kind};
+use crate::kernel::ops::{self, Authority, NewTodo, Update};
+use crate::kernel::readiness;
+use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts};
+use crate::store::{FileStore, Store};
+
+/// `todo ...`.
+#[derive(Debug, Subcommand)]
+pub enum TodoCmd {
+    /// Add a todo; prints its id.
+    Add {
+        /// What to do.
+        title: String,
+        /// P0 (highest) to P4.
+        #[arg(long, short, default_value = "P2")]
+        priority: Priority,
+        /// agent or user.
+        #[arg(long, default_value = "agent", value_parser = parse_role)]
+        role: Role,
+        /// A todo that must be done first (repeatable).
+        #[arg(long, value_name = "ID")]
+        depends_on: Vec<String>,
+        /// Make it a recurring monitor with this cadence (like 1h).
+        #[arg(long, value_name = "DUR")]
+        every: Option<Dur>,
+        /// A pending gate that blocks it.
+        #[arg(long, value_name = "ID")]
+        blocked_by_gate: Option<String>,
+    },
+    /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
+    List {
+        /// Only those ready for this agent.
+        #[arg(long)]
+        ready: bool,
+        /// Only those this agent holds.
+        #[arg(long)]
+        mine: bool,
+        /// Only this status.
+        #[arg(long)]
+        status: Option<Status>,
+    },
+    /// Show one todo, why it waits, and its recent evidence.
+    Show {
+        /// The id or a unique prefix.
+        id: String,
+    },
+    /// Take the best ready todo (or ID) with a lease.
+    Claim {
+        /// The id or a unique prefix.
+        id: Option<String>,
+        /// Lease length (default from loopx.toml, 30m).
+        #[arg(long, value_name = "DUR")]
+        ttl: Option<Dur>,
+    },
+    /// Extend your lease.
+    Renew {
+        /// The id (default: the one you hold).
+        id: Option<String>,
+        /// New lease length from now.
+        #[arg(long, value_name = "DUR")]
+        ttl: Option<Dur>,
+    },
+    /// Append evidence and change status.
+    Update(UpdateArgs),
+    /// Give your lease back.
+    Release {
+        /// The id (default: the one you hold).
+        id: Option<String>,
+    },
+    /// Return a blocked or deferred todo to open.
+    Reopen {
+        /// The id or a unique prefix.
+        id: String,
+    },
+    /// Owner: move the lease to another agent with a new fence.
+    Reassign {
+        /// The id or a unique prefix.
+        id: String,
+        /// The agent to give it to.
+        #[arg(long, value_name = "AGENT")]
+        to: String,
+        /// Lease length.
+        #[arg(long, value_name = "DUR")]
+        ttl: Option<Dur>,
+    },
+}
+
+/// `todo update` arguments.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The id (default: the one you hold).
+    id: Option<String>,
+    /// The fence you were granted; a stale one is refused.
+    #[arg(long)]
+    fence: Option<u64>,
+    /// Evidence text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    evidence: Vec<String>,
+    /// The kind of the --evidence entries.
+    #[arg(long, value_name = "K", default_value = "note")]
+    kind: EvidenceKind,
+    /// A file produced (repeatable); its SHA-256 is recorded.
+    #[arg(long, value_name = "PATH")]
+    artifact: Vec<String>,
+    /// A metric NAME=VALUE (repeatable).
+    #[arg(long, value_name = "NAME=VALUE")]
+    metric: Vec<String>,
+    /// New status: open, blocked, deferred, done or cancelled.
+    #[arg(long)]
+    status: Option<Status>,
+    /// Why.
+    #[arg(long)]
+    reason: Option<String>,
+}
+
+fn parse_role(s: &str) -> std::result::Result<Role, String> {
+    match s {
+        "agent" => Ok(Role::Agent),
+        "user" => Ok(Role::User),
+        _ => Err(format!("`{s}` is not a role; use agent or user")),
+    }
+}
+
+/// Runs `todo ...`.
+pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
+    let store = ctx.store()?;
+    let now = ctx.now;
+    let agent = ctx.agent.as_str();
+    match c {
+        TodoCmd::Add { title, priority, role, depends_on, every, blocked_by_gate } => {
+            let new_id = store.fresh_id(Kind::Todo)?;
+            let t = store.mutate(|snap| {
+                let deps = depends_on
+                    .iter()
+                    .map(|d| store.resolve_todo(snap, d))
+                    .collect::<Result<Vec<_>>>()?;
+                let gate = blocked_by_gate.as_deref().map(|g| store.resolve_gate(snap, g)).transpose()?;
+                let id = if snap.todos.contains_key(&new_id) { store.fresh_id(Kind::Todo)? } else { new_id };
+                ops::add_todo(snap, agent, now, NewTodo { id, title, role, priority, depends_on: deps, every, blocked_by_gate: gate })
+            })?;
+            Ok(Out::new("todo", to_json(&t), t.id.clone()))
+        }
+        TodoCmd::List { ready, mine, status } => list(ctx, &store, ready, mine, status),
+        TodoCmd::Show { id } => show(ctx, &store, &id),
+        TodoCmd::Claim { id, ttl } => {
+            let t = store.mutate(|snap| {
+                let id = id.as_deref().map(|i| store.resolve_todo(snap, i)).transpose()?;
+                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+                ops::claim(snap, agent, now, ttl, id.as_deref())
+            })?;
+            let l = t.lease.as_ref();
+            let text = format!(
+                "{} claimed: {} (fence {}, lease until {})",
+                t.id,
+                t.title,
+                t.fence,
+                l.map(|l| l.expires_at.to_string()).unwrap_or_default()
+            );
+            Ok(Out::new("todo", to_json(&t), text))
+        }
+        TodoCmd::Renew { id, ttl } => {
+            let t = store.mutate(|snap| {
+                let id = target(&store, snap, agent, now, id.as_deref())?;
+                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+                ops::renew(snap, agent, now, ttl, &id)
+            })?;
+            let until = t.lease.as_ref().map(|l| l.expires_at.to_string()).unwrap_or_default();
+            Ok(Out::new("todo", to_json(&t), format!("{} renewed until {until}", t.id)))
+        }
+        TodoCmd::Update(a) => update(ctx, &store, a),
+        TodoCmd::Release { id } => {
+            let t = store.mutate(|snap| {
+                let id = target(&store, snap, agent, now, id.as_deref())?;
+                ops::release(snap, agent, now, &id)
+            })?;
+            Ok(Out::new("todo", to_json(&t), format!("{} released", t.id)))
+        }
+        TodoCmd::Reopen { id } => {
+            let t = store.mutate(|snap| {
+                let id = store.resolve_todo(snap, &id)?;
+                let by_setter = snap.todos.get(&id).is_some_and(|t| t.status_by.as_deref() == Some(agent));
+                let auth = if by_setter { Authority::Agent } else { ctx.owner().map(|_| Authority::Owner)? };
+                ops::reopen(snap, agent, auth, now, &id)
+            })?;
+            Ok(Out::new("todo", to_json(&t), format!("{} is open again", t.id)))
+        }
+        TodoCmd::Reassign { id, to, ttl } => {
+            id::check_agent(&to)?;
+            let owner = ctx.owner()?;
+            let t = store.mutate(|snap| {
+                let id = store.resolve_todo(snap, &id)?;
+                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+                ops::reassign(snap, &owner, now, ttl, &id, &to)
+            })?;
+            Ok(Out::new("todo", to_json(&t), format!("{} reassigned to {to} (fence {})", t.id, t.fence)))
+        }
+    }
+}
+
+/// The todo named, or the one this agent holds.
+fn target(store: &FileStore, snap: &Snapshot, agent: &str, now: Ts, id: Option<&str>) -> Result<String> {
+    match id {
+        Some(i) => store.resolve_todo(snap, i),
+        None => ops::default_held(snap, agent, now),
+    }
+}
+
+fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
+    let now = ctx.now;
+    let agent = ctx.agent.as_str();
+    // Everything that reads outside .loopx/ (files, git) happens before the lock.
+    let mut evidence = Vec::new();
+    for text in &a.evidence {
+        evidence.push(Evidence::new(now, agent, None, a.kind, text.clone()));
+    }
+    for path in &a.artifact {
+        evidence.push(artifact(ctx, now, agent, path)?);
+    }
+    for m in &a.metric {
+        let (name, value) = m
+            .split_once('=')
+            .filter(|(n, _)| !n.trim().is_empty())
+            .ok_or_else(|| Error::usage(format!("`{m}` is not NAME=VALUE")))?;
+        let v: Value = value.trim().parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            .unwrap_or_else(|| Value::String(value.to_string()));
+        let mut e = Evidence::new(now, agent, None, EvidenceKind::Metric, format!("{}={}", name.trim(), value.trim()));
+        e.name = Some(name.trim().to_string());
+        e.value = Some(v);
+        evidence.push(e);
+    }
+    let auto = evidence.is_empty() && a.status.is_none_or(|s| s == Status::Done || s == Status::Open);
+    let git = if auto { git_facts(store.root()) } else { None };
+    let is_owner_needed = std::cell::Cell::new(false);
+    let t = store.mutate(|snap| {
+        let id = target(store, snap, agent, now, a.id.as_deref())?;
+        let cur = snap.todos.get(&id).ok_or_else(|| {
+            Error::new(crate::kernel::Code::NotFound, format!("{id} is archived; it cannot change"))
+        })?;
+        let mut ev = evidence;
+        if auto {
+            ev.push(auto_evidence(now, agent, cur, git));
+        }
+        let auth = if cur.role == Role::User {
+            is_owner_needed.set(true);
+            ctx.owner().map(|_| Authority::Owner)?
+        } else {
+            Authority::Agent
+        };
+        ops::update(snap, agent, auth, now, &id, Update { fence: a.fence, evidence: ev, status: a.status, reason: a.reason })
+    })?;
+    let text = match t.status {
+        Status::Done | Status::Cancelled => format!("{} {} (archived)", t.id, t.status.as_str()),
+        _ if t.every.is_some() && a.status == Some(Status::Done) => format!(
+            "{} done; next due {}",
+            t.id,
+            t.next_due_at.map(|d| d.to_string()).unwrap_or_default()
+        ),
+        s => format!("{} updated ({})", t.id, s.as_str()),
+    };
+    Ok(Out::new("todo", to_json(&t), text))
+}
+
+fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
+    let p = Path::new(path);
+    let full = if p.is_absolute() { p.to_path_buf() } else { ctx.cwd.join(p) };
+    let bytes = std::fs::read(&full).map_err(|e| {
+        Error::usage(format!("--artifact {path}: {e}")).hint("give the path of a file that exists")
+    })?;
+    let mut e = Evidence::new(now, agent, None, EvidenceKind::Artifact, format!("artifact {path}"));
+    e.path = Some(path.to_string());
+    e.sha256 = Some(crate::store::journal::sha256_hex(&bytes));
+    Ok(e)
+}
+
+/// Git HEAD and changed files outside `.loopx/`, when the project is in a work tree.
+struct Git {
+    head: Option<String>,
+    files: Vec<String>,
+}
+
+fn git_facts(root: &Path) -> Option<Git> {
+    let out = Command::new("git").arg("-C").arg(root).args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+        .stderr(std::process::Stdio::null()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let files: Vec<String> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|r| r.len() > 3)
+        .map(|r| String::from_utf8_lossy(&r[3..]).to_string())
+        .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
+        .collect();
+    let head = Command::new("git").arg("-C").arg(root).args(["rev-parse", "--verify", "-q", "HEAD"])
+        .stderr(std::process::Stdio::null()).output().ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty());
+    Some(Git { head, files })
+}
+
+fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: Option<Git>) -> Evidence {
+    let since = t.lease.as_ref().map(|l| now.since(l.acquired_at));
+    let mut parts = Vec::new();
+    let mut e = Evidence::new(now, agent, None, EvidenceKind::Auto, String::new());
+    match &git {
+        Some(g) => {
+            match &g.head {
+                Some(h) => parts.push(format!("HEAD {}", &h[..h.len().min(12)])),
+                None => parts.push("no commits yet".into()),
+            }
+            parts.push(format!("{} changed file{}", g.files.len(), if g.files.len() == 1 { "" } else { "s" }));
+        }
+        None => parts.push("not a git work tree".into()),
+    }
+    if let Some(s) = since {
+        parts.push(format!("{} since the claim", Dur(s.0 / 1000 * 1000)));
+        e.since_claim_s = Some(s.0 / 1000);
+    }
+    if let Some(g) = git {
+        e.commit = g.head;
+        e.files = g.files.into_iter().take(50).collect();
+    }
+    e.summary = parts.join(", ");
+    e
+}
+
+fn line(t: &Todo, now: Ts) -> String {
+    let lease = match &t.lease {
+        Some(l) if l.is_live(now) => format!("  [{} fence {}, {} left]", l.holder, l.fence, crate::kernel::Dur(l.expires_at.since(now).0 / 1000 * 1000)),
+        Some(l) => format!("  [{} fence {}, expired {}]", l.holder, l.fence, rel_time(now, l.expires_at)),
+        None => String::new(),
+    };
+    let role = if t.role == Role::User { " (user)" } else { "" };
+    format!("{}  {}  {:<9} {}{role}{lease}", t.id, t.priority, t.status.as_str(), t.title)
+}
+
+fn list(ctx: &Ctx, store: &FileStore, ready: bool, mine: bool, status: Option<Status>) -> Result<Out> {
+    let now = ctx.now;
+    let snap = store.load()?;
+    let todos: Vec<Todo> = if status.is_some_and(Status::is_final) {
+        let mut v = Vec::new();
+        for id in store.archived_ids()? {
+            if let Some(t) = store.archived_todo(&id)?.filter(|t| Some(t.status) == status) {
+                v.push(t);
+            }
+        }
+        v.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        v
+    } else if ready {
+        readiness::ready(&snap, &ctx.agent, now).into_iter().cloned().collect()
+    } else {
+        let mut v: Vec<Todo> = snap
+            .todos
+            .values()
+            .filter(|t| status.is_none_or(|s| t.status == s))
+            .filter(|t| !mine || t.live_lease(now).is_some_and(|l| l.holder == ctx.agent))
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| readiness::pick_key(a).cmp(&readiness::pick_key(b)));
+        v
+    };
+    let todos: Vec<Todo> = todos
+        .into_iter()
+        .filter(|t| !mine || t.live_lease(now).is_some_and(|l| l.holder == ctx.agent))
+        .collect();
+    let text = if todos.is_empty() {
+        "no todos".to_string()
+    } else {
+        todos.iter().map(|t| line(t, now)).collect::<Vec<_>>().join("\n")
+    };
+    Ok(Out::new("todos", to_json(&todos), text))
+}
+
+fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
+    let snap = store.load()?;
+    let id = store.resolve_todo(&snap, input)?;
+    let t = match snap.todos.get(&id) {
+        Some(t) => t.clone(),
+        None => store.archived_todo(&id)?.ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no todo {id}")))?,
+    };
+    let blockers = if t.status.is_final() { Vec::new() } else { readiness::blockers(&snap, &t, &ctx.agent, ctx.now, true) };
+    let evidence = store.evidence_tail(&id, 10)?;
+    let mut text = line(&t, ctx.now);
+    if !t.depends_on.is_empty() {
+        text.push_str(&format!("\n  depends on: {}", t.depends_on.join(", ")));
+    }
+    if let Some(r) = &t.reason {
+        text.push_str(&format!("\n  reason: {r}"));
+    }
+    for b in &blockers {
+        text.push_str(&format!("\n  waits: {}", b.describe()));
+    }
+    for e in evidence.iter().rev() {
+        let kind = to_json(&e.kind);
+        text.push_str(&format!("\n  {} {} {}: {}", e.at, e.agent, kind.as_str().unwrap_or("note"), e.summary));
+    }
+    let mut j = to_json(&t);
+    j["blockers"] = json!(blockers.iter().map(|b| b.describe()).collect::<Vec<_>>());
+    j["evidence"] = to_json(&evidence);
+    Ok(Out::new("todo", j, text))
+}

@@ -1,0 +1,153 @@
+//! Errors every layer returns: a stable code, an exit code, a message and a hint.
+
+use std::fmt;
+
+/// The contract's error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// I/O failure.
+    Io,
+    /// A bug or an unexpected state.
+    Internal,
+    /// Bad arguments.
+    Usage,
+    /// Nothing is ready to claim.
+    NothingReady,
+    /// The named todo is not ready.
+    NotReady,
+    /// Another agent holds the lease.
+    LeaseConflict,
+    /// The fence given is not the current one.
+    StaleFence,
+    /// The gate was decided already.
+    AlreadyDecided,
+    /// A goal exists already.
+    GoalExists,
+    /// An owner key exists already.
+    KeyExists,
+    /// No `.loopx/` found.
+    NotInitialized,
+    /// Unknown id.
+    NotFound,
+    /// A prefix matches several ids.
+    AmbiguousId,
+    /// A file fails to parse or validate.
+    InvalidState,
+    /// A file is newer than this binary.
+    SchemaTooNew,
+    /// Owner authority needed and not proven.
+    Denied,
+    /// The lock was not had in time.
+    Busy,
+}
+
+impl Code {
+    /// The code as written in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Io => "io",
+            Code::Internal => "internal",
+            Code::Usage => "usage",
+            Code::NothingReady => "nothing_ready",
+            Code::NotReady => "not_ready",
+            Code::LeaseConflict => "lease_conflict",
+            Code::StaleFence => "stale_fence",
+            Code::AlreadyDecided => "already_decided",
+            Code::GoalExists => "goal_exists",
+            Code::KeyExists => "key_exists",
+            Code::NotInitialized => "not_initialized",
+            Code::NotFound => "not_found",
+            Code::AmbiguousId => "ambiguous_id",
+            Code::InvalidState => "invalid_state",
+            Code::SchemaTooNew => "schema_too_new",
+            Code::Denied => "denied",
+            Code::Busy => "busy",
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Code::Io | Code::Internal => 1,
+            Code::Usage => 2,
+            Code::NothingReady | Code::NotReady => 3,
+            Code::LeaseConflict
+            | Code::StaleFence
+            | Code::AlreadyDecided
+            | Code::GoalExists
+            | Code::KeyExists => 4,
+            Code::NotInitialized | Code::NotFound | Code::AmbiguousId => 5,
+            Code::InvalidState | Code::SchemaTooNew => 6,
+            Code::Denied => 7,
+            Code::Busy => 8,
+        }
+    }
+}
+
+/// An error with what went wrong and what to do about it.
+#[derive(Debug, Clone)]
+pub struct Error {
+    /// The stable code.
+    pub code: Code,
+    /// What went wrong.
+    pub message: String,
+    /// What to do next.
+    pub hint: Option<String>,
+    /// Structured details (reasons, candidates), shown in JSON.
+    pub details: Option<serde_json::Value>,
+}
+
+/// Result with the loopx error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error with a code and message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            hint: None,
+            details: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds structured details.
+    pub fn details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// A usage error.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::new(Code::Usage, message)
+    }
+
+    /// An invalid-state error for a file (and line, when known).
+    pub fn invalid(file: &str, line: Option<usize>, message: impl Into<String>) -> Self {
+        let at = match line {
+            Some(l) => format!("{file}:{l}"),
+            None => file.to_string(),
+        };
+        Error::new(Code::InvalidState, format!("{at}: {}", message.into()))
+            .hint(format!("fix or restore {file} by hand, then run `loopx doctor`"))
+    }
+
+    /// An I/O error on a path.
+    pub fn io(path: &std::path::Path, err: &std::io::Error) -> Self {
+        Error::new(Code::Io, format!("{}: {err}", path.display()))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,14 @@
+//! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
+
+pub mod error;
+pub mod id;
+pub mod model;
+pub mod ops;
+pub mod quota;
+pub mod readiness;
+pub mod should_run;
+pub mod time;
+
+pub use error::{Code, Error, Result};
+pub use model::*;
+pub use time::{Dur, Ts};

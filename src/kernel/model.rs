@@ -1,0 +1,607 @@
+//! The model: goal and config, todos and leases, gates, quota, evidence, journal events.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::time::{Dur, Ts};
+
+/// The schema version this binary reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Keys a file carries that this binary does not know; kept across rewrites.
+pub type Extra = toml::Table;
+
+fn schema() -> u32 {
+    SCHEMA_VERSION
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `loopx.toml`: the goal, the quota policy, lease defaults and known agents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Config {
+    /// The file's schema version.
+    #[serde(default = "schema")]
+    pub schema_version: u32,
+    /// The goal.
+    pub goal: Goal,
+    /// The quota policy.
+    #[serde(default)]
+    pub quota: QuotaPolicy,
+    /// Lease defaults.
+    #[serde(default)]
+    pub lease: LeasePolicy,
+    /// Known agents, by id (free-form tables).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, toml::Table>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The goal's state.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GoalStatus {
+    /// Agents work on it.
+    Active,
+    /// The owner paused it.
+    Paused,
+    /// The owner marked it complete.
+    Complete,
+}
+
+/// The objective of a project.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Goal {
+    /// The goal's id.
+    pub id: String,
+    /// What the project is for.
+    pub objective: String,
+    /// How the owner will know it is done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub success_criteria: Vec<String>,
+    /// Active, paused or complete.
+    pub status: GoalStatus,
+    /// When it was created.
+    pub created_at: Ts,
+    /// When it last changed.
+    pub updated_at: Ts,
+    /// Why it was paused or completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// How many turns may run in a window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QuotaPolicy {
+    /// Slots per window.
+    #[serde(default = "default_slots")]
+    pub slots: u32,
+    /// The sliding window.
+    #[serde(default = "default_window")]
+    pub window: Dur,
+    /// The least time between two spends.
+    #[serde(default)]
+    pub min_interval: Dur,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn default_slots() -> u32 {
+    100
+}
+
+fn default_window() -> Dur {
+    Dur::from_hours(24)
+}
+
+impl Default for QuotaPolicy {
+    fn default() -> Self {
+        QuotaPolicy {
+            slots: default_slots(),
+            window: default_window(),
+            min_interval: Dur(0),
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// Lease defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LeasePolicy {
+    /// How long a lease lasts unless `--ttl` says otherwise.
+    #[serde(default = "default_ttl")]
+    pub ttl: Dur,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn default_ttl() -> Dur {
+    Dur::from_mins(30)
+}
+
+impl Default for LeasePolicy {
+    fn default() -> Self {
+        LeasePolicy {
+            ttl: default_ttl(),
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// The least and most a lease may last.
+pub const TTL_MIN: Dur = Dur(1000);
+/// The most a lease may last: 7 days.
+pub const TTL_MAX: Dur = Dur(7 * 86_400_000);
+
+/// Who works on a todo.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// An agent claims it.
+    Agent,
+    /// The owner does it.
+    User,
+}
+
+/// A todo's priority, `P0` highest.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// Highest.
+    P0,
+    /// High.
+    P1,
+    /// Normal (default).
+    P2,
+    /// Low.
+    P3,
+    /// Lowest.
+    P4,
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "P0" | "0" => Ok(Priority::P0),
+            "P1" | "1" => Ok(Priority::P1),
+            "P2" | "2" => Ok(Priority::P2),
+            "P3" | "3" => Ok(Priority::P3),
+            "P4" | "4" => Ok(Priority::P4),
+            _ => Err(format!("`{s}` is not a priority; use P0 (highest) to P4")),
+        }
+    }
+}
+
+impl std::fmt::Display for Priority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// A todo's status.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Waiting to be done.
+    Open,
+    /// Cannot go on: see the reason.
+    Blocked,
+    /// Put off for now.
+    Deferred,
+    /// Finished (archived).
+    Done,
+    /// Dropped (archived).
+    Cancelled,
+}
+
+impl Status {
+    /// The name as written in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Blocked => "blocked",
+            Status::Deferred => "deferred",
+            Status::Done => "done",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Done and cancelled todos leave the working set.
+    pub fn is_final(self) -> bool {
+        matches!(self, Status::Done | Status::Cancelled)
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "open" => Ok(Status::Open),
+            "blocked" => Ok(Status::Blocked),
+            "deferred" => Ok(Status::Deferred),
+            "done" => Ok(Status::Done),
+            "cancelled" | "canceled" => Ok(Status::Cancelled),
+            _ => Err(format!(
+                "`{s}` is not a status; use open, blocked, deferred, done or cancelled"
+            )),
+        }
+    }
+}
+
+/// A lease: one agent's exclusive, expiring claim on a todo.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Lease {
+    /// The agent holding it.
+    pub holder: String,
+    /// The fence granted with it.
+    pub fence: u64,
+    /// When it was granted.
+    pub acquired_at: Ts,
+    /// When it lapses unless renewed.
+    pub expires_at: Ts,
+}
+
+impl Lease {
+    /// True while the lease has not expired.
+    pub fn is_live(&self, now: Ts) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// A todo: one node of the work graph.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Todo {
+    /// The file's schema version.
+    #[serde(default = "schema")]
+    pub schema_version: u32,
+    /// `t-` and six base32 characters.
+    pub id: String,
+    /// What to do.
+    pub title: String,
+    /// Agent or user.
+    #[serde(default = "default_role")]
+    pub role: Role,
+    /// P0 (highest) to P4.
+    #[serde(default = "default_priority")]
+    pub priority: Priority,
+    /// Open, blocked, deferred, done or cancelled.
+    pub status: Status,
+    /// Todos that must be done first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// A cadence: the todo is a recurring monitor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<Dur>,
+    /// Not ready before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_due_at: Option<Ts>,
+    /// Who added it.
+    pub created_by: String,
+    /// When it was added.
+    pub created_at: Ts,
+    /// When it last changed.
+    pub updated_at: Ts,
+    /// Why it is blocked, deferred, done or cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who last set its status (for reopen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_by: Option<String>,
+    /// The last fence granted; kept after the lease ends.
+    #[serde(default)]
+    pub fence: u64,
+    /// The current lease, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn default_role() -> Role {
+    Role::Agent
+}
+
+fn default_priority() -> Priority {
+    Priority::P2
+}
+
+impl Todo {
+    /// The lease if it is still live.
+    pub fn live_lease(&self, now: Ts) -> Option<&Lease> {
+        self.lease.as_ref().filter(|l| l.is_live(now))
+    }
+}
+
+/// A gate's state.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum GateStatus {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner said yes.
+    Approved,
+    /// The owner said no.
+    Rejected,
+    /// Withdrawn.
+    Cancelled,
+}
+
+impl GateStatus {
+    /// The name as written in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Pending => "pending",
+            GateStatus::Approved => "approved",
+            GateStatus::Rejected => "rejected",
+            GateStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A gate: a question only the owner may decide.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Gate {
+    /// The file's schema version.
+    #[serde(default = "schema")]
+    pub schema_version: u32,
+    /// `g-` and six base32 characters.
+    pub id: String,
+    /// What the owner is asked.
+    pub question: String,
+    /// The answers offered, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// Todos it blocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<String>,
+    /// Blocks every agent todo.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub global: bool,
+    /// Who asked.
+    pub opened_by: String,
+    /// When.
+    pub opened_at: Ts,
+    /// Pending, approved, rejected or cancelled.
+    pub status: GateStatus,
+    /// Who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<Ts>,
+    /// The option chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The owner's signature over the decision (hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+    /// Set by the store: the decision is proven (always true for pending gates).
+    #[serde(skip)]
+    pub proven: bool,
+}
+
+impl Gate {
+    /// The status that counts: a decision that is not proven counts as pending.
+    pub fn effective_status(&self) -> GateStatus {
+        if self.status != GateStatus::Pending && !self.proven {
+            GateStatus::Pending
+        } else {
+            self.status
+        }
+    }
+
+    /// True when the gate blocks this todo (by list or globally).
+    pub fn blocks_todo(&self, todo: &Todo) -> bool {
+        (self.global && todo.role == Role::Agent) || self.blocks.iter().any(|b| *b == todo.id)
+    }
+}
+
+/// One spend of quota.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spend {
+    /// When.
+    pub at: Ts,
+    /// Which agent.
+    pub agent: String,
+    /// How many slots.
+    pub slots: u32,
+    /// The turn id, for de-duplication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    /// Tokens used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// `quota.toml`: the spends inside the current window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QuotaFile {
+    /// The file's schema version.
+    #[serde(default = "schema")]
+    pub schema_version: u32,
+    /// The spends, oldest first.
+    #[serde(default, rename = "spend", skip_serializing_if = "Vec::is_empty")]
+    pub spends: Vec<Spend>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// What a piece of evidence is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EvidenceKind {
+    /// Free text.
+    Note,
+    /// A command and its exit code.
+    Command,
+    /// A file produced.
+    Artifact,
+    /// A named value.
+    Metric,
+    /// A commit.
+    Git,
+    /// Captured by loopx itself.
+    Auto,
+}
+
+impl std::str::FromStr for EvidenceKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "note" => Ok(EvidenceKind::Note),
+            "command" => Ok(EvidenceKind::Command),
+            "artifact" => Ok(EvidenceKind::Artifact),
+            "metric" => Ok(EvidenceKind::Metric),
+            "git" => Ok(EvidenceKind::Git),
+            "auto" => Ok(EvidenceKind::Auto),
+            _ => Err(format!(
+                "`{s}` is not an evidence kind; use note, command, artifact, metric, git or auto"
+            )),
+        }
+    }
+}
+
+/// One line of `evidence/ID.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Evidence {
+    /// When.
+    pub at: Ts,
+    /// Which agent.
+    pub agent: String,
+    /// The fence of the lease it was written under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<u64>,
+    /// What kind.
+    pub kind: EvidenceKind,
+    /// One line for people.
+    pub summary: String,
+    /// The command run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// A file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The file's SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A metric's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A metric's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// A git commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Changed files (auto evidence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// Seconds since the lease was granted (auto evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_claim_s: Option<i64>,
+}
+
+impl Evidence {
+    /// A bare entry of this kind.
+    pub fn new(at: Ts, agent: &str, fence: Option<u64>, kind: EvidenceKind, summary: String) -> Self {
+        Evidence {
+            at,
+            agent: agent.to_string(),
+            fence,
+            kind,
+            summary,
+            command: None,
+            exit_code: None,
+            path: None,
+            sha256: None,
+            name: None,
+            value: None,
+            commit: None,
+            files: Vec::new(),
+            since_claim_s: None,
+        }
+    }
+}
+
+/// A journal event before the store gives it a place in the chain.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventDraft {
+    /// When.
+    pub at: Ts,
+    /// Who.
+    pub actor: String,
+    /// What (`todo.claim`, `gate.approve`, ...).
+    pub action: String,
+    /// On what (an id, or `goal`, `quota`).
+    pub target: String,
+    /// Details.
+    pub data: serde_json::Value,
+}
+
+/// One line of `journal.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    /// 1, 2, ...
+    pub seq: u64,
+    /// When.
+    pub at: Ts,
+    /// Who.
+    pub actor: String,
+    /// What.
+    pub action: String,
+    /// On what.
+    pub target: String,
+    /// Details.
+    pub data: serde_json::Value,
+    /// SHA-256 (hex) of the previous line's bytes; 64 zeros on line 1.
+    pub prev: String,
+}
+
+/// A consistent view of the working state: what every rule reads.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// `loopx.toml`.
+    pub config: Config,
+    /// The working set: open, blocked and deferred todos, by id.
+    pub todos: BTreeMap<String, Todo>,
+    /// Every gate, by id.
+    pub gates: BTreeMap<String, Gate>,
+    /// `quota.toml`.
+    pub quota: QuotaFile,
+    /// Status of archived todos that working todos depend on (missing ids are absent).
+    pub archived: HashMap<String, Status>,
+}
+
+impl Snapshot {
+    /// The status of any todo id the snapshot knows (working set or referenced archive).
+    pub fn status_of(&self, id: &str) -> Option<Status> {
+        self.todos
+            .get(id)
+            .map(|t| t.status)
+            .or_else(|| self.archived.get(id).copied())
+    }
+}

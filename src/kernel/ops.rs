@@ -1,0 +1,622 @@
+//! Mutations as pure functions: each takes a snapshot and a clock and returns the change to store.
+
+use serde_json::json;
+
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::model::*;
+use crate::kernel::quota;
+use crate::kernel::readiness::{self, Blocker};
+use crate::kernel::time::{Dur, Ts};
+
+/// One file to write.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// Write `todos/ID.toml`.
+    Todo(Todo),
+    /// Move a todo to `archive/ID.toml`.
+    Archive(Todo),
+    /// Write `gates/ID.toml`.
+    Gate(Gate),
+    /// Write `loopx.toml`.
+    Config(Config),
+    /// Write `quota.toml`.
+    Quota(QuotaFile),
+    /// Append to `evidence/ID.jsonl`.
+    Evidence(String, Evidence),
+}
+
+/// What a mutation changes: files to write and journal events, applied together under the lock.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// Files to write, in order.
+    pub writes: Vec<Write>,
+    /// Journal events, in order.
+    pub events: Vec<EventDraft>,
+}
+
+impl Change {
+    fn event(&mut self, now: Ts, actor: &str, action: &str, target: &str, data: serde_json::Value) {
+        self.events.push(EventDraft {
+            at: now,
+            actor: actor.to_string(),
+            action: action.to_string(),
+            target: target.to_string(),
+            data,
+        });
+    }
+}
+
+/// Who acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authority {
+    /// An agent, without owner authority.
+    Agent,
+    /// The owner (proven by the face before calling).
+    Owner,
+}
+
+fn todo<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Todo> {
+    snap.todos.get(id).ok_or_else(|| {
+        let msg = match snap.archived.get(id) {
+            Some(s) => format!("todo {id} is {} and archived", s.as_str()),
+            None => format!("no open todo {id}"),
+        };
+        Error::new(Code::NotFound, msg).hint("list open todos with `loopx todo list`")
+    })
+}
+
+fn gate<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Gate> {
+    snap.gates
+        .get(id)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")).hint("list gates with `loopx gate list`"))
+}
+
+/// Checks a lease length is within 1 s and 7 days.
+pub fn check_ttl(ttl: Dur) -> Result<Dur> {
+    if ttl < TTL_MIN || ttl > TTL_MAX {
+        return Err(Error::usage(format!("a lease lasts from 1s to 7d, not {ttl}")));
+    }
+    Ok(ttl)
+}
+
+/// What `todo add` needs.
+#[derive(Debug, Clone)]
+pub struct NewTodo {
+    /// The fresh id.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// Agent or user.
+    pub role: Role,
+    /// Priority.
+    pub priority: Priority,
+    /// Resolved dependency ids.
+    pub depends_on: Vec<String>,
+    /// A cadence.
+    pub every: Option<Dur>,
+    /// A gate that should block it.
+    pub blocked_by_gate: Option<String>,
+}
+
+/// Adds a todo (and puts it on a gate's `blocks` list when asked).
+pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(Change, Todo)> {
+    if new.title.trim().is_empty() {
+        return Err(Error::usage("a todo needs a title"));
+    }
+    if let Some(every) = new.every
+        && every < Dur::from_secs(1)
+    {
+        return Err(Error::usage("--every must be at least 1s"));
+    }
+    let t = Todo {
+        schema_version: SCHEMA_VERSION,
+        id: new.id.clone(),
+        title: new.title.trim().to_string(),
+        role: new.role,
+        priority: new.priority,
+        status: Status::Open,
+        depends_on: new.depends_on,
+        every: new.every,
+        next_due_at: None,
+        created_by: actor.to_string(),
+        created_at: now,
+        updated_at: now,
+        reason: None,
+        status_by: None,
+        fence: 0,
+        lease: None,
+        extra: Extra::new(),
+    };
+    let mut c = Change::default();
+    if let Some(gid) = &new.blocked_by_gate {
+        let mut g = gate(snap, gid)?.clone();
+        if g.effective_status() != GateStatus::Pending {
+            return Err(Error::new(
+                Code::AlreadyDecided,
+                format!("gate {gid} is {} already; it blocks nothing new", g.status.as_str()),
+            ));
+        }
+        g.blocks.push(t.id.clone());
+        c.writes.push(Write::Gate(g));
+    }
+    c.writes.insert(0, Write::Todo(t.clone()));
+    c.event(
+        now,
+        actor,
+        "todo.add",
+        &t.id,
+        json!({"title": t.title, "priority": t.priority, "role": t.role,
+               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate}),
+    );
+    Ok((c, t))
+}
+
+fn not_ready_error(id: &str, blockers: &[Blocker]) -> Error {
+    let reasons: Vec<String> = blockers.iter().map(Blocker::describe).collect();
+    Error::new(Code::NotReady, format!("{id} is not ready: {}", reasons.join("; ")))
+        .details(json!({ "reasons": blockers }))
+}
+
+fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+    t.fence += 1;
+    t.lease = Some(Lease {
+        holder: agent.to_string(),
+        fence: t.fence,
+        acquired_at: now,
+        expires_at: now.add(ttl),
+    });
+    t.updated_at = now;
+}
+
+/// Claims `id`, or the best ready todo: a lease with a new fence (or a renewal of one's own).
+pub fn claim(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: Option<&str>) -> Result<(Change, Todo)> {
+    let ttl = check_ttl(ttl)?;
+    let mut c = Change::default();
+    let Some(id) = id else {
+        let Some(best) = readiness::best(snap, agent, now) else {
+            let why = match snap.config.goal.status {
+                GoalStatus::Active => "nothing is ready to claim".to_string(),
+                s => format!("the goal is {}", if s == GoalStatus::Paused { "paused" } else { "complete" }),
+            };
+            return Err(Error::new(Code::NothingReady, why)
+                .hint("see why with `loopx quota should-run` or `loopx todo list`"));
+        };
+        let mut t = best.clone();
+        let expired = t.lease.clone();
+        grant(&mut t, agent, now, ttl);
+        c.event(now, agent, "todo.claim", &t.id, claim_data(&t, expired.as_ref()));
+        c.writes.push(Write::Todo(t.clone()));
+        return Ok((c, t));
+    };
+    let cur = todo(snap, id)?;
+    if let Some(l) = cur.live_lease(now)
+        && l.holder != agent
+    {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("{id} is leased by {} until {}", l.holder, l.expires_at),
+        )
+        .hint("claim another todo with a bare `loopx todo claim`")
+        .details(json!({"holder": l.holder, "expires_at": l.expires_at})));
+    }
+    let b = readiness::blockers(snap, cur, agent, now, true);
+    if !b.is_empty() {
+        return Err(not_ready_error(id, &b));
+    }
+    let mut t = cur.clone();
+    if let Some(l) = t.lease.as_mut().filter(|l| l.is_live(now)) {
+        l.expires_at = now.add(ttl);
+        t.updated_at = now;
+        c.event(now, agent, "todo.renew", &t.id, json!({"fence": t.fence, "expires_at": l.expires_at}));
+    } else {
+        let expired = t.lease.clone();
+        grant(&mut t, agent, now, ttl);
+        c.event(now, agent, "todo.claim", &t.id, claim_data(&t, expired.as_ref()));
+    }
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {
+    let l = t.lease.as_ref();
+    json!({
+        "fence": t.fence,
+        "expires_at": l.map(|l| l.expires_at),
+        "reclaimed_from": expired.map(|e| json!({"holder": e.holder, "fence": e.fence, "expired_at": e.expires_at})),
+    })
+}
+
+/// The todo this agent means when it names none: the one it holds.
+pub fn default_held(snap: &Snapshot, agent: &str, now: Ts) -> Result<String> {
+    let held = readiness::held(snap, agent, now);
+    match held.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => {
+            let expired: Vec<&Todo> = snap
+                .todos
+                .values()
+                .filter(|t| t.lease.as_ref().is_some_and(|l| l.holder == agent))
+                .collect();
+            if let [t] = expired.as_slice() {
+                let exp = t.lease.as_ref().map(|l| l.expires_at).unwrap_or_default();
+                return Err(Error::new(
+                    Code::LeaseConflict,
+                    format!("your lease on {} expired at {exp}", t.id),
+                )
+                .hint(format!("claim it again with `loopx todo claim {}`", t.id)));
+            }
+            Err(Error::usage(format!("{agent} holds no lease; name the todo"))
+                .hint("claim one with `loopx todo claim`"))
+        }
+        many => {
+            let ids: Vec<&str> = many.iter().map(|t| t.id.as_str()).collect();
+            Err(Error::usage(format!("{agent} holds {} leases: {}; name one", ids.len(), ids.join(", ")))
+                .details(json!({"held": ids})))
+        }
+    }
+}
+
+/// Checks `agent` holds a live lease on `t` with the current fence (when one is given).
+pub fn check_lease(t: &Todo, agent: &str, now: Ts, fence: Option<u64>) -> Result<()> {
+    if let Some(f) = fence
+        && f != t.fence
+    {
+        return Err(Error::new(
+            Code::StaleFence,
+            format!("fence {f} is stale: {} is at fence {}", t.id, t.fence),
+        )
+        .hint("your lease was taken over; stop work on it and claim again")
+        .details(json!({"fence": t.fence})));
+    }
+    match &t.lease {
+        Some(l) if l.holder == agent && l.is_live(now) => Ok(()),
+        Some(l) if l.holder == agent => Err(Error::new(
+            Code::LeaseConflict,
+            format!("your lease on {} expired at {}", t.id, l.expires_at),
+        )
+        .hint(format!("claim it again with `loopx todo claim {}`", t.id))),
+        Some(l) if l.is_live(now) => Err(Error::new(
+            Code::LeaseConflict,
+            format!("{} is leased by {} until {}", t.id, l.holder, l.expires_at),
+        )),
+        _ => Err(Error::new(Code::LeaseConflict, format!("you hold no lease on {}", t.id))
+            .hint(format!("claim it with `loopx todo claim {}`", t.id))),
+    }
+}
+
+/// Extends `agent`'s live lease.
+pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Result<(Change, Todo)> {
+    let ttl = check_ttl(ttl)?;
+    let mut t = todo(snap, id)?.clone();
+    check_lease(&t, agent, now, None)?;
+    let mut c = Change::default();
+    if let Some(l) = t.lease.as_mut() {
+        l.expires_at = now.add(ttl);
+        c.event(now, agent, "todo.renew", id, json!({"fence": l.fence, "expires_at": l.expires_at}));
+    }
+    t.updated_at = now;
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// What `todo update` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// The fence the agent believes it holds.
+    pub fence: Option<u64>,
+    /// Evidence to append.
+    pub evidence: Vec<Evidence>,
+    /// A new status.
+    pub status: Option<Status>,
+    /// Why.
+    pub reason: Option<String>,
+}
+
+/// Appends evidence and changes status; done and cancelled archive (or reschedule a recurring todo).
+pub fn update(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str, u: Update) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    if t.role == Role::User {
+        if auth != Authority::Owner {
+            return Err(Error::new(Code::Denied, format!("{id} is a user todo: only the owner updates it"))
+                .hint("ask the owner, or open a gate with `loopx gate open`"));
+        }
+        if let Some(f) = u.fence
+            && f != t.fence
+        {
+            return Err(Error::new(Code::StaleFence, format!("fence {f} is stale: {id} is at fence {}", t.fence)));
+        }
+    } else {
+        check_lease(&t, agent, now, u.fence)?;
+    }
+    let fence = t.lease.as_ref().map(|l| l.fence);
+    let mut c = Change::default();
+    for mut e in u.evidence {
+        e.fence = e.fence.or(fence);
+        c.writes.push(Write::Evidence(t.id.clone(), e));
+    }
+    let n_evidence = c.writes.len();
+    t.updated_at = now;
+    let mut archive = false;
+    let mut action = "todo.update";
+    if let Some(s) = u.status {
+        t.reason = u.reason.clone().or(t.reason.take().filter(|_| s == t.status));
+        t.status_by = Some(agent.to_string());
+        match s {
+            Status::Open => {}
+            Status::Done if t.every.is_some() => {
+                let every = t.every.unwrap_or_default();
+                t.next_due_at = Some(now.add(every));
+                t.lease = None;
+                action = "todo.done_recurring";
+            }
+            Status::Done | Status::Cancelled => {
+                t.status = s;
+                t.lease = None;
+                archive = true;
+                action = if s == Status::Done { "todo.done" } else { "todo.cancel" };
+            }
+            Status::Blocked | Status::Deferred => {
+                t.status = s;
+                t.lease = None;
+                action = if s == Status::Blocked { "todo.block" } else { "todo.defer" };
+            }
+        }
+    } else if let Some(r) = &u.reason {
+        t.reason = Some(r.clone());
+    }
+    c.event(
+        now,
+        agent,
+        action,
+        &t.id,
+        json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
+               "next_due_at": t.next_due_at}),
+    );
+    c.writes.push(if archive { Write::Archive(t.clone()) } else { Write::Todo(t.clone()) });
+    Ok((c, t))
+}
+
+/// Gives `agent`'s lease back.
+pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    match &t.lease {
+        Some(l) if l.holder == agent => {}
+        Some(l) if l.is_live(now) => {
+            return Err(Error::new(Code::LeaseConflict, format!("{id} is leased by {}, not you", l.holder)));
+        }
+        _ => return Err(Error::new(Code::LeaseConflict, format!("you hold no lease on {id}"))),
+    }
+    let fence = t.fence;
+    t.lease = None;
+    t.updated_at = now;
+    let mut c = Change::default();
+    c.event(now, agent, "todo.release", id, json!({"fence": fence}));
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
+pub fn reopen(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    if !matches!(t.status, Status::Blocked | Status::Deferred) {
+        return Err(Error::new(Code::NotReady, format!("{id} is {}, not blocked or deferred", t.status.as_str())));
+    }
+    if auth != Authority::Owner && t.status_by.as_deref() != Some(agent) {
+        return Err(Error::new(
+            Code::Denied,
+            format!("{id} was set {} by {}; only they or the owner reopen it", t.status.as_str(),
+                t.status_by.as_deref().unwrap_or("a gate")),
+        ));
+    }
+    t.status = Status::Open;
+    t.reason = None;
+    t.status_by = Some(agent.to_string());
+    t.updated_at = now;
+    let mut c = Change::default();
+    c.event(now, agent, "todo.reopen", id, json!({}));
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Owner: moves the lease to `to` with a new fence.
+pub fn reassign(snap: &Snapshot, owner: &str, now: Ts, ttl: Dur, id: &str, to: &str) -> Result<(Change, Todo)> {
+    let ttl = check_ttl(ttl)?;
+    let mut t = todo(snap, id)?.clone();
+    if t.role != Role::Agent || t.status != Status::Open {
+        return Err(Error::new(Code::NotReady, format!("{id} is not an open agent todo")));
+    }
+    let from = t.lease.as_ref().map(|l| json!({"holder": l.holder, "fence": l.fence}));
+    grant(&mut t, to, now, ttl);
+    let mut c = Change::default();
+    c.event(now, owner, "todo.reassign", id, json!({"to": to, "fence": t.fence, "from": from}));
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Clears every expired lease (doctor --fix); fences are kept.
+pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
+    let mut c = Change::default();
+    for t in snap.todos.values() {
+        if let Some(l) = &t.lease
+            && !l.is_live(now)
+        {
+            let mut t2 = t.clone();
+            t2.lease = None;
+            t2.updated_at = now;
+            c.event(now, actor, "lease.expire", &t.id, json!({"holder": l.holder, "fence": l.fence, "expired_at": l.expires_at}));
+            c.writes.push(Write::Todo(t2));
+        }
+    }
+    c
+}
+
+/// Opens a gate.
+pub fn open_gate(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    id: String,
+    question: String,
+    blocks: Vec<String>,
+    global: bool,
+    options: Vec<String>,
+) -> Result<(Change, Gate)> {
+    if question.trim().is_empty() {
+        return Err(Error::usage("a gate needs a question"));
+    }
+    for b in &blocks {
+        todo(snap, b)?;
+    }
+    let g = Gate {
+        schema_version: SCHEMA_VERSION,
+        id,
+        question: question.trim().to_string(),
+        options,
+        blocks,
+        global,
+        opened_by: agent.to_string(),
+        opened_at: now,
+        status: GateStatus::Pending,
+        decided_by: None,
+        decided_at: None,
+        option: None,
+        reason: None,
+        signature: None,
+        extra: Extra::new(),
+        proven: true,
+    };
+    let mut c = Change::default();
+    c.event(now, agent, "gate.open", &g.id,
+        json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
+    c.writes.push(Write::Gate(g.clone()));
+    Ok((c, g))
+}
+
+/// Owner: approves, rejects or cancels a pending gate. A rejection blocks the todos it names.
+pub fn decide_gate(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    status: GateStatus,
+    option: Option<String>,
+    reason: Option<String>,
+) -> Result<(Change, Gate)> {
+    let cur = gate(snap, id)?;
+    if cur.effective_status() != GateStatus::Pending {
+        return Err(Error::new(
+            Code::AlreadyDecided,
+            format!("gate {id} was {} by {} at {}", cur.status.as_str(),
+                cur.decided_by.as_deref().unwrap_or("?"),
+                cur.decided_at.map(|t| t.to_string()).unwrap_or_default()),
+        ));
+    }
+    if status == GateStatus::Pending {
+        return Err(Error::new(Code::Internal, "a decision cannot be pending"));
+    }
+    if let Some(o) = &option
+        && !cur.options.is_empty()
+        && !cur.options.contains(o)
+    {
+        return Err(Error::usage(format!("`{o}` is not an option of {id}; choose one of: {}", cur.options.join(", "))));
+    }
+    if status == GateStatus::Rejected && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(Error::usage("a rejection needs --reason"));
+    }
+    let mut g = cur.clone();
+    g.status = status;
+    g.decided_by = Some(owner.to_string());
+    g.decided_at = Some(now);
+    g.option = option;
+    g.reason = reason;
+    g.proven = true;
+    let mut c = Change::default();
+    let action = format!("gate.{}", match status {
+        GateStatus::Approved => "approve",
+        GateStatus::Rejected => "reject",
+        _ => "cancel",
+    });
+    c.event(now, owner, &action, id, json!({"option": g.option, "reason": g.reason}));
+    c.writes.push(Write::Gate(g.clone()));
+    if status == GateStatus::Rejected {
+        for tid in &g.blocks {
+            if let Some(t) = snap.todos.get(tid).filter(|t| t.status == Status::Open) {
+                let mut t = t.clone();
+                t.status = Status::Blocked;
+                t.reason = g.reason.clone();
+                t.status_by = Some(format!("gate:{id}"));
+                t.lease = None;
+                t.updated_at = now;
+                c.event(now, owner, "todo.block", tid, json!({"gate": id, "reason": t.reason}));
+                c.writes.push(Write::Todo(t));
+            }
+        }
+    }
+    Ok((c, g))
+}
+
+/// Owner: pauses, resumes or completes the goal.
+pub fn set_goal_status(snap: &Snapshot, owner: &str, now: Ts, status: GoalStatus, reason: Option<String>) -> Result<(Change, Config)> {
+    let mut cfg = snap.config.clone();
+    let from = cfg.goal.status;
+    cfg.goal.status = status;
+    cfg.goal.reason = reason.clone();
+    cfg.goal.updated_at = now;
+    let action = match status {
+        GoalStatus::Active => "goal.resume",
+        GoalStatus::Paused => "goal.pause",
+        GoalStatus::Complete => "goal.complete",
+    };
+    let mut c = Change::default();
+    c.event(now, owner, action, &cfg.goal.id, json!({"from": from, "reason": reason}));
+    c.writes.push(Write::Config(cfg.clone()));
+    Ok((c, cfg))
+}
+
+/// Owner: changes the quota policy.
+pub fn set_quota(snap: &Snapshot, owner: &str, now: Ts, slots: Option<u32>, window: Option<Dur>, min_interval: Option<Dur>) -> Result<(Change, Config)> {
+    if window.is_some_and(|w| w < Dur::from_secs(1)) {
+        return Err(Error::usage("--window must be at least 1s"));
+    }
+    if min_interval.is_some_and(|m| m.0 < 0) {
+        return Err(Error::usage("--min-interval cannot be negative"));
+    }
+    let mut cfg = snap.config.clone();
+    if let Some(s) = slots {
+        cfg.quota.slots = s;
+    }
+    if let Some(w) = window {
+        cfg.quota.window = w;
+    }
+    if let Some(m) = min_interval {
+        cfg.quota.min_interval = m;
+    }
+    let mut c = Change::default();
+    c.event(now, owner, "quota.set", "quota",
+        json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
+    c.writes.push(Write::Config(cfg.clone()));
+    Ok((c, cfg))
+}
+
+/// Records a spent turn. The same turn id twice in the window is recorded once.
+pub fn spend(snap: &Snapshot, agent: &str, now: Ts, slots: u32, turn: Option<String>, tokens: Option<u64>, cost_usd: Option<f64>) -> Result<(Change, bool)> {
+    if slots == 0 {
+        return Err(Error::usage("--slots must be at least 1"));
+    }
+    if cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(Error::usage("--cost-usd must be a number of zero or more"));
+    }
+    let p = &snap.config.quota;
+    let mut c = Change::default();
+    if let Some(t) = &turn
+        && quota::has_turn(&snap.quota, p, now, t)
+    {
+        return Ok((c, false));
+    }
+    let mut q = snap.quota.clone();
+    quota::prune(&mut q, p, now);
+    q.spends.push(Spend { at: now, agent: agent.to_string(), slots, turn: turn.clone(), tokens, cost_usd });
+    c.event(now, agent, "quota.spend", "quota", json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}));
+    c.writes.push(Write::Quota(q));
+    Ok((c, true))
+}

@@ -1,0 +1,171 @@
+//! Readiness: which todos an agent may take now, why the others wait, and in what order.
+
+use serde::Serialize;
+
+use crate::kernel::model::{GateStatus, GoalStatus, Role, Snapshot, Status, Todo};
+use crate::kernel::time::Ts;
+
+/// One reason a todo is not ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Blocker {
+    /// The goal is paused or complete.
+    GoalPaused,
+    /// A `user` todo: the owner does it.
+    UserRole,
+    /// Its status is not `open`.
+    Status {
+        /// The status.
+        status: Status,
+    },
+    /// A dependency is not done.
+    Dependency {
+        /// The dependency.
+        id: String,
+        /// Its status, or None when it does not exist.
+        status: Option<Status>,
+        /// Who does it.
+        role: Option<Role>,
+    },
+    /// A pending gate blocks it.
+    Gate {
+        /// The gate.
+        id: String,
+    },
+    /// Not due yet.
+    NotDue {
+        /// When it becomes due.
+        until: Ts,
+    },
+    /// Another live lease.
+    Leased {
+        /// Who holds it.
+        holder: String,
+        /// When it lapses.
+        until: Ts,
+    },
+}
+
+impl Blocker {
+    /// True when only the owner can clear it (a gate, a user todo, a dead dependency).
+    pub fn needs_owner(&self) -> bool {
+        match self {
+            Blocker::GoalPaused | Blocker::UserRole | Blocker::Gate { .. } => true,
+            Blocker::Status { .. } => true,
+            Blocker::Dependency { status, role, .. } => !matches!(
+                (status, role),
+                (Some(Status::Open), Some(Role::Agent))
+            ),
+            Blocker::NotDue { .. } | Blocker::Leased { .. } => false,
+        }
+    }
+
+    /// When it clears by itself, if known.
+    pub fn clears_at(&self) -> Option<Ts> {
+        match self {
+            Blocker::NotDue { until } | Blocker::Leased { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    /// A short phrase for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Blocker::GoalPaused => "the goal is not active".into(),
+            Blocker::UserRole => "a user todo: the owner does it".into(),
+            Blocker::Status { status } => format!("status is {}", status.as_str()),
+            Blocker::Dependency { id, status, .. } => match status {
+                Some(s) => format!("depends on {id} ({})", s.as_str()),
+                None => format!("depends on {id}, which does not exist"),
+            },
+            Blocker::Gate { id } => format!("gate {id} is pending"),
+            Blocker::NotDue { until } => format!("not due until {until}"),
+            Blocker::Leased { holder, until } => format!("leased by {holder} until {until}"),
+        }
+    }
+}
+
+/// Every reason `todo` is not ready for `agent` at `now`; empty when ready.
+///
+/// A live lease held by `agent` itself is not listed when `own_lease_ok`.
+pub fn blockers(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts, own_lease_ok: bool) -> Vec<Blocker> {
+    let mut out = Vec::new();
+    if snap.config.goal.status != GoalStatus::Active {
+        out.push(Blocker::GoalPaused);
+    }
+    if todo.role != Role::Agent {
+        out.push(Blocker::UserRole);
+    }
+    if todo.status != Status::Open {
+        out.push(Blocker::Status { status: todo.status });
+    }
+    for dep in &todo.depends_on {
+        let status = snap.status_of(dep);
+        if status != Some(Status::Done) {
+            out.push(Blocker::Dependency {
+                id: dep.clone(),
+                status,
+                role: snap.todos.get(dep).map(|t| t.role),
+            });
+        }
+    }
+    for gate in snap.gates.values() {
+        if gate.effective_status() == GateStatus::Pending && gate.blocks_todo(todo) {
+            out.push(Blocker::Gate { id: gate.id.clone() });
+        }
+    }
+    if let Some(due) = todo.next_due_at
+        && now < due
+    {
+        out.push(Blocker::NotDue { until: due });
+    }
+    if let Some(lease) = todo.live_lease(now)
+        && !(own_lease_ok && lease.holder == agent)
+    {
+        out.push(Blocker::Leased {
+            holder: lease.holder.clone(),
+            until: lease.expires_at,
+        });
+    }
+    out
+}
+
+/// True when `todo` is ready for `agent`: nothing blocks it and nobody holds a live lease.
+pub fn is_ready(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> bool {
+    blockers(snap, todo, agent, now, false).is_empty()
+}
+
+/// The pick order: priority, then oldest, then id.
+pub fn pick_key(t: &Todo) -> (crate::kernel::Priority, Ts, &str) {
+    (t.priority, t.created_at, t.id.as_str())
+}
+
+/// Ready todos for `agent`, best first.
+pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
+    let mut v: Vec<&Todo> = snap
+        .todos
+        .values()
+        .filter(|t| is_ready(snap, t, agent, now))
+        .collect();
+    v.sort_by(|a, b| pick_key(a).cmp(&pick_key(b)));
+    v
+}
+
+/// The best ready todo for `agent`, if any.
+pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
+    snap.todos
+        .values()
+        .filter(|t| is_ready(snap, t, agent, now))
+        .min_by(|a, b| pick_key(a).cmp(&pick_key(b)))
+}
+
+/// Todos `agent` holds a live lease on, best first.
+pub fn held<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
+    let mut v: Vec<&Todo> = snap
+        .todos
+        .values()
+        .filter(|t| t.live_lease(now).is_some_and(|l| l.holder == agent))
+        .collect();
+    v.sort_by(|a, b| pick_key(a).cmp(&pick_key(b)));
+    v
+}

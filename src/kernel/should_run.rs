@@ -1,0 +1,174 @@
+//! should-run: whether an agent should run a turn now, and why, in the contract's order.
+
+use serde::Serialize;
+
+use crate::kernel::model::{GateStatus, GoalStatus, Priority, Role, Snapshot, Status};
+use crate::kernel::quota::{self, Usage};
+use crate::kernel::readiness::{self, Blocker};
+use crate::kernel::time::{Dur, Ts};
+
+/// The most questions listed.
+pub const MAX_QUESTIONS: usize = 5;
+/// The most characters of a question listed.
+pub const MAX_QUESTION_CHARS: usize = 200;
+/// The wait when no time is known.
+pub const DEFAULT_RETRY: Dur = Dur(300_000);
+
+/// The decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Run a turn.
+    Run,
+    /// The goal is paused or complete.
+    Paused,
+    /// No open agent todo at all.
+    Idle,
+    /// The window's slots are spent.
+    Throttled,
+    /// Come back later.
+    Wait,
+    /// Only the owner can unblock the work.
+    Ask,
+}
+
+/// The todo to run, in brief.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TodoBrief {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its priority.
+    pub priority: Priority,
+}
+
+/// A pending gate, in brief.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Question {
+    /// The gate.
+    pub gate: String,
+    /// The question, cut to 200 characters.
+    pub question: String,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    /// True only for `run`.
+    pub should_run: bool,
+    /// The decision.
+    pub decision: Decision,
+    /// Why, in one word.
+    pub reason: &'static str,
+    /// The todo to run (only for `run`).
+    pub todo: Option<TodoBrief>,
+    /// Pending gates, oldest first, at most five.
+    pub questions: Vec<Question>,
+    /// How many more pending gates there are.
+    pub questions_more: usize,
+    /// The quota.
+    pub quota: Usage,
+    /// Seconds until asking again makes sense.
+    pub retry_after_s: Option<i64>,
+}
+
+/// Decides whether `agent` should run a turn at `now`. Reads only the snapshot.
+pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
+    let (questions, questions_more) = pending_questions(snap);
+    let usage = quota::usage(&snap.quota, &snap.config.quota, now);
+    let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
+        should_run: decision == Decision::Run,
+        decision,
+        reason,
+        todo,
+        questions: questions.clone(),
+        questions_more,
+        quota: usage.clone(),
+        retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
+    };
+
+    match snap.config.goal.status {
+        GoalStatus::Paused => return answer(Decision::Paused, "paused", None, None),
+        GoalStatus::Complete => return answer(Decision::Paused, "complete", None, None),
+        GoalStatus::Active => {}
+    }
+    let open: Vec<_> = snap
+        .todos
+        .values()
+        .filter(|t| t.role == Role::Agent && t.status == Status::Open)
+        .collect();
+    if open.is_empty() {
+        return answer(Decision::Idle, "no_open_todos", None, None);
+    }
+    if let Some(d) = quota::throttled_for(&snap.quota, &snap.config.quota, now) {
+        return answer(Decision::Throttled, "quota_spent", None, Some(d));
+    }
+    if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
+        return answer(Decision::Wait, "min_interval", None, Some(d));
+    }
+    let brief = |t: &crate::kernel::Todo| TodoBrief {
+        id: t.id.clone(),
+        title: t.title.clone(),
+        priority: t.priority,
+    };
+    if let Some(t) = readiness::held(snap, agent, now)
+        .into_iter()
+        .find(|t| readiness::blockers(snap, t, agent, now, true).is_empty())
+    {
+        return answer(Decision::Run, "held_lease", Some(brief(t)), None);
+    }
+    if let Some(t) = readiness::best(snap, agent, now) {
+        return answer(Decision::Run, "ready_todo", Some(brief(t)), None);
+    }
+    // Nothing ready: does the open work clear by itself, or only by the owner?
+    let mut waits = false;
+    let mut earliest: Option<Ts> = None;
+    for t in &open {
+        let b: Vec<Blocker> = readiness::blockers(snap, t, agent, now, false);
+        if b.iter().any(Blocker::needs_owner) {
+            continue;
+        }
+        waits = true;
+        // This todo's wait is known only when every blocker clears at a known time.
+        let times: Option<Vec<Ts>> = b.iter().map(Blocker::clears_at).collect();
+        if let Some(at) = times.and_then(|v| v.into_iter().max()) {
+            earliest = Some(earliest.map_or(at, |e| e.min(at)));
+        }
+    }
+    if waits {
+        let retry = earliest.map_or(DEFAULT_RETRY, |at| at.since(now));
+        return answer(Decision::Wait, "waiting", None, Some(retry));
+    }
+    answer(Decision::Ask, "pending_gates", None, None)
+}
+
+/// Pending gates, oldest first: at most five, each cut to 200 characters, and how many more.
+pub fn pending_questions(snap: &Snapshot) -> (Vec<Question>, usize) {
+    let mut pending: Vec<_> = snap
+        .gates
+        .values()
+        .filter(|g| g.effective_status() == GateStatus::Pending)
+        .collect();
+    pending.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
+    let more = pending.len().saturating_sub(MAX_QUESTIONS);
+    let list = pending
+        .into_iter()
+        .take(MAX_QUESTIONS)
+        .map(|g| Question {
+            gate: g.id.clone(),
+            question: cut(&g.question, MAX_QUESTION_CHARS),
+        })
+        .collect();
+    (list, more)
+}
+
+/// Cuts text to at most `n` characters, marking the cut with an ellipsis.
+pub fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

@@ -1,0 +1,8 @@
+//! loopx: durable, auditable state for long-running AI agents, kept in `.loopx/`.
+//!
+//! Three layers, one direction of dependency: [`kernel`] (model and pure rules),
+//! [`store`] (the file store behind a trait), and the faces ([`cli`]).
+
+pub mod cli;
+pub mod kernel;
+pub mod store;

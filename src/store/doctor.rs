@@ -1,0 +1,302 @@
+//! doctor: checks every file of `.loopx/`, the journal's chain, leases, temp files and the lock.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::kernel::{Config, Gate, QuotaFile, Result, Todo, Ts};
+use crate::store::fs::FileStore;
+use crate::store::parse::{self, shown};
+use crate::store::{atomic, journal};
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The state is wrong: exit 6.
+    Error,
+    /// Worth knowing; healthy anyway.
+    Warning,
+}
+
+/// One thing doctor found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The file, relative to the project.
+    pub file: String,
+    /// The 1-based line, when known.
+    pub line: Option<usize>,
+    /// What is wrong and what to do.
+    pub message: String,
+    /// `doctor --fix` repairs it.
+    pub fixable: bool,
+}
+
+fn finding(severity: Severity, file: impl Into<String>, line: Option<usize>, message: impl Into<String>, fixable: bool) -> Finding {
+    Finding { severity, file: file.into(), line, message: message.into(), fixable }
+}
+
+/// Splits an error message `file:line: text` back into its parts.
+fn from_error(e: &crate::kernel::Error, fallback: &str) -> Finding {
+    let msg = e.message.clone();
+    let (file, line, text) = match msg.split_once(": ") {
+        Some((head, rest)) if head.starts_with(".loopx/") => match head.rsplit_once(':') {
+            Some((f, l)) if l.parse::<usize>().is_ok() => (f.to_string(), l.parse().ok(), rest.to_string()),
+            _ => (head.to_string(), None, rest.to_string()),
+        },
+        _ => (fallback.to_string(), None, msg.clone()),
+    };
+    finding(Severity::Error, file, line, text, false)
+}
+
+fn entries(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(|n| (n.to_string(), e.path())))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Runs every check; never writes.
+pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let d = store.dir();
+    let rel = |p: &Path| shown(p);
+
+    let config = match store.read_config() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            out.push(from_error(&e, ".loopx/loopx.toml"));
+            None
+        }
+    };
+    let _: Option<&Config> = config.as_ref();
+
+    // Temp files anywhere in the state directories.
+    for sub in ["", "todos", "archive", "gates", "evidence"] {
+        for (name, path) in entries(&d.join(sub)) {
+            if atomic::is_temp_name(&name) {
+                out.push(finding(Severity::Warning, rel(&path), None, "a leftover temp file from an interrupted write", true));
+            }
+        }
+    }
+
+    let mut todos: Vec<Todo> = Vec::new();
+    let mut open_ids: HashSet<String> = HashSet::new();
+    for (name, path) in entries(&d.join("todos")) {
+        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        match parse::read::<Todo>(&path) {
+            Ok(Some(t)) if t.id != stem => out.push(finding(
+                Severity::Error, rel(&path), None,
+                format!("its id is `{}` but the file is named {stem}.toml; rename the file or fix the id", t.id), false)),
+            Ok(Some(t)) => {
+                open_ids.insert(t.id.clone());
+                todos.push(t);
+            }
+            Ok(None) => {}
+            Err(e) => out.push(from_error(&e, &rel(&path))),
+        }
+    }
+    let mut archived: HashSet<String> = HashSet::new();
+    for (name, path) in entries(&d.join("archive")) {
+        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        match parse::read::<Todo>(&path) {
+            Ok(Some(t)) => {
+                if open_ids.contains(stem) {
+                    out.push(finding(Severity::Error, format!(".loopx/todos/{stem}.toml"), None,
+                        format!("{stem} is both open and archived (an interrupted archive); --fix keeps the archived copy"), true));
+                }
+                if !t.status.is_final() {
+                    out.push(finding(Severity::Warning, rel(&path), None,
+                        format!("an archived todo with status {}", t.status.as_str()), false));
+                }
+                archived.insert(stem.to_string());
+            }
+            Ok(None) => {}
+            Err(e) => out.push(from_error(&e, &rel(&path))),
+        }
+    }
+    let known = |id: &str| open_ids.contains(id) || archived.contains(id);
+    for t in &todos {
+        let file = format!(".loopx/todos/{}.toml", t.id);
+        for dep in &t.depends_on {
+            if !known(dep) {
+                out.push(finding(Severity::Error, file.clone(), None,
+                    format!("depends on {dep}, which does not exist; remove it from depends_on"), false));
+            }
+        }
+        if let Some(l) = &t.lease {
+            if !l.is_live(now) {
+                out.push(finding(Severity::Warning, file.clone(), None,
+                    format!("the lease of {} (fence {}) expired at {}", l.holder, l.fence, l.expires_at), true));
+            }
+            if l.fence != t.fence {
+                out.push(finding(Severity::Error, file.clone(), None,
+                    format!("the lease's fence {} differs from the todo's fence {}", l.fence, t.fence), false));
+            }
+        }
+    }
+
+    for (name, path) in entries(&d.join("gates")) {
+        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        match parse::read::<Gate>(&path) {
+            Ok(Some(g)) => {
+                if g.id != stem {
+                    out.push(finding(Severity::Error, rel(&path), None,
+                        format!("its id is `{}` but the file is named {stem}.toml", g.id), false));
+                }
+                for b in &g.blocks {
+                    if !known(b) {
+                        out.push(finding(Severity::Error, rel(&path), None,
+                            format!("blocks {b}, which does not exist; remove it from blocks"), false));
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => out.push(from_error(&e, &rel(&path))),
+        }
+    }
+
+    if let Err(e) = parse::read::<QuotaFile>(&store.path("quota.toml")) {
+        out.push(from_error(&e, ".loopx/quota.toml"));
+    }
+
+    for (name, path) in entries(&d.join("evidence")) {
+        let Some(stem) = name.strip_suffix(".jsonl").filter(|_| !name.starts_with('.')) else { continue };
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                out.push(finding(Severity::Error, rel(&path), None, format!("cannot read: {e}"), false));
+                continue;
+            }
+        };
+        check_jsonl(&mut out, &rel(&path), &bytes, |l| serde_json::from_slice::<crate::kernel::Evidence>(l).map(|_| ()));
+        if !known(stem) {
+            out.push(finding(Severity::Warning, rel(&path), None, format!("evidence of {stem}, which does not exist"), false));
+        }
+    }
+
+    let jp = store.journal_path();
+    match fs::read(&jp) {
+        Ok(bytes) => {
+            let (brk, torn) = journal::verify(&bytes);
+            if let Some(b) = brk {
+                out.push(finding(Severity::Error, ".loopx/journal.jsonl", Some(b.line), b.message, false));
+            }
+            if torn {
+                let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+                out.push(finding(Severity::Error, ".loopx/journal.jsonl", Some(line),
+                    "a torn last line (a crash mid-append); --fix removes it", true));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push(finding(
+            Severity::Warning, ".loopx/journal.jsonl", None, "no journal yet", false)),
+        Err(e) => out.push(finding(Severity::Error, ".loopx/journal.jsonl", None, format!("cannot read: {e}"), false)),
+    }
+
+    check_lock(&mut out, store);
+    out
+}
+
+fn check_jsonl(out: &mut Vec<Finding>, file: &str, bytes: &[u8], parse: impl Fn(&[u8]) -> serde_json::Result<()>) {
+    let complete_end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    for (i, line) in bytes[..complete_end].split(|b| *b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Err(e) = parse(line) {
+            out.push(finding(Severity::Error, file, Some(i + 1), format!("not a valid entry ({e})"), false));
+        }
+    }
+    if complete_end < bytes.len() {
+        let line = bytes[..complete_end].iter().filter(|b| **b == b'\n').count() + 1;
+        out.push(finding(Severity::Error, file, Some(line), "a torn last line (a crash mid-append); --fix removes it", true));
+    }
+}
+
+/// Network file systems on which flock may be emulated or local only.
+const NETWORK_FS: &[&str] = &["nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "afs", "ceph", "glusterfs", "lustre"];
+
+fn check_lock(out: &mut Vec<Finding>, store: &FileStore) {
+    let p = store.path("lock");
+    match crate::store::lock::acquire(&p, true) {
+        Ok(_g) => {}
+        Err(e) => out.push(finding(Severity::Warning, ".loopx/lock", None, format!("{} ({})", e.message, e.hint.unwrap_or_default()), false)),
+    }
+    if let Some(fs_type) = fs_type_of(store.dir())
+        && NETWORK_FS.contains(&fs_type.as_str())
+    {
+        out.push(finding(Severity::Warning, ".loopx/lock", None,
+            format!(".loopx/ is on {fs_type}: locks may not be shared between machines; run agents on one machine"), false));
+    }
+}
+
+/// The file system type of a path, from `/proc/self/mounts` (Linux only).
+fn fs_type_of(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else { continue };
+        let mnt = mnt.replace("\\040", " ");
+        if path.starts_with(&mnt) && best.as_ref().is_none_or(|(l, _)| mnt.len() > *l) {
+            best = Some((mnt.len(), ty.to_string()));
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+/// Repairs what is safe, under the exclusive lock; returns what it did.
+pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
+    use crate::kernel::Error;
+    let _g = store.lock(true)?;
+    let d = store.dir();
+    let mut did = Vec::new();
+    for sub in ["", "todos", "archive", "gates", "evidence"] {
+        for (name, path) in entries(&d.join(sub)) {
+            if atomic::is_temp_name(&name) && fs::remove_file(&path).is_ok() {
+                did.push(format!("removed temp file {}", shown(&path)));
+            }
+        }
+    }
+    for (name, path) in entries(&d.join("evidence")).into_iter().chain([("journal.jsonl".to_string(), store.journal_path())]) {
+        if !name.ends_with(".jsonl") || name.starts_with('.') {
+            continue;
+        }
+        let Ok(mut f) = fs::OpenOptions::new().read(true).write(true).open(&path) else { continue };
+        let cut = journal::cut_torn_tail(&mut f).map_err(|e| Error::io(&path, &e))?;
+        if cut > 0 {
+            did.push(format!("removed a torn last line ({cut} bytes) from {}", shown(&path)));
+        }
+    }
+    for (name, _) in entries(&d.join("archive")) {
+        let Some(stem) = name.strip_suffix(".toml") else { continue };
+        let open = d.join("todos").join(&name);
+        if open.exists()
+            && matches!(store.archived_todo_checked(stem), Ok(Some(t)) if t.status.is_final())
+            && fs::remove_file(&open).is_ok()
+        {
+            did.push(format!("removed {} (it is archived)", shown(&open)));
+        }
+    }
+    match store.load_unlocked() {
+        Ok(snap) => {
+            let change = crate::kernel::ops::expire_leases(&snap, "doctor", now);
+            for e in &change.events {
+                did.push(format!("cleared the expired lease on {}", e.target));
+            }
+            store.apply_change(change)?;
+        }
+        Err(e) => did.push(format!("left expired leases alone: {}", e.message)),
+    }
+    Ok(did)
+}

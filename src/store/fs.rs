@@ -1,0 +1,357 @@
+//! The file store: `.loopx/` as TOML files, one lock, atomic writes and the journal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::kernel::id::{self, Kind};
+use crate::kernel::ops::{Change, Write};
+use crate::kernel::{Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo};
+use crate::store::parse::{self, shown};
+use crate::store::{Store, atomic, journal, lock};
+
+/// The name of the state directory.
+pub const DIR: &str = ".loopx";
+
+/// A project's `.loopx/` on disk.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+impl FileStore {
+    /// The store of a project root (which holds `.loopx/`), whether or not it exists yet.
+    pub fn at(root: &Path) -> FileStore {
+        FileStore { root: root.to_path_buf(), dir: root.join(DIR) }
+    }
+
+    /// Finds `.loopx/`: in `explicit` when given, else in `cwd` and each parent (exit 5 if none).
+    pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<FileStore> {
+        let not_init = |where_: &Path| {
+            Error::new(Code::NotInitialized, format!("no .loopx/ in {}", where_.display()))
+                .hint("start one with `loopx start-goal --goal-text \"...\"`")
+        };
+        if let Some(root) = explicit {
+            let root = if root.is_absolute() { root.to_path_buf() } else { cwd.join(root) };
+            let s = FileStore::at(&root);
+            return if s.dir.join("loopx.toml").is_file() { Ok(s) } else { Err(not_init(&root)) };
+        }
+        let mut cur = Some(cwd);
+        while let Some(d) = cur {
+            if d.join(DIR).join("loopx.toml").is_file() {
+                return Ok(FileStore::at(d));
+            }
+            cur = d.parent();
+        }
+        Err(not_init(cwd).hint(
+            "no .loopx/ here or in any parent; start one with `loopx start-goal --goal-text \"...\"` or pass --dir",
+        ))
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The `.loopx/` directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A path inside `.loopx/`.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// True when `.loopx/loopx.toml` exists.
+    pub fn exists(&self) -> bool {
+        self.path("loopx.toml").is_file()
+    }
+
+    fn todo_path(&self, id: &str) -> PathBuf {
+        self.dir.join("todos").join(format!("{id}.toml"))
+    }
+
+    fn archive_path(&self, id: &str) -> PathBuf {
+        self.dir.join("archive").join(format!("{id}.toml"))
+    }
+
+    fn gate_path(&self, id: &str) -> PathBuf {
+        self.dir.join("gates").join(format!("{id}.toml"))
+    }
+
+    /// The evidence log of a todo.
+    pub fn evidence_path(&self, id: &str) -> PathBuf {
+        self.dir.join("evidence").join(format!("{id}.jsonl"))
+    }
+
+    /// The journal.
+    pub fn journal_path(&self) -> PathBuf {
+        self.dir.join("journal.jsonl")
+    }
+
+    /// Takes the lock on `.loopx/lock`.
+    pub fn lock(&self, exclusive: bool) -> Result<lock::Guard> {
+        lock::acquire(&self.path("lock"), exclusive)
+    }
+
+    /// Creates `.loopx/` with its first config and journals it. Fails with `goal_exists` if present.
+    pub fn create(&self, config: &Config, actor: &str) -> Result<()> {
+        fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, &e))?;
+        let _g = self.lock(true)?;
+        if self.exists() {
+            return Err(self.goal_exists());
+        }
+        for sub in ["todos", "archive", "gates", "evidence"] {
+            let p = self.dir.join(sub);
+            fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
+        }
+        self.write_toml(&self.path("loopx.toml"), config)?;
+        self.write_toml(&self.path("quota.toml"), &QuotaFile { schema_version: 1, ..Default::default() })?;
+        let gi = self.dir.join(".gitignore");
+        if !gi.exists() {
+            atomic::write(&gi, b"lock\n*.tmp-*\n").map_err(|e| Error::io(&gi, &e))?;
+        }
+        journal::append(
+            &self.journal_path(),
+            vec![crate::kernel::EventDraft {
+                at: config.goal.created_at,
+                actor: actor.to_string(),
+                action: "goal.start".into(),
+                target: config.goal.id.clone(),
+                data: serde_json::json!({"objective": config.goal.objective,
+                    "success_criteria": config.goal.success_criteria}),
+            }],
+        )?;
+        Ok(())
+    }
+
+    fn goal_exists(&self) -> Error {
+        Error::new(Code::GoalExists, format!("{} already holds a goal", shown(&self.path("loopx.toml"))))
+            .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`")
+    }
+
+    /// Moves the current goal's files to `history/GOAL-ID/` (under the lock) so a new goal can start.
+    pub fn retire(&self, actor: &str) -> Result<PathBuf> {
+        let _g = self.lock(true)?;
+        let cfg: Config = self.read_config()?;
+        let dest = self.dir.join("history").join(&cfg.goal.id);
+        if dest.exists() {
+            return Err(Error::new(Code::Io, format!("{} exists already", shown(&dest))));
+        }
+        fs::create_dir_all(&dest).map_err(|e| Error::io(&dest, &e))?;
+        journal::append(
+            &self.journal_path(),
+            vec![crate::kernel::EventDraft {
+                at: crate::kernel::Ts::now(),
+                actor: actor.to_string(),
+                action: "goal.replace".into(),
+                target: cfg.goal.id.clone(),
+                data: serde_json::json!({"moved_to": shown(&dest)}),
+            }],
+        )?;
+        for name in ["loopx.toml", "todos", "archive", "gates", "evidence", "quota.toml", "journal.jsonl", "STATE.md"] {
+            let from = self.dir.join(name);
+            if from.exists() {
+                fs::rename(&from, dest.join(name)).map_err(|e| Error::io(&from, &e))?;
+            }
+        }
+        atomic::sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, &e))?;
+        Ok(dest)
+    }
+
+    /// Reads `loopx.toml`.
+    pub fn read_config(&self) -> Result<Config> {
+        let p = self.path("loopx.toml");
+        parse::read::<Config>(&p)?.ok_or_else(|| {
+            Error::new(Code::NotInitialized, format!("{} is missing", shown(&p)))
+                .hint("start one with `loopx start-goal --goal-text \"...\"`")
+        })
+    }
+
+    fn write_toml<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<()> {
+        let text = parse::encode(value)?;
+        atomic::write(path, text.as_bytes()).map_err(|e| Error::io(path, &e))
+    }
+
+    /// Reads every `*.toml` in a state subdirectory, checking each file's name matches its id.
+    fn read_dir_toml<T, F>(&self, sub: &str, id_of: F) -> Result<BTreeMap<String, T>>
+    where
+        T: serde::de::DeserializeOwned,
+        F: Fn(&T) -> &str,
+    {
+        let dir = self.dir.join(sub);
+        let mut out = BTreeMap::new();
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::io(&dir, &e)),
+        };
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(stem) = name.strip_suffix(".toml") else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            let Some(v) = parse::read::<T>(&path)? else { continue };
+            if id_of(&v) != stem {
+                return Err(Error::invalid(
+                    &shown(&path),
+                    None,
+                    format!("its id is `{}` but the file is named {stem}.toml", id_of(&v)),
+                ));
+            }
+            out.insert(stem.to_string(), v);
+        }
+        Ok(out)
+    }
+
+    /// Loads the snapshot without taking the lock (the caller holds it).
+    pub fn load_unlocked(&self) -> Result<Snapshot> {
+        let config = self.read_config()?;
+        let todos: BTreeMap<String, Todo> = self.read_dir_toml("todos", |t: &Todo| &t.id)?;
+        let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
+        for g in gates.values_mut() {
+            g.proven = true;
+        }
+        let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
+        let mut archived = HashMap::new();
+        for t in todos.values() {
+            for dep in &t.depends_on {
+                if todos.contains_key(dep) || archived.contains_key(dep) || id::check_not_path(dep).is_err() {
+                    continue;
+                }
+                if let Some(a) = parse::read::<Todo>(&self.archive_path(dep))? {
+                    archived.insert(dep.clone(), a.status);
+                }
+            }
+        }
+        Ok(Snapshot { config, todos, gates, quota, archived })
+    }
+
+    /// Writes a change's files and journals its events (the caller holds the lock).
+    pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
+        for w in change.writes {
+            match w {
+                Write::Todo(t) => self.write_toml(&self.todo_path(&t.id), &t)?,
+                Write::Archive(t) => {
+                    self.write_toml(&self.archive_path(&t.id), &t)?;
+                    let p = self.todo_path(&t.id);
+                    match fs::remove_file(&p) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io(&p, &e)),
+                    }
+                    let d = self.dir.join("todos");
+                    atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
+                }
+                Write::Gate(g) => self.write_toml(&self.gate_path(&g.id), &g)?,
+                Write::Config(c) => self.write_toml(&self.path("loopx.toml"), &c)?,
+                Write::Quota(q) => self.write_toml(&self.path("quota.toml"), &q)?,
+                Write::Evidence(id, e) => {
+                    let p = self.evidence_path(&id);
+                    let mut line = serde_json::to_vec(&e).map_err(|e| Error::new(Code::Internal, e.to_string()))?;
+                    line.push(b'\n');
+                    atomic::append_line(&p, &line).map_err(|e| Error::io(&p, &e))?;
+                }
+            }
+        }
+        journal::append(&self.journal_path(), change.events)
+    }
+
+    fn list_ids(&self, sub: &str) -> Result<Vec<String>> {
+        let dir = self.dir.join(sub);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&dir, &e)),
+        };
+        Ok(rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")).map(str::to_string))
+            .filter(|n| !n.starts_with('.'))
+            .collect())
+    }
+
+    /// Reads an archived todo by a checked id.
+    pub fn archived_todo_checked(&self, id: &str) -> Result<Option<Todo>> {
+        id::check_not_path(id)?;
+        parse::read::<Todo>(&self.archive_path(id))
+    }
+
+    /// Every archived todo id.
+    pub fn archived_ids(&self) -> Result<Vec<String>> {
+        self.list_ids("archive")
+    }
+}
+
+impl Store for FileStore {
+    fn load(&self) -> Result<Snapshot> {
+        let _g = self.lock(false)?;
+        self.load_unlocked()
+    }
+
+    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
+        let _g = self.lock(true)?;
+        let snap = self.load_unlocked()?;
+        let (change, out) = f(&snap)?;
+        self.apply_change(change)?;
+        Ok(out)
+    }
+
+    fn fresh_id(&self, kind: Kind) -> Result<String> {
+        for _ in 0..64 {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
+            let id = id::new_id(kind, r);
+            let taken = match kind {
+                Kind::Todo => self.todo_path(&id).exists() || self.archive_path(&id).exists(),
+                Kind::Gate => self.gate_path(&id).exists(),
+            };
+            if !taken {
+                return Ok(id);
+            }
+        }
+        Err(Error::new(Code::Internal, "could not find a free id"))
+    }
+
+    fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        let want = id::normalize(Kind::Todo, input)?;
+        if snap.todos.contains_key(&want) || (id::is_full_id(Kind::Todo, &want) && self.archive_path(&want).exists()) {
+            return Ok(want);
+        }
+        match id::resolve(Kind::Todo, input, snap.todos.keys().map(String::as_str)) {
+            Err(e) if e.code == Code::NotFound => {
+                let archived = self.archived_ids()?;
+                id::resolve(Kind::Todo, input, archived.iter().map(String::as_str))
+            }
+            other => other,
+        }
+    }
+
+    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
+    }
+
+    fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
+        id::check_not_path(id)?;
+        parse::read::<Todo>(&self.archive_path(id))
+    }
+
+    fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
+        id::check_not_path(id)?;
+        let p = self.evidence_path(id);
+        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
+        Ok(lines.iter().filter_map(|l| serde_json::from_slice(l).ok()).collect())
+    }
+
+    fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
+        let p = self.journal_path();
+        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
+        Ok(lines.iter().filter_map(|l| serde_json::from_slice(l).ok()).collect())
+    }
+}

@@ -1,0 +1,193 @@
+//! The journal: append-only JSON Lines, each line holding the SHA-256 of the one before.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::kernel::{Error, Event, EventDraft, Result};
+
+/// The `prev` of line 1.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// SHA-256 of bytes, as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in d {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// Cuts a torn last line (bytes after the last newline) off a file; returns the bytes cut.
+pub fn cut_torn_tail(f: &mut File) -> io::Result<u64> {
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(0);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))?;
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(0);
+    }
+    let keep = match last_newline(f, len)? {
+        Some(p) => p + 1,
+        None => 0,
+    };
+    f.set_len(keep)?;
+    f.sync_data()?;
+    Ok(len - keep)
+}
+
+/// The offset of the last newline before `end`, reading backwards in chunks.
+fn last_newline(f: &mut File, end: u64) -> io::Result<Option<u64>> {
+    let mut pos = end;
+    let mut buf = vec![0u8; 8192];
+    while pos > 0 {
+        let n = (pos.min(buf.len() as u64)) as usize;
+        pos -= n as u64;
+        f.seek(SeekFrom::Start(pos))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(pos + i as u64));
+        }
+    }
+    Ok(None)
+}
+
+/// The last `n` complete lines of a file (without newlines), oldest first, and whether a torn tail follows.
+pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    let mut pos = len;
+    let mut data: Vec<u8> = Vec::new();
+    let chunk = 16 * 1024u64;
+    // Read backwards until we have n+1 newlines (or the start).
+    loop {
+        let count = data.iter().filter(|b| **b == b'\n').count();
+        if pos == 0 || count > n {
+            break;
+        }
+        let step = pos.min(chunk);
+        pos -= step;
+        let mut buf = vec![0u8; step as usize];
+        f.seek(SeekFrom::Start(pos))?;
+        f.read_exact(&mut buf)?;
+        buf.extend_from_slice(&data);
+        data = buf;
+    }
+    let torn = !data.is_empty() && data.last() != Some(&b'\n');
+    let complete_end = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let body = &data[..complete_end];
+    let mut lines: Vec<Vec<u8>> = body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| l.to_vec())
+        .collect();
+    // The first piece may be a partial line when we did not read from the start.
+    if pos > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let skip = lines.len().saturating_sub(n);
+    Ok((lines.split_off(skip), torn))
+}
+
+/// Appends events to the journal, chained to its last line, in one write.
+pub fn append(path: &Path, drafts: Vec<EventDraft>) -> Result<Vec<Event>> {
+    if drafts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (last, _) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    let (mut seq, mut prev) = match last.first() {
+        Some(line) => {
+            let seq = serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("seq").and_then(|s| s.as_u64()))
+                .unwrap_or(0);
+            (seq, sha256_hex(line))
+        }
+        None => (0, GENESIS.to_string()),
+    };
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    for d in drafts {
+        seq += 1;
+        let ev = Event {
+            seq,
+            at: d.at,
+            actor: d.actor,
+            action: d.action,
+            target: d.target,
+            data: d.data,
+            prev: prev.clone(),
+        };
+        let line = serde_json::to_vec(&ev)
+            .map_err(|e| Error::new(crate::kernel::Code::Internal, e.to_string()))?;
+        prev = sha256_hex(&line);
+        buf.extend_from_slice(&line);
+        buf.push(b'\n');
+        out.push(ev);
+    }
+    crate::store::atomic::append_line(path, &buf).map_err(|e| Error::io(path, &e))?;
+    Ok(out)
+}
+
+/// A problem found while verifying the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Break {
+    /// The 1-based line at fault.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Verifies the whole chain; returns the first break and whether the last line is torn.
+pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
+    let torn = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+    let complete_end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut prev = GENESIS.to_string();
+    let mut expect_seq = 1u64;
+    let body = &bytes[..complete_end.saturating_sub(1)];
+    for (i, line) in body.split(|b| *b == b'\n').enumerate() {
+        let n = i + 1;
+        if complete_end == 0 {
+            break;
+        }
+        if line.is_empty() {
+            return (Some(Break { line: n, message: "an empty line".into() }), torn);
+        }
+        let v: serde_json::Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                return (Some(Break { line: n, message: format!("not a JSON object ({e})") }), torn);
+            }
+        };
+        let got_prev = v.get("prev").and_then(|p| p.as_str()).unwrap_or("");
+        if got_prev != prev {
+            let at = if n == 1 { 1 } else { n - 1 };
+            return (
+                Some(Break {
+                    line: at,
+                    message: format!(
+                        "the chain breaks after line {at}: line {n} does not follow from it (edited, removed or reordered lines)"
+                    ),
+                }),
+                torn,
+            );
+        }
+        let seq = v.get("seq").and_then(|s| s.as_u64()).unwrap_or(0);
+        if seq != expect_seq {
+            return (Some(Break { line: n, message: format!("seq is {seq}, expected {expect_seq}") }), torn);
+        }
+        expect_seq += 1;
+        prev = sha256_hex(line);
+    }
+    (None, torn)
+}
