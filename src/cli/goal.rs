@@ -76,9 +76,9 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     }
     let root = a.project.or_else(|| ctx.dir.clone()).unwrap_or_else(|| PathBuf::from("."));
     let root = if root.is_absolute() { root } else { ctx.cwd.join(root) };
-    if !root.is_dir() {
-        return Err(Error::usage(format!("{} is not a directory", root.display())));
-    }
+    let root = root
+        .canonicalize()
+        .map_err(|e| Error::usage(format!("{}: {e}", root.display())).hint("give --project an existing directory"))?;
     let store = FileStore::at(&root);
     let mut replaced = None;
     if store.exists() {

@@ -115,8 +115,9 @@ impl fmt::Display for Dur {
             return f.write_str("0s");
         }
         let mut out = String::new();
+        // Days only from two days on: a window reads better as 24h than 1d.
         for (unit, len) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
-            if s >= len {
+            if s >= len && (unit != "d" || s >= 2 * 86_400) {
                 out.push_str(&format!("{}{unit}", s / len));
                 s %= len;
             }
@@ -199,7 +200,8 @@ mod tests {
         assert!("1x".parse::<Dur>().is_err());
         assert_eq!(Dur::from_mins(90).to_string(), "1h30m");
         assert_eq!(Dur::from_secs(0).to_string(), "0s");
-        assert_eq!(Dur::from_hours(24).to_string(), "1d");
+        assert_eq!(Dur::from_hours(24).to_string(), "24h");
+        assert_eq!(Dur::from_hours(50).to_string(), "2d2h");
     }
 
     #[test]
