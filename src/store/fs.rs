@@ -8,6 +8,7 @@ use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo};
 use crate::store::parse::{self, shown};
+use crate::store::cache::{Cache, Key};
 use crate::store::{Store, atomic, journal, lock};
 
 /// The name of the state directory.
@@ -111,7 +112,7 @@ impl FileStore {
         self.write_toml(&self.path("quota.toml"), &QuotaFile { schema_version: 1, ..Default::default() })?;
         let gi = self.dir.join(".gitignore");
         if !gi.exists() {
-            atomic::write(&gi, b"lock\n*.tmp-*\n").map_err(|e| Error::io(&gi, &e))?;
+            atomic::write(&gi, b"lock\ncache/\n.*.tmp-*\n").map_err(|e| Error::io(&gi, &e))?;
         }
         journal::append(
             &self.journal_path(),
@@ -210,10 +211,68 @@ impl FileStore {
         Ok(out)
     }
 
+    /// Reads the working set, from the cache where a file is unchanged.
+    fn read_todos(&self) -> Result<BTreeMap<String, Todo>> {
+        let dir = self.dir.join("todos");
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(Error::io(&dir, &e)),
+        };
+        let cache_path = self.path("cache/todos.json");
+        let mut cache = Cache::read(&cache_path);
+        let mut out = BTreeMap::new();
+        let mut keys = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(stem) = name.strip_suffix(".toml") else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            let meta = match entry.metadata() {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, &e)),
+            };
+            let key = Key::of(&meta);
+            let todo = match cache.take(stem, key) {
+                Some(t) => t,
+                None => {
+                    let Some(t) = parse::read::<Todo>(&path)? else { continue };
+                    if t.id != stem {
+                        return Err(Error::invalid(
+                            &shown(&path),
+                            None,
+                            format!("its id is `{}` but the file is named {stem}.toml", t.id),
+                        ));
+                    }
+                    t
+                }
+            };
+            keys.push((stem.to_string(), key));
+            out.insert(stem.to_string(), todo);
+        }
+        if cache.worth_rewrite(out.len()) {
+            let now_ns = i64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0),
+            )
+            .unwrap_or(i64::MAX);
+            let list: Vec<_> = keys.iter().filter_map(|(s, k)| out.get(s).map(|t| (*k, t))).collect();
+            Cache::write(&cache_path, &list, now_ns);
+        }
+        Ok(out)
+    }
+
     /// Loads the snapshot without taking the lock (the caller holds it).
     pub fn load_unlocked(&self) -> Result<Snapshot> {
         let config = self.read_config()?;
-        let todos: BTreeMap<String, Todo> = self.read_dir_toml("todos", |t: &Todo| &t.id)?;
+        let todos = self.read_todos()?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
         for g in gates.values_mut() {
             g.proven = true;

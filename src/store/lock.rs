@@ -2,7 +2,8 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::kernel::{Code, Error, Result};
 
@@ -31,24 +32,28 @@ pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
         .write(true)
         .open(path)
         .map_err(|e| Error::io(path, &e))?;
-    let deadline = Instant::now() + timeout();
-    let mut backoff = Duration::from_micros(200);
-    loop {
-        let r = if exclusive { file.try_lock() } else { file.try_lock_shared() };
-        match r {
-            Ok(()) => return Ok(Guard { _file: file }),
-            Err(TryLockError::WouldBlock) => {}
-            Err(TryLockError::Error(e)) => return Err(Error::io(path, &e)),
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Error::new(
-                Code::Busy,
-                format!("{} is held by another loopx process", path.display()),
-            )
-            .hint("try again, or raise LOOPX_LOCK_TIMEOUT (seconds)"));
-        }
-        std::thread::sleep(backoff.min(deadline - now));
-        backoff = (backoff * 2).min(Duration::from_millis(5));
+    let fast = if exclusive { file.try_lock() } else { file.try_lock_shared() };
+    match fast {
+        Ok(()) => return Ok(Guard { _file: file }),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(e)) => return Err(Error::io(path, &e)),
+    }
+    // Wait in a blocking flock on a clone of the descriptor, so the kernel wakes us the
+    // moment the lock is free. On timeout the waiting thread is abandoned: when it gets the
+    // lock it drops its descriptor at once, which releases it (flock belongs to the open file).
+    let waiter = file.try_clone().map_err(|e| Error::io(path, &e))?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = if exclusive { waiter.lock() } else { waiter.lock_shared() };
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout()) {
+        Ok(Ok(())) => Ok(Guard { _file: file }),
+        Ok(Err(e)) => Err(Error::io(path, &e)),
+        Err(_) => Err(Error::new(
+            Code::Busy,
+            format!("{} is held by another loopx process", path.display()),
+        )
+        .hint("try again, or raise LOOPX_LOCK_TIMEOUT (seconds)")),
     }
 }

@@ -1,6 +1,7 @@
 //! The store: where snapshots come from and where changes go, behind one trait.
 
 pub mod atomic;
+pub mod cache;
 pub mod doctor;
 pub mod fs;
 pub mod journal;

@@ -1,0 +1,107 @@
+//! A cache of parsed todo files, keyed by each file's inode, size, ctime and mtime.
+//!
+//! Never authoritative: every load lists `todos/` and stats each file, and any file whose
+//! key differs from the cached one (a hand edit included) is parsed again from disk.
+//! Files changed in the last 100 ms are never cached, so a change within the same
+//! coarse clock tick (a few ms) as the cached version cannot hide ("racy git").
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::Todo;
+
+const VERSION: u32 = 1;
+/// Files changed more recently than this are not cached.
+const RACY_NS: i64 = 100_000_000;
+
+/// What identifies one version of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    ino: u64,
+    size: u64,
+    ctime_ns: i64,
+    mtime_ns: i64,
+}
+
+impl Key {
+    /// The key of a file's metadata.
+    pub fn of(m: &std::fs::Metadata) -> Key {
+        Key {
+            ino: m.ino(),
+            size: m.size(),
+            ctime_ns: m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()),
+            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    key: Key,
+    todo: Todo,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    version: u32,
+    entries: HashMap<String, Entry>,
+}
+
+/// The cache as loaded, and what a load found stale.
+#[derive(Debug, Default)]
+pub struct Cache {
+    entries: HashMap<String, Entry>,
+    /// Lookups that had to parse the file.
+    pub misses: usize,
+}
+
+impl Cache {
+    /// Reads the cache; a missing or unreadable one is empty.
+    pub fn read(path: &Path) -> Cache {
+        let entries = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<File>(&b).ok())
+            .filter(|f| f.version == VERSION)
+            .map(|f| f.entries)
+            .unwrap_or_default();
+        Cache { entries, misses: 0 }
+    }
+
+    /// The cached todo for this file version, taken out of the cache.
+    pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
+        match self.entries.remove(stem) {
+            Some(e) if e.key == key => Some(e.todo),
+            _ => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// True when so much was stale that the cache is worth rewriting.
+    pub fn worth_rewrite(&self, total: usize) -> bool {
+        self.misses >= 32.max(total / 8)
+    }
+
+    /// Writes a new cache of these todos (not fsynced: it is only a cache).
+    pub fn write(path: &Path, todos: &[(Key, &Todo)], now_ns: i64) {
+        let entries = todos
+            .iter()
+            .filter(|(k, t)| k.ctime_ns < now_ns - RACY_NS && k.mtime_ns < now_ns - RACY_NS && t.extra.is_empty())
+            .map(|(k, t)| (t.id.clone(), Entry { key: *k, todo: (*t).clone() }))
+            .collect();
+        let f = File { version: VERSION, entries };
+        if let Ok(bytes) = serde_json::to_vec(&f) {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+    }
+}
