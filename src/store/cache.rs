@@ -32,8 +32,14 @@ impl Key {
         Key {
             ino: m.ino(),
             size: m.size(),
-            ctime_ns: m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
         }
     }
 }
@@ -90,15 +96,29 @@ impl Cache {
     pub fn write(path: &Path, todos: &[(Key, &Todo)], now_ns: i64) {
         let entries = todos
             .iter()
-            .filter(|(k, t)| k.ctime_ns < now_ns - RACY_NS && k.mtime_ns < now_ns - RACY_NS && t.extra.is_empty())
-            .map(|(k, t)| (t.id.clone(), Entry { key: *k, todo: (*t).clone() }))
+            .filter(|(k, t)| {
+                k.ctime_ns < now_ns - RACY_NS && k.mtime_ns < now_ns - RACY_NS && t.extra.is_empty()
+            })
+            .map(|(k, t)| {
+                (
+                    t.id.clone(),
+                    Entry {
+                        key: *k,
+                        todo: (*t).clone(),
+                    },
+                )
+            })
             .collect();
-        let f = File { version: VERSION, entries };
+        let f = File {
+            version: VERSION,
+            entries,
+        };
         if let Ok(bytes) = serde_json::to_vec(&f) {
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
+            let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
             if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
                 let _ = std::fs::remove_file(&tmp);
             }

@@ -36,8 +36,20 @@ pub struct Finding {
     pub fixable: bool,
 }
 
-fn finding(severity: Severity, file: impl Into<String>, line: Option<usize>, message: impl Into<String>, fixable: bool) -> Finding {
-    Finding { severity, file: file.into(), line, message: message.into(), fixable }
+fn finding(
+    severity: Severity,
+    file: impl Into<String>,
+    line: Option<usize>,
+    message: impl Into<String>,
+    fixable: bool,
+) -> Finding {
+    Finding {
+        severity,
+        file: file.into(),
+        line,
+        message: message.into(),
+        fixable,
+    }
 }
 
 /// Splits an error message `file:line: text` back into its parts.
@@ -45,7 +57,9 @@ fn from_error(e: &crate::kernel::Error, fallback: &str) -> Finding {
     let msg = e.message.clone();
     let (file, line, text) = match msg.split_once(": ") {
         Some((head, rest)) if head.starts_with(".loopx/") => match head.rsplit_once(':') {
-            Some((f, l)) if l.parse::<usize>().is_ok() => (f.to_string(), l.parse().ok(), rest.to_string()),
+            Some((f, l)) if l.parse::<usize>().is_ok() => {
+                (f.to_string(), l.parse().ok(), rest.to_string())
+            }
             _ => (head.to_string(), None, rest.to_string()),
         },
         _ => (fallback.to_string(), None, msg.clone()),
@@ -81,10 +95,16 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let _: Option<&Config> = config.as_ref();
 
     // Temp files anywhere in the state directories.
-    for sub in ["", "todos", "archive", "gates", "evidence"] {
+    for sub in ["", "todos", "archive", "gates", "evidence", "cache"] {
         for (name, path) in entries(&d.join(sub)) {
             if atomic::is_temp_name(&name) {
-                out.push(finding(Severity::Warning, rel(&path), None, "a leftover temp file from an interrupted write", true));
+                out.push(finding(
+                    Severity::Warning,
+                    rel(&path),
+                    None,
+                    "a leftover temp file from an interrupted write",
+                    true,
+                ));
             }
         }
     }
@@ -92,7 +112,12 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut todos: Vec<Todo> = Vec::new();
     let mut open_ids: HashSet<String> = HashSet::new();
     for (name, path) in entries(&d.join("todos")) {
-        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        let Some(stem) = name
+            .strip_suffix(".toml")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            continue;
+        };
         match parse::read::<Todo>(&path) {
             Ok(Some(t)) if t.id != stem => out.push(finding(
                 Severity::Error, rel(&path), None,
@@ -107,7 +132,12 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     }
     let mut archived: HashSet<String> = HashSet::new();
     for (name, path) in entries(&d.join("archive")) {
-        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        let Some(stem) = name
+            .strip_suffix(".toml")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            continue;
+        };
         match parse::read::<Todo>(&path) {
             Ok(Some(t)) => {
                 if open_ids.contains(stem) {
@@ -115,8 +145,13 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
                         format!("{stem} is both open and archived (an interrupted archive); --fix keeps the archived copy"), true));
                 }
                 if !t.status.is_final() {
-                    out.push(finding(Severity::Warning, rel(&path), None,
-                        format!("an archived todo with status {}", t.status.as_str()), false));
+                    out.push(finding(
+                        Severity::Warning,
+                        rel(&path),
+                        None,
+                        format!("an archived todo with status {}", t.status.as_str()),
+                        false,
+                    ));
                 }
                 archived.insert(stem.to_string());
             }
@@ -129,34 +164,70 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         let file = format!(".loopx/todos/{}.toml", t.id);
         for dep in &t.depends_on {
             if !known(dep) {
-                out.push(finding(Severity::Error, file.clone(), None,
-                    format!("depends on {dep}, which does not exist; remove it from depends_on"), false));
+                out.push(finding(
+                    Severity::Error,
+                    file.clone(),
+                    None,
+                    format!("depends on {dep}, which does not exist; remove it from depends_on"),
+                    false,
+                ));
             }
         }
         if let Some(l) = &t.lease {
             if !l.is_live(now) {
-                out.push(finding(Severity::Warning, file.clone(), None,
-                    format!("the lease of {} (fence {}) expired at {}", l.holder, l.fence, l.expires_at), true));
+                out.push(finding(
+                    Severity::Warning,
+                    file.clone(),
+                    None,
+                    format!(
+                        "the lease of {} (fence {}) expired at {}",
+                        l.holder, l.fence, l.expires_at
+                    ),
+                    true,
+                ));
             }
             if l.fence != t.fence {
-                out.push(finding(Severity::Error, file.clone(), None,
-                    format!("the lease's fence {} differs from the todo's fence {}", l.fence, t.fence), false));
+                out.push(finding(
+                    Severity::Error,
+                    file.clone(),
+                    None,
+                    format!(
+                        "the lease's fence {} differs from the todo's fence {}",
+                        l.fence, t.fence
+                    ),
+                    false,
+                ));
             }
         }
     }
 
     for (name, path) in entries(&d.join("gates")) {
-        let Some(stem) = name.strip_suffix(".toml").filter(|_| !name.starts_with('.')) else { continue };
+        let Some(stem) = name
+            .strip_suffix(".toml")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            continue;
+        };
         match parse::read::<Gate>(&path) {
             Ok(Some(g)) => {
                 if g.id != stem {
-                    out.push(finding(Severity::Error, rel(&path), None,
-                        format!("its id is `{}` but the file is named {stem}.toml", g.id), false));
+                    out.push(finding(
+                        Severity::Error,
+                        rel(&path),
+                        None,
+                        format!("its id is `{}` but the file is named {stem}.toml", g.id),
+                        false,
+                    ));
                 }
                 for b in &g.blocks {
                     if !known(b) {
-                        out.push(finding(Severity::Error, rel(&path), None,
-                            format!("blocks {b}, which does not exist; remove it from blocks"), false));
+                        out.push(finding(
+                            Severity::Error,
+                            rel(&path),
+                            None,
+                            format!("blocks {b}, which does not exist; remove it from blocks"),
+                            false,
+                        ));
                     }
                 }
             }
@@ -170,17 +241,36 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     }
 
     for (name, path) in entries(&d.join("evidence")) {
-        let Some(stem) = name.strip_suffix(".jsonl").filter(|_| !name.starts_with('.')) else { continue };
+        let Some(stem) = name
+            .strip_suffix(".jsonl")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            continue;
+        };
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) => {
-                out.push(finding(Severity::Error, rel(&path), None, format!("cannot read: {e}"), false));
+                out.push(finding(
+                    Severity::Error,
+                    rel(&path),
+                    None,
+                    format!("cannot read: {e}"),
+                    false,
+                ));
                 continue;
             }
         };
-        check_jsonl(&mut out, &rel(&path), &bytes, |l| serde_json::from_slice::<crate::kernel::Evidence>(l).map(|_| ()));
+        check_jsonl(&mut out, &rel(&path), &bytes, |l| {
+            serde_json::from_slice::<crate::kernel::Evidence>(l).map(|_| ())
+        });
         if !known(stem) {
-            out.push(finding(Severity::Warning, rel(&path), None, format!("evidence of {stem}, which does not exist"), false));
+            out.push(finding(
+                Severity::Warning,
+                rel(&path),
+                None,
+                format!("evidence of {stem}, which does not exist"),
+                false,
+            ));
         }
     }
 
@@ -189,47 +279,108 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         Ok(bytes) => {
             let (brk, torn) = journal::verify(&bytes);
             if let Some(b) = brk {
-                out.push(finding(Severity::Error, ".loopx/journal.jsonl", Some(b.line), b.message, false));
+                out.push(finding(
+                    Severity::Error,
+                    ".loopx/journal.jsonl",
+                    Some(b.line),
+                    b.message,
+                    false,
+                ));
             }
             if torn {
                 let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
-                out.push(finding(Severity::Error, ".loopx/journal.jsonl", Some(line),
-                    "a torn last line (a crash mid-append); --fix removes it", true));
+                out.push(finding(
+                    Severity::Error,
+                    ".loopx/journal.jsonl",
+                    Some(line),
+                    "a torn last line (a crash mid-append); --fix removes it",
+                    true,
+                ));
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push(finding(
-            Severity::Warning, ".loopx/journal.jsonl", None, "no journal yet", false)),
-        Err(e) => out.push(finding(Severity::Error, ".loopx/journal.jsonl", None, format!("cannot read: {e}"), false)),
+            Severity::Warning,
+            ".loopx/journal.jsonl",
+            None,
+            "no journal yet",
+            false,
+        )),
+        Err(e) => out.push(finding(
+            Severity::Error,
+            ".loopx/journal.jsonl",
+            None,
+            format!("cannot read: {e}"),
+            false,
+        )),
     }
 
     check_lock(&mut out, store);
     out
 }
 
-fn check_jsonl(out: &mut Vec<Finding>, file: &str, bytes: &[u8], parse: impl Fn(&[u8]) -> serde_json::Result<()>) {
+fn check_jsonl(
+    out: &mut Vec<Finding>,
+    file: &str,
+    bytes: &[u8],
+    parse: impl Fn(&[u8]) -> serde_json::Result<()>,
+) {
     let complete_end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     for (i, line) in bytes[..complete_end].split(|b| *b == b'\n').enumerate() {
         if line.is_empty() {
             continue;
         }
         if let Err(e) = parse(line) {
-            out.push(finding(Severity::Error, file, Some(i + 1), format!("not a valid entry ({e})"), false));
+            out.push(finding(
+                Severity::Error,
+                file,
+                Some(i + 1),
+                format!("not a valid entry ({e})"),
+                false,
+            ));
         }
     }
     if complete_end < bytes.len() {
-        let line = bytes[..complete_end].iter().filter(|b| **b == b'\n').count() + 1;
-        out.push(finding(Severity::Error, file, Some(line), "a torn last line (a crash mid-append); --fix removes it", true));
+        let line = bytes[..complete_end]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1;
+        out.push(finding(
+            Severity::Error,
+            file,
+            Some(line),
+            "a torn last line (a crash mid-append); --fix removes it",
+            true,
+        ));
     }
 }
 
 /// Network file systems on which flock may be emulated or local only.
-const NETWORK_FS: &[&str] = &["nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "afs", "ceph", "glusterfs", "lustre"];
+const NETWORK_FS: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "fuse.sshfs",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+];
 
 fn check_lock(out: &mut Vec<Finding>, store: &FileStore) {
     let p = store.path("lock");
     match crate::store::lock::acquire(&p, true) {
         Ok(_g) => {}
-        Err(e) => out.push(finding(Severity::Warning, ".loopx/lock", None, format!("{} ({})", e.message, e.hint.unwrap_or_default()), false)),
+        Err(e) => out.push(finding(
+            Severity::Warning,
+            ".loopx/lock",
+            None,
+            format!("{} ({})", e.message, e.hint.unwrap_or_default()),
+            false,
+        )),
     }
     if let Some(fs_type) = fs_type_of(store.dir())
         && NETWORK_FS.contains(&fs_type.as_str())
@@ -246,7 +397,9 @@ fn fs_type_of(path: &Path) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     for line in mounts.lines() {
         let mut f = line.split_whitespace();
-        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else { continue };
+        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
         let mnt = mnt.replace("\\040", " ");
         if path.starts_with(&mnt) && best.as_ref().is_none_or(|(l, _)| mnt.len() > *l) {
             best = Some((mnt.len(), ty.to_string()));
@@ -261,25 +414,35 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
     let _g = store.lock(true)?;
     let d = store.dir();
     let mut did = Vec::new();
-    for sub in ["", "todos", "archive", "gates", "evidence"] {
+    for sub in ["", "todos", "archive", "gates", "evidence", "cache"] {
         for (name, path) in entries(&d.join(sub)) {
             if atomic::is_temp_name(&name) && fs::remove_file(&path).is_ok() {
                 did.push(format!("removed temp file {}", shown(&path)));
             }
         }
     }
-    for (name, path) in entries(&d.join("evidence")).into_iter().chain([("journal.jsonl".to_string(), store.journal_path())]) {
+    for (name, path) in entries(&d.join("evidence"))
+        .into_iter()
+        .chain([("journal.jsonl".to_string(), store.journal_path())])
+    {
         if !name.ends_with(".jsonl") || name.starts_with('.') {
             continue;
         }
-        let Ok(mut f) = fs::OpenOptions::new().read(true).write(true).open(&path) else { continue };
+        let Ok(mut f) = fs::OpenOptions::new().read(true).write(true).open(&path) else {
+            continue;
+        };
         let cut = journal::cut_torn_tail(&mut f).map_err(|e| Error::io(&path, &e))?;
         if cut > 0 {
-            did.push(format!("removed a torn last line ({cut} bytes) from {}", shown(&path)));
+            did.push(format!(
+                "removed a torn last line ({cut} bytes) from {}",
+                shown(&path)
+            ));
         }
     }
     for (name, _) in entries(&d.join("archive")) {
-        let Some(stem) = name.strip_suffix(".toml") else { continue };
+        let Some(stem) = name.strip_suffix(".toml") else {
+            continue;
+        };
         let open = d.join("todos").join(&name);
         if open.exists()
             && matches!(store.archived_todo_checked(stem), Ok(Some(t)) if t.status.is_final())
