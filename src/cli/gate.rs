@@ -82,11 +82,21 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
     let store = ctx.store()?;
     let now = ctx.now;
     let (id, status, option, reason) = match c {
-        GateCmd::Open { question, blocks, global, options } => {
+        GateCmd::Open {
+            question,
+            blocks,
+            global,
+            options,
+        } => {
             let new_id = store.fresh_id(Kind::Gate)?;
             let g = store.mutate(|snap| {
-                let blocks = blocks.iter().map(|b| store.resolve_todo(snap, b)).collect::<Result<Vec<_>>>()?;
-                ops::open_gate(snap, &ctx.agent, now, new_id, question, blocks, global, options)
+                let blocks = blocks
+                    .iter()
+                    .map(|b| store.resolve_todo(snap, b))
+                    .collect::<Result<Vec<_>>>()?;
+                ops::open_gate(
+                    snap, &ctx.agent, now, new_id, question, blocks, global, options,
+                )
             })?;
             return Ok(Out::new("gate", to_json(&g), g.id.clone()));
         }
@@ -98,7 +108,11 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
                 .filter(|g| !pending || g.effective_status() == GateStatus::Pending)
                 .collect();
             gates.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
-            let text = if gates.is_empty() { "no gates".to_string() } else { gates.iter().map(|g| line(g)).collect::<Vec<_>>().join("\n") };
+            let text = if gates.is_empty() {
+                "no gates".to_string()
+            } else {
+                gates.iter().map(|g| line(g)).collect::<Vec<_>>().join("\n")
+            };
             return Ok(Out::new("gates", to_json(&gates), text));
         }
         GateCmd::Approve { id, option, reason } => (id, GateStatus::Approved, option, reason),

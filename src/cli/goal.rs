@@ -9,7 +9,10 @@ use serde_json::json;
 use super::{Ctx, Out, to_json};
 use crate::kernel::id::Kind;
 use crate::kernel::ops::{self, NewTodo};
-use crate::kernel::{Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role, SCHEMA_VERSION};
+use crate::kernel::{
+    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role,
+    SCHEMA_VERSION,
+};
 use crate::store::{FileStore, Store};
 
 /// `start-goal`.
@@ -55,7 +58,8 @@ pub enum GoalCmd {
 
 fn goal_id() -> Result<String> {
     let mut r = [0u8; 6];
-    getrandom::fill(&mut r).map_err(|e| Error::new(crate::kernel::Code::Io, format!("no randomness: {e}")))?;
+    getrandom::fill(&mut r)
+        .map_err(|e| Error::new(crate::kernel::Code::Io, format!("no randomness: {e}")))?;
     Ok(crate::kernel::id::new_id(Kind::Todo, r).replacen("t-", "goal-", 1))
 }
 
@@ -74,17 +78,30 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
-    let root = a.project.or_else(|| ctx.dir.clone()).unwrap_or_else(|| PathBuf::from("."));
-    let root = if root.is_absolute() { root } else { ctx.cwd.join(root) };
-    let root = root
-        .canonicalize()
-        .map_err(|e| Error::usage(format!("{}: {e}", root.display())).hint("give --project an existing directory"))?;
+    let root = a
+        .project
+        .or_else(|| ctx.dir.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let root = if root.is_absolute() {
+        root
+    } else {
+        ctx.cwd.join(root)
+    };
+    let root = root.canonicalize().map_err(|e| {
+        Error::usage(format!("{}: {e}", root.display()))
+            .hint("give --project an existing directory")
+    })?;
     let store = FileStore::at(&root);
     let mut replaced = None;
     if store.exists() {
         if !a.replace {
-            return Err(Error::new(crate::kernel::Code::GoalExists, format!("{} already holds a goal", root.join(".loopx").display()))
-                .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`"));
+            return Err(Error::new(
+                crate::kernel::Code::GoalExists,
+                format!("{} already holds a goal", root.join(".loopx").display()),
+            )
+            .hint(
+                "see it with `loopx goal show`, or replace it with `loopx start-goal --replace`",
+            ));
         }
         replaced = Some(store.retire(&ctx.agent)?);
     }
@@ -98,8 +115,13 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         while let Some(s) = ask("  - ") {
             success.push(s);
         }
-        if let Some(s) = ask(&format!("Turns per {} window [{}]: ", quota.window, quota.slots)) {
-            quota.slots = s.parse().map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
+        if let Some(s) = ask(&format!(
+            "Turns per {} window [{}]: ",
+            quota.window, quota.slots
+        )) {
+            quota.slots = s
+                .parse()
+                .map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
         }
         eprintln!("First todos, one a line (empty line to finish):");
         while let Some(s) = ask("  - ") {
@@ -129,14 +151,29 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     for title in first {
         let id = store.fresh_id(Kind::Todo)?;
         let t = store.mutate(|snap| {
-            ops::add_todo(snap, &ctx.agent, now, NewTodo {
-                id, title, role: Role::Agent, priority: Priority::P2,
-                depends_on: vec![], every: None, blocked_by_gate: None,
-            })
+            ops::add_todo(
+                snap,
+                &ctx.agent,
+                now,
+                NewTodo {
+                    id,
+                    title,
+                    role: Role::Agent,
+                    priority: Priority::P2,
+                    depends_on: vec![],
+                    every: None,
+                    blocked_by_gate: None,
+                },
+            )
         })?;
         added.push(t.id);
     }
-    let mut text = format!("started {} in {}\n  objective: {}", config.goal.id, store.dir().display(), config.goal.objective);
+    let mut text = format!(
+        "started {} in {}\n  objective: {}",
+        config.goal.id,
+        store.dir().display(),
+        config.goal.objective
+    );
     if let Some(h) = &replaced {
         text.push_str(&format!("\n  the old goal moved to {}", h.display()));
     }

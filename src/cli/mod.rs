@@ -1,7 +1,7 @@
 //! The command-line face: clap definitions, dispatch, and the text and JSON output.
 
-mod goal;
 mod gate;
+mod goal;
 mod quota;
 mod state;
 mod todo;
@@ -23,7 +23,13 @@ pub struct Cli {
     #[arg(long, global = true, env = "LOOPX_DIR", value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// This agent's id.
-    #[arg(long, visible_alias = "agent-id", global = true, env = "LOOPX_AGENT", value_name = "ID")]
+    #[arg(
+        long,
+        visible_alias = "agent-id",
+        global = true,
+        env = "LOOPX_AGENT",
+        value_name = "ID"
+    )]
     pub agent: Option<String>,
     /// Print exactly one JSON object on stdout.
     #[arg(long, global = true)]
@@ -112,7 +118,11 @@ impl Out {
     pub fn new(key: &str, value: Value, text: impl Into<String>) -> Out {
         let mut json = Map::new();
         json.insert(key.to_string(), value);
-        Out { json, text: text.into(), exit: 0 }
+        Out {
+            json,
+            text: text.into(),
+            exit: 0,
+        }
     }
 
     /// Adds a JSON field.
@@ -139,14 +149,22 @@ pub fn main() -> i32 {
                 let _ = e.print();
                 return 0;
             }
-            if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
                 return 2;
             }
             if json_wanted {
                 let msg = e.kind().as_str().unwrap_or("bad arguments").to_string();
                 let detail = e.to_string();
-                let first = detail.lines().next().unwrap_or(&msg).trim_start_matches("error: ").to_string();
+                let first = detail
+                    .lines()
+                    .next()
+                    .unwrap_or(&msg)
+                    .trim_start_matches("error: ")
+                    .to_string();
                 emit_error(true, &Error::usage(first).hint("see `loopx --help`"));
                 return 2;
             }
@@ -163,8 +181,15 @@ pub fn run(cli: Cli) -> i32 {
     let result = (|| {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
         crate::kernel::id::check_agent(&agent)?;
-        let cwd = std::env::current_dir().map_err(|e| Error::new(Code::Io, format!("no working directory: {e}")))?;
-        let ctx = Ctx { json, agent, dir: cli.dir.clone(), cwd, now: Ts::now() };
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::new(Code::Io, format!("no working directory: {e}")))?;
+        let ctx = Ctx {
+            json,
+            agent,
+            dir: cli.dir.clone(),
+            cwd,
+            now: Ts::now(),
+        };
         dispatch(&ctx, cli.cmd)
     })();
     match result {
@@ -196,7 +221,11 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "loopx", &mut buf);
             let text = String::from_utf8_lossy(&buf).to_string();
-            Ok(Out::new("script", Value::String(text.clone()), text.trim_end()))
+            Ok(Out::new(
+                "script",
+                Value::String(text.clone()),
+                text.trim_end(),
+            ))
         }
     }
 }
@@ -205,7 +234,10 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
     let mut stdout = std::io::stdout().lock();
     if json {
         let mut obj = Map::new();
-        obj.insert("ok".into(), fields.get("ok").cloned().unwrap_or(Value::Bool(true)));
+        obj.insert(
+            "ok".into(),
+            fields.get("ok").cloned().unwrap_or(Value::Bool(true)),
+        );
         for (k, v) in fields {
             if k != "ok" {
                 obj.insert(k, v);
@@ -224,7 +256,11 @@ pub fn emit_error(json: bool, e: &Error) {
         if let Some(d) = &e.details {
             err["details"] = d.clone();
         }
-        let _ = writeln!(std::io::stdout().lock(), "{}", json!({"ok": false, "error": err}));
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            json!({"ok": false, "error": err})
+        );
     }
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "loopx: {}", e.message);

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
-use crate::kernel::{Config, Dur, ops, QuotaFile, Result};
+use crate::kernel::{Config, Dur, QuotaFile, Result, ops};
 use crate::store::Store;
 
 /// `quota ...`.
@@ -53,7 +53,12 @@ fn usage_text(u: &Usage) -> String {
     s
 }
 
-fn quota_json(cfg: &Config, q: &QuotaFile, now: crate::kernel::Ts, with_spends: bool) -> serde_json::Value {
+fn quota_json(
+    cfg: &Config,
+    q: &QuotaFile,
+    now: crate::kernel::Ts,
+    with_spends: bool,
+) -> serde_json::Value {
     let u = quota::usage(q, &cfg.quota, now);
     let mut j = json!({
         "used": u.used, "limit": u.limit, "window": u.window, "resets_at": u.resets_at,
@@ -87,24 +92,42 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                 text.push_str(&format!("\n  and {} more", a.questions_more));
             }
             let exit = if a.decision == Decision::Run { 0 } else { 3 };
-            let mut out = Out { json: Default::default(), text, exit };
+            let mut out = Out {
+                json: Default::default(),
+                text,
+                exit,
+            };
             if let serde_json::Value::Object(m) = to_json(&a) {
                 out.json = m;
             }
             Ok(out)
         }
-        QuotaCmd::SpendSlot { slots, turn, tokens, cost_usd } => {
+        QuotaCmd::SpendSlot {
+            slots,
+            turn,
+            tokens,
+            cost_usd,
+        } => {
             let (recorded, cfg, q) = store.mutate(|snap| {
-                let (change, recorded) = ops::spend(snap, &ctx.agent, now, slots, turn, tokens, cost_usd)?;
-                let q = change.writes.iter().find_map(|w| match w {
-                    ops::Write::Quota(q) => Some(q.clone()),
-                    _ => None,
-                }).unwrap_or_else(|| snap.quota.clone());
+                let (change, recorded) =
+                    ops::spend(snap, &ctx.agent, now, slots, turn, tokens, cost_usd)?;
+                let q = change
+                    .writes
+                    .iter()
+                    .find_map(|w| match w {
+                        ops::Write::Quota(q) => Some(q.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| snap.quota.clone());
                 Ok((change, (recorded, snap.config.clone(), q)))
             })?;
             let j = quota_json(&cfg, &q, now, false);
             let u = quota::usage(&q, &cfg.quota, now);
-            let text = if recorded { usage_text(&u) } else { format!("that turn was recorded already; {}", usage_text(&u)) };
+            let text = if recorded {
+                usage_text(&u)
+            } else {
+                format!("that turn was recorded already; {}", usage_text(&u))
+            };
             Ok(Out::new("quota", j, text).with("recorded", json!(recorded)))
         }
         QuotaCmd::Show => {
@@ -112,13 +135,26 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             let u = quota::usage(&snap.quota, &snap.config.quota, now);
             let mut text = usage_text(&u);
             if !snap.config.quota.min_interval.is_zero() {
-                text.push_str(&format!("; at least {} between turns", snap.config.quota.min_interval));
+                text.push_str(&format!(
+                    "; at least {} between turns",
+                    snap.config.quota.min_interval
+                ));
             }
-            Ok(Out::new("quota", quota_json(&snap.config, &snap.quota, now, true), text))
+            Ok(Out::new(
+                "quota",
+                quota_json(&snap.config, &snap.quota, now, true),
+                text,
+            ))
         }
-        QuotaCmd::Set { slots, window, min_interval } => {
+        QuotaCmd::Set {
+            slots,
+            window,
+            min_interval,
+        } => {
             if slots.is_none() && window.is_none() && min_interval.is_none() {
-                return Err(crate::kernel::Error::usage("give --slots, --window or --min-interval"));
+                return Err(crate::kernel::Error::usage(
+                    "give --slots, --window or --min-interval",
+                ));
             }
             let owner = ctx.owner()?;
             let (cfg, q) = store.mutate(|snap| {
@@ -126,7 +162,11 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                 Ok((c, (cfg, snap.quota.clone())))
             })?;
             let u = quota::usage(&q, &cfg.quota, now);
-            Ok(Out::new("quota", quota_json(&cfg, &q, now, false), usage_text(&u)))
+            Ok(Out::new(
+                "quota",
+                quota_json(&cfg, &q, now, false),
+                usage_text(&u),
+            ))
         }
     }
 }

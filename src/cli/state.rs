@@ -30,7 +30,11 @@ pub struct LogArgs {
 
 fn left(now: Ts, until: Ts) -> String {
     let d = until.since(now);
-    if d.0 <= 0 { "expired".into() } else { format!("{} left", Dur(d.0 / 1000 * 1000)) }
+    if d.0 <= 0 {
+        "expired".into()
+    } else {
+        format!("{} left", Dur(d.0 / 1000 * 1000))
+    }
 }
 
 /// `status`.
@@ -52,21 +56,41 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         .map(|(t, l)| json!({"id": t.id, "title": t.title, "holder": l.holder, "fence": l.fence,
             "expires_at": l.expires_at, "left_s": (l.expires_at.since(now).0 / 1000).max(0), "expired": !l.is_live(now)}))
         .collect();
-    let pending: Vec<_> = snap.gates.values().filter(|g| g.effective_status() == GateStatus::Pending).collect();
+    let pending: Vec<_> = snap
+        .gates
+        .values()
+        .filter(|g| g.effective_status() == GateStatus::Pending)
+        .collect();
     let u = quota::usage(&snap.quota, &snap.config.quota, now);
 
     let mut text = format!("{} ({}): {}\n", g.id, status_word(g.status), g.objective);
     let c: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    text.push_str(&format!("todos: {}{}{} archived, {ready} ready for {}\n",
-        c.join(", "), if c.is_empty() { "" } else { ", " }, archived, ctx.agent));
+    text.push_str(&format!(
+        "todos: {}{}{} archived, {ready} ready for {}\n",
+        c.join(", "),
+        if c.is_empty() { "" } else { ", " },
+        archived,
+        ctx.agent
+    ));
     for t in snap.todos.values() {
         if let Some(l) = &t.lease {
-            text.push_str(&format!("  {} {} fence {} ({}): {}\n", t.id, l.holder, l.fence, left(now, l.expires_at), t.title));
+            text.push_str(&format!(
+                "  {} {} fence {} ({}): {}\n",
+                t.id,
+                l.holder,
+                l.fence,
+                left(now, l.expires_at),
+                t.title
+            ));
         }
     }
     text.push_str(&format!("gates: {} pending\n", pending.len()));
     for gate in &pending {
-        text.push_str(&format!("  {} {}\n", gate.id, should_run::cut(&gate.question, 100)));
+        text.push_str(&format!(
+            "  {} {}\n",
+            gate.id,
+            should_run::cut(&gate.question, 100)
+        ));
     }
     text.push_str(&format!("quota: {} of {} in {}", u.used, u.limit, u.window));
     let j = json!({
@@ -94,17 +118,31 @@ fn next_command(a: &Answer, held: Option<&str>) -> String {
         Decision::Paused => "stop: the goal is not active".into(),
         Decision::Idle => "loopx todo add \"...\" (or ask the owner to complete the goal)".into(),
         Decision::Throttled | Decision::Wait => {
-            format!("sleep {}; loopx quota should-run", a.retry_after_s.unwrap_or(300))
+            format!(
+                "sleep {}; loopx quota should-run",
+                a.retry_after_s.unwrap_or(300)
+            )
         }
         Decision::Ask => "wait for the owner: loopx gate list --pending".into(),
     }
 }
 
 /// Recent evidence across todos, newest first: found from the journal's recent updates.
-fn recent_evidence(store: &FileStore, snap: &Snapshot, agent: &str, now: Ts) -> Result<Vec<(String, crate::kernel::Evidence)>> {
-    let mut ids: Vec<String> = readiness::held(snap, agent, now).iter().map(|t| t.id.clone()).collect();
+fn recent_evidence(
+    store: &FileStore,
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+) -> Result<Vec<(String, crate::kernel::Evidence)>> {
+    let mut ids: Vec<String> = readiness::held(snap, agent, now)
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
     for ev in store.journal_tail(100)?.iter().rev() {
-        if ev.action.starts_with("todo.") && ev.data.get("evidence").and_then(Value::as_u64).unwrap_or(0) > 0 && !ids.contains(&ev.target) {
+        if ev.action.starts_with("todo.")
+            && ev.data.get("evidence").and_then(Value::as_u64).unwrap_or(0) > 0
+            && !ids.contains(&ev.target)
+        {
             ids.push(ev.target.clone());
         }
         if ids.len() >= 4 {
@@ -132,7 +170,11 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     let answer = should_run::decide(&snap, agent, now);
     let held = readiness::held(&snap, agent, now);
     let ready = readiness::ready(&snap, agent, now);
-    let mut answered: Vec<_> = snap.gates.values().filter(|g| g.effective_status() != GateStatus::Pending).collect();
+    let mut answered: Vec<_> = snap
+        .gates
+        .values()
+        .filter(|g| g.effective_status() != GateStatus::Pending)
+        .collect();
     answered.sort_by(|a, b| b.decided_at.cmp(&a.decided_at));
     answered.truncate(5);
     let evidence = recent_evidence(&store, &snap, agent, now)?;
@@ -141,8 +183,14 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
 
     let mut md = String::new();
     md.push_str("# loopx state\n\n");
-    md.push_str(&format!("Generated {now} for agent `{agent}`. Not authoritative: the files in .loopx/ are.\n\n"));
-    md.push_str(&format!("## Objective ({})\n\n{}\n", status_word(g.status), g.objective));
+    md.push_str(&format!(
+        "Generated {now} for agent `{agent}`. Not authoritative: the files in .loopx/ are.\n\n"
+    ));
+    md.push_str(&format!(
+        "## Objective ({})\n\n{}\n",
+        status_word(g.status),
+        g.objective
+    ));
     for s in &g.success_criteria {
         md.push_str(&format!("- {s}\n"));
     }
@@ -152,7 +200,14 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     }
     for t in &held {
         if let Some(l) = &t.lease {
-            md.push_str(&format!("- {} {} (fence {}, {}): {}\n", t.id, t.priority, l.fence, left(now, l.expires_at), cut(&t.title)));
+            md.push_str(&format!(
+                "- {} {} (fence {}, {}): {}\n",
+                t.id,
+                t.priority,
+                l.fence,
+                left(now, l.expires_at),
+                cut(&t.title)
+            ));
         }
     }
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
@@ -173,20 +228,46 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         md.push_str(&format!("- and {} more pending\n", answer.questions_more));
     }
     for gate in &answered {
-        let o = gate.option.as_deref().map(|o| format!(" -> {o}")).unwrap_or_default();
-        let r = gate.reason.as_deref().map(|r| format!(" ({})", cut(r))).unwrap_or_default();
-        md.push_str(&format!("- {} {}{o}{r}: {}\n", gate.id, gate.status.as_str(), cut(&gate.question)));
+        let o = gate
+            .option
+            .as_deref()
+            .map(|o| format!(" -> {o}"))
+            .unwrap_or_default();
+        let r = gate
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({})", cut(r)))
+            .unwrap_or_default();
+        md.push_str(&format!(
+            "- {} {}{o}{r}: {}\n",
+            gate.id,
+            gate.status.as_str(),
+            cut(&gate.question)
+        ));
     }
     md.push_str("\n## Recent evidence\n\n");
     if evidence.is_empty() {
         md.push_str("none\n");
     }
     for (id, e) in &evidence {
-        md.push_str(&format!("- {} {} {}: {}\n", e.at, id, e.agent, cut(&e.summary)));
+        md.push_str(&format!(
+            "- {} {} {}: {}\n",
+            e.at,
+            id,
+            e.agent,
+            cut(&e.summary)
+        ));
     }
-    md.push_str(&format!("\n## Quota\n\n{} of {} slots used in {}\n", answer.quota.used, answer.quota.limit, answer.quota.window));
+    md.push_str(&format!(
+        "\n## Quota\n\n{} of {} slots used in {}\n",
+        answer.quota.used, answer.quota.limit, answer.quota.window
+    ));
     let decision = to_json(&answer.decision);
-    md.push_str(&format!("\n## Next\n\nshould-run: {} ({})\n\n    {next}\n", decision.as_str().unwrap_or("?"), answer.reason));
+    md.push_str(&format!(
+        "\n## Next\n\nshould-run: {} ({})\n\n    {next}\n",
+        decision.as_str().unwrap_or("?"),
+        answer.reason
+    ));
 
     let path = store.path("STATE.md");
     crate::store::atomic::write(&path, md.as_bytes()).map_err(|e| Error::io(&path, &e))?;
@@ -218,9 +299,16 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
 /// `doctor [--fix]`.
 pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     let store = ctx.store()?;
-    let fixed = if fix { doctor::fix(&store, ctx.now)? } else { Vec::new() };
+    let fixed = if fix {
+        doctor::fix(&store, ctx.now)?
+    } else {
+        Vec::new()
+    };
     let findings = doctor::check(&store, ctx.now);
-    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
     let healthy = errors == 0;
     let mut text = String::new();
     for f in &fixed {
@@ -231,15 +319,28 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
             Some(l) => format!("{}:{l}", f.file),
             None => f.file.clone(),
         };
-        let sev = if f.severity == Severity::Error { "error" } else { "warning" };
-        let fx = if f.fixable && !fix { " (doctor --fix repairs it)" } else { "" };
+        let sev = if f.severity == Severity::Error {
+            "error"
+        } else {
+            "warning"
+        };
+        let fx = if f.fixable && !fix {
+            " (doctor --fix repairs it)"
+        } else {
+            ""
+        };
         text.push_str(&format!("{sev}: {at}: {}{fx}\n", f.message));
     }
     text.push_str(if healthy { "healthy" } else { "unhealthy" });
     if !healthy {
-        text.push_str(&format!(": {errors} error{}", if errors == 1 { "" } else { "s" }));
+        text.push_str(&format!(
+            ": {errors} error{}",
+            if errors == 1 { "" } else { "s" }
+        ));
     }
-    let mut out = Out::new("findings", to_json(&findings), text).with("ok", json!(healthy)).with("fixed", json!(fixed));
+    let mut out = Out::new("findings", to_json(&findings), text)
+        .with("ok", json!(healthy))
+        .with("fixed", json!(fixed));
     out.exit = if healthy { 0 } else { 6 };
     if !healthy && !ctx.json {
         // The text goes to stdout; a short line for people to stderr too.
@@ -251,7 +352,13 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
 fn event_line(v: &Value) -> String {
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let seq = v.get("seq").and_then(Value::as_u64).unwrap_or(0);
-    format!("{seq:>5} {} {:<12} {:<20} {}", s("at"), s("actor"), s("action"), s("target"))
+    format!(
+        "{seq:>5} {} {:<12} {:<20} {}",
+        s("at"),
+        s("actor"),
+        s("action"),
+        s("target")
+    )
 }
 
 /// `log [--limit N] [--follow] [--verify]`.
@@ -263,22 +370,43 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
         let (brk, torn) = journal::verify(&bytes);
         let lines = bytecount(&bytes);
         if let Some(b) = brk {
-            return Err(Error::new(Code::InvalidState, format!(".loopx/journal.jsonl:{}: {}", b.line, b.message))
-                .hint("the journal was changed by hand; restore it from a backup or git")
-                .details(json!({"line": b.line})));
+            return Err(Error::new(
+                Code::InvalidState,
+                format!(".loopx/journal.jsonl:{}: {}", b.line, b.message),
+            )
+            .hint("the journal was changed by hand; restore it from a backup or git")
+            .details(json!({"line": b.line})));
         }
-        let text = format!("journal.jsonl: {lines} lines, chain intact{}", if torn { "; a torn last line (doctor --fix removes it)" } else { "" });
+        let text = format!(
+            "journal.jsonl: {lines} lines, chain intact{}",
+            if torn {
+                "; a torn last line (doctor --fix removes it)"
+            } else {
+                ""
+            }
+        );
         return Ok(Out::new("lines", json!(lines), text).with("torn", json!(torn)));
     }
     let (lines, _) = journal::tail_lines(&path, a.limit).map_err(|e| Error::io(&path, &e))?;
-    let events: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_slice(l).ok()).collect();
+    let events: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
     if !a.follow {
         let text = events.iter().map(event_line).collect::<Vec<_>>().join("\n");
         return Ok(Out::new("events", Value::Array(events), text));
     }
     let mut stdout = std::io::stdout().lock();
     for e in &events {
-        let _ = writeln!(stdout, "{}", if ctx.json { e.to_string() } else { event_line(e) });
+        let _ = writeln!(
+            stdout,
+            "{}",
+            if ctx.json {
+                e.to_string()
+            } else {
+                event_line(e)
+            }
+        );
     }
     let _ = stdout.flush();
     let mut f = std::fs::File::open(&path).map_err(|e| Error::io(&path, &e))?;
@@ -297,15 +425,23 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
             continue;
         }
         let mut buf = Vec::new();
-        f.seek(SeekFrom::Start(pos)).map_err(|e| Error::io(&path, &e))?;
+        f.seek(SeekFrom::Start(pos))
+            .map_err(|e| Error::io(&path, &e))?;
         f.read_to_end(&mut buf).map_err(|e| Error::io(&path, &e))?;
         pos += buf.len() as u64;
         pending.extend_from_slice(&buf);
         while let Some(i) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=i).collect();
             if let Ok(v) = serde_json::from_slice::<Value>(&line[..line.len() - 1]) {
-                let shown = if ctx.json { v.to_string() } else { event_line(&v) };
-                if writeln!(stdout, "{shown}").and_then(|_| stdout.flush()).is_err() {
+                let shown = if ctx.json {
+                    v.to_string()
+                } else {
+                    event_line(&v)
+                };
+                if writeln!(stdout, "{shown}")
+                    .and_then(|_| stdout.flush())
+                    .is_err()
+                {
                     // The reader went away: following ends here.
                     std::process::exit(0);
                 }
@@ -317,4 +453,3 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
 fn bytecount(b: &[u8]) -> usize {
     b.iter().filter(|c| **c == b'\n').count()
 }
-

@@ -10,7 +10,9 @@ use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{self, Authority, NewTodo, Update};
 use crate::kernel::readiness;
-use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts};
+use crate::kernel::{
+    Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
+};
 use crate::store::{FileStore, Store};
 
 /// `todo ...`.
@@ -136,24 +138,58 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
     let now = ctx.now;
     let agent = ctx.agent.as_str();
     match c {
-        TodoCmd::Add { title, priority, role, depends_on, every, blocked_by_gate } => {
+        TodoCmd::Add {
+            title,
+            priority,
+            role,
+            depends_on,
+            every,
+            blocked_by_gate,
+        } => {
             let new_id = store.fresh_id(Kind::Todo)?;
             let t = store.mutate(|snap| {
                 let deps = depends_on
                     .iter()
                     .map(|d| store.resolve_todo(snap, d))
                     .collect::<Result<Vec<_>>>()?;
-                let gate = blocked_by_gate.as_deref().map(|g| store.resolve_gate(snap, g)).transpose()?;
-                let id = if snap.todos.contains_key(&new_id) { store.fresh_id(Kind::Todo)? } else { new_id };
-                ops::add_todo(snap, agent, now, NewTodo { id, title, role, priority, depends_on: deps, every, blocked_by_gate: gate })
+                let gate = blocked_by_gate
+                    .as_deref()
+                    .map(|g| store.resolve_gate(snap, g))
+                    .transpose()?;
+                let id = if snap.todos.contains_key(&new_id) {
+                    store.fresh_id(Kind::Todo)?
+                } else {
+                    new_id
+                };
+                ops::add_todo(
+                    snap,
+                    agent,
+                    now,
+                    NewTodo {
+                        id,
+                        title,
+                        role,
+                        priority,
+                        depends_on: deps,
+                        every,
+                        blocked_by_gate: gate,
+                    },
+                )
             })?;
             Ok(Out::new("todo", to_json(&t), t.id.clone()))
         }
-        TodoCmd::List { ready, mine, status } => list(ctx, &store, ready, mine, status),
+        TodoCmd::List {
+            ready,
+            mine,
+            status,
+        } => list(ctx, &store, ready, mine, status),
         TodoCmd::Show { id } => show(ctx, &store, &id),
         TodoCmd::Claim { id, ttl } => {
             let t = store.mutate(|snap| {
-                let id = id.as_deref().map(|i| store.resolve_todo(snap, i)).transpose()?;
+                let id = id
+                    .as_deref()
+                    .map(|i| store.resolve_todo(snap, i))
+                    .transpose()?;
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
                 ops::claim(snap, agent, now, ttl, id.as_deref())
             })?;
@@ -173,8 +209,16 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
                 ops::renew(snap, agent, now, ttl, &id)
             })?;
-            let until = t.lease.as_ref().map(|l| l.expires_at.to_string()).unwrap_or_default();
-            Ok(Out::new("todo", to_json(&t), format!("{} renewed until {until}", t.id)))
+            let until = t
+                .lease
+                .as_ref()
+                .map(|l| l.expires_at.to_string())
+                .unwrap_or_default();
+            Ok(Out::new(
+                "todo",
+                to_json(&t),
+                format!("{} renewed until {until}", t.id),
+            ))
         }
         TodoCmd::Update(a) => update(ctx, &store, a),
         TodoCmd::Release { id } => {
@@ -187,11 +231,22 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         TodoCmd::Reopen { id } => {
             let t = store.mutate(|snap| {
                 let id = store.resolve_todo(snap, &id)?;
-                let by_setter = snap.todos.get(&id).is_some_and(|t| t.status_by.as_deref() == Some(agent));
-                let auth = if by_setter { Authority::Agent } else { ctx.owner().map(|_| Authority::Owner)? };
+                let by_setter = snap
+                    .todos
+                    .get(&id)
+                    .is_some_and(|t| t.status_by.as_deref() == Some(agent));
+                let auth = if by_setter {
+                    Authority::Agent
+                } else {
+                    ctx.owner().map(|_| Authority::Owner)?
+                };
                 ops::reopen(snap, agent, auth, now, &id)
             })?;
-            Ok(Out::new("todo", to_json(&t), format!("{} is open again", t.id)))
+            Ok(Out::new(
+                "todo",
+                to_json(&t),
+                format!("{} is open again", t.id),
+            ))
         }
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
@@ -201,13 +256,23 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
                 ops::reassign(snap, &owner, now, ttl, &id, &to)
             })?;
-            Ok(Out::new("todo", to_json(&t), format!("{} reassigned to {to} (fence {})", t.id, t.fence)))
+            Ok(Out::new(
+                "todo",
+                to_json(&t),
+                format!("{} reassigned to {to} (fence {})", t.id, t.fence),
+            ))
         }
     }
 }
 
 /// The todo named, or the one this agent holds.
-fn target(store: &FileStore, snap: &Snapshot, agent: &str, now: Ts, id: Option<&str>) -> Result<String> {
+fn target(
+    store: &FileStore,
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    id: Option<&str>,
+) -> Result<String> {
     match id {
         Some(i) => store.resolve_todo(snap, i),
         None => ops::default_held(snap, agent, now),
@@ -230,20 +295,35 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
             .split_once('=')
             .filter(|(n, _)| !n.trim().is_empty())
             .ok_or_else(|| Error::usage(format!("`{m}` is not NAME=VALUE")))?;
-        let v: Value = value.trim().parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+        let v: Value = value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
             .unwrap_or_else(|| Value::String(value.to_string()));
-        let mut e = Evidence::new(now, agent, None, EvidenceKind::Metric, format!("{}={}", name.trim(), value.trim()));
+        let mut e = Evidence::new(
+            now,
+            agent,
+            None,
+            EvidenceKind::Metric,
+            format!("{}={}", name.trim(), value.trim()),
+        );
         e.name = Some(name.trim().to_string());
         e.value = Some(v);
         evidence.push(e);
     }
-    let auto = evidence.is_empty() && a.status.is_none_or(|s| s == Status::Done || s == Status::Open);
+    let auto = evidence.is_empty()
+        && a.status
+            .is_none_or(|s| s == Status::Done || s == Status::Open);
     let git = if auto { git_facts(store.root()) } else { None };
     let is_owner_needed = std::cell::Cell::new(false);
     let t = store.mutate(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;
         let cur = snap.todos.get(&id).ok_or_else(|| {
-            Error::new(crate::kernel::Code::NotFound, format!("{id} is archived; it cannot change"))
+            Error::new(
+                crate::kernel::Code::NotFound,
+                format!("{id} is archived; it cannot change"),
+            )
         })?;
         let mut ev = evidence;
         if auto {
@@ -255,7 +335,19 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         } else {
             Authority::Agent
         };
-        ops::update(snap, agent, auth, now, &id, Update { fence: a.fence, evidence: ev, status: a.status, reason: a.reason })
+        ops::update(
+            snap,
+            agent,
+            auth,
+            now,
+            &id,
+            Update {
+                fence: a.fence,
+                evidence: ev,
+                status: a.status,
+                reason: a.reason,
+            },
+        )
     })?;
     let text = match t.status {
         Status::Done | Status::Cancelled => format!("{} {} (archived)", t.id, t.status.as_str()),
@@ -271,11 +363,21 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
 
 fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
     let p = Path::new(path);
-    let full = if p.is_absolute() { p.to_path_buf() } else { ctx.cwd.join(p) };
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.cwd.join(p)
+    };
     let bytes = std::fs::read(&full).map_err(|e| {
         Error::usage(format!("--artifact {path}: {e}")).hint("give the path of a file that exists")
     })?;
-    let mut e = Evidence::new(now, agent, None, EvidenceKind::Artifact, format!("artifact {path}"));
+    let mut e = Evidence::new(
+        now,
+        agent,
+        None,
+        EvidenceKind::Artifact,
+        format!("artifact {path}"),
+    );
     e.path = Some(path.to_string());
     e.sha256 = Some(crate::store::journal::sha256_hex(&bytes));
     Ok(e)
@@ -288,8 +390,13 @@ struct Git {
 }
 
 fn git_facts(root: &Path) -> Option<Git> {
-    let out = Command::new("git").arg("-C").arg(root).args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
-        .stderr(std::process::Stdio::null()).output().ok()?;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
@@ -300,8 +407,13 @@ fn git_facts(root: &Path) -> Option<Git> {
         .map(|r| String::from_utf8_lossy(&r[3..]).to_string())
         .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
         .collect();
-    let head = Command::new("git").arg("-C").arg(root).args(["rev-parse", "--verify", "-q", "HEAD"])
-        .stderr(std::process::Stdio::null()).output().ok()
+    let head = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|s| !s.is_empty());
@@ -318,7 +430,11 @@ fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: Option<Git>) -> Evidence {
                 Some(h) => parts.push(format!("HEAD {}", &h[..h.len().min(12)])),
                 None => parts.push("no commits yet".into()),
             }
-            parts.push(format!("{} changed file{}", g.files.len(), if g.files.len() == 1 { "" } else { "s" }));
+            parts.push(format!(
+                "{} changed file{}",
+                g.files.len(),
+                if g.files.len() == 1 { "" } else { "s" }
+            ));
         }
         None => parts.push("not a git work tree".into()),
     }
@@ -336,28 +452,56 @@ fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: Option<Git>) -> Evidence {
 
 fn line(t: &Todo, now: Ts) -> String {
     let lease = match &t.lease {
-        Some(l) if l.is_live(now) => format!("  [{} fence {}, {} left]", l.holder, l.fence, crate::kernel::Dur(l.expires_at.since(now).0 / 1000 * 1000)),
-        Some(l) => format!("  [{} fence {}, expired {}]", l.holder, l.fence, rel_time(now, l.expires_at)),
+        Some(l) if l.is_live(now) => format!(
+            "  [{} fence {}, {} left]",
+            l.holder,
+            l.fence,
+            crate::kernel::Dur(l.expires_at.since(now).0 / 1000 * 1000)
+        ),
+        Some(l) => format!(
+            "  [{} fence {}, expired {}]",
+            l.holder,
+            l.fence,
+            rel_time(now, l.expires_at)
+        ),
         None => String::new(),
     };
     let role = if t.role == Role::User { " (user)" } else { "" };
-    format!("{}  {}  {:<9} {}{role}{lease}", t.id, t.priority, t.status.as_str(), t.title)
+    format!(
+        "{}  {}  {:<9} {}{role}{lease}",
+        t.id,
+        t.priority,
+        t.status.as_str(),
+        t.title
+    )
 }
 
-fn list(ctx: &Ctx, store: &FileStore, ready: bool, mine: bool, status: Option<Status>) -> Result<Out> {
+fn list(
+    ctx: &Ctx,
+    store: &FileStore,
+    ready: bool,
+    mine: bool,
+    status: Option<Status>,
+) -> Result<Out> {
     let now = ctx.now;
     let snap = store.load()?;
     let todos: Vec<Todo> = if status.is_some_and(Status::is_final) {
         let mut v = Vec::new();
         for id in store.archived_ids()? {
-            if let Some(t) = store.archived_todo(&id)?.filter(|t| Some(t.status) == status) {
+            if let Some(t) = store
+                .archived_todo(&id)?
+                .filter(|t| Some(t.status) == status)
+            {
                 v.push(t);
             }
         }
         v.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
         v
     } else if ready {
-        readiness::ready(&snap, &ctx.agent, now).into_iter().cloned().collect()
+        readiness::ready(&snap, &ctx.agent, now)
+            .into_iter()
+            .cloned()
+            .collect()
     } else {
         let mut v: Vec<Todo> = snap
             .todos
@@ -376,7 +520,11 @@ fn list(ctx: &Ctx, store: &FileStore, ready: bool, mine: bool, status: Option<St
     let text = if todos.is_empty() {
         "no todos".to_string()
     } else {
-        todos.iter().map(|t| line(t, now)).collect::<Vec<_>>().join("\n")
+        todos
+            .iter()
+            .map(|t| line(t, now))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     Ok(Out::new("todos", to_json(&todos), text))
 }
@@ -386,9 +534,15 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
     let id = store.resolve_todo(&snap, input)?;
     let t = match snap.todos.get(&id) {
         Some(t) => t.clone(),
-        None => store.archived_todo(&id)?.ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no todo {id}")))?,
+        None => store
+            .archived_todo(&id)?
+            .ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no todo {id}")))?,
     };
-    let blockers = if t.status.is_final() { Vec::new() } else { readiness::blockers(&snap, &t, &ctx.agent, ctx.now, true) };
+    let blockers = if t.status.is_final() {
+        Vec::new()
+    } else {
+        readiness::blockers(&snap, &t, &ctx.agent, ctx.now, true)
+    };
     let evidence = store.evidence_tail(&id, 10)?;
     let mut text = line(&t, ctx.now);
     if !t.depends_on.is_empty() {
@@ -402,7 +556,13 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
     }
     for e in evidence.iter().rev() {
         let kind = to_json(&e.kind);
-        text.push_str(&format!("\n  {} {} {}: {}", e.at, e.agent, kind.as_str().unwrap_or("note"), e.summary));
+        text.push_str(&format!(
+            "\n  {} {} {}: {}",
+            e.at,
+            e.agent,
+            kind.as_str().unwrap_or("note"),
+            e.summary
+        ));
     }
     let mut j = to_json(&t);
     j["blockers"] = json!(blockers.iter().map(|b| b.describe()).collect::<Vec<_>>());

@@ -134,8 +134,9 @@ impl Error {
             Some(l) => format!("{file}:{l}"),
             None => file.to_string(),
         };
-        Error::new(Code::InvalidState, format!("{at}: {}", message.into()))
-            .hint(format!("fix or restore {file} by hand, then run `loopx doctor`"))
+        Error::new(Code::InvalidState, format!("{at}: {}", message.into())).hint(format!(
+            "fix or restore {file} by hand, then run `loopx doctor`"
+        ))
     }
 
     /// An I/O error on a path.

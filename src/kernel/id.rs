@@ -38,21 +38,18 @@ pub fn check_not_path(input: &str) -> Result<()> {
     if input.is_empty() {
         return Err(Error::usage("an id cannot be empty"));
     }
-    if input.contains('/') || input.contains('\\') || input.contains("..") || input.contains('\0')
-    {
-        return Err(Error::usage(format!(
-            "`{input}` looks like a path, not an id"
-        ))
-        .hint("give an id such as t-4kq9zx, or a unique prefix of it"));
+    if input.contains('/') || input.contains('\\') || input.contains("..") || input.contains('\0') {
+        return Err(
+            Error::usage(format!("`{input}` looks like a path, not an id"))
+                .hint("give an id such as t-4kq9zx, or a unique prefix of it"),
+        );
     }
     Ok(())
 }
 
 /// True when `s` is a well-formed full id of this kind.
 pub fn is_full_id(kind: Kind, s: &str) -> bool {
-    s.len() == 8
-        && s.starts_with(kind.prefix())
-        && s[2..].bytes().all(|b| ALPHABET.contains(&b))
+    s.len() == 8 && s.starts_with(kind.prefix()) && s[2..].bytes().all(|b| ALPHABET.contains(&b))
 }
 
 /// Normalises user input to an id prefix of this kind (`4kq` becomes `t-4kq`).
@@ -62,7 +59,10 @@ pub fn normalize(kind: Kind, input: &str) -> Result<String> {
     let p = kind.prefix();
     let body = s.strip_prefix(p).unwrap_or(&s);
     if body.is_empty() || !body.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(Error::usage(format!("`{input}` is not a {} id", kind_name(kind))));
+        return Err(Error::usage(format!(
+            "`{input}` is not a {} id",
+            kind_name(kind)
+        )));
     }
     if body.len() < 3 {
         return Err(Error::usage(format!(
@@ -130,14 +130,26 @@ mod tests {
         let id = new_id(Kind::Todo, [0, 1, 2, 31, 32, 255]);
         assert!(is_full_id(Kind::Todo, &id), "{id}");
         let ids = ["t-abcdef", "t-abczzz", "t-qqqqqq"];
-        assert_eq!(resolve(Kind::Todo, "qqq", ids.into_iter()).unwrap(), "t-qqqqqq");
-        assert_eq!(resolve(Kind::Todo, "t-abcd", ids.into_iter()).unwrap(), "t-abcdef");
+        assert_eq!(
+            resolve(Kind::Todo, "qqq", ids.into_iter()).unwrap(),
+            "t-qqqqqq"
+        );
+        assert_eq!(
+            resolve(Kind::Todo, "t-abcd", ids.into_iter()).unwrap(),
+            "t-abcdef"
+        );
         let amb = resolve(Kind::Todo, "abc", ids.into_iter()).unwrap_err();
         assert_eq!(amb.code, crate::kernel::Code::AmbiguousId);
         let none = resolve(Kind::Todo, "xyz", ids.into_iter()).unwrap_err();
         assert_eq!(none.code, crate::kernel::Code::NotFound);
         for bad in ["../x", "a/b", "c\\d", ".."] {
-            assert_eq!(resolve(Kind::Todo, bad, ids.into_iter()).unwrap_err().code.exit_code(), 2);
+            assert_eq!(
+                resolve(Kind::Todo, bad, ids.into_iter())
+                    .unwrap_err()
+                    .code
+                    .exit_code(),
+                2
+            );
         }
     }
 

@@ -527,7 +527,13 @@ pub struct Evidence {
 
 impl Evidence {
     /// A bare entry of this kind.
-    pub fn new(at: Ts, agent: &str, fence: Option<u64>, kind: EvidenceKind, summary: String) -> Self {
+    pub fn new(
+        at: Ts,
+        agent: &str,
+        fence: Option<u64>,
+        kind: EvidenceKind,
+        summary: String,
+    ) -> Self {
         Evidence {
             at,
             agent: agent.to_string(),

@@ -66,15 +66,18 @@ fn todo<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Todo> {
 }
 
 fn gate<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Gate> {
-    snap.gates
-        .get(id)
-        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")).hint("list gates with `loopx gate list`"))
+    snap.gates.get(id).ok_or_else(|| {
+        Error::new(Code::NotFound, format!("no gate {id}"))
+            .hint("list gates with `loopx gate list`")
+    })
 }
 
 /// Checks a lease length is within 1 s and 7 days.
 pub fn check_ttl(ttl: Dur) -> Result<Dur> {
     if ttl < TTL_MIN || ttl > TTL_MAX {
-        return Err(Error::usage(format!("a lease lasts from 1s to 7d, not {ttl}")));
+        return Err(Error::usage(format!(
+            "a lease lasts from 1s to 7d, not {ttl}"
+        )));
     }
     Ok(ttl)
 }
@@ -133,7 +136,10 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         if g.effective_status() != GateStatus::Pending {
             return Err(Error::new(
                 Code::AlreadyDecided,
-                format!("gate {gid} is {} already; it blocks nothing new", g.status.as_str()),
+                format!(
+                    "gate {gid} is {} already; it blocks nothing new",
+                    g.status.as_str()
+                ),
             ));
         }
         g.blocks.push(t.id.clone());
@@ -153,8 +159,11 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
 
 fn not_ready_error(id: &str, blockers: &[Blocker]) -> Error {
     let reasons: Vec<String> = blockers.iter().map(Blocker::describe).collect();
-    Error::new(Code::NotReady, format!("{id} is not ready: {}", reasons.join("; ")))
-        .details(json!({ "reasons": blockers }))
+    Error::new(
+        Code::NotReady,
+        format!("{id} is not ready: {}", reasons.join("; ")),
+    )
+    .details(json!({ "reasons": blockers }))
 }
 
 fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
@@ -169,14 +178,27 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
 }
 
 /// Claims `id`, or the best ready todo: a lease with a new fence (or a renewal of one's own).
-pub fn claim(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: Option<&str>) -> Result<(Change, Todo)> {
+pub fn claim(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    ttl: Dur,
+    id: Option<&str>,
+) -> Result<(Change, Todo)> {
     let ttl = check_ttl(ttl)?;
     let mut c = Change::default();
     let Some(id) = id else {
         let Some(best) = readiness::best(snap, agent, now) else {
             let why = match snap.config.goal.status {
                 GoalStatus::Active => "nothing is ready to claim".to_string(),
-                s => format!("the goal is {}", if s == GoalStatus::Paused { "paused" } else { "complete" }),
+                s => format!(
+                    "the goal is {}",
+                    if s == GoalStatus::Paused {
+                        "paused"
+                    } else {
+                        "complete"
+                    }
+                ),
             };
             return Err(Error::new(Code::NothingReady, why)
                 .hint("see why with `loopx quota should-run` or `loopx todo list`"));
@@ -184,7 +206,13 @@ pub fn claim(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: Option<&str>) 
         let mut t = best.clone();
         let expired = t.lease.clone();
         grant(&mut t, agent, now, ttl);
-        c.event(now, agent, "todo.claim", &t.id, claim_data(&t, expired.as_ref()));
+        c.event(
+            now,
+            agent,
+            "todo.claim",
+            &t.id,
+            claim_data(&t, expired.as_ref()),
+        );
         c.writes.push(Write::Todo(t.clone()));
         return Ok((c, t));
     };
@@ -207,11 +235,23 @@ pub fn claim(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: Option<&str>) 
     if let Some(l) = t.lease.as_mut().filter(|l| l.is_live(now)) {
         l.expires_at = now.add(ttl);
         t.updated_at = now;
-        c.event(now, agent, "todo.renew", &t.id, json!({"fence": t.fence, "expires_at": l.expires_at}));
+        c.event(
+            now,
+            agent,
+            "todo.renew",
+            &t.id,
+            json!({"fence": t.fence, "expires_at": l.expires_at}),
+        );
     } else {
         let expired = t.lease.clone();
         grant(&mut t, agent, now, ttl);
-        c.event(now, agent, "todo.claim", &t.id, claim_data(&t, expired.as_ref()));
+        c.event(
+            now,
+            agent,
+            "todo.claim",
+            &t.id,
+            claim_data(&t, expired.as_ref()),
+        );
     }
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
@@ -245,13 +285,19 @@ pub fn default_held(snap: &Snapshot, agent: &str, now: Ts) -> Result<String> {
                 )
                 .hint(format!("claim it again with `loopx todo claim {}`", t.id)));
             }
-            Err(Error::usage(format!("{agent} holds no lease; name the todo"))
-                .hint("claim one with `loopx todo claim`"))
+            Err(
+                Error::new(Code::LeaseConflict, format!("{agent} holds no lease"))
+                    .hint("claim one with `loopx todo claim`"),
+            )
         }
         many => {
             let ids: Vec<&str> = many.iter().map(|t| t.id.as_str()).collect();
-            Err(Error::usage(format!("{agent} holds {} leases: {}; name one", ids.len(), ids.join(", ")))
-                .details(json!({"held": ids})))
+            Err(Error::usage(format!(
+                "{agent} holds {} leases: {}; name one",
+                ids.len(),
+                ids.join(", ")
+            ))
+            .details(json!({"held": ids})))
         }
     }
 }
@@ -279,8 +325,11 @@ pub fn check_lease(t: &Todo, agent: &str, now: Ts, fence: Option<u64>) -> Result
             Code::LeaseConflict,
             format!("{} is leased by {} until {}", t.id, l.holder, l.expires_at),
         )),
-        _ => Err(Error::new(Code::LeaseConflict, format!("you hold no lease on {}", t.id))
-            .hint(format!("claim it with `loopx todo claim {}`", t.id))),
+        _ => Err(Error::new(
+            Code::LeaseConflict,
+            format!("you hold no lease on {}", t.id),
+        )
+        .hint(format!("claim it with `loopx todo claim {}`", t.id))),
     }
 }
 
@@ -292,7 +341,13 @@ pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Resul
     let mut c = Change::default();
     if let Some(l) = t.lease.as_mut() {
         l.expires_at = now.add(ttl);
-        c.event(now, agent, "todo.renew", id, json!({"fence": l.fence, "expires_at": l.expires_at}));
+        c.event(
+            now,
+            agent,
+            "todo.renew",
+            id,
+            json!({"fence": l.fence, "expires_at": l.expires_at}),
+        );
     }
     t.updated_at = now;
     c.writes.push(Write::Todo(t.clone()));
@@ -313,17 +368,30 @@ pub struct Update {
 }
 
 /// Appends evidence and changes status; done and cancelled archive (or reschedule a recurring todo).
-pub fn update(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str, u: Update) -> Result<(Change, Todo)> {
+pub fn update(
+    snap: &Snapshot,
+    agent: &str,
+    auth: Authority,
+    now: Ts,
+    id: &str,
+    u: Update,
+) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
     if t.role == Role::User {
         if auth != Authority::Owner {
-            return Err(Error::new(Code::Denied, format!("{id} is a user todo: only the owner updates it"))
-                .hint("ask the owner, or open a gate with `loopx gate open`"));
+            return Err(Error::new(
+                Code::Denied,
+                format!("{id} is a user todo: only the owner updates it"),
+            )
+            .hint("ask the owner, or open a gate with `loopx gate open`"));
         }
         if let Some(f) = u.fence
             && f != t.fence
         {
-            return Err(Error::new(Code::StaleFence, format!("fence {f} is stale: {id} is at fence {}", t.fence)));
+            return Err(Error::new(
+                Code::StaleFence,
+                format!("fence {f} is stale: {id} is at fence {}", t.fence),
+            ));
         }
     } else {
         check_lease(&t, agent, now, u.fence)?;
@@ -339,7 +407,10 @@ pub fn update(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str, 
     let mut archive = false;
     let mut action = "todo.update";
     if let Some(s) = u.status {
-        t.reason = u.reason.clone().or(t.reason.take().filter(|_| s == t.status));
+        t.reason = u
+            .reason
+            .clone()
+            .or(t.reason.take().filter(|_| s == t.status));
         t.status_by = Some(agent.to_string());
         match s {
             Status::Open => {}
@@ -353,12 +424,20 @@ pub fn update(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str, 
                 t.status = s;
                 t.lease = None;
                 archive = true;
-                action = if s == Status::Done { "todo.done" } else { "todo.cancel" };
+                action = if s == Status::Done {
+                    "todo.done"
+                } else {
+                    "todo.cancel"
+                };
             }
             Status::Blocked | Status::Deferred => {
                 t.status = s;
                 t.lease = None;
-                action = if s == Status::Blocked { "todo.block" } else { "todo.defer" };
+                action = if s == Status::Blocked {
+                    "todo.block"
+                } else {
+                    "todo.defer"
+                };
             }
         }
     } else if let Some(r) = &u.reason {
@@ -372,7 +451,11 @@ pub fn update(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str, 
         json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
                "next_due_at": t.next_due_at}),
     );
-    c.writes.push(if archive { Write::Archive(t.clone()) } else { Write::Todo(t.clone()) });
+    c.writes.push(if archive {
+        Write::Archive(t.clone())
+    } else {
+        Write::Todo(t.clone())
+    });
     Ok((c, t))
 }
 
@@ -382,9 +465,17 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
     match &t.lease {
         Some(l) if l.holder == agent => {}
         Some(l) if l.is_live(now) => {
-            return Err(Error::new(Code::LeaseConflict, format!("{id} is leased by {}, not you", l.holder)));
+            return Err(Error::new(
+                Code::LeaseConflict,
+                format!("{id} is leased by {}, not you", l.holder),
+            ));
         }
-        _ => return Err(Error::new(Code::LeaseConflict, format!("you hold no lease on {id}"))),
+        _ => {
+            return Err(Error::new(
+                Code::LeaseConflict,
+                format!("you hold no lease on {id}"),
+            ));
+        }
     }
     let fence = t.fence;
     t.lease = None;
@@ -396,16 +487,28 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
 }
 
 /// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
-pub fn reopen(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str) -> Result<(Change, Todo)> {
+pub fn reopen(
+    snap: &Snapshot,
+    agent: &str,
+    auth: Authority,
+    now: Ts,
+    id: &str,
+) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
     if !matches!(t.status, Status::Blocked | Status::Deferred) {
-        return Err(Error::new(Code::NotReady, format!("{id} is {}, not blocked or deferred", t.status.as_str())));
+        return Err(Error::new(
+            Code::NotReady,
+            format!("{id} is {}, not blocked or deferred", t.status.as_str()),
+        ));
     }
     if auth != Authority::Owner && t.status_by.as_deref() != Some(agent) {
         return Err(Error::new(
             Code::Denied,
-            format!("{id} was set {} by {}; only they or the owner reopen it", t.status.as_str(),
-                t.status_by.as_deref().unwrap_or("a gate")),
+            format!(
+                "{id} was set {} by {}; only they or the owner reopen it",
+                t.status.as_str(),
+                t.status_by.as_deref().unwrap_or("a gate")
+            ),
         ));
     }
     t.status = Status::Open;
@@ -419,16 +522,35 @@ pub fn reopen(snap: &Snapshot, agent: &str, auth: Authority, now: Ts, id: &str) 
 }
 
 /// Owner: moves the lease to `to` with a new fence.
-pub fn reassign(snap: &Snapshot, owner: &str, now: Ts, ttl: Dur, id: &str, to: &str) -> Result<(Change, Todo)> {
+pub fn reassign(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    ttl: Dur,
+    id: &str,
+    to: &str,
+) -> Result<(Change, Todo)> {
     let ttl = check_ttl(ttl)?;
     let mut t = todo(snap, id)?.clone();
     if t.role != Role::Agent || t.status != Status::Open {
-        return Err(Error::new(Code::NotReady, format!("{id} is not an open agent todo")));
+        return Err(Error::new(
+            Code::NotReady,
+            format!("{id} is not an open agent todo"),
+        ));
     }
-    let from = t.lease.as_ref().map(|l| json!({"holder": l.holder, "fence": l.fence}));
+    let from = t
+        .lease
+        .as_ref()
+        .map(|l| json!({"holder": l.holder, "fence": l.fence}));
     grant(&mut t, to, now, ttl);
     let mut c = Change::default();
-    c.event(now, owner, "todo.reassign", id, json!({"to": to, "fence": t.fence, "from": from}));
+    c.event(
+        now,
+        owner,
+        "todo.reassign",
+        id,
+        json!({"to": to, "fence": t.fence, "from": from}),
+    );
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
@@ -443,7 +565,13 @@ pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
             let mut t2 = t.clone();
             t2.lease = None;
             t2.updated_at = now;
-            c.event(now, actor, "lease.expire", &t.id, json!({"holder": l.holder, "fence": l.fence, "expired_at": l.expires_at}));
+            c.event(
+                now,
+                actor,
+                "lease.expire",
+                &t.id,
+                json!({"holder": l.holder, "fence": l.fence, "expired_at": l.expires_at}),
+            );
             c.writes.push(Write::Todo(t2));
         }
     }
@@ -506,9 +634,12 @@ pub fn decide_gate(
     if cur.effective_status() != GateStatus::Pending {
         return Err(Error::new(
             Code::AlreadyDecided,
-            format!("gate {id} was {} by {} at {}", cur.status.as_str(),
+            format!(
+                "gate {id} was {} by {} at {}",
+                cur.status.as_str(),
                 cur.decided_by.as_deref().unwrap_or("?"),
-                cur.decided_at.map(|t| t.to_string()).unwrap_or_default()),
+                cur.decided_at.map(|t| t.to_string()).unwrap_or_default()
+            ),
         ));
     }
     if status == GateStatus::Pending {
@@ -518,7 +649,10 @@ pub fn decide_gate(
         && !cur.options.is_empty()
         && !cur.options.contains(o)
     {
-        return Err(Error::usage(format!("`{o}` is not an option of {id}; choose one of: {}", cur.options.join(", "))));
+        return Err(Error::usage(format!(
+            "`{o}` is not an option of {id}; choose one of: {}",
+            cur.options.join(", ")
+        )));
     }
     if status == GateStatus::Rejected && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(Error::usage("a rejection needs --reason"));
@@ -531,12 +665,21 @@ pub fn decide_gate(
     g.reason = reason;
     g.proven = true;
     let mut c = Change::default();
-    let action = format!("gate.{}", match status {
-        GateStatus::Approved => "approve",
-        GateStatus::Rejected => "reject",
-        _ => "cancel",
-    });
-    c.event(now, owner, &action, id, json!({"option": g.option, "reason": g.reason}));
+    let action = format!(
+        "gate.{}",
+        match status {
+            GateStatus::Approved => "approve",
+            GateStatus::Rejected => "reject",
+            _ => "cancel",
+        }
+    );
+    c.event(
+        now,
+        owner,
+        &action,
+        id,
+        json!({"option": g.option, "reason": g.reason}),
+    );
     c.writes.push(Write::Gate(g.clone()));
     if status == GateStatus::Rejected {
         for tid in &g.blocks {
@@ -547,7 +690,13 @@ pub fn decide_gate(
                 t.status_by = Some(format!("gate:{id}"));
                 t.lease = None;
                 t.updated_at = now;
-                c.event(now, owner, "todo.block", tid, json!({"gate": id, "reason": t.reason}));
+                c.event(
+                    now,
+                    owner,
+                    "todo.block",
+                    tid,
+                    json!({"gate": id, "reason": t.reason}),
+                );
                 c.writes.push(Write::Todo(t));
             }
         }
@@ -556,7 +705,13 @@ pub fn decide_gate(
 }
 
 /// Owner: pauses, resumes or completes the goal.
-pub fn set_goal_status(snap: &Snapshot, owner: &str, now: Ts, status: GoalStatus, reason: Option<String>) -> Result<(Change, Config)> {
+pub fn set_goal_status(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    status: GoalStatus,
+    reason: Option<String>,
+) -> Result<(Change, Config)> {
     let mut cfg = snap.config.clone();
     let from = cfg.goal.status;
     cfg.goal.status = status;
@@ -568,13 +723,26 @@ pub fn set_goal_status(snap: &Snapshot, owner: &str, now: Ts, status: GoalStatus
         GoalStatus::Complete => "goal.complete",
     };
     let mut c = Change::default();
-    c.event(now, owner, action, &cfg.goal.id, json!({"from": from, "reason": reason}));
+    c.event(
+        now,
+        owner,
+        action,
+        &cfg.goal.id,
+        json!({"from": from, "reason": reason}),
+    );
     c.writes.push(Write::Config(cfg.clone()));
     Ok((c, cfg))
 }
 
 /// Owner: changes the quota policy.
-pub fn set_quota(snap: &Snapshot, owner: &str, now: Ts, slots: Option<u32>, window: Option<Dur>, min_interval: Option<Dur>) -> Result<(Change, Config)> {
+pub fn set_quota(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    slots: Option<u32>,
+    window: Option<Dur>,
+    min_interval: Option<Dur>,
+) -> Result<(Change, Config)> {
     if window.is_some_and(|w| w < Dur::from_secs(1)) {
         return Err(Error::usage("--window must be at least 1s"));
     }
@@ -599,7 +767,15 @@ pub fn set_quota(snap: &Snapshot, owner: &str, now: Ts, slots: Option<u32>, wind
 }
 
 /// Records a spent turn. The same turn id twice in the window is recorded once.
-pub fn spend(snap: &Snapshot, agent: &str, now: Ts, slots: u32, turn: Option<String>, tokens: Option<u64>, cost_usd: Option<f64>) -> Result<(Change, bool)> {
+pub fn spend(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    slots: u32,
+    turn: Option<String>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+) -> Result<(Change, bool)> {
     if slots == 0 {
         return Err(Error::usage("--slots must be at least 1"));
     }
@@ -615,8 +791,21 @@ pub fn spend(snap: &Snapshot, agent: &str, now: Ts, slots: u32, turn: Option<Str
     }
     let mut q = snap.quota.clone();
     quota::prune(&mut q, p, now);
-    q.spends.push(Spend { at: now, agent: agent.to_string(), slots, turn: turn.clone(), tokens, cost_usd });
-    c.event(now, agent, "quota.spend", "quota", json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}));
+    q.spends.push(Spend {
+        at: now,
+        agent: agent.to_string(),
+        slots,
+        turn: turn.clone(),
+        tokens,
+        cost_usd,
+    });
+    c.event(
+        now,
+        agent,
+        "quota.spend",
+        "quota",
+        json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}),
+    );
     c.writes.push(Write::Quota(q));
     Ok((c, true))
 }

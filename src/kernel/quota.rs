@@ -19,7 +19,11 @@ pub struct Usage {
 }
 
 /// Spends still inside the window at `now`.
-pub fn in_window<'a>(q: &'a QuotaFile, p: &QuotaPolicy, now: Ts) -> impl Iterator<Item = &'a Spend> {
+pub fn in_window<'a>(
+    q: &'a QuotaFile,
+    p: &QuotaPolicy,
+    now: Ts,
+) -> impl Iterator<Item = &'a Spend> {
     let start = now.sub(p.window);
     q.spends.iter().filter(move |s| s.at > start)
 }

@@ -52,10 +52,9 @@ impl Blocker {
         match self {
             Blocker::GoalPaused | Blocker::UserRole | Blocker::Gate { .. } => true,
             Blocker::Status { .. } => true,
-            Blocker::Dependency { status, role, .. } => !matches!(
-                (status, role),
-                (Some(Status::Open), Some(Role::Agent))
-            ),
+            Blocker::Dependency { status, role, .. } => {
+                !matches!((status, role), (Some(Status::Open), Some(Role::Agent)))
+            }
             Blocker::NotDue { .. } | Blocker::Leased { .. } => false,
         }
     }
@@ -88,7 +87,13 @@ impl Blocker {
 /// Every reason `todo` is not ready for `agent` at `now`; empty when ready.
 ///
 /// A live lease held by `agent` itself is not listed when `own_lease_ok`.
-pub fn blockers(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts, own_lease_ok: bool) -> Vec<Blocker> {
+pub fn blockers(
+    snap: &Snapshot,
+    todo: &Todo,
+    agent: &str,
+    now: Ts,
+    own_lease_ok: bool,
+) -> Vec<Blocker> {
     let mut out = Vec::new();
     if snap.config.goal.status != GoalStatus::Active {
         out.push(Blocker::GoalPaused);
@@ -97,7 +102,9 @@ pub fn blockers(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts, own_lease_ok
         out.push(Blocker::UserRole);
     }
     if todo.status != Status::Open {
-        out.push(Blocker::Status { status: todo.status });
+        out.push(Blocker::Status {
+            status: todo.status,
+        });
     }
     for dep in &todo.depends_on {
         let status = snap.status_of(dep);
@@ -111,7 +118,9 @@ pub fn blockers(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts, own_lease_ok
     }
     for gate in snap.gates.values() {
         if gate.effective_status() == GateStatus::Pending && gate.blocks_todo(todo) {
-            out.push(Blocker::Gate { id: gate.id.clone() });
+            out.push(Blocker::Gate {
+                id: gate.id.clone(),
+            });
         }
     }
     if let Some(due) = todo.next_due_at

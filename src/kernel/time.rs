@@ -129,7 +129,8 @@ impl fmt::Display for Dur {
 impl FromStr for Dur {
     type Err = String;
     fn from_str(input: &str) -> Result<Dur, String> {
-        let bad = || format!("`{input}` is not a duration; write it like 90s, 30m, 2h, 1d or 1h30m");
+        let bad =
+            || format!("`{input}` is not a duration; write it like 90s, 30m, 2h, 1d or 1h30m");
         let s = input.trim();
         if s.is_empty() {
             return Err(bad());

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{Change, Write};
-use crate::kernel::{Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo};
-use crate::store::parse::{self, shown};
+use crate::kernel::{
+    Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo,
+};
 use crate::store::cache::{Cache, Key};
+use crate::store::parse::{self, shown};
 use crate::store::{Store, atomic, journal, lock};
 
 /// The name of the state directory.
@@ -24,19 +26,33 @@ pub struct FileStore {
 impl FileStore {
     /// The store of a project root (which holds `.loopx/`), whether or not it exists yet.
     pub fn at(root: &Path) -> FileStore {
-        FileStore { root: root.to_path_buf(), dir: root.join(DIR) }
+        FileStore {
+            root: root.to_path_buf(),
+            dir: root.join(DIR),
+        }
     }
 
     /// Finds `.loopx/`: in `explicit` when given, else in `cwd` and each parent (exit 5 if none).
     pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<FileStore> {
         let not_init = |where_: &Path| {
-            Error::new(Code::NotInitialized, format!("no .loopx/ in {}", where_.display()))
-                .hint("start one with `loopx start-goal --goal-text \"...\"`")
+            Error::new(
+                Code::NotInitialized,
+                format!("no .loopx/ in {}", where_.display()),
+            )
+            .hint("start one with `loopx start-goal --goal-text \"...\"`")
         };
         if let Some(root) = explicit {
-            let root = if root.is_absolute() { root.to_path_buf() } else { cwd.join(root) };
+            let root = if root.is_absolute() {
+                root.to_path_buf()
+            } else {
+                cwd.join(root)
+            };
             let s = FileStore::at(&root);
-            return if s.dir.join("loopx.toml").is_file() { Ok(s) } else { Err(not_init(&root)) };
+            return if s.dir.join("loopx.toml").is_file() {
+                Ok(s)
+            } else {
+                Err(not_init(&root))
+            };
         }
         let mut cur = Some(cwd);
         while let Some(d) = cur {
@@ -109,7 +125,13 @@ impl FileStore {
             fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
         }
         self.write_toml(&self.path("loopx.toml"), config)?;
-        self.write_toml(&self.path("quota.toml"), &QuotaFile { schema_version: 1, ..Default::default() })?;
+        self.write_toml(
+            &self.path("quota.toml"),
+            &QuotaFile {
+                schema_version: 1,
+                ..Default::default()
+            },
+        )?;
         let gi = self.dir.join(".gitignore");
         if !gi.exists() {
             atomic::write(&gi, b"lock\ncache/\n.*.tmp-*\n").map_err(|e| Error::io(&gi, &e))?;
@@ -129,8 +151,11 @@ impl FileStore {
     }
 
     fn goal_exists(&self) -> Error {
-        Error::new(Code::GoalExists, format!("{} already holds a goal", shown(&self.path("loopx.toml"))))
-            .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`")
+        Error::new(
+            Code::GoalExists,
+            format!("{} already holds a goal", shown(&self.path("loopx.toml"))),
+        )
+        .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`")
     }
 
     /// Moves the current goal's files to `history/GOAL-ID/` (under the lock) so a new goal can start.
@@ -139,7 +164,10 @@ impl FileStore {
         let cfg: Config = self.read_config()?;
         let dest = self.dir.join("history").join(&cfg.goal.id);
         if dest.exists() {
-            return Err(Error::new(Code::Io, format!("{} exists already", shown(&dest))));
+            return Err(Error::new(
+                Code::Io,
+                format!("{} exists already", shown(&dest)),
+            ));
         }
         fs::create_dir_all(&dest).map_err(|e| Error::io(&dest, &e))?;
         journal::append(
@@ -152,7 +180,16 @@ impl FileStore {
                 data: serde_json::json!({"moved_to": shown(&dest)}),
             }],
         )?;
-        for name in ["loopx.toml", "todos", "archive", "gates", "evidence", "quota.toml", "journal.jsonl", "STATE.md"] {
+        for name in [
+            "loopx.toml",
+            "todos",
+            "archive",
+            "gates",
+            "evidence",
+            "quota.toml",
+            "journal.jsonl",
+            "STATE.md",
+        ] {
             let from = self.dir.join(name);
             if from.exists() {
                 fs::rename(&from, dest.join(name)).map_err(|e| Error::io(&from, &e))?;
@@ -193,17 +230,24 @@ impl FileStore {
             let entry = entry.map_err(|e| Error::io(&dir, &e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let Some(stem) = name.strip_suffix(".toml") else { continue };
+            let Some(stem) = name.strip_suffix(".toml") else {
+                continue;
+            };
             if name.starts_with('.') {
                 continue;
             }
             let path = entry.path();
-            let Some(v) = parse::read::<T>(&path)? else { continue };
+            let Some(v) = parse::read::<T>(&path)? else {
+                continue;
+            };
             if id_of(&v) != stem {
                 return Err(Error::invalid(
                     &shown(&path),
                     None,
-                    format!("its id is `{}` but the file is named {stem}.toml", id_of(&v)),
+                    format!(
+                        "its id is `{}` but the file is named {stem}.toml",
+                        id_of(&v)
+                    ),
                 ));
             }
             out.insert(stem.to_string(), v);
@@ -227,7 +271,9 @@ impl FileStore {
             let entry = entry.map_err(|e| Error::io(&dir, &e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let Some(stem) = name.strip_suffix(".toml") else { continue };
+            let Some(stem) = name.strip_suffix(".toml") else {
+                continue;
+            };
             if name.starts_with('.') {
                 continue;
             }
@@ -241,7 +287,9 @@ impl FileStore {
             let todo = match cache.take(stem, key) {
                 Some(t) => t,
                 None => {
-                    let Some(t) = parse::read::<Todo>(&path)? else { continue };
+                    let Some(t) = parse::read::<Todo>(&path)? else {
+                        continue;
+                    };
                     if t.id != stem {
                         return Err(Error::invalid(
                             &shown(&path),
@@ -263,7 +311,10 @@ impl FileStore {
                     .unwrap_or(0),
             )
             .unwrap_or(i64::MAX);
-            let list: Vec<_> = keys.iter().filter_map(|(s, k)| out.get(s).map(|t| (*k, t))).collect();
+            let list: Vec<_> = keys
+                .iter()
+                .filter_map(|(s, k)| out.get(s).map(|t| (*k, t)))
+                .collect();
             Cache::write(&cache_path, &list, now_ns);
         }
         Ok(out)
@@ -281,7 +332,10 @@ impl FileStore {
         let mut archived = HashMap::new();
         for t in todos.values() {
             for dep in &t.depends_on {
-                if todos.contains_key(dep) || archived.contains_key(dep) || id::check_not_path(dep).is_err() {
+                if todos.contains_key(dep)
+                    || archived.contains_key(dep)
+                    || id::check_not_path(dep).is_err()
+                {
                     continue;
                 }
                 if let Some(a) = parse::read::<Todo>(&self.archive_path(dep))? {
@@ -289,7 +343,13 @@ impl FileStore {
                 }
             }
         }
-        Ok(Snapshot { config, todos, gates, quota, archived })
+        Ok(Snapshot {
+            config,
+            todos,
+            gates,
+            quota,
+            archived,
+        })
     }
 
     /// Writes a change's files and journals its events (the caller holds the lock).
@@ -313,7 +373,8 @@ impl FileStore {
                 Write::Quota(q) => self.write_toml(&self.path("quota.toml"), &q)?,
                 Write::Evidence(id, e) => {
                     let p = self.evidence_path(&id);
-                    let mut line = serde_json::to_vec(&e).map_err(|e| Error::new(Code::Internal, e.to_string()))?;
+                    let mut line = serde_json::to_vec(&e)
+                        .map_err(|e| Error::new(Code::Internal, e.to_string()))?;
                     line.push(b'\n');
                     atomic::append_line(&p, &line).map_err(|e| Error::io(&p, &e))?;
                 }
@@ -331,7 +392,12 @@ impl FileStore {
         };
         Ok(rd
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")).map(str::to_string))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".toml"))
+                    .map(str::to_string)
+            })
             .filter(|n| !n.starts_with('.'))
             .collect())
     }
@@ -365,7 +431,8 @@ impl Store for FileStore {
     fn fresh_id(&self, kind: Kind) -> Result<String> {
         for _ in 0..64 {
             let mut r = [0u8; 6];
-            getrandom::fill(&mut r).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
+            getrandom::fill(&mut r)
+                .map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
             let id = id::new_id(kind, r);
             let taken = match kind {
                 Kind::Todo => self.todo_path(&id).exists() || self.archive_path(&id).exists(),
@@ -380,7 +447,9 @@ impl Store for FileStore {
 
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
         let want = id::normalize(Kind::Todo, input)?;
-        if snap.todos.contains_key(&want) || (id::is_full_id(Kind::Todo, &want) && self.archive_path(&want).exists()) {
+        if snap.todos.contains_key(&want)
+            || (id::is_full_id(Kind::Todo, &want) && self.archive_path(&want).exists())
+        {
             return Ok(want);
         }
         match id::resolve(Kind::Todo, input, snap.todos.keys().map(String::as_str)) {
@@ -405,12 +474,18 @@ impl Store for FileStore {
         id::check_not_path(id)?;
         let p = self.evidence_path(id);
         let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines.iter().filter_map(|l| serde_json::from_slice(l).ok()).collect())
+        Ok(lines
+            .iter()
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect())
     }
 
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
         let p = self.journal_path();
         let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines.iter().filter_map(|l| serde_json::from_slice(l).ok()).collect())
+        Ok(lines
+            .iter()
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect())
     }
 }

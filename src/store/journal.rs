@@ -161,12 +161,24 @@ pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
             break;
         }
         if line.is_empty() {
-            return (Some(Break { line: n, message: "an empty line".into() }), torn);
+            return (
+                Some(Break {
+                    line: n,
+                    message: "an empty line".into(),
+                }),
+                torn,
+            );
         }
         let v: serde_json::Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
-                return (Some(Break { line: n, message: format!("not a JSON object ({e})") }), torn);
+                return (
+                    Some(Break {
+                        line: n,
+                        message: format!("not a JSON object ({e})"),
+                    }),
+                    torn,
+                );
             }
         };
         let got_prev = v.get("prev").and_then(|p| p.as_str()).unwrap_or("");
@@ -184,7 +196,13 @@ pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
         }
         let seq = v.get("seq").and_then(|s| s.as_u64()).unwrap_or(0);
         if seq != expect_seq {
-            return (Some(Break { line: n, message: format!("seq is {seq}, expected {expect_seq}") }), torn);
+            return (
+                Some(Break {
+                    line: n,
+                    message: format!("seq is {seq}, expected {expect_seq}"),
+                }),
+                torn,
+            );
         }
         expect_seq += 1;
         prev = sha256_hex(line);

@@ -32,7 +32,11 @@ pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
         .write(true)
         .open(path)
         .map_err(|e| Error::io(path, &e))?;
-    let fast = if exclusive { file.try_lock() } else { file.try_lock_shared() };
+    let fast = if exclusive {
+        file.try_lock()
+    } else {
+        file.try_lock_shared()
+    };
     match fast {
         Ok(()) => return Ok(Guard { _file: file }),
         Err(TryLockError::WouldBlock) => {}
@@ -44,7 +48,11 @@ pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
     let waiter = file.try_clone().map_err(|e| Error::io(path, &e))?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let r = if exclusive { waiter.lock() } else { waiter.lock_shared() };
+        let r = if exclusive {
+            waiter.lock()
+        } else {
+            waiter.lock_shared()
+        };
         let _ = tx.send(r);
     });
     match rx.recv_timeout(timeout()) {

@@ -76,5 +76,6 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
 
 /// Serialises a state value as TOML.
 pub fn encode<T: Serialize>(value: &T) -> Result<String> {
-    toml::to_string(value).map_err(|e| Error::new(Code::Internal, format!("cannot write TOML: {e}")))
+    toml::to_string(value)
+        .map_err(|e| Error::new(Code::Internal, format!("cannot write TOML: {e}")))
 }
