@@ -19,35 +19,162 @@ const CONFIG: &str = "loopx.toml";
 const QUOTA: &str = "quota.toml";
 
 const CASES: &[Case] = &[
-    Case { file: "todo_bad_syntax.toml", dest: TODO, code: "invalid_state", line: Some(3) },
-    Case { file: "todo_wrong_type.toml", dest: TODO, code: "invalid_state", line: Some(10) },
-    Case { file: "todo_unknown_status.toml", dest: TODO, code: "invalid_state", line: Some(6) },
-    Case { file: "todo_unknown_priority.toml", dest: TODO, code: "invalid_state", line: Some(5) },
-    Case { file: "todo_schema_too_new.toml", dest: TODO, code: "schema_too_new", line: None },
-    Case { file: "todo_schema_string.toml", dest: TODO, code: "invalid_state", line: None },
-    Case { file: "todo_id_mismatch.toml", dest: TODO, code: "invalid_state", line: None },
-    Case { file: "todo_bad_time.toml", dest: TODO, code: "invalid_state", line: Some(8) },
-    Case { file: "todo_bad_lease.toml", dest: TODO, code: "invalid_state", line: Some(12) },
-    Case { file: "todo_negative_fence.toml", dest: TODO, code: "invalid_state", line: Some(10) },
-    Case { file: "todo_empty.toml", dest: TODO, code: "invalid_state", line: None },
-    Case { file: "todo_not_utf8.toml", dest: TODO, code: "invalid_state", line: None },
-    Case { file: "config_bad_duration.toml", dest: CONFIG, code: "invalid_state", line: Some(16) },
-    Case { file: "config_bad_window.toml", dest: CONFIG, code: "invalid_state", line: Some(12) },
-    Case { file: "config_broken.toml", dest: CONFIG, code: "invalid_state", line: Some(3) },
-    Case { file: "config_schema_too_new.toml", dest: CONFIG, code: "schema_too_new", line: None },
-    Case { file: "config_bad_goal_status.toml", dest: CONFIG, code: "invalid_state", line: Some(6) },
-    Case { file: "config_negative_slots.toml", dest: CONFIG, code: "invalid_state", line: Some(11) },
-    Case { file: "gate_broken.toml", dest: GATE, code: "invalid_state", line: Some(4) },
-    Case { file: "gate_unknown_status.toml", dest: GATE, code: "invalid_state", line: Some(6) },
-    Case { file: "gate_schema_too_new.toml", dest: GATE, code: "schema_too_new", line: None },
-    Case { file: "gate_id_mismatch.toml", dest: GATE, code: "invalid_state", line: None },
-    Case { file: "quota_broken.toml", dest: QUOTA, code: "invalid_state", line: Some(6) },
-    Case { file: "quota_bad_syntax.toml", dest: QUOTA, code: "invalid_state", line: Some(2) },
-    Case { file: "quota_schema_too_new.toml", dest: QUOTA, code: "schema_too_new", line: None },
+    Case {
+        file: "todo_bad_syntax.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(3),
+    },
+    Case {
+        file: "todo_wrong_type.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_unknown_status.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(6),
+    },
+    Case {
+        file: "todo_unknown_priority.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(5),
+    },
+    Case {
+        file: "todo_schema_too_new.toml",
+        dest: TODO,
+        code: "schema_too_new",
+        line: None,
+    },
+    Case {
+        file: "todo_schema_string.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: None,
+    },
+    Case {
+        file: "todo_id_mismatch.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: None,
+    },
+    Case {
+        file: "todo_bad_time.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(8),
+    },
+    Case {
+        file: "todo_bad_lease.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(12),
+    },
+    Case {
+        file: "todo_negative_fence.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_empty.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: None,
+    },
+    Case {
+        file: "todo_not_utf8.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: None,
+    },
+    Case {
+        file: "config_bad_duration.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(16),
+    },
+    Case {
+        file: "config_bad_window.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(12),
+    },
+    Case {
+        file: "config_broken.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(3),
+    },
+    Case {
+        file: "config_schema_too_new.toml",
+        dest: CONFIG,
+        code: "schema_too_new",
+        line: None,
+    },
+    Case {
+        file: "config_bad_goal_status.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(6),
+    },
+    Case {
+        file: "config_negative_slots.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(11),
+    },
+    Case {
+        file: "gate_broken.toml",
+        dest: GATE,
+        code: "invalid_state",
+        line: Some(4),
+    },
+    Case {
+        file: "gate_unknown_status.toml",
+        dest: GATE,
+        code: "invalid_state",
+        line: Some(6),
+    },
+    Case {
+        file: "gate_schema_too_new.toml",
+        dest: GATE,
+        code: "schema_too_new",
+        line: None,
+    },
+    Case {
+        file: "gate_id_mismatch.toml",
+        dest: GATE,
+        code: "invalid_state",
+        line: None,
+    },
+    Case {
+        file: "quota_broken.toml",
+        dest: QUOTA,
+        code: "invalid_state",
+        line: Some(6),
+    },
+    Case {
+        file: "quota_bad_syntax.toml",
+        dest: QUOTA,
+        code: "invalid_state",
+        line: Some(2),
+    },
+    Case {
+        file: "quota_schema_too_new.toml",
+        dest: QUOTA,
+        code: "schema_too_new",
+        line: None,
+    },
 ];
 
 fn corpus_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("corpus")
 }
 
 /// A fresh project with a good todo, then the corpus file put in place.
@@ -80,17 +207,26 @@ fn check_case(case: &Case) {
         assert_eq!(code, 6, "{what}: {v}");
         assert_err(&v, case.code);
         let msg = v["error"]["message"].as_str().unwrap_or_default();
-        assert!(msg.contains(&shown), "{what}: the message does not name {shown}: {msg}");
+        assert!(
+            msg.contains(&shown),
+            "{what}: the message does not name {shown}: {msg}"
+        );
         if let Some(line) = case.line {
             let at = format!("{shown}:{line}:");
-            assert!(msg.contains(&at), "{what}: the message does not name {at}: {msg}");
+            assert!(
+                msg.contains(&at),
+                "{what}: the message does not name {at}: {msg}"
+            );
         }
         assert_same_files(&before, &p.files(), &what);
 
         // Text mode: the same exit code and the file named on stderr for people.
         let r = p.run(args);
         assert_eq!(r.code, 6, "{what} (text): {r:?}");
-        assert!(r.stderr.contains(&shown), "{what} (text): stderr does not name {shown}: {r:?}");
+        assert!(
+            r.stderr.contains(&shown),
+            "{what} (text): stderr does not name {shown}: {r:?}"
+        );
         assert_same_files(&before, &p.files(), &what);
     }
     // doctor reports it as an error (exit 6) and, without --fix, writes nothing.
@@ -100,7 +236,9 @@ fn check_case(case: &Case) {
     assert_eq!(v["ok"], false, "{}: {v}", case.file);
     let findings = v["findings"].as_array().expect("findings");
     assert!(
-        findings.iter().any(|f| f["severity"] == "error" && f["file"].as_str() == Some(shown.as_str())),
+        findings
+            .iter()
+            .any(|f| f["severity"] == "error" && f["file"].as_str() == Some(shown.as_str())),
         "{}: doctor does not name {shown} as an error: {v}",
         case.file
     );
@@ -150,17 +288,28 @@ fn malformed_quota_is_refused_without_writes() {
 
 #[test]
 fn schema_too_new_names_the_upgrade() {
-    let case = CASES.iter().find(|c| c.file == "todo_schema_too_new.toml").expect("case");
+    let case = CASES
+        .iter()
+        .find(|c| c.file == "todo_schema_too_new.toml")
+        .expect("case");
     let p = project_with(case);
     let v = p.fails(&["status"], "schema_too_new");
     let msg = v["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("99"), "{v}");
-    assert!(v["error"]["hint"].as_str().is_some_and(|h| h.contains("upgrade")), "{v}");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("upgrade")),
+        "{v}"
+    );
 }
 
 #[test]
 fn a_fixed_file_makes_the_project_work_again() {
-    let case = CASES.iter().find(|c| c.file == "todo_unknown_status.toml").expect("case");
+    let case = CASES
+        .iter()
+        .find(|c| c.file == "todo_unknown_status.toml")
+        .expect("case");
     let p = project_with(case);
     p.fails(&["todo", "claim"], "invalid_state");
     let text = std::fs::read_to_string(p.lx(case.dest)).expect("read");
@@ -210,5 +359,10 @@ fn hostile_arguments_never_panic() {
     }
     // A long id that matches nothing is just not found.
     let v = p.fails(&["todo", "show", &long], "not_found");
-    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("no todo")), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no todo")),
+        "{v}"
+    );
 }

@@ -79,7 +79,10 @@ pub fn run_cmd(cmd: &mut Command) -> Run {
     };
     assert_ne!(code, 101, "loopx panicked: {cmd:?}\n{r:?}");
     assert_ne!(code, -1, "loopx was killed: {cmd:?}\n{r:?}");
-    assert!(!r.stderr.contains("panicked at"), "loopx panicked: {cmd:?}\n{r:?}");
+    assert!(
+        !r.stderr.contains("panicked at"),
+        "loopx panicked: {cmd:?}\n{r:?}"
+    );
     r
 }
 
@@ -87,20 +90,41 @@ pub fn run_cmd(cmd: &mut Command) -> Run {
 pub fn parse_json(r: &Run, what: &str) -> Value {
     let text = r.stdout.trim_end_matches('\n');
     assert!(!text.is_empty(), "{what}: no JSON on stdout: {r:?}");
-    assert!(!text.contains('\n'), "{what}: more than one line on stdout: {r:?}");
-    let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {r:?}"));
+    assert!(
+        !text.contains('\n'),
+        "{what}: more than one line on stdout: {r:?}"
+    );
+    let v: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {r:?}"));
     assert!(v.is_object(), "{what}: not a JSON object: {v}");
-    let ok = v["ok"].as_bool().unwrap_or_else(|| panic!("{what}: no boolean `ok`: {v}"));
+    let ok = v["ok"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("{what}: no boolean `ok`: {v}"));
     if ok {
         assert!(v.get("error").is_none(), "{what}: ok with an error: {v}");
     }
     if let Some(err) = v.get("error") {
         assert!(!ok, "{what}: an error with ok true: {v}");
-        let code = err["code"].as_str().unwrap_or_else(|| panic!("{what}: error without a code: {v}"));
-        assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: error without a message: {v}");
-        assert!(err.get("hint").is_some(), "{what}: error without a hint key: {v}");
-        assert_eq!(r.code, exit_of(code), "{what}: exit code does not match error code {code}: {r:?}");
-        assert!(!r.stderr.is_empty(), "{what}: an error with nothing for people on stderr: {r:?}");
+        let code = err["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: error without a code: {v}"));
+        assert!(
+            err["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}: error without a message: {v}"
+        );
+        assert!(
+            err.get("hint").is_some(),
+            "{what}: error without a hint key: {v}"
+        );
+        assert_eq!(
+            r.code,
+            exit_of(code),
+            "{what}: exit code does not match error code {code}: {r:?}"
+        );
+        assert!(
+            !r.stderr.is_empty(),
+            "{what}: an error with nothing for people on stderr: {r:?}"
+        );
     }
     v
 }
@@ -109,7 +133,11 @@ pub fn parse_json(r: &Run, what: &str) -> Value {
 #[track_caller]
 pub fn assert_err(v: &Value, code: &str) {
     assert_eq!(v["ok"], Value::Bool(false), "expected error {code}: {v}");
-    assert_eq!(v["error"]["code"].as_str(), Some(code), "expected error {code}: {v}");
+    assert_eq!(
+        v["error"]["code"].as_str(),
+        Some(code),
+        "expected error {code}: {v}"
+    );
 }
 
 /// A project directory (with or without `.loopx/` yet).
@@ -120,7 +148,9 @@ pub struct Project {
 impl Project {
     /// An empty directory: no `.loopx/`.
     pub fn empty(tag: &str) -> Project {
-        Project { tmp: TempDir::new(tag) }
+        Project {
+            tmp: TempDir::new(tag),
+        }
     }
 
     /// A project with a goal.
@@ -257,25 +287,36 @@ impl Project {
     /// Every file under `.loopx/` with its bytes.
     pub fn files(&self) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
-        collect(&self.root().join(".loopx"), &self.root().join(".loopx"), &mut out);
+        collect(
+            &self.root().join(".loopx"),
+            &self.root().join(".loopx"),
+            &mut out,
+        );
         out
     }
 
     /// The lines of the journal.
     pub fn journal(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.lx("journal.jsonl")).expect("read journal");
-        text.lines().map(|l| serde_json::from_str(l).expect("journal line is JSON")).collect()
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("journal line is JSON"))
+            .collect()
     }
 
     /// The evidence lines of a todo.
     pub fn evidence(&self, id: &str) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.lx(&format!("evidence/{id}.jsonl"))).unwrap_or_default();
-        text.lines().map(|l| serde_json::from_str(l).expect("evidence line is JSON")).collect()
+        let text =
+            std::fs::read_to_string(self.lx(&format!("evidence/{id}.jsonl"))).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("evidence line is JSON"))
+            .collect()
     }
 }
 
 fn collect(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -291,15 +332,24 @@ fn collect(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
 pub fn is_id(s: &str, prefix: &str) -> bool {
     s.len() == 8
         && s.starts_with(prefix)
-        && s[2..].bytes().all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b))
+        && s[2..]
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b))
 }
 
 /// Asserts two file sets are the same, naming what changed.
 #[track_caller]
-pub fn assert_same_files(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>, what: &str) {
+pub fn assert_same_files(
+    before: &BTreeMap<String, Vec<u8>>,
+    after: &BTreeMap<String, Vec<u8>>,
+    what: &str,
+) {
     let names_before: Vec<&String> = before.keys().collect();
     let names_after: Vec<&String> = after.keys().collect();
-    assert_eq!(names_before, names_after, "{what}: files were added or removed");
+    assert_eq!(
+        names_before, names_after,
+        "{what}: files were added or removed"
+    );
     for (k, v) in before {
         assert!(after[k] == *v, "{what}: {k} changed");
     }
