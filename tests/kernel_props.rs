@@ -140,6 +140,7 @@ fn world() -> impl Strategy<Value = World> {
                     decided_at: None,
                     option: None,
                     reason: None,
+                    journal_head: None,
                     signature: None,
                     extra: Extra::new(),
                     proven: true,
@@ -288,13 +289,13 @@ proptest! {
             let result = match op {
                 0 => ops::claim(&snap, agent, now, Dur::from_mins(5), None).map(|(c, _)| c),
                 1 => match readiness::held(&snap, agent, now).first() {
-                    Some(t) => ops::update(&snap, agent, ops::Authority::Agent, now, &t.id.clone(), ops::Update { fence: Some(t.fence), ..Default::default() }).map(|(c, _)| c),
+                    Some(t) => ops::update(&snap, agent, now, &t.id.clone(), ops::Update { fence: Some(t.fence), ..Default::default() }).map(|(c, _)| c),
                     None => continue,
                 },
                 2 => {
                     // A stale write: a fence below the current one.
                     let Some(t) = snap.todos.values().find(|t| t.fence > 1) else { continue };
-                    let r = ops::update(&snap, agent, ops::Authority::Agent, now, &t.id.clone(), ops::Update { fence: Some(t.fence - 1), ..Default::default() });
+                    let r = ops::update(&snap, agent, now, &t.id.clone(), ops::Update { fence: Some(t.fence - 1), ..Default::default() });
                     prop_assert!(r.is_err());
                     continue;
                 }

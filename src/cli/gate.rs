@@ -119,10 +119,10 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
         GateCmd::Reject { id, reason } => (id, GateStatus::Rejected, None, Some(reason)),
         GateCmd::Cancel { id, reason } => (id, GateStatus::Cancelled, None, reason),
     };
-    let owner = ctx.owner()?;
+    let owner = crate::kernel::ops::OWNER;
     let g = store.mutate(|snap| {
         let id = store.resolve_gate(snap, &id)?;
-        ops::decide_gate(snap, &owner, now, &id, status, option, reason)
+        ops::decide_gate(snap, owner, now, &id, status, option, reason)
     })?;
     Ok(Out::new("gate", to_json(&g), line(&g)))
 }

@@ -2,6 +2,7 @@
 
 mod gate;
 mod goal;
+mod owner;
 mod quota;
 mod state;
 mod todo;
@@ -68,6 +69,30 @@ pub enum Cmd {
     RefreshState,
     /// The journal, newest last.
     Log(state::LogArgs),
+    /// The owner's key: create it, show it.
+    #[command(subcommand)]
+    Owner(owner::OwnerCmd),
+    /// The terminal board: watch .loopx/ live, decide gates, manage leases.
+    Board {
+        /// Show only: every change is off.
+        #[arg(long)]
+        readonly: bool,
+        /// Poll for changes instead of watching (network file systems).
+        #[arg(long)]
+        poll: bool,
+        /// A theme: dark, light, high-contrast, or a path to a .toml theme file.
+        #[arg(long, value_name = "NAME|FILE")]
+        theme: Option<String>,
+    },
+    /// A throwaway project with simulated agents, and the board on it.
+    Demo {
+        /// Keep the demo project instead of removing it on exit.
+        #[arg(long)]
+        keep: bool,
+        /// A theme for the board.
+        #[arg(long, value_name = "NAME|FILE")]
+        theme: Option<String>,
+    },
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -94,11 +119,6 @@ impl Ctx {
     /// The store this command works on.
     pub fn store(&self) -> Result<FileStore> {
         FileStore::discover(self.dir.as_deref(), &self.cwd)
-    }
-
-    /// The actor for an owner action. Owner proof comes with `loopx owner`; until then it is trusted.
-    pub fn owner(&self) -> Result<String> {
-        Ok("owner".to_string())
     }
 }
 
@@ -206,7 +226,30 @@ pub fn run(cli: Cli) -> i32 {
 
 fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
     match cmd {
+        None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() && !ctx.json => {
+            crate::board::run(ctx.store()?, crate::board::Options::default())?;
+            Ok(Out::default())
+        }
         None => state::status(ctx),
+        Some(Cmd::Board {
+            readonly,
+            poll,
+            theme,
+        }) => {
+            crate::board::run(
+                ctx.store()?,
+                crate::board::Options {
+                    readonly,
+                    poll,
+                    theme,
+                },
+            )?;
+            Ok(Out::default())
+        }
+        Some(Cmd::Demo { keep, theme }) => {
+            let text = crate::board::demo::run(keep, theme)?;
+            Ok(Out::new("demo", Value::String(text.clone()), text))
+        }
         Some(Cmd::StartGoal(a)) => goal::start(ctx, a),
         Some(Cmd::Goal(c)) => goal::run(ctx, c),
         Some(Cmd::Doctor { fix }) => state::doctor(ctx, fix),
@@ -216,6 +259,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Quota(c)) => quota::run(ctx, c),
         Some(Cmd::RefreshState) => state::refresh(ctx),
         Some(Cmd::Log(a)) => state::log(ctx, a),
+        Some(Cmd::Owner(c)) => owner::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();

@@ -156,9 +156,9 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                     "give --slots, --window or --min-interval",
                 ));
             }
-            let owner = ctx.owner()?;
+            let owner = crate::kernel::ops::OWNER;
             let (cfg, q) = store.mutate(|snap| {
-                let (c, cfg) = ops::set_quota(snap, &owner, now, slots, window, min_interval)?;
+                let (c, cfg) = ops::set_quota(snap, owner, now, slots, window, min_interval)?;
                 Ok((c, (cfg, snap.quota.clone())))
             })?;
             let u = quota::usage(&q, &cfg.quota, now);

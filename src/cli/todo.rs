@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::id::{self, Kind};
-use crate::kernel::ops::{self, Authority, NewTodo, Update};
+use crate::kernel::ops::{self, NewTodo, Update};
 use crate::kernel::readiness;
 use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
@@ -231,16 +231,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         TodoCmd::Reopen { id } => {
             let t = store.mutate(|snap| {
                 let id = store.resolve_todo(snap, &id)?;
-                let by_setter = snap
-                    .todos
-                    .get(&id)
-                    .is_some_and(|t| t.status_by.as_deref() == Some(agent));
-                let auth = if by_setter {
-                    Authority::Agent
-                } else {
-                    ctx.owner().map(|_| Authority::Owner)?
-                };
-                ops::reopen(snap, agent, auth, now, &id)
+                ops::reopen(snap, agent, now, &id)
             })?;
             Ok(Out::new(
                 "todo",
@@ -250,11 +241,11 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         }
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
-            let owner = ctx.owner()?;
+            let owner = crate::kernel::ops::OWNER;
             let t = store.mutate(|snap| {
                 let id = store.resolve_todo(snap, &id)?;
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::reassign(snap, &owner, now, ttl, &id, &to)
+                ops::reassign(snap, owner, now, ttl, &id, &to)
             })?;
             Ok(Out::new(
                 "todo",
@@ -316,7 +307,6 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         && a.status
             .is_none_or(|s| s == Status::Done || s == Status::Open);
     let git = if auto { git_facts(store.root()) } else { None };
-    let is_owner_needed = std::cell::Cell::new(false);
     let t = store.mutate(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;
         let cur = snap.todos.get(&id).ok_or_else(|| {
@@ -329,16 +319,9 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         if auto {
             ev.push(auto_evidence(now, agent, cur, git));
         }
-        let auth = if cur.role == Role::User {
-            is_owner_needed.set(true);
-            ctx.owner().map(|_| Authority::Owner)?
-        } else {
-            Authority::Agent
-        };
         ops::update(
             snap,
             agent,
-            auth,
             now,
             &id,
             Update {

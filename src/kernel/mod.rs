@@ -1,5 +1,6 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
+pub mod authority;
 pub mod error;
 pub mod id;
 pub mod model;

@@ -386,6 +386,9 @@ pub struct Gate {
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The journal's head when the decision was made (bound by the signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_head: Option<String>,
     /// The owner's signature over the decision (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
@@ -585,6 +588,9 @@ pub struct Event {
     pub data: serde_json::Value,
     /// SHA-256 (hex) of the previous line's bytes; 64 zeros on line 1.
     pub prev: String,
+    /// The owner's signature over this line (owner actions only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
 
 /// A consistent view of the working state: what every rule reads.

@@ -32,6 +32,8 @@ pub struct Change {
     pub writes: Vec<Write>,
     /// Journal events, in order.
     pub events: Vec<EventDraft>,
+    /// An owner action: the store signs it, and refuses it without the owner's key.
+    pub owner: bool,
 }
 
 impl Change {
@@ -46,14 +48,8 @@ impl Change {
     }
 }
 
-/// Who acts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Authority {
-    /// An agent, without owner authority.
-    Agent,
-    /// The owner (proven by the face before calling).
-    Owner,
-}
+/// The actor recorded for the owner's actions.
+pub const OWNER: &str = "owner";
 
 fn todo<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Todo> {
     snap.todos.get(id).ok_or_else(|| {
@@ -368,23 +364,19 @@ pub struct Update {
 }
 
 /// Appends evidence and changes status; done and cancelled archive (or reschedule a recurring todo).
+///
+/// A `user` todo needs no lease: the change is the owner's (the store signs it or refuses it).
 pub fn update(
     snap: &Snapshot,
     agent: &str,
-    auth: Authority,
     now: Ts,
     id: &str,
     u: Update,
 ) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
-    if t.role == Role::User {
-        if auth != Authority::Owner {
-            return Err(Error::new(
-                Code::Denied,
-                format!("{id} is a user todo: only the owner updates it"),
-            )
-            .hint("ask the owner, or open a gate with `loopx gate open`"));
-        }
+    let owner = t.role == Role::User;
+    let agent = if owner { OWNER } else { agent };
+    if owner {
         if let Some(f) = u.fence
             && f != t.fence
         {
@@ -397,7 +389,10 @@ pub fn update(
         check_lease(&t, agent, now, u.fence)?;
     }
     let fence = t.lease.as_ref().map(|l| l.fence);
-    let mut c = Change::default();
+    let mut c = Change {
+        owner,
+        ..Change::default()
+    };
     for mut e in u.evidence {
         e.fence = e.fence.or(fence);
         c.writes.push(Write::Evidence(t.id.clone(), e));
@@ -487,13 +482,9 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
 }
 
 /// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
-pub fn reopen(
-    snap: &Snapshot,
-    agent: &str,
-    auth: Authority,
-    now: Ts,
-    id: &str,
-) -> Result<(Change, Todo)> {
+///
+/// Anyone else's reopen is the owner's change (the store signs it or refuses it).
+pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
     if !matches!(t.status, Status::Blocked | Status::Deferred) {
         return Err(Error::new(
@@ -501,21 +492,16 @@ pub fn reopen(
             format!("{id} is {}, not blocked or deferred", t.status.as_str()),
         ));
     }
-    if auth != Authority::Owner && t.status_by.as_deref() != Some(agent) {
-        return Err(Error::new(
-            Code::Denied,
-            format!(
-                "{id} was set {} by {}; only they or the owner reopen it",
-                t.status.as_str(),
-                t.status_by.as_deref().unwrap_or("a gate")
-            ),
-        ));
-    }
+    let owner = t.status_by.as_deref() != Some(agent);
+    let agent = if owner { OWNER } else { agent };
     t.status = Status::Open;
     t.reason = None;
     t.status_by = Some(agent.to_string());
     t.updated_at = now;
-    let mut c = Change::default();
+    let mut c = Change {
+        owner,
+        ..Change::default()
+    };
     c.event(now, agent, "todo.reopen", id, json!({}));
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
@@ -543,7 +529,10 @@ pub fn reassign(
         .as_ref()
         .map(|l| json!({"holder": l.holder, "fence": l.fence}));
     grant(&mut t, to, now, ttl);
-    let mut c = Change::default();
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
     c.event(
         now,
         owner,
@@ -609,6 +598,7 @@ pub fn open_gate(
         decided_at: None,
         option: None,
         reason: None,
+        journal_head: None,
         signature: None,
         extra: Extra::new(),
         proven: true,
@@ -664,7 +654,10 @@ pub fn decide_gate(
     g.option = option;
     g.reason = reason;
     g.proven = true;
-    let mut c = Change::default();
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
     let action = format!(
         "gate.{}",
         match status {
@@ -722,7 +715,10 @@ pub fn set_goal_status(
         GoalStatus::Paused => "goal.pause",
         GoalStatus::Complete => "goal.complete",
     };
-    let mut c = Change::default();
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
     c.event(
         now,
         owner,
@@ -759,7 +755,10 @@ pub fn set_quota(
     if let Some(m) = min_interval {
         cfg.quota.min_interval = m;
     }
-    let mut c = Change::default();
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
     c.event(now, owner, "quota.set", "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
     c.writes.push(Write::Config(cfg.clone()));

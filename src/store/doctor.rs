@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::kernel::{Config, Gate, QuotaFile, Result, Todo, Ts};
+use crate::kernel::authority;
+use crate::kernel::{Config, Event, Gate, GoalStatus, QuotaFile, Result, Todo, Ts};
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, shown};
 use crate::store::{atomic, journal};
@@ -92,7 +93,6 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
             None
         }
     };
-    let _: Option<&Config> = config.as_ref();
 
     // Temp files anywhere in the state directories.
     for sub in ["", "todos", "archive", "gates", "evidence", "cache"] {
@@ -201,6 +201,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         }
     }
 
+    let mut gates: Vec<Gate> = Vec::new();
     for (name, path) in entries(&d.join("gates")) {
         let Some(stem) = name
             .strip_suffix(".toml")
@@ -230,6 +231,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
                         ));
                     }
                 }
+                gates.push(g);
             }
             Ok(None) => {}
             Err(e) => out.push(from_error(&e, &rel(&path))),
@@ -314,8 +316,114 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         )),
     }
 
+    check_owner(&mut out, store, config.as_ref(), &gates);
     check_lock(&mut out, store);
     out
+}
+
+fn goal_word(s: GoalStatus) -> &'static str {
+    match s {
+        GoalStatus::Active => "active",
+        GoalStatus::Paused => "paused",
+        GoalStatus::Complete => "complete",
+    }
+}
+
+/// Owner authority: decisions proven, owner lines signed, owner.pub still the owner's,
+/// and the goal, quota and gates as the owner's signed journal left them.
+fn check_owner(out: &mut Vec<Finding>, store: &FileStore, config: Option<&Config>, gates: &[Gate]) {
+    let key = match store.owner_pub() {
+        Ok(k) => k,
+        Err(e) => {
+            out.push(from_error(&e, ".loopx/owner.pub"));
+            return;
+        }
+    };
+    // Where the owner's secret is here, owner.pub must be that key.
+    if let (Ok(Some(secret)), Some(k)) = (crate::store::owner::load(), &key)
+        && secret.public() != *k
+    {
+        out.push(finding(Severity::Error, ".loopx/owner.pub", None, format!(
+            "owner.pub holds {}, not your key {}: it was replaced, and decisions signed with it are not yours; \
+             restore it with `loopx owner init --force` and re-decide the gates",
+            k.fingerprint(), secret.public().fingerprint()), false));
+    }
+    for g in gates {
+        if !authority::gate_proven(g, key.as_ref()) {
+            let why = if key.is_none() {
+                "there is no owner.pub to prove it"
+            } else if g.signature.is_none() {
+                "it has no signature"
+            } else {
+                "its signature does not verify"
+            };
+            out.push(finding(Severity::Error, format!(".loopx/gates/{}.toml", g.id), None, format!(
+                "tampered: {} says {} but {why}; it counts as pending until the owner decides it",
+                g.id, g.status.as_str()), false));
+        }
+    }
+    let Ok(text) = fs::read_to_string(store.journal_path()) else {
+        return;
+    };
+    let mut goal_status: Option<(usize, GoalStatus)> = None;
+    let mut quota_set: Option<(usize, serde_json::Value)> = None;
+    let mut opened: Vec<(usize, String)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Ok(ev) = serde_json::from_str::<Event>(line) else {
+            continue;
+        };
+        let n = i + 1;
+        let owner_action = authority::OWNER_ACTIONS.contains(&ev.action.as_str())
+            || (ev.actor == crate::kernel::ops::OWNER && ev.sig.is_some());
+        if !owner_action {
+            if ev.action == "gate.open" {
+                opened.push((n, ev.target.clone()));
+            }
+            continue;
+        }
+        if !authority::event_proven(&ev, key.as_ref()) {
+            out.push(finding(
+                Severity::Error,
+                ".loopx/journal.jsonl",
+                Some(n),
+                format!(
+                    "{} on {} is an owner action without a valid owner signature",
+                    ev.action, ev.target
+                ),
+                false,
+            ));
+            continue;
+        }
+        match ev.action.as_str() {
+            "goal.pause" => goal_status = Some((n, GoalStatus::Paused)),
+            "goal.resume" => goal_status = Some((n, GoalStatus::Active)),
+            "goal.complete" => goal_status = Some((n, GoalStatus::Complete)),
+            "quota.set" => quota_set = Some((n, ev.data.clone())),
+            _ => {}
+        }
+    }
+    if let Some(cfg) = config {
+        let (line, want) = goal_status.map_or((None, GoalStatus::Active), |(n, s)| (Some(n), s));
+        if cfg.goal.status != want {
+            out.push(finding(Severity::Error, ".loopx/loopx.toml", None, format!(
+                "the goal is {} here, but the owner's last signed decision{} left it {}: it was edited by hand",
+                goal_word(cfg.goal.status), line.map(|n| format!(" (journal.jsonl:{n})")).unwrap_or_default(), goal_word(want)),
+                false));
+        }
+        if let Some((n, data)) = quota_set {
+            let now = serde_json::json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval});
+            if now != data {
+                out.push(finding(Severity::Error, ".loopx/loopx.toml", None, format!(
+                    "[quota] is {now} here, but the owner set {data} (journal.jsonl:{n}): it was edited by hand"), false));
+            }
+        }
+    }
+    for (n, id) in opened {
+        if !gates.iter().any(|g| g.id == id) {
+            out.push(finding(Severity::Error, format!(".loopx/gates/{id}.toml"), None, format!(
+                "gate {id} was opened (journal.jsonl:{n}) but its file is gone: a deleted gate unblocks its todos"), false));
+        }
+    }
 }
 
 fn check_jsonl(

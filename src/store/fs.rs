@@ -4,12 +4,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::kernel::GateStatus;
+use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{
     Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo,
 };
 use crate::store::cache::{Cache, Key};
+use crate::store::owner;
 use crate::store::parse::{self, shown};
 use crate::store::{Store, atomic, journal, lock};
 
@@ -146,6 +149,7 @@ impl FileStore {
                 data: serde_json::json!({"objective": config.goal.objective,
                     "success_criteria": config.goal.success_criteria}),
             }],
+            None,
         )?;
         Ok(())
     }
@@ -159,9 +163,16 @@ impl FileStore {
     }
 
     /// Moves the current goal's files to `history/GOAL-ID/` (under the lock) so a new goal can start.
+    ///
+    /// Once the project has an owner key, only the owner may do this: it ends the goal.
     pub fn retire(&self, actor: &str) -> Result<PathBuf> {
         let _g = self.lock(true)?;
         let cfg: Config = self.read_config()?;
+        let pubkey = self.owner_pub()?;
+        let signer = match &pubkey {
+            Some(p) => Some(owner::signer_for(Some(p))?),
+            None => None,
+        };
         let dest = self.dir.join("history").join(&cfg.goal.id);
         if dest.exists() {
             return Err(Error::new(
@@ -179,6 +190,7 @@ impl FileStore {
                 target: cfg.goal.id.clone(),
                 data: serde_json::json!({"moved_to": shown(&dest)}),
             }],
+            signer.as_ref(),
         )?;
         for name in [
             "loopx.toml",
@@ -325,8 +337,9 @@ impl FileStore {
         let config = self.read_config()?;
         let todos = self.read_todos()?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
+        let key = self.owner_pub()?;
         for g in gates.values_mut() {
-            g.proven = true;
+            g.proven = authority::gate_proven(g, key.as_ref());
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
         let mut archived = HashMap::new();
@@ -353,8 +366,26 @@ impl FileStore {
     }
 
     /// Writes a change's files and journals its events (the caller holds the lock).
+    ///
+    /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
-        for w in change.writes {
+        let signer = if change.owner {
+            Some(owner::signer_for(self.owner_pub()?.as_ref())?)
+        } else {
+            None
+        };
+        let head = match &signer {
+            Some(_) => journal::head(&self.journal_path())?,
+            None => String::new(),
+        };
+        for mut w in change.writes {
+            if let (Write::Gate(g), Some(k)) = (&mut w, &signer)
+                && g.status != GateStatus::Pending
+                && g.signature.is_none()
+            {
+                g.journal_head = Some(head.clone());
+                g.signature = Some(k.sign(&authority::gate_message(g, &head)));
+            }
             match w {
                 Write::Todo(t) => self.write_toml(&self.todo_path(&t.id), &t)?,
                 Write::Archive(t) => {
@@ -380,7 +411,39 @@ impl FileStore {
                 }
             }
         }
-        journal::append(&self.journal_path(), change.events)
+        journal::append(&self.journal_path(), change.events, signer.as_ref())
+    }
+
+    /// The project's owner public key, if it has one.
+    pub fn owner_pub(&self) -> Result<Option<OwnerPub>> {
+        let p = self.path("owner.pub");
+        match fs::read_to_string(&p) {
+            Ok(text) => OwnerPub::parse(&text)
+                .map(Some)
+                .map_err(|e| Error::invalid(&shown(&p), None, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&p, &e)),
+        }
+    }
+
+    /// Installs `key` as the project's owner key (writes `owner.pub`) and journals it, signed.
+    pub fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
+        let _g = self.lock(true)?;
+        let p = self.path("owner.pub");
+        atomic::write(&p, key.public().to_text().as_bytes()).map_err(|e| Error::io(&p, &e))?;
+        journal::append(
+            &self.journal_path(),
+            vec![crate::kernel::EventDraft {
+                at: crate::kernel::Ts::now(),
+                actor: crate::kernel::ops::OWNER.into(),
+                action: "owner.init".into(),
+                target: "owner".into(),
+                data: serde_json::json!({"fingerprint": key.public().fingerprint(),
+                    "replaced": replaced.map(|r| r.fingerprint())}),
+            }],
+            Some(key),
+        )?;
+        Ok(())
     }
 
     fn list_ids(&self, sub: &str) -> Result<Vec<String>> {

@@ -99,8 +99,20 @@ pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
     Ok((lines.split_off(skip), torn))
 }
 
-/// Appends events to the journal, chained to its last line, in one write.
-pub fn append(path: &Path, drafts: Vec<EventDraft>) -> Result<Vec<Event>> {
+/// The `prev` the next line will carry: the hash of the last complete line.
+pub fn head(path: &Path) -> Result<String> {
+    let (last, _) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    Ok(last
+        .first()
+        .map_or_else(|| GENESIS.to_string(), |l| sha256_hex(l)))
+}
+
+/// Appends events to the journal, chained to its last line, in one write; `signer` signs each line.
+pub fn append(
+    path: &Path,
+    drafts: Vec<EventDraft>,
+    signer: Option<&crate::store::owner::OwnerKey>,
+) -> Result<Vec<Event>> {
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
@@ -119,7 +131,7 @@ pub fn append(path: &Path, drafts: Vec<EventDraft>) -> Result<Vec<Event>> {
     let mut out = Vec::new();
     for d in drafts {
         seq += 1;
-        let ev = Event {
+        let mut ev = Event {
             seq,
             at: d.at,
             actor: d.actor,
@@ -127,7 +139,11 @@ pub fn append(path: &Path, drafts: Vec<EventDraft>) -> Result<Vec<Event>> {
             target: d.target,
             data: d.data,
             prev: prev.clone(),
+            sig: None,
         };
+        if let Some(k) = signer {
+            ev.sig = Some(k.sign(&crate::kernel::authority::event_message(&ev)));
+        }
         let line = serde_json::to_vec(&ev)
             .map_err(|e| Error::new(crate::kernel::Code::Internal, e.to_string()))?;
         prev = sha256_hex(&line);

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod fs;
 pub mod journal;
 pub mod lock;
+pub mod owner;
 pub mod parse;
 
 pub use fs::FileStore;

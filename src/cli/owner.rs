@@ -1,0 +1,100 @@
+//! `owner`: create the owner's key and show where it is.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{Ctx, Out};
+use crate::kernel::{Code, Error, Result};
+use crate::store::owner;
+
+/// `owner ...`.
+#[derive(Debug, Subcommand)]
+pub enum OwnerCmd {
+    /// Create the owner key (or use yours) and put its public half in .loopx/owner.pub.
+    Init {
+        /// Replace the project's owner.pub even if it holds another key.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Where the key is and its fingerprint (never the secret).
+    Show,
+}
+
+/// Runs `owner ...`.
+pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
+    let store = ctx.store()?;
+    let secret_path = owner::secret_path()?;
+    let project_pub = store.owner_pub()?;
+    match c {
+        OwnerCmd::Init { force } => {
+            if let Some(p) = &project_pub
+                && !force
+            {
+                return Err(Error::new(
+                    Code::KeyExists,
+                    format!(
+                        "this project has an owner key already ({})",
+                        p.fingerprint()
+                    ),
+                )
+                .hint(
+                    "see it with `loopx owner show`; replace it with `loopx owner init --force`",
+                ));
+            }
+            let (key, created) = match owner::load()? {
+                Some(k) => (k, false),
+                None => (owner::create(&secret_path)?, true),
+            };
+            if project_pub.as_ref() == Some(&key.public()) {
+                return Err(
+                    Error::new(Code::KeyExists, "owner.pub already holds your key")
+                        .hint("nothing to do; see `loopx owner show`"),
+                );
+            }
+            store.install_owner(&key, project_pub.as_ref())?;
+            let fp = key.public().fingerprint();
+            let mut text = if created {
+                format!("created the owner key {} ({fp})", secret_path.display())
+            } else {
+                format!("using your owner key {} ({fp})", secret_path.display())
+            };
+            text.push_str("\nwrote .loopx/owner.pub; keep the secret key out of agents' reach");
+            if project_pub.is_some() {
+                text.push_str("\nthe old key's decisions no longer verify: they count as pending until you decide them again");
+            }
+            Ok(Out::new(
+                "owner",
+                json!({"key_path": secret_path, "created": created, "fingerprint": fp,
+                       "public_key_file": store.path("owner.pub"), "replaced": project_pub.map(|p| p.fingerprint())}),
+                text,
+            ))
+        }
+        OwnerCmd::Show => {
+            let key = owner::load().ok().flatten();
+            let key_fp = key.as_ref().map(|k| k.public().fingerprint());
+            let pub_fp = project_pub.as_ref().map(|p| p.fingerprint());
+            let matches = match (&key, &project_pub) {
+                (Some(k), Some(p)) => Some(k.public() == *p),
+                _ => None,
+            };
+            let mut text = format!(
+                "owner.pub: {}\nyour key: {} ({})",
+                pub_fp.as_deref().unwrap_or("none (run `loopx owner init`)"),
+                secret_path.display(),
+                key_fp.as_deref().unwrap_or("not here")
+            );
+            match matches {
+                Some(true) => text.push_str("\nyou hold this project's owner key"),
+                Some(false) => text.push_str("\nWARNING: your key is not the one in owner.pub (replaced?); run `loopx doctor`"),
+                None => {}
+            }
+            Ok(Out::new(
+                "owner",
+                json!({"public_key_file": store.path("owner.pub"), "fingerprint": pub_fp,
+                       "key_path": secret_path, "key_present": key.is_some(), "key_fingerprint": key_fp,
+                       "matches": matches}),
+                text,
+            ))
+        }
+    }
+}

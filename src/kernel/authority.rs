@@ -1,0 +1,134 @@
+//! Owner authority: the exact texts the owner signs, and checking a signature against `owner.pub`.
+
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+
+use crate::kernel::model::{Event, Gate, GateStatus};
+
+/// The first line of `owner.pub`.
+pub const PUB_HEADER: &str = "# loopx owner public key (ed25519, hex)";
+
+/// The text a gate decision is signed over (see the contract).
+pub fn gate_message(g: &Gate, journal_head: &str) -> String {
+    format!(
+        "loopx-gate-v1\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+        g.id,
+        g.status.as_str(),
+        g.option.as_deref().unwrap_or(""),
+        g.reason.as_deref().unwrap_or(""),
+        g.decided_at.map(|t| t.to_string()).unwrap_or_default(),
+        g.decided_by.as_deref().unwrap_or(""),
+        journal_head
+    )
+}
+
+/// The text an owner's journal line is signed over: every field but `sig`.
+pub fn event_message(e: &Event) -> String {
+    format!(
+        "loopx-event-v1\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+        e.seq,
+        e.at,
+        e.actor,
+        e.action,
+        e.target,
+        serde_json::to_string(&e.data).unwrap_or_default(),
+        e.prev
+    )
+}
+
+/// Journal actions that only the owner may take; their lines must carry a valid `sig`.
+pub const OWNER_ACTIONS: &[&str] = &[
+    "owner.init",
+    "gate.approve",
+    "gate.reject",
+    "gate.cancel",
+    "goal.pause",
+    "goal.resume",
+    "goal.complete",
+    "quota.set",
+    "todo.reassign",
+];
+
+/// The owner's public key, as read from `.loopx/owner.pub`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerPub(pub VerifyingKey);
+
+impl OwnerPub {
+    /// Parses `owner.pub`: comment lines, then 64 hex characters.
+    pub fn parse(text: &str) -> Result<OwnerPub, String> {
+        let line = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .ok_or("no key in the file")?;
+        let bytes: [u8; 32] = from_hex(line)
+            .and_then(|v| v.try_into().ok())
+            .ok_or("the key must be 64 hex characters")?;
+        VerifyingKey::from_bytes(&bytes)
+            .map(OwnerPub)
+            .map_err(|_| "not a valid ed25519 public key".to_string())
+    }
+
+    /// The file's text.
+    pub fn to_text(&self) -> String {
+        format!("{PUB_HEADER}\n{}\n", to_hex(self.0.as_bytes()))
+    }
+
+    /// A short fingerprint: `SHA256:` and 16 hex characters of the key's hash.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(self.0.as_bytes());
+        format!("SHA256:{}", &to_hex(&d)[..16])
+    }
+
+    /// True when `sig_hex` is this key's signature over `msg`.
+    pub fn verify(&self, msg: &str, sig_hex: &str) -> bool {
+        let Some(bytes) = from_hex(sig_hex).and_then(|v| <[u8; 64]>::try_from(v).ok()) else {
+            return false;
+        };
+        self.0
+            .verify(msg.as_bytes(), &Signature::from_bytes(&bytes))
+            .is_ok()
+    }
+}
+
+/// True when a gate's decision is proven: pending, or signed by `key` over its own fields.
+pub fn gate_proven(g: &Gate, key: Option<&OwnerPub>) -> bool {
+    if g.status == GateStatus::Pending {
+        return true;
+    }
+    match (key, &g.signature, &g.journal_head) {
+        (Some(k), Some(sig), Some(head)) => k.verify(&gate_message(g, head), sig),
+        _ => false,
+    }
+}
+
+/// True when an event's `sig` is the owner's signature over it.
+pub fn event_proven(e: &Event, key: Option<&OwnerPub>) -> bool {
+    match (key, &e.sig) {
+        (Some(k), Some(sig)) => k.verify(&event_message(e), sig),
+        _ => false,
+    }
+}
+
+/// Lowercase hex of bytes.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Bytes of a hex string, or None.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}

@@ -1,0 +1,154 @@
+//! The owner's secret key: where it lives, creating it, and signing with it.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{Signer, SigningKey};
+
+use crate::kernel::authority::{OwnerPub, from_hex, to_hex};
+use crate::kernel::{Code, Error, Result};
+
+const SECRET_HEADER: &str =
+    "# loopx owner SECRET key (ed25519 seed, hex). Keep it out of agents' reach.";
+
+/// The owner's signing key, loaded from its file.
+pub struct OwnerKey {
+    signing: SigningKey,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for OwnerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "OwnerKey({}, {})",
+            self.path.display(),
+            self.public().fingerprint()
+        )
+    }
+}
+
+impl OwnerKey {
+    /// The public half.
+    pub fn public(&self) -> OwnerPub {
+        OwnerPub(self.signing.verifying_key())
+    }
+
+    /// Signs a text; the signature as hex.
+    pub fn sign(&self, msg: &str) -> String {
+        to_hex(&self.signing.sign(msg.as_bytes()).to_bytes())
+    }
+
+    /// Where the key was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Where the secret key is: `LOOPX_OWNER_KEY`, else `$XDG_CONFIG_HOME/loopx/owner.key`,
+/// else `~/.config/loopx/owner.key`.
+pub fn secret_path() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("LOOPX_OWNER_KEY").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(x).join("loopx").join("owner.key"));
+    }
+    match std::env::var_os("HOME").filter(|p| !p.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h)
+            .join(".config")
+            .join("loopx")
+            .join("owner.key")),
+        None => Err(Error::new(
+            Code::Denied,
+            "no HOME, XDG_CONFIG_HOME or LOOPX_OWNER_KEY to find the owner key",
+        )),
+    }
+}
+
+/// Loads the secret key; `None` when there is no key file.
+pub fn load() -> Result<Option<OwnerKey>> {
+    let path = secret_path()?;
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Error::new(
+                Code::Denied,
+                format!("cannot read the owner key {}: {e}", path.display()),
+            ));
+        }
+    };
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    let seed: [u8; 32] =
+        from_hex(line)
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(|| {
+                Error::new(Code::Denied, format!("{} is not a loopx owner key", path.display()))
+            .hint("restore it from your backup, or make a new one with `loopx owner init --force`")
+            })?;
+    Ok(Some(OwnerKey {
+        signing: SigningKey::from_bytes(&seed),
+        path,
+    }))
+}
+
+/// Creates a new secret key file (mode 0600, its directory 0700); fails if one exists.
+pub fn create(path: &Path) -> Result<OwnerKey> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
+        let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io(path, &e))?;
+    f.write_all(format!("{SECRET_HEADER}\n{}\n", to_hex(&seed)).as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io(path, &e))?;
+    Ok(OwnerKey {
+        signing: SigningKey::from_bytes(&seed),
+        path: path.to_path_buf(),
+    })
+}
+
+/// The key to sign an owner change with, checked against the project's `owner.pub` (exit 7 otherwise).
+pub fn signer_for(project_pub: Option<&OwnerPub>) -> Result<OwnerKey> {
+    let path = secret_path()?;
+    let Some(key) = load()? else {
+        return Err(Error::new(
+            Code::Denied,
+            format!("only the owner can do this, and there is no owner key at {}", path.display()),
+        )
+        .hint("the owner runs this where their key is; `loopx owner init` creates one (LOOPX_OWNER_KEY names another file)"));
+    };
+    let Some(p) = project_pub else {
+        return Err(Error::new(
+            Code::Denied,
+            "this project has no owner key yet (.loopx/owner.pub)",
+        )
+        .hint("the owner runs `loopx owner init` first"));
+    };
+    if key.public() != *p {
+        return Err(Error::new(
+            Code::Denied,
+            format!(
+                "your key ({}) is not this project's owner key ({} in .loopx/owner.pub)",
+                key.public().fingerprint(),
+                p.fingerprint()
+            ),
+        )
+        .hint("if owner.pub was replaced behind your back, run `loopx doctor`; if you replaced your key, run `loopx owner init --force`"));
+    }
+    Ok(key)
+}
