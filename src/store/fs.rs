@@ -267,6 +267,17 @@ impl FileStore {
         Ok(out)
     }
 
+    /// Refuses state directories that are symlinks (they could lead out of `.loopx/`).
+    fn check_no_symlinks(&self) -> Result<()> {
+        for sub in ["todos", "archive", "gates", "evidence", "cache"] {
+            let p = self.dir.join(sub);
+            if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(parse::symlink_error(&p));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads the working set, from the cache where a file is unchanged.
     fn read_todos(&self) -> Result<BTreeMap<String, Todo>> {
         let dir = self.dir.join("todos");
@@ -290,6 +301,9 @@ impl FileStore {
                 continue;
             }
             let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                return Err(parse::symlink_error(&path));
+            }
             let meta = match entry.metadata() {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -334,6 +348,7 @@ impl FileStore {
 
     /// Loads the snapshot without taking the lock (the caller holds it).
     pub fn load_unlocked(&self) -> Result<Snapshot> {
+        self.check_no_symlinks()?;
         let config = self.read_config()?;
         let todos = self.read_todos()?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;

@@ -60,7 +60,12 @@ fn last_newline(f: &mut File, end: u64) -> io::Result<Option<u64>> {
 
 /// The last `n` complete lines of a file (without newlines), oldest first, and whether a torn tail follows.
 pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
-    let mut f = match File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let mut f = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(e) => return Err(e),

@@ -61,16 +61,47 @@ pub fn decode<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
     })
 }
 
+/// Reads a state file without following a symlink; `None` when it does not exist.
+pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let mut f = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(symlink_error(path)),
+        Err(e) => return Err(Error::io(path, &e)),
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| Error::io(path, &e))?;
+    Ok(Some(bytes))
+}
+
+/// The error for a state path that is a symlink.
+pub fn symlink_error(path: &Path) -> Error {
+    Error::invalid(
+        &shown(path),
+        None,
+        "is a symlink; loopx does not follow links inside .loopx/",
+    )
+    .hint(format!(
+        "replace {} with a regular file or directory",
+        shown(path)
+    ))
+}
+
 /// Reads and parses a TOML state file; `None` when it does not exist.
 pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
+    match read_bytes(path)? {
+        Some(bytes) => {
             let text = String::from_utf8(bytes)
                 .map_err(|_| Error::invalid(&shown(path), None, "not valid UTF-8"))?;
             decode(path, &text).map(Some)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, &e)),
+        None => Ok(None),
     }
 }
 
