@@ -3,6 +3,7 @@
 //! Three layers, one direction of dependency: [`kernel`] (model and pure rules),
 //! [`store`] (the file store behind a trait), and the faces ([`cli`]).
 
+pub mod board;
 pub mod cli;
 pub mod kernel;
 pub mod store;

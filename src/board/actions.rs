@@ -1,0 +1,257 @@
+//! Owner actions: the one place the board changes state, always through `Store::mutate` and the kernel.
+
+use serde_json::json;
+
+use crate::kernel::id::Kind;
+use crate::kernel::ops::{self, Change, Write};
+use crate::kernel::{
+    Code, Error, GateStatus, GoalStatus, Priority, Result, Role, Snapshot, Todo, Ts,
+};
+use crate::store::{FileStore, Store};
+
+/// Something the owner asks for on the board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerAction {
+    /// Approve a pending gate, with the option chosen (if the gate offers options).
+    Approve {
+        /// The gate.
+        gate: String,
+        /// The option chosen.
+        option: Option<String>,
+    },
+    /// Reject a pending gate: the todos it blocks become blocked.
+    Reject {
+        /// The gate.
+        gate: String,
+        /// Why (required).
+        reason: String,
+    },
+    /// Move a todo's lease to another agent with a new fence.
+    Reassign {
+        /// The todo.
+        todo: String,
+        /// The agent.
+        to: String,
+    },
+    /// Take a lease back from its holder.
+    Release {
+        /// The todo.
+        todo: String,
+        /// Who holds it now (named in the confirmation).
+        holder: String,
+    },
+    /// Pause the goal.
+    Pause,
+    /// Resume the goal.
+    Resume,
+    /// Add an agent todo.
+    AddTodo {
+        /// Its title.
+        title: String,
+        /// Its priority.
+        priority: Priority,
+    },
+}
+
+impl OwnerAction {
+    /// Exactly what will happen, for the confirm dialog.
+    pub fn describe(&self) -> String {
+        match self {
+            OwnerAction::Approve {
+                gate,
+                option: Some(o),
+            } => format!("Approve gate {gate} with option \"{o}\"."),
+            OwnerAction::Approve { gate, option: None } => {
+                format!("Approve gate {gate}: the todos it blocks may run.")
+            }
+            OwnerAction::Reject { gate, reason } => {
+                format!(
+                    "Reject gate {gate} (reason: \"{reason}\"): the todos it blocks become blocked."
+                )
+            }
+            OwnerAction::Reassign { todo, to } => {
+                format!(
+                    "Reassign {todo} to {to} with a new fence: the old holder's writes will fail."
+                )
+            }
+            OwnerAction::Release { todo, holder } => {
+                format!("Release {holder}'s lease on {todo}: it becomes ready for any agent.")
+            }
+            OwnerAction::Pause => "Pause the goal: agents are told not to run turns.".into(),
+            OwnerAction::Resume => "Resume the goal: agents may run turns again.".into(),
+            OwnerAction::AddTodo { title, priority } => {
+                format!("Add the {priority} agent todo \"{title}\".")
+            }
+        }
+    }
+}
+
+/// Who acts, and whether the owner's key is here to prove it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The actor written in the journal.
+    pub actor: String,
+    /// True when the owner's secret key is here and matches the project's `owner.pub`.
+    pub verified: bool,
+    /// A few words for the status bar: the key's fingerprint, or why authority is unverified.
+    pub note: String,
+}
+
+impl Owner {
+    /// An owner whose authority is not proven (the store will refuse its changes).
+    pub fn unverified() -> Owner {
+        Owner {
+            actor: ops::OWNER.into(),
+            verified: false,
+            note: "owner: unverified".into(),
+        }
+    }
+
+    fn unverified_because(why: &str) -> Owner {
+        Owner {
+            note: format!("owner: unverified ({why})"),
+            ..Owner::unverified()
+        }
+    }
+
+    /// Checks for the owner's key, as the store will when it signs a change.
+    pub fn detect(store: &FileStore) -> Owner {
+        let Ok(project) = store.owner_pub() else {
+            return Owner::unverified_because("owner.pub unreadable");
+        };
+        match crate::store::owner::signer_for(project.as_ref()) {
+            Ok(k) => Owner {
+                actor: ops::OWNER.into(),
+                verified: true,
+                note: format!("owner ✓ {}", k.public().fingerprint()),
+            },
+            Err(_) if project.is_none() => {
+                Owner::unverified_because("no owner.pub: `loopx owner init`")
+            }
+            Err(_) => Owner::unverified_because("no matching owner key here"),
+        }
+    }
+}
+
+/// Performs an owner action through the store and the kernel; returns a line for the status bar.
+///
+/// This is the only function of the board that changes state. Owner signatures plug in here.
+pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) -> Result<String> {
+    let who = owner.actor.as_str();
+    match action {
+        OwnerAction::Approve { gate, option } => {
+            let g = store.mutate(|s| {
+                ops::decide_gate(
+                    s,
+                    who,
+                    now,
+                    gate,
+                    GateStatus::Approved,
+                    option.clone(),
+                    None,
+                )
+            })?;
+            Ok(format!("approved {}", g.id))
+        }
+        OwnerAction::Reject { gate, reason } => {
+            let g = store.mutate(|s| {
+                ops::decide_gate(
+                    s,
+                    who,
+                    now,
+                    gate,
+                    GateStatus::Rejected,
+                    None,
+                    Some(reason.clone()),
+                )
+            })?;
+            Ok(format!("rejected {}", g.id))
+        }
+        OwnerAction::Reassign { todo, to } => {
+            crate::kernel::id::check_agent(to)?;
+            let t = store.mutate(|s| {
+                let ttl = s.config.lease.ttl;
+                ops::reassign(s, who, now, ttl, todo, to)
+            })?;
+            Ok(format!("reassigned {} to {to} (fence {})", t.id, t.fence))
+        }
+        OwnerAction::Release { todo, holder } => {
+            let t = store.mutate(|s| owner_release(s, who, now, todo, holder))?;
+            Ok(format!("released {}", t.id))
+        }
+        OwnerAction::Pause => {
+            store.mutate(|s| ops::set_goal_status(s, who, now, GoalStatus::Paused, None))?;
+            Ok("goal paused".into())
+        }
+        OwnerAction::Resume => {
+            store.mutate(|s| ops::set_goal_status(s, who, now, GoalStatus::Active, None))?;
+            Ok("goal resumed".into())
+        }
+        OwnerAction::AddTodo { title, priority } => {
+            let id = store.fresh_id(Kind::Todo)?;
+            let t = store.mutate(|s| {
+                ops::add_todo(
+                    s,
+                    who,
+                    now,
+                    ops::NewTodo {
+                        id: id.clone(),
+                        title: title.clone(),
+                        role: Role::Agent,
+                        priority: *priority,
+                        depends_on: Vec::new(),
+                        every: None,
+                        blocked_by_gate: None,
+                    },
+                )
+            })?;
+            Ok(format!("added {}", t.id))
+        }
+    }
+}
+
+/// Owner: takes a lease back from `holder` (the kernel's `release` is for the holder itself).
+///
+/// Lives here because the kernel has no owner release yet; it refuses when the lease changed hands,
+/// and is signed by the store like every owner change.
+pub fn owner_release(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    holder: &str,
+) -> Result<(Change, Todo)> {
+    let Some(cur) = snap.todos.get(id) else {
+        return Err(Error::new(Code::NotFound, format!("no open todo {id}")));
+    };
+    let mut t = cur.clone();
+    let Some(l) = t.lease.take() else {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("{id} has no lease any more"),
+        ));
+    };
+    if l.holder != holder {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{id} is now held by {}, not {holder}; nothing released",
+                l.holder
+            ),
+        ));
+    }
+    t.updated_at = now;
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
+    c.events.push(crate::kernel::EventDraft {
+        at: now,
+        actor: owner.to_string(),
+        action: "todo.release".into(),
+        target: id.to_string(),
+        data: json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
+    });
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}

@@ -1,0 +1,969 @@
+//! The board's state and its reactions to keys, mouse, ticks and loads: no I/O here.
+
+use std::collections::BTreeMap;
+
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Position, Rect};
+
+use crate::board::actions::{Owner, OwnerAction};
+use crate::board::data::{Delta, DoneItem, Problem};
+use crate::board::derive::{self, Column, Columns, Why};
+use crate::board::keymap::{self, Action, Scope};
+use crate::board::layout;
+use crate::board::theme::Theme;
+use crate::board::view::ViewModel;
+use crate::kernel::{
+    Event, Evidence, GateStatus, GoalStatus, Priority, Role, Snapshot, Status, Ts,
+};
+
+/// A pane that can take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// Gates awaiting the owner, and decided ones.
+    Gates,
+    /// The todo board.
+    Todos,
+    /// The selected todo's evidence.
+    Evidence,
+    /// The journal's activity feed.
+    Activity,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Gates => "Gates",
+            Pane::Todos => "Todos",
+            Pane::Evidence => "Evidence",
+            Pane::Activity => "Activity",
+        }
+    }
+}
+
+/// What a text input is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFor {
+    /// The reason to reject this gate.
+    RejectReason(String),
+    /// The title of a new todo.
+    TodoTitle,
+}
+
+/// What a picker chooses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PickFor {
+    /// An agent to reassign this todo to.
+    Agent(String),
+    /// An option to approve this gate with.
+    GateOption(String),
+}
+
+/// The board's mode: the board itself, or a dialog or overlay over it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// The board.
+    Normal,
+    /// The help overlay.
+    Help {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// The detail view of the selection.
+    Detail {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// Typing the filter.
+    Filter,
+    /// A text input.
+    Input {
+        /// What for.
+        purpose: InputFor,
+        /// The text so far.
+        text: String,
+    },
+    /// A picker.
+    Picker {
+        /// What for.
+        purpose: PickFor,
+        /// The choices.
+        choices: Vec<String>,
+        /// The chosen row.
+        sel: usize,
+    },
+    /// Asking before an owner action.
+    Confirm(OwnerAction),
+}
+
+/// How the board learns of changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Live {
+    /// File-system events.
+    Watching,
+    /// Polling, and why.
+    Polling(String),
+}
+
+/// A message in the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The text.
+    pub text: String,
+    /// True for an error.
+    pub error: bool,
+    /// When it was set (it fades after a while).
+    pub at: Ts,
+}
+
+/// How long a status message stays.
+const MESSAGE_MS: i64 = 15_000;
+
+/// Something the board asks its loop to do (the loop does the I/O).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Perform an owner action through the store.
+    Perform(OwnerAction),
+    /// Read a todo's evidence.
+    LoadEvidence(String),
+    /// Read everything again.
+    Reload,
+    /// Leave.
+    Quit,
+    /// Suspend the process (Ctrl-Z).
+    Suspend,
+}
+
+/// What the board reacts to.
+#[derive(Debug, Clone)]
+pub enum AppEvent {
+    /// A key.
+    Key(KeyEvent),
+    /// The mouse.
+    Mouse(MouseEvent),
+    /// The terminal's new size.
+    Resize(u16, u16),
+    /// The clock ticked.
+    Tick(Ts),
+    /// A load finished.
+    Loaded(Delta),
+    /// A todo's evidence was read.
+    Evidence(String, Result<Vec<Evidence>, Problem>),
+    /// An owner action finished: a line for the status bar, or the error.
+    ActionDone(Result<String, String>),
+    /// The way changes arrive changed.
+    Live(Live),
+}
+
+/// The board's whole state.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// The project shown (its root).
+    pub project: String,
+    /// The colors.
+    pub theme: Theme,
+    /// Changes are off.
+    pub readonly: bool,
+    /// Who acts.
+    pub owner: Owner,
+    /// The clock.
+    pub now: Ts,
+    /// The terminal's size.
+    pub size: (u16, u16),
+    /// The last good state (None until a first good load).
+    pub snap: Option<Snapshot>,
+    /// The journal's tail, newest last.
+    pub journal: Vec<Event>,
+    /// Recently done todos, newest first.
+    pub done: Vec<DoneItem>,
+    /// Files that failed to load, by file.
+    pub problems: BTreeMap<String, Problem>,
+    /// When the last load happened.
+    pub last_reload: Option<Ts>,
+    /// Events or polling.
+    pub live: Live,
+    /// The mode.
+    pub mode: Mode,
+    /// The focused pane.
+    pub focus: Pane,
+    /// The focused todo column.
+    pub col: Column,
+    /// The filter text.
+    pub filter: String,
+    /// The status message.
+    pub message: Option<Message>,
+    /// The columns as of the last derive.
+    pub columns: Columns,
+    /// Gate ids in display order.
+    pub gate_ids: Vec<String>,
+    /// The selected gate row.
+    pub gate_sel: usize,
+    sel_gate_id: Option<String>,
+    /// The selected row per column.
+    pub col_sel: [usize; 5],
+    sel_ids: [Option<String>; 5],
+    /// Evidence shown: the todo and its entries, newest first.
+    pub evidence: Option<(String, Result<Vec<Evidence>, Problem>)>,
+    /// Rows scrolled in the evidence pane.
+    pub evidence_scroll: usize,
+    /// Rows scrolled back in the activity feed.
+    pub activity_scroll: usize,
+    /// Set when the board should stop.
+    pub quit: bool,
+}
+
+impl App {
+    /// A board with nothing loaded yet.
+    pub fn new(project: impl Into<String>, theme: Theme, readonly: bool, now: Ts) -> App {
+        App {
+            project: project.into(),
+            theme,
+            readonly,
+            owner: Owner::unverified(),
+            now,
+            size: (80, 24),
+            snap: None,
+            journal: Vec::new(),
+            done: Vec::new(),
+            problems: BTreeMap::new(),
+            last_reload: None,
+            live: Live::Watching,
+            mode: Mode::Normal,
+            focus: Pane::Gates,
+            col: Column::Ready,
+            filter: String::new(),
+            message: None,
+            columns: Columns::default(),
+            gate_ids: Vec::new(),
+            gate_sel: 0,
+            sel_gate_id: None,
+            col_sel: [0; 5],
+            sel_ids: Default::default(),
+            evidence: None,
+            evidence_scroll: 0,
+            activity_scroll: 0,
+            quit: false,
+        }
+    }
+
+    /// Reacts to one event; returns what the loop should do.
+    pub fn on_event(&mut self, ev: AppEvent) -> Vec<Effect> {
+        match ev {
+            AppEvent::Key(k) => self.on_key(k),
+            AppEvent::Mouse(m) => self.on_mouse(m),
+            AppEvent::Resize(w, h) => {
+                self.size = (w, h);
+                Vec::new()
+            }
+            AppEvent::Tick(now) => self.on_tick(now),
+            AppEvent::Loaded(d) => self.apply(d),
+            AppEvent::Evidence(id, r) => {
+                if self.selected_todo().as_deref() == Some(id.as_str()) {
+                    self.evidence = Some((id, r));
+                }
+                Vec::new()
+            }
+            AppEvent::ActionDone(r) => {
+                match r {
+                    Ok(t) => self.say(t, false),
+                    Err(e) => self.say(e, true),
+                }
+                Vec::new()
+            }
+            AppEvent::Live(l) => {
+                if let Live::Polling(why) = &l {
+                    self.say(format!("polling: {why}"), false);
+                }
+                self.live = l;
+                Vec::new()
+            }
+        }
+    }
+
+    fn say(&mut self, text: impl Into<String>, error: bool) {
+        self.message = Some(Message {
+            text: text.into(),
+            error,
+            at: self.now,
+        });
+    }
+
+    fn on_tick(&mut self, now: Ts) -> Vec<Effect> {
+        self.now = now;
+        if self
+            .message
+            .as_ref()
+            .is_some_and(|m| !m.error && now.since(m.at).0 > MESSAGE_MS)
+        {
+            self.message = None;
+        }
+        if self.columns.next_change.is_some_and(|t| t <= now) {
+            self.derive();
+        }
+        Vec::new()
+    }
+
+    /// Applies a load: a full snapshot or per-file changes; problems keep the last good state.
+    pub fn apply(&mut self, d: Delta) -> Vec<Effect> {
+        self.now = self.now.max(d.at);
+        self.last_reload = Some(d.at);
+        for f in &d.ok_files {
+            self.problems.remove(f);
+        }
+        if d.full.is_some() {
+            self.problems.retain(|f, _| !f.starts_with(".loopx/"));
+        }
+        for p in &d.problems {
+            self.problems.insert(p.file.clone(), p.clone());
+        }
+        if let Some(mut full) = d.full {
+            if let Some(old) = &self.snap {
+                // Keep the last good copy of every file that failed this time.
+                for p in &d.problems {
+                    let stem = p
+                        .file
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("")
+                        .trim_end_matches(".toml");
+                    if p.file.contains("/todos/")
+                        && let Some(t) = old.todos.get(stem)
+                    {
+                        full.todos.insert(stem.to_string(), t.clone());
+                    }
+                    if p.file.contains("/gates/")
+                        && let Some(g) = old.gates.get(stem)
+                    {
+                        full.gates.insert(stem.to_string(), g.clone());
+                    }
+                    if p.file.ends_with("quota.toml") {
+                        full.quota = old.quota.clone();
+                    }
+                }
+            }
+            self.snap = Some(full);
+        } else if let Some(s) = self.snap.as_mut() {
+            if let Some(c) = d.config {
+                s.config = c;
+            }
+            if let Some(q) = d.quota {
+                s.quota = q;
+            }
+            for t in d.todos {
+                s.todos.insert(t.id.clone(), t);
+            }
+            for id in &d.todos_removed {
+                s.todos.remove(id);
+            }
+            for g in d.gates {
+                s.gates.insert(g.id.clone(), g);
+            }
+            for id in &d.gates_removed {
+                s.gates.remove(id);
+            }
+            for (id, st) in d.archived {
+                s.archived.insert(id, st);
+            }
+        }
+        if let Some(j) = d.journal {
+            self.journal = j;
+        }
+        if let Some(done) = d.done {
+            self.done = done;
+        }
+        self.derive();
+        let mut fx = Vec::new();
+        if let Some(id) = self.selected_todo()
+            && (d.evidence_changed.contains(&id)
+                || self.evidence.as_ref().is_none_or(|(e, _)| *e != id))
+        {
+            fx.push(Effect::LoadEvidence(id));
+        }
+        fx
+    }
+
+    /// Recomputes the columns and the gate list, keeping selections on the same ids.
+    pub fn derive(&mut self) {
+        let Some(snap) = &self.snap else {
+            return;
+        };
+        self.columns = derive::columns(snap, &self.done, self.now, &self.filter);
+        self.gate_ids = derive::gates(snap, &self.filter)
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        if let Some(id) = &self.sel_gate_id
+            && let Some(i) = self.gate_ids.iter().position(|g| g == id)
+        {
+            self.gate_sel = i;
+        }
+        self.gate_sel = self.gate_sel.min(self.gate_ids.len().saturating_sub(1));
+        self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
+        for c in 0..5 {
+            let cards = &self.columns.cols[c];
+            if let Some(id) = &self.sel_ids[c]
+                && let Some(i) = cards.iter().position(|k| k.id == *id)
+            {
+                self.col_sel[c] = i;
+            }
+            self.col_sel[c] = self.col_sel[c].min(cards.len().saturating_sub(1));
+            self.sel_ids[c] = cards.get(self.col_sel[c]).map(|k| k.id.clone());
+        }
+    }
+
+    /// The scopes whose keys apply now, in order.
+    pub fn scopes(&self) -> Vec<Scope> {
+        match &self.mode {
+            Mode::Normal => {
+                let mut v = Vec::new();
+                match self.focus {
+                    Pane::Gates => v.push(Scope::Gates),
+                    Pane::Todos => v.push(Scope::Todos),
+                    _ => {}
+                }
+                v.push(Scope::Global);
+                v.push(Scope::Always);
+                v
+            }
+            Mode::Help { .. } | Mode::Detail { .. } => vec![Scope::Overlay, Scope::Always],
+            Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],
+            Mode::Picker { .. } => vec![Scope::Picker, Scope::Always],
+            Mode::Confirm(_) => vec![Scope::Confirm, Scope::Always],
+        }
+    }
+
+    /// Reacts to a key press (releases and repeats of other kinds are ignored).
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if key.kind != KeyEventKind::Press {
+            return Vec::new();
+        }
+        let scopes = self.scopes();
+        let Some(action) = keymap::lookup(&scopes, &key, false) else {
+            self.on_text(key);
+            return Vec::new();
+        };
+        if self.readonly
+            && keymap::KEYMAP
+                .iter()
+                .any(|b| b.action == action && b.changes)
+        {
+            self.say("read-only board (--readonly): changes are off", true);
+            return Vec::new();
+        }
+        match action {
+            Action::Quit => {
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            Action::Suspend => vec![Effect::Suspend],
+            _ => match self.mode.clone() {
+                Mode::Normal => self.normal(action),
+                Mode::Help { scroll } => {
+                    self.mode =
+                        overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Help { scroll: s });
+                    Vec::new()
+                }
+                Mode::Detail { scroll } => {
+                    self.mode = overlay(action, scroll)
+                        .map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
+                    Vec::new()
+                }
+                Mode::Filter => {
+                    if action == Action::Cancel {
+                        self.filter.clear();
+                        self.derive();
+                    }
+                    self.mode = Mode::Normal;
+                    self.selection_changed()
+                }
+                Mode::Input { purpose, text } => self.input_done(action, purpose, text),
+                Mode::Picker {
+                    purpose,
+                    choices,
+                    sel,
+                } => self.picked(action, purpose, choices, sel),
+                Mode::Confirm(a) => {
+                    self.mode = Mode::Normal;
+                    if action == Action::Confirm {
+                        self.say(format!("working: {}", a.describe()), false);
+                        vec![Effect::Perform(a)]
+                    } else {
+                        self.say("cancelled: nothing changed", false);
+                        Vec::new()
+                    }
+                }
+            },
+        }
+    }
+
+    fn on_text(&mut self, key: KeyEvent) {
+        let edit = |text: &mut String| match key.code {
+            KeyCode::Char(c)
+                if !key
+                    .modifiers
+                    .contains(ratatui::crossterm::event::KeyModifiers::CONTROL) =>
+            {
+                text.push(c);
+                true
+            }
+            KeyCode::Backspace => {
+                text.pop();
+                true
+            }
+            _ => false,
+        };
+        match &mut self.mode {
+            Mode::Filter => {
+                if edit(&mut self.filter) {
+                    self.derive();
+                }
+            }
+            Mode::Input { text, .. } => {
+                edit(text);
+            }
+            _ => {}
+        }
+    }
+
+    fn normal(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Help => self.mode = Mode::Help { scroll: 0 },
+            Action::NextPane | Action::PrevPane => {
+                let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
+                let n = Pane::ALL.len();
+                let j = if action == Action::NextPane {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.focus = Pane::ALL[j];
+                return self.selection_changed();
+            }
+            Action::Up => return self.move_sel(-1),
+            Action::Down => return self.move_sel(1),
+            Action::PageUp => return self.move_sel(-10),
+            Action::PageDown => return self.move_sel(10),
+            Action::Top => return self.move_sel(i64::MIN / 2),
+            Action::Bottom => return self.move_sel(i64::MAX / 2),
+            Action::Left | Action::Right => {
+                let i = self.col.index() as i64 + if action == Action::Left { -1 } else { 1 };
+                self.col = Column::ALL[i.clamp(0, 4) as usize];
+                return self.selection_changed();
+            }
+            Action::Open => {
+                if self.focus == Pane::Gates && self.selected_gate().is_some()
+                    || self.focus != Pane::Gates && self.selected_todo().is_some()
+                {
+                    self.mode = Mode::Detail { scroll: 0 };
+                } else {
+                    self.say("nothing selected", false);
+                }
+            }
+            Action::Filter => self.mode = Mode::Filter,
+            Action::Back => {
+                if !self.filter.is_empty() {
+                    self.filter.clear();
+                    self.derive();
+                    return self.selection_changed();
+                }
+                self.message = None;
+            }
+            Action::Reload => return vec![Effect::Reload],
+            Action::Approve | Action::Reject => self.gate_action(action),
+            Action::Reassign => self.reassign(),
+            Action::Release => self.release(),
+            Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
+                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAction::Pause),
+                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAction::Resume),
+                Some(GoalStatus::Complete) => {
+                    self.say("the goal is complete; nothing to pause", true)
+                }
+                None => self.say("no goal loaded", true),
+            },
+            Action::AddTodo => {
+                self.mode = Mode::Input {
+                    purpose: InputFor::TodoTitle,
+                    text: String::new(),
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn gate_action(&mut self, action: Action) {
+        let Some(g) = self.selected_gate_ref() else {
+            self.say("no gate selected", true);
+            return;
+        };
+        if g.effective_status() != GateStatus::Pending {
+            let msg = format!("{} is {} already", g.id, g.status.as_str());
+            self.say(msg, true);
+            return;
+        }
+        let id = g.id.clone();
+        let options = g.options.clone();
+        self.mode = match action {
+            Action::Reject => Mode::Input {
+                purpose: InputFor::RejectReason(id),
+                text: String::new(),
+            },
+            _ if !options.is_empty() => Mode::Picker {
+                purpose: PickFor::GateOption(id),
+                choices: options,
+                sel: 0,
+            },
+            _ => Mode::Confirm(OwnerAction::Approve {
+                gate: id,
+                option: None,
+            }),
+        };
+    }
+
+    fn reassign(&mut self) {
+        let Some(id) = self.selected_todo() else {
+            self.say("no todo selected", true);
+            return;
+        };
+        let Some(snap) = &self.snap else { return };
+        let Some(t) = snap.todos.get(&id) else {
+            self.say(format!("{id} is not in the working set"), true);
+            return;
+        };
+        if t.role != Role::Agent || t.status != Status::Open {
+            self.say(
+                format!("{id} is not an open agent todo; only those take a lease"),
+                true,
+            );
+            return;
+        }
+        let holder = t.lease.as_ref().map(|l| l.holder.clone());
+        let choices: Vec<String> = derive::known_agents(snap, &self.journal)
+            .into_iter()
+            .filter(|a| Some(a) != holder.as_ref() && a != "doctor" && a != "owner")
+            .collect();
+        if choices.is_empty() {
+            self.say("no other known agent to reassign to", true);
+            return;
+        }
+        self.mode = Mode::Picker {
+            purpose: PickFor::Agent(id),
+            choices,
+            sel: 0,
+        };
+    }
+
+    fn release(&mut self) {
+        let Some(id) = self.selected_todo() else {
+            self.say("no todo selected", true);
+            return;
+        };
+        let holder = self
+            .snap
+            .as_ref()
+            .and_then(|s| s.todos.get(&id))
+            .and_then(|t| t.lease.clone());
+        match holder {
+            Some(l) => {
+                self.mode = Mode::Confirm(OwnerAction::Release {
+                    todo: id,
+                    holder: l.holder,
+                })
+            }
+            None => self.say(format!("{id} has no lease to release"), true),
+        }
+    }
+
+    fn input_done(&mut self, action: Action, purpose: InputFor, text: String) -> Vec<Effect> {
+        if action != Action::Submit {
+            self.mode = Mode::Normal;
+            self.say("cancelled: nothing changed", false);
+            return Vec::new();
+        }
+        let text = text.trim().to_string();
+        if text.is_empty() {
+            self.say("type something first (Esc cancels)", true);
+            self.mode = Mode::Input { purpose, text };
+            return Vec::new();
+        }
+        self.mode = match purpose {
+            InputFor::RejectReason(gate) => {
+                Mode::Confirm(OwnerAction::Reject { gate, reason: text })
+            }
+            InputFor::TodoTitle => {
+                let (priority, title) = split_priority(&text);
+                Mode::Confirm(OwnerAction::AddTodo { title, priority })
+            }
+        };
+        Vec::new()
+    }
+
+    fn picked(
+        &mut self,
+        action: Action,
+        purpose: PickFor,
+        choices: Vec<String>,
+        sel: usize,
+    ) -> Vec<Effect> {
+        match action {
+            Action::Up | Action::Down => {
+                let n = choices.len().max(1);
+                let sel = if action == Action::Up {
+                    (sel + n - 1) % n
+                } else {
+                    (sel + 1) % n
+                };
+                self.mode = Mode::Picker {
+                    purpose,
+                    choices,
+                    sel,
+                };
+            }
+            Action::Submit => {
+                let Some(choice) = choices.get(sel).cloned() else {
+                    self.mode = Mode::Normal;
+                    return Vec::new();
+                };
+                self.mode = Mode::Confirm(match purpose {
+                    PickFor::Agent(todo) => OwnerAction::Reassign { todo, to: choice },
+                    PickFor::GateOption(gate) => OwnerAction::Approve {
+                        gate,
+                        option: Some(choice),
+                    },
+                });
+            }
+            _ => {
+                self.mode = Mode::Normal;
+                self.say("cancelled: nothing changed", false);
+            }
+        }
+        Vec::new()
+    }
+
+    fn move_sel(&mut self, by: i64) -> Vec<Effect> {
+        let step = |cur: usize, len: usize| -> usize {
+            if len == 0 {
+                return 0;
+            }
+            (cur as i64).saturating_add(by).clamp(0, len as i64 - 1) as usize
+        };
+        match self.focus {
+            Pane::Gates => {
+                self.gate_sel = step(self.gate_sel, self.gate_ids.len());
+                self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
+            }
+            Pane::Todos => {
+                let c = self.col.index();
+                self.col_sel[c] = step(self.col_sel[c], self.columns.cols[c].len());
+                self.sel_ids[c] = self.columns.cols[c]
+                    .get(self.col_sel[c])
+                    .map(|k| k.id.clone());
+                return self.selection_changed();
+            }
+            Pane::Evidence => {
+                let n = self
+                    .evidence
+                    .as_ref()
+                    .and_then(|(_, r)| r.as_ref().ok())
+                    .map_or(0, Vec::len);
+                self.evidence_scroll = step(self.evidence_scroll, n);
+            }
+            Pane::Activity => {
+                // Down goes toward the newest (the bottom), so it lowers the scroll-back.
+                let n = self.journal.len();
+                let cur = n.saturating_sub(1).saturating_sub(self.activity_scroll);
+                let next = step(cur, n);
+                self.activity_scroll = n.saturating_sub(1).saturating_sub(next);
+            }
+        }
+        Vec::new()
+    }
+
+    fn selection_changed(&mut self) -> Vec<Effect> {
+        match self.selected_todo() {
+            Some(id) if self.evidence.as_ref().is_none_or(|(e, _)| *e != id) => {
+                self.evidence_scroll = 0;
+                vec![Effect::LoadEvidence(id)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The selected card of the focused column.
+    pub fn selected_card(&self) -> Option<&derive::Card> {
+        let c = self.col.index();
+        self.columns.cols[c].get(self.col_sel[c])
+    }
+
+    /// The id of the selected todo (of the focused column).
+    pub fn selected_todo(&self) -> Option<String> {
+        self.selected_card().map(|c| c.id.clone())
+    }
+
+    /// The id of the selected gate.
+    pub fn selected_gate(&self) -> Option<String> {
+        self.gate_ids.get(self.gate_sel).cloned()
+    }
+
+    fn selected_gate_ref(&self) -> Option<&crate::kernel::Gate> {
+        let id = self.gate_ids.get(self.gate_sel)?;
+        self.snap.as_ref()?.gates.get(id)
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        if self.mode != Mode::Normal {
+            return Vec::new();
+        }
+        let area = Rect::new(0, 0, self.size.0, self.size.1);
+        let areas = layout::areas(area, &self.layout_input());
+        let pos = Position::new(m.column, m.row);
+        let hit = areas
+            .panes
+            .iter()
+            .find(|(_, r)| r.contains(pos))
+            .map(|(p, r)| (*p, *r));
+        let Some((pane, rect)) = hit else {
+            return Vec::new();
+        };
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.focus = pane;
+                if pane == Pane::Todos {
+                    let (col, row) = layout::todo_hit(rect, pos, &self.col_sel, self.col);
+                    self.col = col;
+                    if let Some(row) = row {
+                        let c = col.index();
+                        let len = self.columns.cols[c].len();
+                        if row < len {
+                            self.col_sel[c] = row;
+                            self.sel_ids[c] = self.columns.cols[c].get(row).map(|k| k.id.clone());
+                        }
+                    }
+                } else if pane == Pane::Gates
+                    && let Some(row) = layout::gate_hit(rect, pos, self.gate_sel)
+                    && row < self.gate_ids.len()
+                {
+                    self.gate_sel = row;
+                    self.sel_gate_id = self.gate_ids.get(row).cloned();
+                }
+                self.selection_changed()
+            }
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let keep = self.focus;
+                self.focus = pane;
+                if pane == Pane::Todos {
+                    self.col = layout::todo_hit(rect, pos, &self.col_sel, self.col).0;
+                }
+                let fx = self.move_sel(if m.kind == MouseEventKind::ScrollDown {
+                    1
+                } else {
+                    -1
+                });
+                if pane != Pane::Todos {
+                    self.focus = keep;
+                }
+                fx
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the layout needs to know.
+    pub fn layout_input(&self) -> layout::Input {
+        let pending = self.snap.as_ref().map_or(0, |s| {
+            s.gates
+                .values()
+                .filter(|g| g.effective_status() == GateStatus::Pending)
+                .count()
+        });
+        layout::Input {
+            gates: self.gate_ids.len(),
+            pending,
+            banner: !self.problems.is_empty(),
+            focus: self.focus,
+        }
+    }
+
+    /// The view of this state at its clock, for [`crate::board::view::draw`].
+    pub fn view(&self) -> ViewModel<'_> {
+        ViewModel::new(self)
+    }
+}
+
+fn overlay(action: Action, scroll: u16) -> Option<u16> {
+    match action {
+        Action::Down => Some(scroll.saturating_add(1)),
+        Action::Up => Some(scroll.saturating_sub(1)),
+        Action::PageDown => Some(scroll.saturating_add(10)),
+        Action::PageUp => Some(scroll.saturating_sub(10)),
+        _ => None,
+    }
+}
+
+/// A title may start with a priority (`P1 fix the build`).
+pub fn split_priority(text: &str) -> (Priority, String) {
+    if let Some((head, rest)) = text.split_once(' ')
+        && head.len() == 2
+        && head.starts_with(['P', 'p'])
+        && let Ok(p) = head.parse::<Priority>()
+        && !rest.trim().is_empty()
+    {
+        return (p, rest.trim().to_string());
+    }
+    (Priority::P2, text.to_string())
+}
+
+/// The note of a card for people, against the clock.
+pub fn why_text(why: &Why, now: Ts) -> String {
+    match why {
+        Why::None => String::new(),
+        Why::Lease {
+            holder,
+            fence,
+            expires_at,
+        } => {
+            let left = expires_at.since(now);
+            if left.0 <= 0 {
+                format!("{holder} #{fence} EXPIRED {}", countdown(-left.0))
+            } else {
+                format!("{holder} #{fence} {}", countdown(left.0))
+            }
+        }
+        Why::Gate(g) => format!("on gate {g}"),
+        Why::Dep(d, Some(s)) => format!("on {d} ({})", s.as_str()),
+        Why::Dep(d, None) => format!("on {d} (missing)"),
+        Why::Due(at) => format!("due in {}", countdown(at.since(now).0.max(0))),
+        Why::Owner => "user todo: owner".into(),
+        Why::Stopped(s, r) => match r {
+            Some(r) => format!("{}: {r}", s.as_str()),
+            None => s.as_str().to_string(),
+        },
+        Why::Finished(s, by, at) => format!("{} by {by} {} ago", s.as_str(), ago(now.since(*at).0)),
+    }
+}
+
+/// `12:03` (minutes:seconds) or `2h05m` for a countdown in milliseconds.
+pub fn countdown(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// `5s`, `3m`, `2h`, `4d` for a time in the past, in milliseconds.
+pub fn ago(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}

@@ -1,0 +1,566 @@
+//! The one keymap: it drives key handling, the generated help overlay and the key-hint bar.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key asks the board to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Leave the board.
+    Quit,
+    /// Suspend to the shell (Ctrl-Z).
+    Suspend,
+    /// Show or hide the help overlay.
+    Help,
+    /// Focus the next pane.
+    NextPane,
+    /// Focus the previous pane.
+    PrevPane,
+    /// Move the selection up.
+    Up,
+    /// Move the selection down.
+    Down,
+    /// The column to the left.
+    Left,
+    /// The column to the right.
+    Right,
+    /// A page up.
+    PageUp,
+    /// A page down.
+    PageDown,
+    /// The first row.
+    Top,
+    /// The last row.
+    Bottom,
+    /// Open the detail view of the selection.
+    Open,
+    /// Start typing a filter.
+    Filter,
+    /// Close what is open, or clear the filter.
+    Back,
+    /// Reload every file now.
+    Reload,
+    /// Approve the selected gate.
+    Approve,
+    /// Reject the selected gate, with a reason.
+    Reject,
+    /// Move the selected todo's lease to another agent.
+    Reassign,
+    /// Release the selected todo's lease.
+    Release,
+    /// Pause the goal, or resume it.
+    TogglePause,
+    /// Add a todo.
+    AddTodo,
+    /// Yes: do the action asked about.
+    Confirm,
+    /// No: do nothing.
+    Cancel,
+    /// Finish the text or the choice.
+    Submit,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// In every mode, even in dialogs.
+    Always,
+    /// On the board, whatever pane has focus.
+    Global,
+    /// On the board with the gates pane focused.
+    Gates,
+    /// On the board with the todos pane focused.
+    Todos,
+    /// In the confirm dialog.
+    Confirm,
+    /// In a text input (reason, title, filter).
+    Input,
+    /// In a picker (agent, option).
+    Picker,
+    /// In the help overlay or the detail view.
+    Overlay,
+}
+
+impl Scope {
+    /// The heading of this scope in the help overlay.
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::Always => "Anywhere",
+            Scope::Global => "Board",
+            Scope::Gates => "Gates pane",
+            Scope::Todos => "Todos pane",
+            Scope::Confirm => "Confirm dialog",
+            Scope::Input => "Text input",
+            Scope::Picker => "Picker",
+            Scope::Overlay => "Help and detail view",
+        }
+    }
+}
+
+/// A key and its modifiers (Shift is ignored for characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key.
+    pub code: KeyCode,
+    /// Control or Alt.
+    pub mods: KeyModifiers,
+}
+
+const fn k(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::NONE,
+    }
+}
+
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+    }
+}
+
+const fn code(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::NONE,
+    }
+}
+
+/// One row of the keymap.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    /// Where it applies.
+    pub scope: Scope,
+    /// The keys, the first shown in hints.
+    pub keys: &'static [Key],
+    /// What it does.
+    pub action: Action,
+    /// A line for the help overlay.
+    pub help: &'static str,
+    /// A word for the key-hint bar, if it belongs there.
+    pub hint: Option<&'static str>,
+    /// True for owner actions that change state (hidden with `--readonly`).
+    pub changes: bool,
+}
+
+const fn b(
+    scope: Scope,
+    keys: &'static [Key],
+    action: Action,
+    help: &'static str,
+    hint: Option<&'static str>,
+    changes: bool,
+) -> Binding {
+    Binding {
+        scope,
+        keys,
+        action,
+        help,
+        hint,
+        changes,
+    }
+}
+
+/// The keymap, in help order.
+pub const KEYMAP: &[Binding] = &[
+    b(
+        Scope::Always,
+        &[ctrl('c')],
+        Action::Quit,
+        "quit the board",
+        None,
+        false,
+    ),
+    b(
+        Scope::Always,
+        &[ctrl('z')],
+        Action::Suspend,
+        "suspend to the shell (fg to come back)",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[k('q')],
+        Action::Quit,
+        "quit",
+        Some("quit"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[k('?')],
+        Action::Help,
+        "this help",
+        Some("help"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Tab)],
+        Action::NextPane,
+        "focus the next pane (or click it)",
+        Some("pane"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::BackTab)],
+        Action::PrevPane,
+        "focus the previous pane",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Down), k('j')],
+        Action::Down,
+        "move down (or the mouse wheel)",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Up), k('k')],
+        Action::Up,
+        "move up",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::PageDown), ctrl('d')],
+        Action::PageDown,
+        "a page down",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::PageUp), ctrl('u')],
+        Action::PageUp,
+        "a page up",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Home), k('g')],
+        Action::Top,
+        "the first row",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::End), k('G')],
+        Action::Bottom,
+        "the last row",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Enter)],
+        Action::Open,
+        "details of the selection",
+        Some("details"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[k('/')],
+        Action::Filter,
+        "filter todos and gates by text",
+        Some("filter"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[code(KeyCode::Esc)],
+        Action::Back,
+        "clear the filter or the message",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[ctrl('r')],
+        Action::Reload,
+        "reload every file now",
+        None,
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[k('p')],
+        Action::TogglePause,
+        "pause or resume the goal",
+        Some("pause"),
+        true,
+    ),
+    b(
+        Scope::Global,
+        &[k('n')],
+        Action::AddTodo,
+        "add a todo",
+        Some("add"),
+        true,
+    ),
+    b(
+        Scope::Gates,
+        &[k('a')],
+        Action::Approve,
+        "approve the selected gate",
+        Some("approve"),
+        true,
+    ),
+    b(
+        Scope::Gates,
+        &[k('x')],
+        Action::Reject,
+        "reject the selected gate (asks a reason)",
+        Some("reject"),
+        true,
+    ),
+    b(
+        Scope::Todos,
+        &[code(KeyCode::Left), k('h')],
+        Action::Left,
+        "the column to the left",
+        None,
+        false,
+    ),
+    b(
+        Scope::Todos,
+        &[code(KeyCode::Right), k('l')],
+        Action::Right,
+        "the column to the right",
+        Some("column"),
+        false,
+    ),
+    b(
+        Scope::Todos,
+        &[k('r')],
+        Action::Reassign,
+        "reassign the lease to an agent",
+        Some("reassign"),
+        true,
+    ),
+    b(
+        Scope::Todos,
+        &[k('u')],
+        Action::Release,
+        "release the lease",
+        Some("release"),
+        true,
+    ),
+    b(
+        Scope::Confirm,
+        &[k('y'), code(KeyCode::Enter)],
+        Action::Confirm,
+        "do it",
+        Some("yes"),
+        false,
+    ),
+    b(
+        Scope::Confirm,
+        &[k('n'), code(KeyCode::Esc)],
+        Action::Cancel,
+        "do nothing",
+        Some("no"),
+        false,
+    ),
+    b(
+        Scope::Input,
+        &[code(KeyCode::Enter)],
+        Action::Submit,
+        "done",
+        Some("done"),
+        false,
+    ),
+    b(
+        Scope::Input,
+        &[code(KeyCode::Esc)],
+        Action::Cancel,
+        "cancel",
+        Some("cancel"),
+        false,
+    ),
+    b(
+        Scope::Picker,
+        &[code(KeyCode::Down), k('j')],
+        Action::Down,
+        "next choice",
+        None,
+        false,
+    ),
+    b(
+        Scope::Picker,
+        &[code(KeyCode::Up), k('k')],
+        Action::Up,
+        "previous choice",
+        None,
+        false,
+    ),
+    b(
+        Scope::Picker,
+        &[code(KeyCode::Enter)],
+        Action::Submit,
+        "choose",
+        Some("choose"),
+        false,
+    ),
+    b(
+        Scope::Picker,
+        &[code(KeyCode::Esc)],
+        Action::Cancel,
+        "cancel",
+        Some("cancel"),
+        false,
+    ),
+    b(
+        Scope::Overlay,
+        &[code(KeyCode::Down), k('j')],
+        Action::Down,
+        "scroll down",
+        None,
+        false,
+    ),
+    b(
+        Scope::Overlay,
+        &[code(KeyCode::Up), k('k')],
+        Action::Up,
+        "scroll up",
+        None,
+        false,
+    ),
+    b(
+        Scope::Overlay,
+        &[code(KeyCode::PageDown)],
+        Action::PageDown,
+        "a page down",
+        None,
+        false,
+    ),
+    b(
+        Scope::Overlay,
+        &[code(KeyCode::PageUp)],
+        Action::PageUp,
+        "a page up",
+        None,
+        false,
+    ),
+    b(
+        Scope::Overlay,
+        &[code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::Enter)],
+        Action::Back,
+        "close",
+        Some("close"),
+        false,
+    ),
+];
+
+/// True when a key event is this key (Shift is ignored; Control and Alt must match).
+pub fn matches(key: &Key, ev: &KeyEvent) -> bool {
+    let mask = KeyModifiers::CONTROL | KeyModifiers::ALT;
+    let code_eq = match (key.code, ev.code) {
+        (KeyCode::Char(a), KeyCode::Char(b)) => {
+            if key.mods.contains(KeyModifiers::CONTROL) {
+                a.eq_ignore_ascii_case(&b)
+            } else {
+                a == b
+            }
+        }
+        (a, b) => a == b,
+    };
+    code_eq && (ev.modifiers & mask) == (key.mods & mask)
+}
+
+/// The action of a key in these scopes (searched in order), if any.
+pub fn lookup(scopes: &[Scope], ev: &KeyEvent, readonly: bool) -> Option<Action> {
+    for s in scopes {
+        for bind in KEYMAP.iter().filter(|bd| bd.scope == *s) {
+            if readonly && bind.changes {
+                continue;
+            }
+            if bind.keys.iter().any(|key| matches(key, ev)) {
+                return Some(bind.action);
+            }
+        }
+    }
+    None
+}
+
+/// How a key is written for people: `q`, `Ctrl-C`, `Tab`, `↓`.
+pub fn label(key: &Key) -> String {
+    let base = match key.code {
+        KeyCode::Char(' ') => "Space".to_string(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Tab => "Tab".into(),
+        KeyCode::BackTab => "S-Tab".into(),
+        KeyCode::Enter => "Enter".into(),
+        KeyCode::Esc => "Esc".into(),
+        KeyCode::Up => "↑".into(),
+        KeyCode::Down => "↓".into(),
+        KeyCode::Left => "←".into(),
+        KeyCode::Right => "→".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        KeyCode::PageDown => "PgDn".into(),
+        KeyCode::Home => "Home".into(),
+        KeyCode::End => "End".into(),
+        other => format!("{other:?}"),
+    };
+    if key.mods.contains(KeyModifiers::CONTROL) {
+        format!("Ctrl-{}", base.to_ascii_uppercase())
+    } else {
+        base
+    }
+}
+
+/// The hints for the bar: (key, word) for the bindings of these scopes that have one.
+pub fn hints(scopes: &[Scope], readonly: bool) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    for s in scopes {
+        for bind in KEYMAP.iter().filter(|bd| bd.scope == *s) {
+            if readonly && bind.changes {
+                continue;
+            }
+            if let (Some(h), Some(key)) = (bind.hint, bind.keys.first()) {
+                out.push((label(key), h));
+            }
+        }
+    }
+    out
+}
+
+/// The help overlay's lines: a heading per scope, then `keys  what it does`.
+pub fn help_lines(readonly: bool) -> Vec<(Option<String>, String)> {
+    let order = [
+        Scope::Always,
+        Scope::Global,
+        Scope::Gates,
+        Scope::Todos,
+        Scope::Confirm,
+        Scope::Input,
+        Scope::Picker,
+        Scope::Overlay,
+    ];
+    let mut out = Vec::new();
+    for s in order {
+        let rows: Vec<&Binding> = KEYMAP.iter().filter(|bd| bd.scope == s).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        out.push((None, s.title().to_string()));
+        for bind in rows {
+            let keys: Vec<String> = bind.keys.iter().map(label).collect();
+            let mut help = bind.help.to_string();
+            if readonly && bind.changes {
+                help.push_str(" (off: --readonly)");
+            }
+            out.push((Some(keys.join(" ")), help));
+        }
+    }
+    out
+}

@@ -1,0 +1,73 @@
+//! The activity feed: the journal's latest events, newest at the bottom.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{block, clock, title, trunc};
+use crate::board::app::Pane;
+use crate::board::layout::inner;
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+use crate::kernel::Event;
+
+/// The role that colors an action.
+pub fn action_role(action: &str) -> Role {
+    match action {
+        "gate.open" => Role::GatePending,
+        "gate.approve" | "todo.done" | "goal.resume" => Role::Ok,
+        "gate.reject" | "todo.block" | "lease.expire" | "todo.cancel" => Role::Error,
+        "goal.pause" | "todo.reassign" | "todo.release" => Role::Warn,
+        a if a.starts_with("todo.claim") || a == "todo.renew" => Role::Claimed,
+        _ => Role::Fg,
+    }
+}
+
+/// One event as a line of text (without the time).
+pub fn event_text(e: &Event) -> String {
+    let mut s = format!("{} {} {}", e.actor, e.action, e.target);
+    if let Some(q) = e.data.get("question").and_then(|v| v.as_str()) {
+        s.push_str(&format!(" \"{q}\""));
+    } else if let Some(ti) = e.data.get("title").and_then(|v| v.as_str()) {
+        s.push_str(&format!(" \"{ti}\""));
+    } else if let Some(to) = e.data.get("to").and_then(|v| v.as_str()) {
+        s.push_str(&format!(" → {to}"));
+    } else if let Some(r) = e.data.get("reason").and_then(|v| v.as_str()) {
+        s.push_str(&format!(": {r}"));
+    }
+    s
+}
+
+/// Draws the activity pane.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    let focused = vm.focus == Pane::Activity;
+    let mut name = "Activity".to_string();
+    if vm.activity_scroll > 0 {
+        name.push_str(&format!(" · ↑{}", vm.activity_scroll));
+    }
+    f.render_widget(block(title(name, t), focused, t), area);
+    let i = inner(area);
+    let w = i.width as usize;
+    let h = i.height as usize;
+    let end = vm.journal.len().saturating_sub(vm.activity_scroll);
+    let start = end.saturating_sub(h);
+    let lines: Vec<Line> = if vm.journal.is_empty() {
+        vec![Line::from(Span::styled(" no activity yet", t.dim()))]
+    } else {
+        vm.journal[start..end]
+            .iter()
+            .map(|e| {
+                Line::from(vec![
+                    Span::styled(format!("{} ", clock(e.at)), t.dim()),
+                    Span::styled(
+                        trunc(&event_text(e), w.saturating_sub(9)),
+                        t.fg(action_role(&e.action)),
+                    ),
+                ])
+            })
+            .collect()
+    };
+    f.render_widget(Paragraph::new(lines), i);
+}

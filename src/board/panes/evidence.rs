@@ -1,0 +1,82 @@
+//! The evidence pane: the selected todo's evidence, newest first.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{block, title, trunc};
+use crate::board::app::{Pane, ago};
+use crate::board::layout::inner;
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+use crate::kernel::{Evidence, EvidenceKind};
+
+/// A one-line summary of an entry (kind, summary, details).
+pub fn entry_text(e: &Evidence) -> String {
+    let kind = match e.kind {
+        EvidenceKind::Note => "note",
+        EvidenceKind::Command => "cmd",
+        EvidenceKind::Artifact => "file",
+        EvidenceKind::Metric => "metric",
+        EvidenceKind::Git => "git",
+        EvidenceKind::Auto => "auto",
+    };
+    let mut s = format!("{kind:<6} {}", e.summary);
+    if let Some(c) = e.exit_code {
+        s.push_str(&format!(" (exit {c})"));
+    }
+    if let (Some(n), Some(v)) = (&e.name, &e.value) {
+        s.push_str(&format!(" {n}={v}"));
+    }
+    s
+}
+
+/// Draws the evidence pane.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    let focused = vm.focus == Pane::Evidence;
+    let name = match vm.selected_card() {
+        Some(c) => format!("Evidence · {}", c.id),
+        None => "Evidence".into(),
+    };
+    f.render_widget(block(title(name, t), focused, t), area);
+    let i = inner(area);
+    let w = i.width as usize;
+    let lines: Vec<Line> = match (vm.selected_card(), vm.evidence) {
+        (None, _) => vec![Line::from(Span::styled(
+            " select a todo to see its evidence",
+            t.dim(),
+        ))],
+        (Some(c), Some((id, Ok(list)))) if id == c.id => {
+            if list.is_empty() {
+                vec![Line::from(Span::styled(" no evidence yet", t.dim()))]
+            } else {
+                list.iter()
+                    .skip(vm.evidence_scroll)
+                    .take(i.height as usize)
+                    .map(|e| {
+                        let head = format!(
+                            "{:>3} {:<8} ",
+                            ago(vm.now.since(e.at).0),
+                            trunc(&e.agent, 8)
+                        );
+                        let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
+                        Line::from(vec![
+                            Span::styled(head, t.dim()),
+                            Span::styled(rest, t.fg(Role::Fg)),
+                        ])
+                    })
+                    .collect()
+            }
+        }
+        (Some(c), Some((id, Err(p)))) if id == c.id => {
+            vec![Line::from(Span::styled(
+                trunc(&p.display(), w),
+                t.fg(Role::Error),
+            ))]
+        }
+        (Some(_), _) => vec![Line::from(Span::styled(" reading…", t.dim()))],
+    };
+    f.render_widget(Paragraph::new(lines), i);
+}

@@ -1,0 +1,131 @@
+//! The gates pane: pending gates oldest first (question, options, what they block, who asked), then decided.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{block, gutter, row_style, title, trunc};
+use crate::board::app::{Pane, ago};
+use crate::board::derive::tampered;
+use crate::board::layout::{inner, offset};
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+use crate::kernel::{Gate, GateStatus};
+
+/// The symbol of a gate's state (readable without color).
+pub fn symbol(g: &Gate) -> &'static str {
+    if tampered(g) {
+        return "⚠";
+    }
+    match g.status {
+        GateStatus::Pending => "?",
+        GateStatus::Approved => "✓",
+        GateStatus::Rejected => "✗",
+        GateStatus::Cancelled => "–",
+    }
+}
+
+/// What a gate blocks, shortly.
+pub fn blocks_text(g: &Gate) -> String {
+    if g.global {
+        "blocks ALL agent todos".into()
+    } else if g.blocks.is_empty() {
+        "a question".into()
+    } else {
+        format!("blocks {}", g.blocks.join(","))
+    }
+}
+
+/// Draws the gates pane.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    let focused = vm.focus == Pane::Gates;
+    let pending = vm
+        .gates
+        .iter()
+        .filter(|g| g.effective_status() == GateStatus::Pending)
+        .count();
+    let mut head = vec![title("Gates", t)];
+    if pending > 0 {
+        head.push(Span::styled(
+            format!(" {pending} pending "),
+            t.fg(Role::GatePending)
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ));
+    }
+    let b = block(Line::from(head), focused, t);
+    let i = inner(area);
+    f.render_widget(b, area);
+    if vm.gates.is_empty() {
+        let msg = if vm.filter.is_empty() {
+            " no gates: nothing waits on the owner"
+        } else {
+            " no gate matches the filter"
+        };
+        f.render_widget(Paragraph::new(Span::styled(msg, t.dim())), i);
+        return;
+    }
+    let visible = i.height as usize;
+    let off = offset(vm.gate_sel, visible);
+    let w = i.width as usize;
+    let mut lines = Vec::new();
+    for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
+        let sel = n == vm.gate_sel;
+        let pend = g.effective_status() == GateStatus::Pending;
+        let base = if tampered(g) {
+            t.fg(Role::Error).add_modifier(Modifier::BOLD)
+        } else if pend {
+            t.fg(Role::GatePending)
+        } else {
+            t.fg(Role::GateDecided)
+        };
+        let when = if pend {
+            format!("{} {:>3}", g.opened_by, ago(vm.now.since(g.opened_at).0))
+        } else {
+            let by = g.decided_by.as_deref().unwrap_or("?");
+            let at = g
+                .decided_at
+                .map(|d| ago(vm.now.since(d).0))
+                .unwrap_or_default();
+            format!("{} {by} {at}", g.status.as_str())
+        };
+        let mut tail = String::new();
+        if !g.options.is_empty() {
+            tail.push_str(&format!(" [{}]", g.options.join("|")));
+        }
+        if pend {
+            tail.push_str(&format!(" → {}", blocks_text(g)));
+        } else if let Some(o) = &g.option {
+            tail.push_str(&format!(" → {o}"));
+        }
+        if tampered(g) {
+            tail.push_str(" UNPROVEN decision: counts as pending");
+        }
+        let text = format!(
+            "{} {} {}  {}  {}{}",
+            gutter(sel),
+            symbol(g),
+            g.id,
+            when,
+            g.question,
+            tail
+        );
+        let style = row_style(
+            t,
+            sel,
+            focused,
+            if pend {
+                base.add_modifier(Modifier::BOLD)
+            } else {
+                base
+            },
+        );
+        lines.push(Line::from(Span::styled(
+            format!("{:<w$}", trunc(&text, w)),
+            style,
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), i);
+}

@@ -1,0 +1,83 @@
+//! One file per pane, plus the shared helpers for borders, selection and truncation.
+
+pub mod activity;
+pub mod evidence;
+pub mod gates;
+pub mod objective;
+pub mod overlay;
+pub mod quota;
+pub mod status;
+pub mod todos;
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders};
+
+use crate::board::theme::{Role, Theme};
+
+/// A bordered pane with a title; the focused one is bold with a thick border.
+pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    Block::new()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(theme.border(focused))
+        .title(title)
+}
+
+/// A pane title: bold, in the title color.
+pub fn title<'a>(text: impl Into<String>, theme: &Theme) -> Span<'a> {
+    Span::styled(
+        format!(" {} ", text.into()),
+        theme.fg(Role::Title).add_modifier(Modifier::BOLD),
+    )
+}
+
+/// Cuts `s` to `w` characters, ending with `…` when cut.
+pub fn trunc(s: &str, w: usize) -> String {
+    if w == 0 {
+        return String::new();
+    }
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A row's style: the selection when selected in the focused pane, else `base`.
+pub fn row_style(theme: &Theme, selected: bool, focused: bool, base: Style) -> Style {
+    if selected && focused {
+        theme.selected()
+    } else if selected {
+        base.add_modifier(Modifier::BOLD)
+    } else {
+        base
+    }
+}
+
+/// The gutter mark of a selected row: `›`, or a space.
+pub fn gutter(selected: bool) -> &'static str {
+    if selected { "›" } else { " " }
+}
+
+/// The style of a priority label.
+pub fn priority_style(theme: &Theme, p: crate::kernel::Priority) -> Style {
+    use crate::kernel::Priority;
+    match p {
+        Priority::P0 => theme.fg(Role::P0).add_modifier(Modifier::BOLD),
+        Priority::P1 => theme.fg(Role::P1).add_modifier(Modifier::BOLD),
+        _ => theme.dim(),
+    }
+}
+
+/// A `HH:MM:SS` UTC clock time.
+pub fn clock(t: crate::kernel::Ts) -> String {
+    let s = t.to_string();
+    s.get(11..19).unwrap_or("--:--:--").to_string()
+}

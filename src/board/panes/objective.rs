@@ -1,0 +1,109 @@
+//! The objective header: the goal's text, status, age, success criteria and counts.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::trunc;
+use crate::board::app::ago;
+use crate::board::derive::Column;
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+use crate::kernel::{GateStatus, GoalStatus};
+
+/// Draws the header.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
+    let t = vm.theme;
+    let w = area.width as usize;
+    let Some(snap) = vm.snap else {
+        let line = Line::from(vec![
+            Span::styled(" loopx ", t.fg(Role::Accent).add_modifier(Modifier::BOLD)),
+            Span::styled("no good state loaded yet", t.dim()),
+        ]);
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    };
+    let g = &snap.config.goal;
+    let (status, st) = match g.status {
+        GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
+        GoalStatus::Paused => (
+            "‖ PAUSED",
+            t.fg(Role::Warn)
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ),
+        GoalStatus::Complete => ("✓ complete", t.fg(Role::Done).add_modifier(Modifier::BOLD)),
+    };
+    let age = format!(" {} old ", ago(vm.now.since(g.created_at).0));
+    let right = status.chars().count() + age.len() + 1;
+    let obj_w = w.saturating_sub(8 + right);
+    let mut first = vec![
+        Span::styled(" loopx ", t.fg(Role::Accent).add_modifier(Modifier::BOLD)),
+        Span::raw(" "),
+        Span::styled(
+            format!("{:<obj_w$}", trunc(&g.objective, obj_w)),
+            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(" "),
+        Span::styled(status, st),
+    ];
+    first.push(Span::styled(age, t.dim()));
+    let mut lines = vec![Line::from(first)];
+    if !narrow && area.height >= 2 {
+        let crit = if g.success_criteria.is_empty() {
+            "no success criteria written".to_string()
+        } else {
+            g.success_criteria
+                .iter()
+                .map(|c| format!("☐ {c}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        lines.push(Line::from(vec![
+            Span::styled(" success: ", t.dim()),
+            Span::styled(trunc(&crit, w.saturating_sub(11)), t.fg(Role::Fg)),
+        ]));
+    }
+    if !narrow && area.height >= 3 {
+        let mut spans = vec![Span::raw(" ")];
+        for c in Column::ALL {
+            let n = vm.columns.cols[c.index()].len();
+            let role = column_role(c);
+            spans.push(Span::styled(
+                format!("{} {} {n}", c.symbol(), c.title()),
+                t.fg(role),
+            ));
+            spans.push(Span::styled("  ", t.dim()));
+        }
+        let pending = snap
+            .gates
+            .values()
+            .filter(|g| g.effective_status() == GateStatus::Pending)
+            .count();
+        spans.push(Span::styled(
+            format!(
+                "? {pending} gate{} pending",
+                if pending == 1 { "" } else { "s" }
+            ),
+            if pending > 0 {
+                t.fg(Role::GatePending).add_modifier(Modifier::BOLD)
+            } else {
+                t.dim()
+            },
+        ));
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// The color role of a column.
+pub fn column_role(c: Column) -> Role {
+    match c {
+        Column::Ready => Role::Ready,
+        Column::Claimed => Role::Claimed,
+        Column::Waiting => Role::Waiting,
+        Column::Blocked => Role::Blocked,
+        Column::Done => Role::Done,
+    }
+}

@@ -1,0 +1,313 @@
+//! Dialogs and overlays over the board: help (from the keymap), detail, confirm, text input, picker.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use super::{block, gutter, row_style, title};
+use crate::board::app::{InputFor, Mode, Pane, PickFor, ago, countdown, why_text};
+use crate::board::derive::{Column, place, tampered};
+use crate::board::keymap;
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+
+/// A centered rectangle of at most `w` x `h`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let [r] = Layout::horizontal([Constraint::Length(w.min(area.width))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [r] = Layout::vertical([Constraint::Length(h.min(area.height))])
+        .flex(Flex::Center)
+        .areas(r);
+    r
+}
+
+/// Draws whatever the mode puts over the board.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    match vm.mode {
+        Mode::Normal | Mode::Filter => {}
+        Mode::Help { scroll } => help(f, area, vm, *scroll),
+        Mode::Detail { scroll } => detail(f, area, vm, *scroll),
+        Mode::Confirm(a) => confirm(f, area, vm, &a.describe()),
+        Mode::Input { purpose, text } => input(f, area, vm, purpose, text),
+        Mode::Picker {
+            purpose,
+            choices,
+            sel,
+        } => picker(f, area, vm, purpose, choices, *sel),
+    }
+}
+
+/// The help overlay, generated from the keymap.
+pub fn help(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
+    let t = vm.theme;
+    let r = centered(area, 64, area.height.saturating_sub(2));
+    f.render_widget(Clear, r);
+    let mut lines = Vec::new();
+    for (keys, text) in keymap::help_lines(vm.readonly) {
+        match keys {
+            None => {
+                if !lines.is_empty() {
+                    lines.push(Line::raw(""));
+                }
+                lines.push(Line::from(Span::styled(
+                    text,
+                    t.fg(Role::Accent).add_modifier(Modifier::BOLD),
+                )));
+            }
+            Some(k) => lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {k:<18}"),
+                    t.fg(Role::Key).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(text, t.fg(Role::Fg)),
+            ])),
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(
+        "New todo titles may start with a priority: \"P1 fix the build\".",
+        t.dim(),
+    )));
+    let b = block(title("Help · Esc closes", t), true, t);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(b)
+            .style(t.base())
+            .scroll((scroll, 0)),
+        r,
+    );
+}
+
+/// The detail view of the selected gate or todo.
+pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
+    let t = vm.theme;
+    let r = centered(
+        area,
+        area.width.saturating_sub(8).max(20),
+        area.height.saturating_sub(4).max(6),
+    );
+    f.render_widget(Clear, r);
+    let kv = |k: &str, v: String| {
+        Line::from(vec![
+            Span::styled(format!("{k:>12}  "), t.dim()),
+            Span::styled(v, t.fg(Role::Fg)),
+        ])
+    };
+    let mut lines = Vec::new();
+    let mut name = "Details".to_string();
+    if vm.focus == Pane::Gates {
+        if let Some(g) = vm.gates.get(vm.gate_sel) {
+            name = format!("Gate {}", g.id);
+            lines.push(Line::from(Span::styled(
+                g.question.clone(),
+                t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+            )));
+            lines.push(Line::raw(""));
+            let mut status = g.status.as_str().to_string();
+            if tampered(g) {
+                status.push_str(" (UNPROVEN: counts as pending)");
+            }
+            lines.push(kv("status", status));
+            if !g.options.is_empty() {
+                lines.push(kv("options", g.options.join(" | ")));
+            }
+            lines.push(kv("blocks", super::gates::blocks_text(g)));
+            lines.push(kv(
+                "asked by",
+                format!(
+                    "{} {} ago ({})",
+                    g.opened_by,
+                    ago(vm.now.since(g.opened_at).0),
+                    g.opened_at
+                ),
+            ));
+            if let Some(by) = &g.decided_by {
+                let at = g.decided_at.map(|d| d.to_string()).unwrap_or_default();
+                lines.push(kv("decided by", format!("{by} at {at}")));
+            }
+            if let Some(o) = &g.option {
+                lines.push(kv("option", o.clone()));
+            }
+            if let Some(rs) = &g.reason {
+                lines.push(kv("reason", rs.clone()));
+            }
+        }
+    } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
+        name = format!("Todo {}", card.id);
+        lines.push(Line::from(Span::styled(
+            card.title.clone(),
+            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+        )));
+        lines.push(Line::raw(""));
+        if let Some(td) = snap.todos.get(&card.id) {
+            let (col, why) = place(snap, td, vm.now);
+            lines.push(kv("column", format!("{} {}", col.symbol(), col.title())));
+            let w = why_text(&why, vm.now);
+            if !w.is_empty() && col != Column::Ready {
+                lines.push(kv("why", w));
+            }
+            lines.push(kv("status", td.status.as_str().to_string()));
+            lines.push(kv("priority", td.priority.to_string()));
+            lines.push(kv("role", format!("{:?}", td.role).to_lowercase()));
+            if !td.depends_on.is_empty() {
+                lines.push(kv("depends on", td.depends_on.join(", ")));
+            }
+            if let Some(l) = &td.lease {
+                let left = l.expires_at.since(vm.now).0;
+                let state = if left > 0 {
+                    format!("{} left", countdown(left))
+                } else {
+                    "EXPIRED".into()
+                };
+                lines.push(kv(
+                    "lease",
+                    format!(
+                        "{} fence {} until {} ({state})",
+                        l.holder, l.fence, l.expires_at
+                    ),
+                ));
+            } else {
+                lines.push(kv("fence", td.fence.to_string()));
+            }
+            if let Some(e) = td.every {
+                lines.push(kv("every", e.to_string()));
+            }
+            if let Some(d) = td.next_due_at {
+                lines.push(kv("due", d.to_string()));
+            }
+            if let Some(rs) = &td.reason {
+                lines.push(kv("reason", rs.clone()));
+            }
+            lines.push(kv(
+                "created",
+                format!("by {} at {}", td.created_by, td.created_at),
+            ));
+        } else {
+            lines.push(kv("state", why_text(&card.why, vm.now)));
+        }
+        if let Some((id, Ok(ev))) = vm.evidence
+            && id == card.id
+        {
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                format!("Evidence ({})", ev.len()),
+                t.fg(Role::Accent),
+            )));
+            for e in ev {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {} {} ", e.at, e.agent), t.dim()),
+                    Span::styled(super::evidence::entry_text(e), t.fg(Role::Fg)),
+                ]));
+            }
+        }
+    }
+    let b = block(title(format!("{name} · Esc closes"), t), true, t);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(b)
+            .style(t.base())
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        r,
+    );
+}
+
+/// The confirm dialog: exactly what will happen, and as whom.
+pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, what: &str) {
+    let t = vm.theme;
+    let r = centered(area, 60, 8);
+    f.render_widget(Clear, r);
+    let who = if vm.owner_verified {
+        "as the owner"
+    } else {
+        "as \"owner\" (authority unverified)"
+    };
+    let lines = vec![
+        Line::from(Span::styled(
+            what.to_string(),
+            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+        )),
+        Line::from(Span::styled(who, t.dim())),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled(" y ", t.selected()),
+            Span::styled(" yes, do it    ", t.fg(Role::Fg)),
+            Span::styled(
+                " n ",
+                t.fg(Role::Key)
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            ),
+            Span::styled(" no", t.fg(Role::Fg)),
+        ]),
+    ];
+    let b = block(title("Confirm", t), true, t);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(b)
+            .style(t.base())
+            .wrap(Wrap { trim: true }),
+        r,
+    );
+}
+
+/// A text input.
+pub fn input(f: &mut Frame, area: Rect, vm: &ViewModel, purpose: &InputFor, text: &str) {
+    let t = vm.theme;
+    let r = centered(area, 60, 6);
+    f.render_widget(Clear, r);
+    let (name, help) = match purpose {
+        InputFor::RejectReason(g) => (format!("Reject {g}"), "Why? (required; the agents read it)"),
+        InputFor::TodoTitle => (
+            "Add a todo".to_string(),
+            "Title (may start with P0-P4; default P2)",
+        ),
+    };
+    let lines = vec![
+        Line::from(Span::styled(help, t.dim())),
+        Line::from(Span::styled(
+            format!("{text}▏"),
+            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+        )),
+        Line::from(Span::styled("Enter: next · Esc: cancel", t.dim())),
+    ];
+    let b = block(title(name, t), true, t);
+    f.render_widget(Paragraph::new(lines).block(b).style(t.base()), r);
+}
+
+/// A picker.
+pub fn picker(
+    f: &mut Frame,
+    area: Rect,
+    vm: &ViewModel,
+    purpose: &PickFor,
+    choices: &[String],
+    sel: usize,
+) {
+    let t = vm.theme;
+    let h = (choices.len() as u16 + 3).min(area.height);
+    let r = centered(area, 48, h);
+    f.render_widget(Clear, r);
+    let name = match purpose {
+        PickFor::Agent(todo) => format!("Reassign {todo} to"),
+        PickFor::GateOption(g) => format!("Approve {g} with"),
+    };
+    let mut lines: Vec<Line> = choices
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            Line::from(Span::styled(
+                format!("{} {c:<40}", gutter(i == sel)),
+                row_style(t, i == sel, true, t.fg(Role::Fg)),
+            ))
+        })
+        .collect();
+    lines.push(Line::from(Span::styled(
+        "↑↓ choose · Enter · Esc cancel",
+        t.dim(),
+    )));
+    let b = block(title(name, t), true, t);
+    f.render_widget(Paragraph::new(lines).block(b).style(t.base()), r);
+}

@@ -1,0 +1,77 @@
+//! The quota pane: slots used of the limit in the window, when the next frees, a sparkline of spend.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline};
+
+use super::{block, title, trunc};
+use crate::board::app::countdown;
+use crate::board::derive::quota_view;
+use crate::board::layout::inner;
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+
+/// Draws the quota pane.
+pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    f.render_widget(block(title("Quota", t), false, t), area);
+    let i = inner(area);
+    let Some(snap) = vm.snap else {
+        return;
+    };
+    let w = i.width as usize;
+    let q = quota_view(snap, vm.now, w.max(1));
+    let used_style = if q.throttled {
+        t.fg(Role::Error)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+    } else if q.used * 5 >= u64::from(q.limit) * 4 {
+        t.fg(Role::Warn).add_modifier(Modifier::BOLD)
+    } else {
+        t.fg(Role::Fg).add_modifier(Modifier::BOLD)
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{}/{}", q.used, q.limit), used_style),
+        Span::styled(
+            trunc(&format!(" in {}", q.window), w.saturating_sub(8)),
+            t.dim(),
+        ),
+    ])];
+    let next = match q.next_free {
+        Some(at) if q.throttled => {
+            format!("FULL: a slot frees in {}", countdown(at.since(vm.now).0))
+        }
+        Some(at) => format!("oldest frees in {}", countdown(at.since(vm.now).0)),
+        None => "no spend in the window".into(),
+    };
+    lines.push(Line::from(Span::styled(
+        trunc(&next, w),
+        if q.throttled {
+            t.fg(Role::Error)
+        } else {
+            t.dim()
+        },
+    )));
+    let text_h = lines.len() as u16;
+    f.render_widget(
+        Paragraph::new(lines),
+        Rect {
+            height: text_h.min(i.height),
+            ..i
+        },
+    );
+    if i.height > text_h {
+        let spark = Rect {
+            y: i.y + text_h,
+            height: i.height - text_h,
+            ..i
+        };
+        f.render_widget(
+            Sparkline::default()
+                .data(&q.buckets)
+                .style(t.fg(Role::Spark)),
+            spark,
+        );
+    }
+}

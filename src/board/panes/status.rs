@@ -1,0 +1,119 @@
+//! The status bar (project, live or polling, last reload, owner authority, messages), key hints, banner.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{clock, trunc};
+use crate::board::app::{Live, Mode};
+use crate::board::theme::Role;
+use crate::board::view::ViewModel;
+
+/// Draws the status bar.
+pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    let base = t.status();
+    let live = match vm.live {
+        Live::Watching => "● live".to_string(),
+        Live::Polling(why) => format!("◌ polling ({why})"),
+    };
+    let reload = vm
+        .last_reload
+        .map(|r| format!("loaded {}", clock(r)))
+        .unwrap_or_else(|| "not loaded".into());
+    let owner = vm.owner_note;
+    let mut spans = vec![
+        Span::styled(
+            format!(" {} ", vm.project),
+            base.add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!("│ {live} │ {reload} │ "), base),
+    ];
+    if vm.readonly {
+        spans.push(Span::styled("READ-ONLY", base.add_modifier(Modifier::BOLD)));
+    } else {
+        spans.push(Span::styled(owner, base));
+    }
+    if !vm.problems.is_empty() {
+        spans.push(Span::styled(
+            format!(" │ ⚠ {} file error(s)", vm.problems.len()),
+            base.add_modifier(Modifier::BOLD),
+        ));
+    }
+    if let Some(m) = vm.message {
+        let style = if m.error {
+            base.fg(t.color_of(Role::Error))
+                .add_modifier(Modifier::BOLD)
+        } else {
+            base.fg(t.color_of(Role::Ok))
+        };
+        let mark = if m.error { "✗" } else { "✓" };
+        spans.push(Span::styled(" │ ", base));
+        spans.push(Span::styled(format!("{mark} {}", m.text), style));
+    }
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let w = area.width as usize;
+    if used > w {
+        // Keep the end (the message) readable: cut the project name first.
+        let cut = used - w;
+        let p = vm.project.chars().count();
+        let keep = p.saturating_sub(cut + 1).max(4);
+        spans[0] = Span::styled(
+            format!(" …{} ", tail(vm.project, keep)),
+            base.add_modifier(Modifier::BOLD),
+        );
+    } else {
+        spans.push(Span::styled(" ".repeat(w - used), base));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)).style(base), area);
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    s.chars().skip(len.saturating_sub(n)).collect()
+}
+
+/// Draws the key hints (or the filter being typed).
+pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
+    let t = vm.theme;
+    let mut spans = Vec::new();
+    if *vm.mode == Mode::Filter {
+        spans.push(Span::styled(
+            " / ",
+            t.fg(Role::Key).add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::styled(format!("{}▏", vm.filter), t.fg(Role::Fg)));
+        spans.push(Span::styled("  Enter keep · Esc clear", t.dim()));
+    } else {
+        if narrow {
+            spans.push(Span::styled(" Tab: next pane ", t.dim()));
+        }
+        for (k, h) in &vm.hints {
+            spans.push(Span::styled(
+                format!(" {k}"),
+                t.fg(Role::Key).add_modifier(Modifier::BOLD),
+            ));
+            spans.push(Span::styled(format!(" {h} "), t.dim()));
+        }
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Draws the banner of files that failed to load.
+pub fn banner(f: &mut Frame, area: Rect, vm: &ViewModel) {
+    let t = vm.theme;
+    let Some(first) = vm.problems.first() else {
+        return;
+    };
+    let more = if vm.problems.len() > 1 {
+        format!(" (+{} more)", vm.problems.len() - 1)
+    } else {
+        String::new()
+    };
+    let text = format!(" ⚠ {}{more} — showing the last good state", first.display());
+    let w = area.width as usize;
+    let text = format!("{:<w$}", trunc(&text, w));
+    f.render_widget(Paragraph::new(Span::styled(text, t.banner())), area);
+}

@@ -1,0 +1,112 @@
+//! The terminal: raw mode, alternate screen and mouse, restored on exit, panic, signals and Ctrl-Z.
+
+use std::io::{self, Stdout, stdout};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::cursor::{Hide, Show};
+use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+
+use crate::board::app::App;
+use crate::board::view;
+
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+static HOOKS: Once = Once::new();
+
+/// True once SIGTERM or SIGHUP arrived: the loop should stop and restore the terminal.
+pub fn terminated() -> bool {
+    TERMINATED.load(Ordering::SeqCst)
+}
+
+extern "C" fn on_signal(_: libc::c_int) {
+    TERMINATED.store(true, Ordering::SeqCst);
+}
+
+/// Puts the terminal back as it was (safe to call twice).
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
+}
+
+fn install_hooks() {
+    HOOKS.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            prev(info);
+        }));
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+            libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
+        }
+    });
+}
+
+/// The board's terminal; restores the screen when dropped.
+pub struct Term {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl std::fmt::Debug for Term {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Term")
+    }
+}
+
+fn setup() -> io::Result<()> {
+    enable_raw_mode()?;
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture, Hide)
+}
+
+impl Term {
+    /// Enters raw mode and the alternate screen, with mouse capture.
+    pub fn enter() -> io::Result<Term> {
+        install_hooks();
+        if let Err(e) = setup() {
+            restore();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(stdout())) {
+            Ok(terminal) => Ok(Term { terminal }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+
+    /// The terminal's size (columns, rows).
+    pub fn size(&self) -> io::Result<(u16, u16)> {
+        self.terminal.size().map(|s| (s.width, s.height))
+    }
+
+    /// Draws the app's view.
+    pub fn draw(&mut self, app: &App) -> io::Result<()> {
+        self.terminal.draw(|f| view::draw(f, &app.view()))?;
+        Ok(())
+    }
+
+    /// Ctrl-Z: restores the terminal, stops the process, and sets it up again on `fg`.
+    pub fn suspend(&mut self) {
+        restore();
+        // SAFETY: raising a signal on our own process; execution resumes here on SIGCONT.
+        unsafe {
+            libc::raise(libc::SIGTSTP);
+        }
+        let _ = setup();
+        let _ = self.terminal.clear();
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        restore();
+    }
+}

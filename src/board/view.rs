@@ -1,0 +1,152 @@
+//! The view model (what one frame shows) and the pure `draw` over it.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::widgets::Block;
+
+use crate::board::app::{App, Live, Message, Mode, Pane};
+use crate::board::data::Problem;
+use crate::board::derive::{Column, Columns};
+use crate::board::keymap;
+use crate::board::layout::{self, Areas};
+use crate::board::panes;
+use crate::board::theme::Theme;
+use crate::kernel::{Event, Evidence, Gate, Snapshot, Ts};
+
+/// Everything one frame shows, borrowed from the app at one instant.
+#[derive(Debug, Clone)]
+pub struct ViewModel<'a> {
+    /// The clock of this frame.
+    pub now: Ts,
+    /// The colors.
+    pub theme: &'a Theme,
+    /// The project's root, as shown.
+    pub project: &'a str,
+    /// The last good state, if any.
+    pub snap: Option<&'a Snapshot>,
+    /// The todo columns.
+    pub columns: &'a Columns,
+    /// Gates in display order.
+    pub gates: Vec<&'a Gate>,
+    /// The selected gate row.
+    pub gate_sel: usize,
+    /// The focused column.
+    pub col: Column,
+    /// The selected card per column.
+    pub col_sel: [usize; 5],
+    /// The focused pane.
+    pub focus: Pane,
+    /// The mode (dialogs, overlays).
+    pub mode: &'a Mode,
+    /// The filter.
+    pub filter: &'a str,
+    /// The selected todo's evidence.
+    pub evidence: Option<(&'a str, &'a Result<Vec<Evidence>, Problem>)>,
+    /// Evidence rows scrolled.
+    pub evidence_scroll: usize,
+    /// The journal's tail, newest last.
+    pub journal: &'a [Event],
+    /// Activity rows scrolled back.
+    pub activity_scroll: usize,
+    /// Files that failed to load.
+    pub problems: Vec<&'a Problem>,
+    /// The status message.
+    pub message: Option<&'a Message>,
+    /// Events or polling.
+    pub live: &'a Live,
+    /// When the last load happened.
+    pub last_reload: Option<Ts>,
+    /// Changes are off.
+    pub readonly: bool,
+    /// Owner authority is proven.
+    pub owner_verified: bool,
+    /// The owner's key, or why authority is unverified.
+    pub owner_note: &'a str,
+    /// The key hints for the current mode and pane.
+    pub hints: Vec<(String, &'static str)>,
+    /// The layout's inputs.
+    pub layout: layout::Input,
+}
+
+impl<'a> ViewModel<'a> {
+    /// The view of an app.
+    pub fn new(app: &'a App) -> ViewModel<'a> {
+        let gates = app
+            .snap
+            .as_ref()
+            .map(|s| {
+                app.gate_ids
+                    .iter()
+                    .filter_map(|id| s.gates.get(id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ViewModel {
+            now: app.now,
+            theme: &app.theme,
+            project: &app.project,
+            snap: app.snap.as_ref(),
+            columns: &app.columns,
+            gates,
+            gate_sel: app.gate_sel,
+            col: app.col,
+            col_sel: app.col_sel,
+            focus: app.focus,
+            mode: &app.mode,
+            filter: &app.filter,
+            evidence: app.evidence.as_ref().map(|(id, r)| (id.as_str(), r)),
+            evidence_scroll: app.evidence_scroll,
+            journal: &app.journal,
+            activity_scroll: app.activity_scroll,
+            problems: app.problems.values().collect(),
+            message: app.message.as_ref(),
+            live: &app.live,
+            last_reload: app.last_reload,
+            readonly: app.readonly,
+            owner_verified: app.owner.verified,
+            owner_note: &app.owner.note,
+            hints: keymap::hints(&app.scopes(), app.readonly),
+            layout: app.layout_input(),
+        }
+    }
+
+    /// The selected todo card, if any.
+    pub fn selected_card(&self) -> Option<&'a crate::board::derive::Card> {
+        let c = self.col.index();
+        self.columns.cols[c].get(self.col_sel[c])
+    }
+}
+
+/// Draws one whole frame.
+pub fn draw(f: &mut Frame, vm: &ViewModel) {
+    let area = f.area();
+    f.render_widget(Block::new().style(vm.theme.base()), area);
+    let areas = layout::areas(area, &vm.layout);
+    draw_areas(f, vm, &areas);
+    panes::overlay::render(f, area, vm);
+}
+
+fn draw_areas(f: &mut Frame, vm: &ViewModel, a: &Areas) {
+    panes::objective::render(f, a.header, vm, a.narrow);
+    if let Some(b) = a.banner {
+        panes::status::banner(f, b, vm);
+    }
+    for (p, r) in &a.panes {
+        render_pane(f, *p, *r, vm);
+    }
+    if let Some(q) = a.quota {
+        panes::quota::render(f, q, vm);
+    }
+    panes::status::status(f, a.status, vm);
+    panes::status::hints(f, a.hints, vm, a.narrow);
+}
+
+/// Draws one focusable pane.
+pub fn render_pane(f: &mut Frame, p: Pane, r: Rect, vm: &ViewModel) {
+    match p {
+        Pane::Gates => panes::gates::render(f, r, vm),
+        Pane::Todos => panes::todos::render(f, r, vm),
+        Pane::Evidence => panes::evidence::render(f, r, vm),
+        Pane::Activity => panes::activity::render(f, r, vm),
+    }
+}

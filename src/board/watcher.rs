@@ -1,0 +1,199 @@
+//! Watching `.loopx/`: notify with a full debouncer on the directory, and a polling fallback.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, SystemTime};
+
+use notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+
+use crate::board::data::{Target, classify};
+
+/// How long a burst of raw events is folded into one.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+/// How often the poller scans.
+pub const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// What the watcher reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// These state files changed.
+    Changed(Vec<PathBuf>),
+    /// Events were lost: reload everything.
+    Rescan,
+    /// The watcher failed: fall back to polling.
+    Failed(String),
+}
+
+/// The paths of a raw notify event that matter: not access events, not temp files, not the lock.
+pub fn relevant(dir: &Path, kind: &EventKind, paths: &[PathBuf]) -> Vec<PathBuf> {
+    if matches!(kind, EventKind::Access(_)) {
+        return Vec::new();
+    }
+    paths
+        .iter()
+        .filter(|p| classify(dir, p) != Target::Ignore)
+        .cloned()
+        .collect()
+}
+
+/// A live watcher; dropping it stops watching.
+pub struct Watch {
+    _debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
+}
+
+/// Watches `dir` recursively; each debounced batch that matters is sent through `send`.
+pub fn watch<F>(dir: &Path, send: F) -> Result<Watch, String>
+where
+    F: Fn(Signal) + Send + 'static,
+{
+    let root = dir.to_path_buf();
+    let mut deb = new_debouncer(DEBOUNCE, None, move |res: DebounceEventResult| match res {
+        Ok(events) => {
+            let mut rescan = false;
+            let mut paths = Vec::new();
+            for e in &events {
+                if e.need_rescan() {
+                    rescan = true;
+                }
+                paths.extend(relevant(&root, &e.kind, &e.paths));
+            }
+            if rescan {
+                send(Signal::Rescan);
+            } else if !paths.is_empty() {
+                paths.sort();
+                paths.dedup();
+                send(Signal::Changed(paths));
+            }
+        }
+        Err(errs) => {
+            let msg = errs
+                .first()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "watch error".into());
+            send(Signal::Failed(msg));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    deb.watch(dir, RecursiveMode::Recursive)
+        .map_err(|e| e.to_string())?;
+    Ok(Watch { _debouncer: deb })
+}
+
+/// A watcher that sends into a channel.
+pub fn watch_channel<T: Send + 'static>(
+    dir: &Path,
+    tx: Sender<T>,
+    wrap: fn(Signal) -> T,
+) -> Result<Watch, String> {
+    watch(dir, move |s| {
+        let _ = tx.send(wrap(s));
+    })
+}
+
+/// The polling fallback: compares sizes and modification times of the state files.
+#[derive(Debug, Default)]
+pub struct Poller {
+    dir: PathBuf,
+    seen: HashMap<PathBuf, (u64, Option<SystemTime>)>,
+}
+
+impl Poller {
+    /// A poller over `dir`, primed with what is there now.
+    pub fn new(dir: &Path) -> Poller {
+        let mut p = Poller {
+            dir: dir.to_path_buf(),
+            seen: HashMap::new(),
+        };
+        p.seen = p.stat_all();
+        p
+    }
+
+    fn stat_all(&self) -> HashMap<PathBuf, (u64, Option<SystemTime>)> {
+        let mut out = HashMap::new();
+        let mut add = |p: PathBuf| {
+            if let Ok(m) = fs::metadata(&p) {
+                out.insert(p, (m.len(), m.modified().ok()));
+            }
+        };
+        for f in ["loopx.toml", "quota.toml", "journal.jsonl"] {
+            add(self.dir.join(f));
+        }
+        for sub in ["todos", "gates", "archive", "evidence"] {
+            let Ok(rd) = fs::read_dir(self.dir.join(sub)) else {
+                continue;
+            };
+            for e in rd.filter_map(|e| e.ok()) {
+                let p = e.path();
+                if classify(&self.dir, &p) != Target::Ignore {
+                    add(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// The files created, changed or removed since the last scan.
+    pub fn scan(&mut self) -> Vec<PathBuf> {
+        let now = self.stat_all();
+        let mut changed: Vec<PathBuf> = now
+            .iter()
+            .filter(|(p, v)| self.seen.get(*p) != Some(*v))
+            .map(|(p, _)| p.clone())
+            .collect();
+        changed.extend(self.seen.keys().filter(|p| !now.contains_key(*p)).cloned());
+        changed.sort();
+        self.seen = now;
+        changed
+    }
+}
+
+/// The size and modification time of the journal: it grows with every mutation.
+pub fn journal_stamp(dir: &Path) -> Option<(u64, Option<SystemTime>)> {
+    fs::metadata(dir.join("journal.jsonl"))
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()))
+}
+
+/// Network file systems on which no events arrive.
+const NETWORK_FS: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "fuse.sshfs",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "drvfs",
+];
+
+/// The network file system `path` is on, if any (from `/proc/self/mounts`).
+pub fn network_fs(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let mnt = mnt.replace("\\040", " ");
+        if path.starts_with(&mnt) && best.as_ref().is_none_or(|(l, _)| mnt.len() > *l) {
+            best = Some((mnt.len(), ty.to_string()));
+        }
+    }
+    best.map(|(_, t)| t)
+        .filter(|t| NETWORK_FS.contains(&t.as_str()))
+}
