@@ -140,24 +140,34 @@ pub fn assert_err(v: &Value, code: &str) {
     );
 }
 
-/// A project directory (with or without `.loopx/` yet).
+/// A project directory (with or without `.loopx/` yet), and a home of its own for the owner key.
 pub struct Project {
     pub tmp: TempDir,
+    pub home: TempDir,
+    /// The owner's secret key file (`LOOPX_OWNER_KEY`), outside the project.
+    pub key: PathBuf,
 }
 
 impl Project {
-    /// An empty directory: no `.loopx/`.
+    /// An empty directory: no `.loopx/`, no owner key yet.
     pub fn empty(tag: &str) -> Project {
+        let home = TempDir::new(&format!("{tag}-home"));
+        let key = home.path.join("owner.key");
         Project {
             tmp: TempDir::new(tag),
+            home,
+            key,
         }
     }
 
-    /// A project with a goal.
+    /// A project with a goal, and an owner key made with `owner init` (every command then runs
+    /// where the owner's key is; `no_key` runs without it).
     pub fn new(tag: &str) -> Project {
         let p = Project::empty(tag);
         let v = p.ok(&["start-goal", "--goal-text", "Test objective"]);
         assert_eq!(v["goal"]["status"], "active");
+        p.ok(&["owner", "init"]);
+        assert!(p.key.is_file(), "owner init made no key");
         p
     }
 
@@ -179,8 +189,21 @@ impl Project {
             .env_remove("LOOPX_DIR")
             .env_remove("LOOPX_AGENT")
             .env_remove("LOOPX_LOCK_TIMEOUT")
-            .env_remove("LOOPX_OWNER_KEY");
+            .env_remove("XDG_CONFIG_HOME")
+            .env("HOME", &self.home.path)
+            .env("LOOPX_OWNER_KEY", &self.key);
         c
+    }
+
+    /// Runs with `--json` where the owner's key is not (an agent's machine).
+    pub fn no_key(&self, args: &[&str]) -> (i32, Value) {
+        let mut a = args.to_vec();
+        a.push("--json");
+        let mut c = self.cmd(&a);
+        c.env("LOOPX_OWNER_KEY", self.home.path.join("no-such-key"));
+        let r = run_cmd(&mut c);
+        let v = parse_json(&r, &args.join(" "));
+        (r.code, v)
     }
 
     /// Runs loopx with these arguments (text mode).
