@@ -653,6 +653,9 @@ pub fn decide_gate(
     g.decided_at = Some(now);
     g.option = option;
     g.reason = reason;
+    // Whatever signature the file held (forged or stale) is replaced by the store's.
+    g.journal_head = None;
+    g.signature = None;
     g.proven = true;
     let mut c = Change {
         owner: true,

@@ -46,10 +46,13 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 ///
 /// A torn last line (no final newline) left by a crash is cut off first; the bytes cut are returned.
 pub fn append_line(path: &Path, bytes: &[u8]) -> io::Result<u64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NOFOLLOW: an append never goes through a symlink out of .loopx/.
     let mut f = OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
     let cut = crate::store::journal::cut_torn_tail(&mut f)?;
     f.write_all(bytes)?;
