@@ -342,6 +342,12 @@ pub fn temp_root() -> PathBuf {
 pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
     let root = temp_root();
     let store = create(&root, Ts::now())?;
+    // The demo's own owner key, beside (not inside) its .loopx/, so the operator can decide gates.
+    let key_path = root.join("owner.key");
+    // SAFETY: set before the demo starts any thread; this process owns its environment.
+    unsafe { std::env::set_var("LOOPX_OWNER_KEY", &key_path) };
+    let key = crate::store::owner::create(&key_path)?;
+    store.install_owner(&key, None)?;
     let agents = Agents::start(&store);
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let result = if interactive {

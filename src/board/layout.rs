@@ -80,7 +80,7 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
             narrow,
         };
     }
-    let bottom_h: u16 = if body.height >= 30 { 10 } else { 6 };
+    let bottom_h: u16 = (body.height / 3).clamp(6, 14);
     let rest = body.height.saturating_sub(bottom_h);
     let need = 2 + input.gates.max(1) as u16;
     let gates_h = need.clamp(3, (rest * 2 / 5).max(3));

@@ -32,7 +32,7 @@ pub fn blocks_text(g: &Gate) -> String {
     if g.global {
         "blocks ALL agent todos".into()
     } else if g.blocks.is_empty() {
-        "a question".into()
+        "blocks nothing".into()
     } else {
         format!("blocks {}", g.blocks.join(","))
     }

@@ -71,7 +71,7 @@ pub fn help(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         "New todo titles may start with a priority: \"P1 fix the build\".",
         t.dim(),
     )));
-    let b = block(title("Help · Esc closes", t), true, t);
+    let b = block(title("Help · ↑↓ scroll · Esc closes", t), true, t);
     f.render_widget(
         Paragraph::new(lines)
             .block(b)
@@ -114,7 +114,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             if !g.options.is_empty() {
                 lines.push(kv("options", g.options.join(" | ")));
             }
-            lines.push(kv("blocks", super::gates::blocks_text(g)));
+            lines.push(kv("effect", super::gates::blocks_text(g)));
             lines.push(kv(
                 "asked by",
                 format!(
@@ -221,9 +221,9 @@ pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, what: &str) {
     let r = centered(area, 60, 8);
     f.render_widget(Clear, r);
     let who = if vm.owner_verified {
-        "as the owner"
+        "signed with the owner's key"
     } else {
-        "as \"owner\" (authority unverified)"
+        "owner authority unverified: the store refuses this without the owner's key"
     };
     let lines = vec![
         Line::from(Span::styled(

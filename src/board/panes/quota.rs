@@ -40,9 +40,9 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     ])];
     let next = match q.next_free {
         Some(at) if q.throttled => {
-            format!("FULL: a slot frees in {}", countdown(at.since(vm.now).0))
+            format!("FULL: next in {}", countdown(at.since(vm.now).0))
         }
-        Some(at) => format!("oldest frees in {}", countdown(at.since(vm.now).0)),
+        Some(at) => format!("frees in {}", countdown(at.since(vm.now).0)),
         None => "no spend in the window".into(),
     };
     lines.push(Line::from(Span::styled(

@@ -117,7 +117,14 @@ fn card_lines<'a>(
     };
     let note = match &c.why {
         Why::None => c.id.clone(),
-        Why::Lease { .. } if expired => format!("! {}", why_text(&c.why, vm.now)),
+        Why::Lease {
+            holder,
+            fence,
+            expires_at,
+        } if expired => format!(
+            "! EXPIRED {} {holder} #{fence}",
+            crate::board::app::countdown(vm.now.since(*expires_at).0)
+        ),
         Why::Lease {
             holder,
             fence,
