@@ -1725,7 +1725,6 @@ fn an_io_failure_is_exit_1() {
 }
 
 #[test]
-#[ignore = "doctor skips directories it cannot read: .loopx/todos as a file is reported healthy (src/store/doctor.rs)"]
 fn doctor_reports_a_state_dir_that_is_not_a_directory() {
     let p = Project::new("io-doctor");
     std::fs::remove_dir_all(p.lx("todos")).expect("rm todos");

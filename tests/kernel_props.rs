@@ -101,7 +101,7 @@ fn world() -> impl Strategy<Value = World> {
                 let mut fence = 0;
                 let lease = s.lease.map(|(h, exp)| {
                     fence = 3;
-                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)) }
+                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), extra: Extra::new() }
                 });
                 let t = Todo {
                     schema_version: 1,
@@ -151,7 +151,7 @@ fn world() -> impl Strategy<Value = World> {
                 schema_version: 1,
                 spends: spends
                     .into_iter()
-                    .map(|(slots, ago)| Spend { at: NOW.sub(Dur(ago * 1000)), agent: "a".into(), slots: slots.max(1), turn: None, tokens: None, cost_usd: None })
+                    .map(|(slots, ago)| Spend { at: NOW.sub(Dur(ago * 1000)), agent: "a".into(), slots: slots.max(1), turn: None, tokens: None, cost_usd: None, extra: Extra::new() })
                     .collect(),
                 extra: Extra::new(),
             };

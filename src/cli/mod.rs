@@ -298,7 +298,7 @@ pub fn emit_error(json: bool, e: &Error) {
     if json {
         let mut err = json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint});
         if let Some(d) = &e.details {
-            err["details"] = d.clone();
+            err["details"] = (**d).clone();
         }
         let _ = writeln!(
             std::io::stdout().lock(),

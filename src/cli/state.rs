@@ -155,7 +155,7 @@ fn recent_evidence(
             out.push((id.clone(), e));
         }
     }
-    out.sort_by(|a, b| b.1.at.cmp(&a.1.at));
+    out.sort_by_key(|e| std::cmp::Reverse(e.1.at));
     out.truncate(5);
     Ok(out)
 }
@@ -175,7 +175,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         .values()
         .filter(|g| g.effective_status() != GateStatus::Pending)
         .collect();
-    answered.sort_by(|a, b| b.decided_at.cmp(&a.decided_at));
+    answered.sort_by_key(|g| std::cmp::Reverse(g.decided_at));
     answered.truncate(5);
     let evidence = recent_evidence(&store, &snap, agent, now)?;
     let next = next_command(&answer, held.first().map(|t| t.id.as_str()));

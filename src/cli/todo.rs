@@ -478,7 +478,7 @@ fn list(
                 v.push(t);
             }
         }
-        v.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        v.sort_by_key(|t| std::cmp::Reverse(t.updated_at));
         v
     } else if ready {
         readiness::ready(&snap, &ctx.agent, now)

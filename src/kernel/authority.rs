@@ -124,7 +124,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// Bytes of a hex string, or None.
 pub fn from_hex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

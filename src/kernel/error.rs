@@ -94,7 +94,7 @@ pub struct Error {
     /// What to do next.
     pub hint: Option<String>,
     /// Structured details (reasons, candidates), shown in JSON.
-    pub details: Option<serde_json::Value>,
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 /// Result with the loopx error.
@@ -119,7 +119,7 @@ impl Error {
 
     /// Adds structured details.
     pub fn details(mut self, details: serde_json::Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 

@@ -239,7 +239,7 @@ impl std::str::FromStr for Status {
 }
 
 /// A lease: one agent's exclusive, expiring claim on a todo.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Lease {
     /// The agent holding it.
     pub holder: String,
@@ -249,6 +249,9 @@ pub struct Lease {
     pub acquired_at: Ts,
     /// When it lapses unless renewed.
     pub expires_at: Ts,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl Lease {
@@ -412,7 +415,7 @@ impl Gate {
 
     /// True when the gate blocks this todo (by list or globally).
     pub fn blocks_todo(&self, todo: &Todo) -> bool {
-        (self.global && todo.role == Role::Agent) || self.blocks.iter().any(|b| *b == todo.id)
+        (self.global && todo.role == Role::Agent) || self.blocks.contains(&todo.id)
     }
 }
 
@@ -434,6 +437,9 @@ pub struct Spend {
     /// Cost in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// `quota.toml`: the spends inside the current window.

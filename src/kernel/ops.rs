@@ -169,6 +169,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
         fence: t.fence,
         acquired_at: now,
         expires_at: now.add(ttl),
+        extra: Extra::new(),
     });
     t.updated_at = now;
 }
@@ -568,6 +569,7 @@ pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
 }
 
 /// Opens a gate.
+#[allow(clippy::too_many_arguments)]
 pub fn open_gate(
     snap: &Snapshot,
     agent: &str,
@@ -800,6 +802,7 @@ pub fn spend(
         turn: turn.clone(),
         tokens,
         cost_usd,
+        extra: Extra::new(),
     });
     c.event(
         now,

@@ -11,6 +11,8 @@ use crate::kernel::time::{Dur, Ts};
 pub const MAX_QUESTIONS: usize = 5;
 /// The most characters of a question listed.
 pub const MAX_QUESTION_CHARS: usize = 200;
+/// The most characters of the todo's title given.
+pub const MAX_TITLE_CHARS: usize = 120;
 /// The wait when no time is known.
 pub const DEFAULT_RETRY: Dur = Dur(300_000);
 
@@ -109,7 +111,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     }
     let brief = |t: &crate::kernel::Todo| TodoBrief {
         id: t.id.clone(),
-        title: t.title.clone(),
+        title: cut(&t.title, MAX_TITLE_CHARS),
         priority: t.priority,
     };
     if let Some(t) = readiness::held(snap, agent, now)

@@ -20,11 +20,13 @@ impl Ts {
     }
 
     /// This instant plus a duration (saturating).
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, d: Dur) -> Ts {
         Ts(self.0.saturating_add(d.0))
     }
 
     /// This instant minus a duration (saturating).
+    #[allow(clippy::should_implement_trait)]
     pub fn sub(self, d: Dur) -> Ts {
         Ts(self.0.saturating_sub(d.0))
     }

@@ -94,6 +94,28 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         }
     };
 
+    // The state directories must be directories (not files, not symlinks).
+    for sub in ["todos", "archive", "gates", "evidence", "cache"] {
+        let p = d.join(sub);
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => out.push(finding(
+                Severity::Error,
+                rel(&p),
+                None,
+                "is a symlink; loopx does not follow links inside .loopx/: make it a directory",
+                false,
+            )),
+            Ok(m) if !m.is_dir() => out.push(finding(
+                Severity::Error,
+                rel(&p),
+                None,
+                "is not a directory; move it away and run `loopx doctor` again",
+                false,
+            )),
+            _ => {}
+        }
+    }
+
     // Temp files anywhere in the state directories.
     for sub in ["", "todos", "archive", "gates", "evidence", "cache"] {
         for (name, path) in entries(&d.join(sub)) {

@@ -174,7 +174,6 @@ pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
     let torn = !bytes.is_empty() && bytes.last() != Some(&b'\n');
     let complete_end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut prev = GENESIS.to_string();
-    let mut expect_seq = 1u64;
     let body = &bytes[..complete_end.saturating_sub(1)];
     for (i, line) in body.split(|b| *b == b'\n').enumerate() {
         let n = i + 1;
@@ -216,6 +215,7 @@ pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
             );
         }
         let seq = v.get("seq").and_then(|s| s.as_u64()).unwrap_or(0);
+        let expect_seq = n as u64;
         if seq != expect_seq {
             return (
                 Some(Break {
@@ -225,7 +225,6 @@ pub fn verify(bytes: &[u8]) -> (Option<Break>, bool) {
                 torn,
             );
         }
-        expect_seq += 1;
         prev = sha256_hex(line);
     }
     (None, torn)
