@@ -141,6 +141,7 @@ pub enum Effect {
 
 /// What the board reacts to.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // a load is moved once into the app; boxing buys nothing
 pub enum AppEvent {
     /// A key.
     Key(KeyEvent),
@@ -517,16 +518,16 @@ impl App {
             }
             _ => false,
         };
-        match &mut self.mode {
-            Mode::Filter => {
-                if edit(&mut self.filter) {
-                    self.derive();
-                }
-            }
+        let refilter = match &mut self.mode {
+            Mode::Filter => edit(&mut self.filter),
             Mode::Input { text, .. } => {
                 edit(text);
+                false
             }
-            _ => {}
+            _ => false,
+        };
+        if refilter {
+            self.derive();
         }
     }
 

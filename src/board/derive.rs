@@ -95,6 +95,8 @@ pub struct Card {
     pub title: String,
     /// Its priority (`P2` for done items, which do not keep it).
     pub priority: crate::kernel::Priority,
+    /// When it was created (the pick order's tie-break).
+    pub created_at: Ts,
     /// Why it is in its column.
     pub why: Why,
 }
@@ -140,6 +142,7 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
             id: t.id.clone(),
             title: t.title.clone(),
             priority: t.priority,
+            created_at: t.created_at,
             why,
         });
     }
@@ -151,16 +154,14 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
             id: d.id.clone(),
             title: d.title.clone(),
             priority: crate::kernel::Priority::P2,
+            created_at: d.at,
             why: Why::Finished(d.status, d.by.clone(), d.at),
         });
     }
     let by_pick = |a: &Card, b: &Card| (a.priority, &a.id).cmp(&(b.priority, &b.id));
     let [ready, claimed, waiting, blocked, _] = &mut out.cols;
-    ready.sort_by(|a, b| {
-        let ka = snap.todos.get(&a.id).map(readiness::pick_key);
-        let kb = snap.todos.get(&b.id).map(readiness::pick_key);
-        ka.cmp(&kb)
-    });
+    // The kernel's pick order: priority, then oldest, then id.
+    ready.sort_by(|a, b| (a.priority, a.created_at, &a.id).cmp(&(b.priority, b.created_at, &b.id)));
     claimed.sort_by(|a, b| {
         let ea = match &a.why {
             Why::Lease { expires_at, .. } => *expires_at,

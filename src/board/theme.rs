@@ -82,7 +82,7 @@ pub fn role_name(r: Role) -> String {
     let mut out = String::new();
     for (i, c) in dbg.chars().enumerate() {
         if c.is_ascii_uppercase() {
-            if i > 0 && !dbg[..i].ends_with(|p: char| p.is_ascii_digit()) {
+            if i > 0 && !dbg.as_bytes()[i - 1].is_ascii_digit() {
                 out.push('_');
             }
             out.push(c.to_ascii_lowercase());
