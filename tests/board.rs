@@ -1071,3 +1071,17 @@ fn view_model_is_a_pure_function_of_state() {
     let two = screen(&a, 100, 30);
     assert_eq!(one.backend().buffer(), two.backend().buffer());
 }
+
+#[test]
+fn any_terminal_size_draws() {
+    let mut a = app(Variant::Gates);
+    for (w, h) in [(1u16, 1u16), (10, 3), (20, 5), (40, 12), (79, 23), (80, 19), (300, 100)] {
+        screen(&a, w, h);
+        press(&mut a, KeyCode::Char('?'));
+        screen(&a, w, h);
+        press(&mut a, KeyCode::Esc);
+        press(&mut a, KeyCode::Char('x'));
+        screen(&a, w, h);
+        press(&mut a, KeyCode::Esc);
+    }
+}
