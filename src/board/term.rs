@@ -10,13 +10,14 @@ use ratatui::crossterm::cursor::{Hide, Show};
 use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 
 use crate::board::app::App;
 use crate::board::view;
 
 static TERMINATED: AtomicBool = AtomicBool::new(false);
+static CONTINUED: AtomicBool = AtomicBool::new(false);
 static HOOKS: Once = Once::new();
 
 /// True once SIGTERM or SIGHUP arrived: the loop should stop and restore the terminal.
@@ -26,6 +27,10 @@ pub fn terminated() -> bool {
 
 extern "C" fn on_signal(_: libc::c_int) {
     TERMINATED.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_continue(_: libc::c_int) {
+    CONTINUED.store(true, Ordering::SeqCst);
 }
 
 /// Puts the terminal back as it was (safe to call twice).
@@ -45,6 +50,10 @@ fn install_hooks() {
         unsafe {
             libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
             libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
+            libc::signal(
+                libc::SIGCONT,
+                on_continue as *const () as libc::sighandler_t,
+            );
         }
     });
 }
@@ -96,12 +105,26 @@ impl Term {
     /// Ctrl-Z: restores the terminal, stops the process, and sets it up again on `fg`.
     pub fn suspend(&mut self) {
         restore();
+        CONTINUED.store(false, Ordering::SeqCst);
         // SAFETY: raising a signal on our own process; execution resumes here on SIGCONT.
         unsafe {
             libc::raise(libc::SIGTSTP);
         }
+        // The stop may land a moment after raise returns: wait for SIGCONT (or, when nothing
+        // stops us, as with an orphaned process group, go on after a short while).
+        let start = std::time::Instant::now();
+        while !CONTINUED.load(Ordering::SeqCst)
+            && start.elapsed() < std::time::Duration::from_millis(300)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let _ = setup();
-        let _ = self.terminal.clear();
+        // A fresh terminal on a cleared screen redraws everything. (`Terminal::clear` asks the
+        // terminal for the cursor position, which races with the input thread reading stdin.)
+        let _ = execute!(stdout(), Clear(ClearType::All));
+        if let Ok(t) = Terminal::new(CrosstermBackend::new(stdout())) {
+            self.terminal = t;
+        }
     }
 }
 
