@@ -1075,7 +1075,15 @@ fn view_model_is_a_pure_function_of_state() {
 #[test]
 fn any_terminal_size_draws() {
     let mut a = app(Variant::Gates);
-    for (w, h) in [(1u16, 1u16), (10, 3), (20, 5), (40, 12), (79, 23), (80, 19), (300, 100)] {
+    for (w, h) in [
+        (1u16, 1u16),
+        (10, 3),
+        (20, 5),
+        (40, 12),
+        (79, 23),
+        (80, 19),
+        (300, 100),
+    ] {
         screen(&a, w, h);
         press(&mut a, KeyCode::Char('?'));
         screen(&a, w, h);

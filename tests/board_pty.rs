@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_loopx");
 
 fn tmux_available() -> bool {
-    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 struct Tmux {
@@ -18,11 +21,21 @@ struct Tmux {
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().expect("tmux runs")
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
     }
 
     fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", &self.session]).stdout).to_string()
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-t", &self.session])
+                .stdout,
+        )
+        .to_string()
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -39,7 +52,9 @@ impl Tmux {
                 return Ok(start.elapsed());
             }
             if start.elapsed() > timeout {
-                return Err(format!("`{what}` did not show within {timeout:?}; the screen:\n{s}"));
+                return Err(format!(
+                    "`{what}` did not show within {timeout:?}; the screen:\n{s}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -49,7 +64,11 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         // Only the server on our own socket.
-        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
     }
 }
 
@@ -81,31 +100,82 @@ fn approve_a_gate_opened_by_another_process() {
     let dir = temp_dir("approve");
     let key = dir.join("owner.key");
     let out = Command::new(BIN)
-        .args(["start-goal", "--goal-text", "Prove the board end to end", "--project"])
+        .args([
+            "start-goal",
+            "--goal-text",
+            "Prove the board end to end",
+            "--project",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = loopx(&dir, &key, &["owner", "init"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
-    let t = Tmux { socket: format!("loopx-test-{}", std::process::id()), session: "board".into() };
+    let t = Tmux {
+        socket: format!("loopx-test-{}", std::process::id()),
+        session: "board".into(),
+    };
     let cmd = format!(
         "env LOOPX_OWNER_KEY='{}' '{}' board --dir '{}'; sleep 5",
         key.display(),
         BIN,
         dir.display()
     );
-    let out = t.run(&["new-session", "-d", "-s", &t.session, "-x", "120", "-y", "40", &cmd]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    t.wait_for("no gates: nothing waits on the owner", Duration::from_secs(20)).unwrap();
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for(
+        "no gates: nothing waits on the owner",
+        Duration::from_secs(20),
+    )
+    .unwrap();
     t.wait_for("owner ✓", Duration::from_secs(5)).unwrap();
 
-    let out = loopx(&dir, &key, &["--agent", "agent-x", "--json", "gate", "open", "Ship the pty test?"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = loopx(
+        &dir,
+        &key,
+        &[
+            "--agent",
+            "agent-x",
+            "--json",
+            "gate",
+            "open",
+            "Ship the pty test?",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = v["gate"]["id"].as_str().unwrap().to_string();
-    let shown_after = t.wait_for("Ship the pty test?", Duration::from_secs(10)).unwrap();
+    let shown_after = t
+        .wait_for("Ship the pty test?", Duration::from_secs(10))
+        .unwrap();
     eprintln!("the gate showed {shown_after:?} after `gate open` returned");
 
     // The gates pane has focus and the pending gate is first: approve, then confirm.
@@ -120,13 +190,23 @@ fn approve_a_gate_opened_by_another_process() {
             assert!(text.contains("decided_by = \"owner\""), "{text}");
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "not approved on disk:\n{text}\n{}", t.screen());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "not approved on disk:\n{text}\n{}",
+            t.screen()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    t.wait_for(&format!("approved {id}"), Duration::from_secs(5)).unwrap();
+    t.wait_for(&format!("approved {id}"), Duration::from_secs(5))
+        .unwrap();
     // The decision is signed: doctor is healthy and the board does not mark it unproven.
     let out = loopx(&dir, &key, &["doctor"]);
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!t.screen().contains("UNPROVEN"));
 
     t.keys(&["q"]);
@@ -150,14 +230,40 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
     assert!(out.status.success());
     let out = loopx(&dir, &key, &["--json", "gate", "open", "Keep me pending?"]);
     assert!(out.status.success());
-    let out = loopx(&dir, &key, &["--json", "todo", "add", "A todo that will break"]);
+    let out = loopx(
+        &dir,
+        &key,
+        &["--json", "todo", "add", "A todo that will break"],
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let tid = v["todo"]["id"].as_str().or(v["id"].as_str()).unwrap_or_default().to_string();
+    let tid = v["todo"]["id"]
+        .as_str()
+        .or(v["id"].as_str())
+        .unwrap_or_default()
+        .to_string();
 
-    let t = Tmux { socket: format!("loopx-test-ro-{}", std::process::id()), session: "board".into() };
-    let cmd = format!("'{}' board --readonly --poll --dir '{}'; sleep 5", BIN, dir.display());
-    t.run(&["new-session", "-d", "-s", &t.session, "-x", "100", "-y", "30", &cmd]);
-    t.wait_for("Keep me pending?", Duration::from_secs(20)).unwrap();
+    let t = Tmux {
+        socket: format!("loopx-test-ro-{}", std::process::id()),
+        session: "board".into(),
+    };
+    let cmd = format!(
+        "'{}' board --readonly --poll --dir '{}'; sleep 5",
+        BIN,
+        dir.display()
+    );
+    t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    t.wait_for("Keep me pending?", Duration::from_secs(20))
+        .unwrap();
     t.wait_for("READ-ONLY", Duration::from_secs(2)).unwrap();
     t.wait_for("polling", Duration::from_secs(2)).unwrap();
     t.keys(&["a"]);
@@ -166,14 +272,24 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
     if !tid.is_empty() {
         let f = dir.join(".loopx").join("todos").join(format!("{tid}.toml"));
         let good = std::fs::read_to_string(&f).unwrap();
-        std::fs::write(&f, good.replacen("title = ", "title = \"unterminated\ntitle = ", 1)).unwrap();
-        t.wait_for(&format!("{tid}.toml:"), Duration::from_secs(10)).unwrap();
+        std::fs::write(
+            &f,
+            good.replacen("title = ", "title = \"unterminated\ntitle = ", 1),
+        )
+        .unwrap();
+        t.wait_for(&format!("{tid}.toml:"), Duration::from_secs(10))
+            .unwrap();
         // The last good state stays on screen.
-        t.wait_for("A todo that wi", Duration::from_secs(2)).unwrap();
+        t.wait_for("A todo that wi", Duration::from_secs(2))
+            .unwrap();
         std::fs::write(&f, good).unwrap();
         let start = Instant::now();
         while t.screen().contains(&format!("{tid}.toml:")) {
-            assert!(start.elapsed() < Duration::from_secs(10), "the banner stayed:\n{}", t.screen());
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the banner stayed:\n{}",
+                t.screen()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
