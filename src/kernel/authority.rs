@@ -132,3 +132,56 @@ pub fn from_hex(s: &str) -> Option<Vec<u8>> {
         .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
         .collect()
 }
+
+/// The first line of `owner.proofs`.
+pub const PROOFS_HEADER: &str =
+    "# loopx owner proofs: hashes of the gate decisions the owner signed, signed as a whole";
+
+/// The hash that names one signed gate decision in `owner.proofs`.
+pub fn decision_hash(g: &Gate) -> Option<String> {
+    use sha2::Digest;
+    let head = g.journal_head.as_deref()?;
+    g.signature.as_ref()?;
+    Some(to_hex(&sha2::Sha256::digest(
+        gate_message(g, head).as_bytes(),
+    )))
+}
+
+/// The text `owner.proofs` is signed over.
+pub fn proofs_message(hashes: &std::collections::BTreeSet<String>) -> String {
+    let mut s = String::from("loopx-proofs-v1");
+    for h in hashes {
+        s.push('\n');
+        s.push_str(h);
+    }
+    s
+}
+
+/// The decision hashes of an `owner.proofs` text, or None unless `key` signed it.
+pub fn parse_proofs(text: &str, key: &OwnerPub) -> Option<std::collections::BTreeSet<String>> {
+    let mut sig = None;
+    let mut hashes = std::collections::BTreeSet::new();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        match line.strip_prefix("sig ") {
+            Some(s) => sig = Some(s.trim()),
+            None => {
+                hashes.insert(line.to_string());
+            }
+        }
+    }
+    key.verify(&proofs_message(&hashes), sig?).then_some(hashes)
+}
+
+/// The text of `owner.proofs` for these hashes and their signature.
+pub fn proofs_text(hashes: &std::collections::BTreeSet<String>, sig: &str) -> String {
+    let mut s = format!("{PROOFS_HEADER}\nsig {sig}\n");
+    for h in hashes {
+        s.push_str(h);
+        s.push('\n');
+    }
+    s
+}

@@ -353,8 +353,17 @@ impl FileStore {
         let todos = self.read_todos()?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
         let key = self.owner_pub()?;
+        // One signature over owner.proofs stands for many decisions; a decision not listed
+        // there is checked on its own.
+        let decided = gates.values().any(|g| g.status != GateStatus::Pending);
+        let proofs = match &key {
+            Some(k) if decided => self.read_proofs(k),
+            _ => Default::default(),
+        };
         for g in gates.values_mut() {
-            g.proven = authority::gate_proven(g, key.as_ref());
+            g.proven = g.status == GateStatus::Pending
+                || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
+                || authority::gate_proven(g, key.as_ref());
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
         let mut archived = HashMap::new();
@@ -393,6 +402,7 @@ impl FileStore {
             Some(_) => journal::head(&self.journal_path())?,
             None => String::new(),
         };
+        let mut decided = Vec::new();
         for mut w in change.writes {
             if let (Write::Gate(g), Some(k)) = (&mut w, &signer)
                 && g.status != GateStatus::Pending
@@ -400,6 +410,7 @@ impl FileStore {
             {
                 g.journal_head = Some(head.clone());
                 g.signature = Some(k.sign(&authority::gate_message(g, &head)));
+                decided.extend(authority::decision_hash(g));
             }
             match w {
                 Write::Todo(t) => self.write_toml(&self.todo_path(&t.id), &t)?,
@@ -426,7 +437,45 @@ impl FileStore {
                 }
             }
         }
+        if let Some(k) = &signer
+            && !decided.is_empty()
+        {
+            self.add_proofs(k, decided)?;
+        }
         journal::append(&self.journal_path(), change.events, signer.as_ref())
+    }
+
+    /// The decision hashes in `owner.proofs`, if `key` signed it (else none).
+    fn read_proofs(&self, key: &OwnerPub) -> std::collections::BTreeSet<String> {
+        parse::read_bytes(&self.path("owner.proofs"))
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| authority::parse_proofs(&t, key))
+            .unwrap_or_default()
+    }
+
+    /// Adds decisions to `owner.proofs` and signs it again. A missing or invalid file is rebuilt
+    /// from every gate whose own signature verifies.
+    fn add_proofs(&self, key: &owner::OwnerKey, new: Vec<String>) -> Result<()> {
+        let public = key.public();
+        let mut hashes = self.read_proofs(&public);
+        if hashes.is_empty() {
+            let gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
+            hashes.extend(
+                gates
+                    .values()
+                    .filter(|g| {
+                        g.status != GateStatus::Pending && authority::gate_proven(g, Some(&public))
+                    })
+                    .filter_map(authority::decision_hash),
+            );
+        }
+        hashes.extend(new);
+        let sig = key.sign(&authority::proofs_message(&hashes));
+        let p = self.path("owner.proofs");
+        atomic::write(&p, authority::proofs_text(&hashes, &sig).as_bytes())
+            .map_err(|e| Error::io(&p, &e))
     }
 
     /// The project's owner public key, if it has one.
