@@ -26,7 +26,8 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        // fdatasync: a new file's size is flushed with its data; the rename is made durable below.
+        f.sync_data()?;
         drop(f);
         fs::rename(&tmp, path)?;
         sync_dir(dir)

@@ -27,6 +27,11 @@ pub struct Key {
 }
 
 impl Key {
+    /// True when the file has not changed in the racy window before `now_ns`.
+    pub fn is_settled(&self, now_ns: i64) -> bool {
+        self.ctime_ns < now_ns - RACY_NS && self.mtime_ns < now_ns - RACY_NS
+    }
+
     /// The key of a file's metadata.
     pub fn of(m: &std::fs::Metadata) -> Key {
         Key {
@@ -60,8 +65,6 @@ struct File {
 #[derive(Debug, Default)]
 pub struct Cache {
     entries: HashMap<String, Entry>,
-    /// Lookups that had to parse the file.
-    pub misses: usize,
 }
 
 impl Cache {
@@ -73,32 +76,30 @@ impl Cache {
             .filter(|f| f.version == VERSION)
             .map(|f| f.entries)
             .unwrap_or_default();
-        Cache { entries, misses: 0 }
+        Cache { entries }
     }
 
     /// The cached todo for this file version, taken out of the cache.
     pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
         match self.entries.remove(stem) {
             Some(e) if e.key == key => Some(e.todo),
-            _ => {
-                self.misses += 1;
-                None
-            }
+            _ => None,
         }
     }
 
-    /// True when so much was stale that the cache is worth rewriting.
-    pub fn worth_rewrite(&self, total: usize) -> bool {
-        self.misses >= 32.max(total / 8)
+    /// True when a rewrite would cache enough files that are stale in it now.
+    ///
+    /// Files changed in the racy window cannot be cached yet, so they do not count: under a
+    /// burst of writes the cache is left alone rather than rewritten on every load.
+    pub fn worth_rewrite(settled_misses: usize, total: usize) -> bool {
+        settled_misses >= 32.max(total / 8)
     }
 
     /// Writes a new cache of these todos (not fsynced: it is only a cache).
     pub fn write(path: &Path, todos: &[(Key, &Todo)], now_ns: i64) {
         let entries = todos
             .iter()
-            .filter(|(k, t)| {
-                k.ctime_ns < now_ns - RACY_NS && k.mtime_ns < now_ns - RACY_NS && t.extra.is_empty()
-            })
+            .filter(|(k, t)| k.is_settled(now_ns) && t.extra.is_empty())
             .map(|(k, t)| {
                 (
                     t.id.clone(),

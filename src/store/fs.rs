@@ -279,15 +279,21 @@ impl FileStore {
     }
 
     /// Reads the working set, from the cache where a file is unchanged.
-    fn read_todos(&self) -> Result<BTreeMap<String, Todo>> {
+    fn read_todos(&self, mut cache: Cache) -> Result<BTreeMap<String, Todo>> {
         let dir = self.dir.join("todos");
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(Error::io(&dir, &e)),
         };
-        let cache_path = self.path("cache/todos.json");
-        let mut cache = Cache::read(&cache_path);
+        let now_ns = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        )
+        .unwrap_or(i64::MAX);
+        let mut settled_misses = 0;
         let mut out = BTreeMap::new();
         let mut keys = Vec::new();
         for entry in rd {
@@ -313,6 +319,7 @@ impl FileStore {
             let todo = match cache.take(stem, key) {
                 Some(t) => t,
                 None => {
+                    settled_misses += usize::from(key.is_settled(now_ns));
                     let Some(t) = parse::read::<Todo>(&path)? else {
                         continue;
                     };
@@ -329,28 +336,30 @@ impl FileStore {
             keys.push((stem.to_string(), key));
             out.insert(stem.to_string(), todo);
         }
-        if cache.worth_rewrite(out.len()) {
-            let now_ns = i64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0),
-            )
-            .unwrap_or(i64::MAX);
+        if Cache::worth_rewrite(settled_misses, out.len()) {
             let list: Vec<_> = keys
                 .iter()
                 .filter_map(|(s, k)| out.get(s).map(|t| (*k, t)))
                 .collect();
-            Cache::write(&cache_path, &list, now_ns);
+            Cache::write(&self.cache_path(), &list, now_ns);
         }
         Ok(out)
     }
 
+    fn cache_path(&self) -> PathBuf {
+        self.path("cache/todos.json")
+    }
+
     /// Loads the snapshot without taking the lock (the caller holds it).
     pub fn load_unlocked(&self) -> Result<Snapshot> {
+        self.load_with(Cache::read(&self.cache_path()))
+    }
+
+    /// Loads the snapshot with a cache read beforehand (outside the lock: it is checked under it).
+    fn load_with(&self, cache: Cache) -> Result<Snapshot> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
-        let todos = self.read_todos()?;
+        let todos = self.read_todos(cache)?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
         let key = self.owner_pub()?;
         // One signature over owner.proofs stands for many decisions; a decision not listed
@@ -543,13 +552,16 @@ impl FileStore {
 
 impl Store for FileStore {
     fn load(&self) -> Result<Snapshot> {
+        let cache = Cache::read(&self.cache_path());
         let _g = self.lock(false)?;
-        self.load_unlocked()
+        self.load_with(cache)
     }
 
     fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
+        // Parse the cache before taking the lock; under it, every entry is checked by its file's key.
+        let cache = Cache::read(&self.cache_path());
         let _g = self.lock(true)?;
-        let snap = self.load_unlocked()?;
+        let snap = self.load_with(cache)?;
         let (change, out) = f(&snap)?;
         self.apply_change(change)?;
         Ok(out)
