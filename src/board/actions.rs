@@ -1,12 +1,8 @@
 //! Owner actions: the one place the board changes state, always through `Store::mutate` and the kernel.
 
-use serde_json::json;
-
 use crate::kernel::id::Kind;
-use crate::kernel::ops::{self, Change, Write};
-use crate::kernel::{
-    Code, Error, GateStatus, GoalStatus, Priority, Result, Role, Snapshot, Todo, Ts,
-};
+use crate::kernel::ops;
+use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Role, Ts};
 use crate::store::{FileStore, Store};
 
 /// Something the owner asks for on the board.
@@ -176,7 +172,7 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
             Ok(format!("reassigned {} to {to} (fence {})", t.id, t.fence))
         }
         OwnerAction::Release { todo, holder } => {
-            let t = store.mutate(|s| owner_release(s, who, now, todo, holder))?;
+            let t = store.mutate(|s| ops::release_by_owner(s, who, now, todo, holder))?;
             Ok(format!("released {}", t.id))
         }
         OwnerAction::Pause => {
@@ -208,50 +204,4 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
             Ok(format!("added {}", t.id))
         }
     }
-}
-
-/// Owner: takes a lease back from `holder` (the kernel's `release` is for the holder itself).
-///
-/// Lives here because the kernel has no owner release yet; it refuses when the lease changed hands,
-/// and is signed by the store like every owner change.
-pub fn owner_release(
-    snap: &Snapshot,
-    owner: &str,
-    now: Ts,
-    id: &str,
-    holder: &str,
-) -> Result<(Change, Todo)> {
-    let Some(cur) = snap.todos.get(id) else {
-        return Err(Error::new(Code::NotFound, format!("no open todo {id}")));
-    };
-    let mut t = cur.clone();
-    let Some(l) = t.lease.take() else {
-        return Err(Error::new(
-            Code::LeaseConflict,
-            format!("{id} has no lease any more"),
-        ));
-    };
-    if l.holder != holder {
-        return Err(Error::new(
-            Code::LeaseConflict,
-            format!(
-                "{id} is now held by {}, not {holder}; nothing released",
-                l.holder
-            ),
-        ));
-    }
-    t.updated_at = now;
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
-    c.events.push(crate::kernel::EventDraft {
-        at: now,
-        actor: owner.to_string(),
-        action: "todo.release".into(),
-        target: id.to_string(),
-        data: json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
-    });
-    c.writes.push(Write::Todo(t.clone()));
-    Ok((c, t))
 }

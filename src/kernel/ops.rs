@@ -482,6 +482,49 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
     Ok((c, t))
 }
 
+/// Owner: takes the lease back from `holder`; refuses when the lease changed hands meanwhile.
+pub fn release_by_owner(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    holder: &str,
+) -> Result<(Change, Todo)> {
+    let Some(cur) = snap.todos.get(id) else {
+        return Err(Error::new(Code::NotFound, format!("no open todo {id}")));
+    };
+    let mut t = cur.clone();
+    let Some(l) = t.lease.take() else {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("{id} has no lease any more"),
+        ));
+    };
+    if l.holder != holder {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{id} is now held by {}, not {holder}; nothing released",
+                l.holder
+            ),
+        ));
+    }
+    t.updated_at = now;
+    let mut c = Change {
+        owner: true,
+        ..Change::default()
+    };
+    c.event(
+        now,
+        owner,
+        "todo.release",
+        id,
+        json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
+    );
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
 /// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
 ///
 /// Anyone else's reopen is the owner's change (the store signs it or refuses it).
