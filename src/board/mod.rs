@@ -104,7 +104,7 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
     if opts.poll {
         poller = Some(Poller::new(&dir));
         app.on_event(AppEvent::Live(Live::Polling("--poll".into())));
-    } else if let Some(fs) = watcher::network_fs(&dir) {
+    } else if let Some(fs) = crate::store::lock::network_fs(&dir) {
         poller = Some(Poller::new(&dir));
         app.on_event(AppEvent::Live(Live::Polling(format!(
             "{fs}: no events there"

@@ -201,15 +201,7 @@ pub fn claim(
                 .hint("see why with `loopx quota should-run` or `loopx todo list`"));
         };
         let mut t = best.clone();
-        let expired = t.lease.clone();
-        grant(&mut t, agent, now, ttl);
-        c.event(
-            now,
-            agent,
-            "todo.claim",
-            &t.id,
-            claim_data(&t, expired.as_ref()),
-        );
+        grant_claim(&mut c, &mut t, agent, now, ttl);
         c.writes.push(Write::Todo(t.clone()));
         return Ok((c, t));
     };
@@ -240,18 +232,23 @@ pub fn claim(
             json!({"fence": t.fence, "expires_at": l.expires_at}),
         );
     } else {
-        let expired = t.lease.clone();
-        grant(&mut t, agent, now, ttl);
-        c.event(
-            now,
-            agent,
-            "todo.claim",
-            &t.id,
-            claim_data(&t, expired.as_ref()),
-        );
+        grant_claim(&mut c, &mut t, agent, now, ttl);
     }
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
+}
+
+/// Grants a new lease (and fence) on `t` and journals the claim, naming any expired lease it replaces.
+fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+    let expired = t.lease.clone();
+    grant(t, agent, now, ttl);
+    c.event(
+        now,
+        agent,
+        "todo.claim",
+        &t.id,
+        claim_data(t, expired.as_ref()),
+    );
 }
 
 fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {

@@ -80,6 +80,15 @@ fn entries(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
     v
 }
 
+/// The `*.toml` state files of a directory (no temp files), as (id, path).
+fn toml_entries(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+    entries(dir)
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with('.'))
+        .filter_map(|(name, path)| name.strip_suffix(".toml").map(|s| (s.to_string(), path)))
+        .collect()
+}
+
 /// Runs every check; never writes.
 pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -133,13 +142,8 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
 
     let mut todos: Vec<Todo> = Vec::new();
     let mut open_ids: HashSet<String> = HashSet::new();
-    for (name, path) in entries(&d.join("todos")) {
-        let Some(stem) = name
-            .strip_suffix(".toml")
-            .filter(|_| !name.starts_with('.'))
-        else {
-            continue;
-        };
+    for (stem, path) in toml_entries(&d.join("todos")) {
+        let stem = stem.as_str();
         match parse::read::<Todo>(&path) {
             Ok(Some(t)) if t.id != stem => out.push(finding(
                 Severity::Error, rel(&path), None,
@@ -153,13 +157,8 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
         }
     }
     let mut archived: HashSet<String> = HashSet::new();
-    for (name, path) in entries(&d.join("archive")) {
-        let Some(stem) = name
-            .strip_suffix(".toml")
-            .filter(|_| !name.starts_with('.'))
-        else {
-            continue;
-        };
+    for (stem, path) in toml_entries(&d.join("archive")) {
+        let stem = stem.as_str();
         match parse::read::<Todo>(&path) {
             Ok(Some(t)) => {
                 if open_ids.contains(stem) {
@@ -224,13 +223,8 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     }
 
     let mut gates: Vec<Gate> = Vec::new();
-    for (name, path) in entries(&d.join("gates")) {
-        let Some(stem) = name
-            .strip_suffix(".toml")
-            .filter(|_| !name.starts_with('.'))
-        else {
-            continue;
-        };
+    for (stem, path) in toml_entries(&d.join("gates")) {
+        let stem = stem.as_str();
         match parse::read::<Gate>(&path) {
             Ok(Some(g)) => {
                 if g.id != stem {
@@ -485,21 +479,6 @@ fn check_jsonl(
     }
 }
 
-/// Network file systems on which flock may be emulated or local only.
-const NETWORK_FS: &[&str] = &[
-    "nfs",
-    "nfs4",
-    "cifs",
-    "smb3",
-    "smbfs",
-    "9p",
-    "fuse.sshfs",
-    "afs",
-    "ceph",
-    "glusterfs",
-    "lustre",
-];
-
 fn check_lock(out: &mut Vec<Finding>, store: &FileStore) {
     let p = store.path("lock");
     match crate::store::lock::acquire(&p, true) {
@@ -512,30 +491,10 @@ fn check_lock(out: &mut Vec<Finding>, store: &FileStore) {
             false,
         )),
     }
-    if let Some(fs_type) = fs_type_of(store.dir())
-        && NETWORK_FS.contains(&fs_type.as_str())
-    {
+    if let Some(fs_type) = crate::store::lock::network_fs(store.dir()) {
         out.push(finding(Severity::Warning, ".loopx/lock", None,
             format!(".loopx/ is on {fs_type}: locks may not be shared between machines; run agents on one machine"), false));
     }
-}
-
-/// The file system type of a path, from `/proc/self/mounts` (Linux only).
-fn fs_type_of(path: &Path) -> Option<String> {
-    let path = path.canonicalize().ok()?;
-    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in mounts.lines() {
-        let mut f = line.split_whitespace();
-        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let mnt = mnt.replace("\\040", " ");
-        if path.starts_with(&mnt) && best.as_ref().is_none_or(|(l, _)| mnt.len() > *l) {
-            best = Some((mnt.len(), ty.to_string()));
-        }
-    }
-    best.map(|(_, t)| t)
 }
 
 /// Repairs what is safe, under the exclusive lock; returns what it did.

@@ -1,6 +1,6 @@
-//! The lock on `.loopx/lock` that serialises mutations, with a timeout.
+//! The lock on `.loopx/lock` that serialises mutations, with a timeout; and where locks cannot be trusted.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -64,4 +64,39 @@ pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
         )
         .hint("try again, or raise LOOPX_LOCK_TIMEOUT (seconds)")),
     }
+}
+
+/// Network file systems: flock may be emulated or local only, and file events may not arrive.
+pub const NETWORK_FS: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "fuse.sshfs",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "drvfs",
+];
+
+/// The network file system `path` is on, if any (from `/proc/self/mounts`).
+pub fn network_fs(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        let (_, Some(mnt), Some(ty)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let mnt = mnt.replace("\\040", " ");
+        if path.starts_with(&mnt) && best.as_ref().is_none_or(|(l, _)| mnt.len() > *l) {
+            best = Some((mnt.len(), ty.to_string()));
+        }
+    }
+    best.map(|(_, t)| t)
+        .filter(|t| NETWORK_FS.contains(&t.as_str()))
 }
