@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use loopx::board::actions::OwnerAction;
+use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
 use loopx::board::data::{Delta, DoneItem, Problem, Target, classify};
 use loopx::board::derive::Column;
@@ -358,6 +358,7 @@ fn done() -> Vec<DoneItem> {
 fn app_with(v: Variant, theme: Theme) -> App {
     let mut app = App::new("~/src/wx", theme, false, now());
     app.size = (120, 40);
+    app.owner = owner_here();
     let fx = app.on_event(AppEvent::Loaded(Delta {
         full: Some(snapshot(v)),
         journal: Some(journal()),
@@ -376,6 +377,15 @@ fn app_with(v: Variant, theme: Theme) -> App {
         }
     }
     app
+}
+
+/// Owner authority as the board shows it when the owner's key is here.
+fn owner_here() -> Owner {
+    Owner {
+        actor: "owner".into(),
+        verified: true,
+        note: "owner ✓ SHA256:0123456789abcdef".into(),
+    }
 }
 
 fn app(v: Variant) -> App {
@@ -721,8 +731,8 @@ fn readonly_refuses_changes() {
             .as_ref()
             .is_some_and(|m| m.text.contains("read-only"))
     );
-    let hints = keymap::hints(&a.scopes(), true);
-    assert!(!hints.iter().any(|(_, h)| *h == "approve"));
+    let hints = keymap::hints(&a.scopes(), true, true);
+    assert!(!hints.iter().any(|(_, h, _)| *h == "approve"));
 }
 
 #[test]
@@ -1092,4 +1102,25 @@ fn any_terminal_size_draws() {
         screen(&a, w, h);
         press(&mut a, KeyCode::Esc);
     }
+}
+
+#[test]
+fn without_owner_authority_owner_actions_are_disabled_with_the_reason() {
+    let mut a = app(Variant::Gates);
+    a.owner = Owner::unverified();
+    let hints = keymap::hints(&a.scopes(), false, a.owner.verified);
+    let approve = hints
+        .iter()
+        .find(|(_, h, _)| *h == "approve")
+        .expect("approve is listed");
+    assert!(!approve.2, "approve is shown disabled");
+    assert!(hints.iter().any(|(_, h, on)| *h == "quit" && *on));
+    let fx = press(&mut a, KeyCode::Char('a'));
+    assert!(fx.is_empty());
+    assert_eq!(a.mode, Mode::Normal, "no confirm dialog without the key");
+    let m = a.message.as_ref().expect("a message says why");
+    assert!(m.error && m.text.contains("only the owner"), "{}", m.text);
+    // Adding a todo is not an owner action: it still asks.
+    press(&mut a, KeyCode::Char('n'));
+    assert_ne!(a.mode, Mode::Normal);
 }

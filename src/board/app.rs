@@ -456,6 +456,12 @@ impl App {
             self.say("read-only board (--readonly): changes are off", true);
             return Vec::new();
         }
+        if matches!(self.mode, Mode::Normal) && keymap::needs_owner(action) && !self.owner.verified
+        {
+            let why = self.owner.note.trim_start_matches("owner: ").to_string();
+            self.say(format!("only the owner can do this; {why}"), true);
+            return Vec::new();
+        }
         match action {
             Action::Quit => {
                 self.quit = true;

@@ -519,7 +519,9 @@ pub fn label(key: &Key) -> String {
 }
 
 /// The hints for the bar: (key, word) for the bindings of these scopes that have one.
-pub fn hints(scopes: &[Scope], readonly: bool) -> Vec<(String, &'static str)> {
+///
+/// Each hint says whether it is enabled: owner actions are shown disabled without owner authority.
+pub fn hints(scopes: &[Scope], readonly: bool, owner: bool) -> Vec<(String, &'static str, bool)> {
     let mut out = Vec::new();
     for s in scopes {
         for bind in KEYMAP.iter().filter(|bd| bd.scope == *s) {
@@ -527,11 +529,19 @@ pub fn hints(scopes: &[Scope], readonly: bool) -> Vec<(String, &'static str)> {
                 continue;
             }
             if let (Some(h), Some(key)) = (bind.hint, bind.keys.first()) {
-                out.push((label(key), h));
+                out.push((label(key), h, owner || !needs_owner(bind.action)));
             }
         }
     }
     out
+}
+
+/// True for the actions only the owner may take (the store signs them, or refuses them).
+pub fn needs_owner(action: Action) -> bool {
+    matches!(
+        action,
+        Action::Approve | Action::Reject | Action::Reassign | Action::Release | Action::TogglePause
+    )
 }
 
 /// The help overlay's lines: a heading per scope, then `keys  what it does`.

@@ -63,7 +63,7 @@ pub struct ViewModel<'a> {
     /// The owner's key, or why authority is unverified.
     pub owner_note: &'a str,
     /// The key hints for the current mode and pane.
-    pub hints: Vec<(String, &'static str)>,
+    pub hints: Vec<(String, &'static str, bool)>,
     /// The layout's inputs.
     pub layout: layout::Input,
 }
@@ -105,7 +105,7 @@ impl<'a> ViewModel<'a> {
             readonly: app.readonly,
             owner_verified: app.owner.verified,
             owner_note: &app.owner.note,
-            hints: keymap::hints(&app.scopes(), app.readonly),
+            hints: keymap::hints(&app.scopes(), app.readonly, app.owner.verified),
             layout: app.layout_input(),
         }
     }

@@ -90,12 +90,16 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         if narrow {
             spans.push(Span::styled(" Tab: next pane ", t.dim()));
         }
-        for (k, h) in &vm.hints {
-            spans.push(Span::styled(
-                format!(" {k}"),
-                t.fg(Role::Key).add_modifier(Modifier::BOLD),
-            ));
-            spans.push(Span::styled(format!(" {h} "), t.dim()));
+        for (k, h, enabled) in &vm.hints {
+            // A disabled owner action stays listed, crossed out: plain without color too.
+            let (key, text) = if *enabled {
+                (t.fg(Role::Key).add_modifier(Modifier::BOLD), t.dim())
+            } else {
+                let off = t.dim().add_modifier(Modifier::CROSSED_OUT);
+                (off, off)
+            };
+            spans.push(Span::styled(format!(" {k}"), key));
+            spans.push(Span::styled(format!(" {h} "), text));
         }
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
