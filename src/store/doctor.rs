@@ -10,7 +10,7 @@ use crate::kernel::authority;
 use crate::kernel::{Config, Event, Gate, GoalStatus, QuotaFile, Result, Todo, Ts};
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, shown};
-use crate::store::{atomic, journal};
+use crate::store::{Store, atomic, journal};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -534,7 +534,7 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
         };
         let open = d.join("todos").join(&name);
         if open.exists()
-            && matches!(store.archived_todo_checked(stem), Ok(Some(t)) if t.status.is_final())
+            && matches!(store.archived_todo(stem), Ok(Some(t)) if t.status.is_final())
             && fs::remove_file(&open).is_ok()
         {
             did.push(format!("removed {} (it is archived)", shown(&open)));

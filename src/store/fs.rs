@@ -538,12 +538,6 @@ impl FileStore {
             .collect())
     }
 
-    /// Reads an archived todo by a checked id.
-    pub fn archived_todo_checked(&self, id: &str) -> Result<Option<Todo>> {
-        id::check_not_path(id)?;
-        parse::read::<Todo>(&self.archive_path(id))
-    }
-
     /// Every archived todo id.
     pub fn archived_ids(&self) -> Result<Vec<String>> {
         self.list_ids("archive")
