@@ -218,6 +218,11 @@ fn check_case(case: &Case) {
                 "{what}: the message does not name {at}: {msg}"
             );
         }
+        // The JSON error also names the file and line as fields, for agents.
+        assert_eq!(v["error"]["file"], shown.as_str(), "{what}: {v}");
+        if let Some(line) = case.line {
+            assert_eq!(v["error"]["line"], line, "{what}: {v}");
+        }
         assert_same_files(&before, &p.files(), &what);
 
         // Text mode: the same exit code and the file named on stderr for people.

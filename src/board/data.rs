@@ -28,29 +28,19 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Splits a store error (`file:line: message`) into a problem; `fallback` names the file otherwise.
+    /// A store error as a problem, at its file and line; `fallback` names the file otherwise.
     pub fn from_error(e: &Error, fallback: &str) -> Problem {
-        let msg = e.message.clone();
-        if let Some((head, rest)) = msg.split_once(": ")
-            && head.starts_with(".loopx/")
-        {
-            return match head.rsplit_once(':') {
-                Some((f, l)) if l.parse::<usize>().is_ok() => Problem {
-                    file: f.to_string(),
-                    line: l.parse().ok(),
-                    message: rest.to_string(),
-                },
-                _ => Problem {
-                    file: head.to_string(),
-                    line: None,
-                    message: rest.to_string(),
-                },
-            };
-        }
-        Problem {
-            file: fallback.to_string(),
-            line: None,
-            message: msg,
+        match e.location.as_deref() {
+            Some(l) => Problem {
+                file: l.file.clone(),
+                line: l.line,
+                message: l.what.clone(),
+            },
+            None => Problem {
+                file: fallback.to_string(),
+                line: None,
+                message: e.message.clone(),
+            },
         }
     }
 

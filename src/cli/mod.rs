@@ -297,6 +297,10 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
 pub fn emit_error(json: bool, e: &Error) {
     if json {
         let mut err = json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint});
+        if let Some(l) = &e.location {
+            err["file"] = json!(l.file);
+            err["line"] = json!(l.line);
+        }
         if let Some(d) = &e.details {
             err["details"] = (**d).clone();
         }

@@ -95,6 +95,19 @@ pub struct Error {
     pub hint: Option<String>,
     /// Structured details (reasons, candidates), shown in JSON.
     pub details: Option<Box<serde_json::Value>>,
+    /// The state file (and line) the error is about, when it is about one.
+    pub location: Option<Box<Location>>,
+}
+
+/// Where a state-file error is: file, line, and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file, relative to the project (`.loopx/todos/t-abc.toml`).
+    pub file: String,
+    /// The 1-based line, when known.
+    pub line: Option<usize>,
+    /// What is wrong, without the file name.
+    pub what: String,
 }
 
 /// Result with the loopx error.
@@ -108,6 +121,7 @@ impl Error {
             message: message.into(),
             hint: None,
             details: None,
+            location: None,
         }
     }
 
@@ -130,13 +144,25 @@ impl Error {
 
     /// An invalid-state error for a file (and line, when known).
     pub fn invalid(file: &str, line: Option<usize>, message: impl Into<String>) -> Self {
+        Error::in_file(Code::InvalidState, file, line, message).hint(format!(
+            "fix or restore {file} by hand, then run `loopx doctor`"
+        ))
+    }
+
+    /// An error about a state file: the message reads `file:line: what`.
+    pub fn in_file(code: Code, file: &str, line: Option<usize>, what: impl Into<String>) -> Self {
+        let what = what.into();
         let at = match line {
             Some(l) => format!("{file}:{l}"),
             None => file.to_string(),
         };
-        Error::new(Code::InvalidState, format!("{at}: {}", message.into())).hint(format!(
-            "fix or restore {file} by hand, then run `loopx doctor`"
-        ))
+        let mut e = Error::new(code, format!("{at}: {what}"));
+        e.location = Some(Box::new(Location {
+            file: file.to_string(),
+            line,
+            what,
+        }));
+        e
     }
 
     /// An I/O error on a path.

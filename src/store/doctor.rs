@@ -55,17 +55,16 @@ fn finding(
 
 /// Splits an error message `file:line: text` back into its parts.
 fn from_error(e: &crate::kernel::Error, fallback: &str) -> Finding {
-    let msg = e.message.clone();
-    let (file, line, text) = match msg.split_once(": ") {
-        Some((head, rest)) if head.starts_with(".loopx/") => match head.rsplit_once(':') {
-            Some((f, l)) if l.parse::<usize>().is_ok() => {
-                (f.to_string(), l.parse().ok(), rest.to_string())
-            }
-            _ => (head.to_string(), None, rest.to_string()),
-        },
-        _ => (fallback.to_string(), None, msg.clone()),
-    };
-    finding(Severity::Error, file, line, text, false)
+    match e.location.as_deref() {
+        Some(l) => finding(
+            Severity::Error,
+            l.file.clone(),
+            l.line,
+            l.what.clone(),
+            false,
+        ),
+        None => finding(Severity::Error, fallback, None, e.message.clone(), false),
+    }
 }
 
 fn entries(dir: &Path) -> Vec<(String, std::path::PathBuf)> {

@@ -38,9 +38,11 @@ fn check_version(text: &str, file: &str) -> Result<()> {
     match v.schema_version {
         None => Ok(()),
         Some(toml::Value::Integer(n)) if n >= 1 && n <= i64::from(SCHEMA_VERSION) => Ok(()),
-        Some(toml::Value::Integer(n)) if n > i64::from(SCHEMA_VERSION) => Err(Error::new(
+        Some(toml::Value::Integer(n)) if n > i64::from(SCHEMA_VERSION) => Err(Error::in_file(
             Code::SchemaTooNew,
-            format!("{file}: schema_version {n} is newer than this loopx knows ({SCHEMA_VERSION})"),
+            file,
+            None,
+            format!("schema_version {n} is newer than this loopx knows ({SCHEMA_VERSION})"),
         )
         .hint("upgrade loopx; this file was not read or changed")),
         Some(other) => Err(Error::invalid(
