@@ -2,8 +2,8 @@
 //!
 //! Never authoritative: every load lists `todos/` and stats each file, and any file whose
 //! key differs from the cached one (a hand edit included) is parsed again from disk.
-//! Files changed in the last 100 ms are never cached, so a change within the same
-//! coarse clock tick (a few ms) as the cached version cannot hide ("racy git").
+//! Files changed in the last 25 ms are never cached, so a change within the same
+//! coarse clock tick (1 to 10 ms) as the cached version cannot hide ("racy git").
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -15,7 +15,7 @@ use crate::kernel::Todo;
 
 const VERSION: u32 = 1;
 /// Files changed more recently than this are not cached.
-const RACY_NS: i64 = 100_000_000;
+const RACY_NS: i64 = 25_000_000;
 
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +61,16 @@ struct File {
     entries: HashMap<String, Entry>,
 }
 
-/// The cache as loaded, and what a load found stale.
+/// A rewrite a load decided on, done once the lock is released: (todo id, file key) pairs.
+#[derive(Debug)]
+pub struct Refresh {
+    /// The files read, with their keys as read under the lock.
+    pub keys: Vec<(String, Key)>,
+    /// When they were read, in ns since the epoch.
+    pub now_ns: i64,
+}
+
+/// The cache as loaded.
 #[derive(Debug, Default)]
 pub struct Cache {
     entries: HashMap<String, Entry>,
@@ -92,7 +101,10 @@ impl Cache {
     /// Files changed in the racy window cannot be cached yet, so they do not count: under a
     /// burst of writes the cache is left alone rather than rewritten on every load.
     pub fn worth_rewrite(settled_misses: usize, total: usize) -> bool {
-        settled_misses >= 32.max(total / 8)
+        // A miss costs a TOML parse (about 15 us) on every load until the cache is rewritten; a
+        // rewrite costs about 2.5 us a todo, once. Rewriting after m misses costs a load about
+        // m/2 * 15 + 2.5 * total / m us, least at m = sqrt(total / 3).
+        settled_misses >= 4.max((total / 3).isqrt())
     }
 
     /// Writes a new cache of these todos (not fsynced: it is only a cache).

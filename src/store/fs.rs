@@ -11,7 +11,7 @@ use crate::kernel::ops::{Change, Write};
 use crate::kernel::{
     Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo,
 };
-use crate::store::cache::{Cache, Key};
+use crate::store::cache::{Cache, Key, Refresh};
 use crate::store::owner;
 use crate::store::parse::{self, shown};
 use crate::store::{Store, atomic, journal, lock};
@@ -279,11 +279,13 @@ impl FileStore {
     }
 
     /// Reads the working set, from the cache where a file is unchanged.
-    fn read_todos(&self, mut cache: Cache) -> Result<BTreeMap<String, Todo>> {
+    fn read_todos(&self, mut cache: Cache) -> Result<(BTreeMap<String, Todo>, Option<Refresh>)> {
         let dir = self.dir.join("todos");
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((BTreeMap::new(), None));
+            }
             Err(e) => return Err(Error::io(&dir, &e)),
         };
         let now_ns = i64::try_from(
@@ -336,14 +338,22 @@ impl FileStore {
             keys.push((stem.to_string(), key));
             out.insert(stem.to_string(), todo);
         }
-        if Cache::worth_rewrite(settled_misses, out.len()) {
-            let list: Vec<_> = keys
+        let refresh =
+            Cache::worth_rewrite(settled_misses, out.len()).then_some(Refresh { keys, now_ns });
+        Ok((out, refresh))
+    }
+
+    /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
+    /// the file version it was read from, and is used only while the file still has that key.
+    fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
+        if let Some(r) = refresh {
+            let list: Vec<_> = r
+                .keys
                 .iter()
-                .filter_map(|(s, k)| out.get(s).map(|t| (*k, t)))
+                .filter_map(|(s, k)| snap.todos.get(s).map(|t| (*k, t)))
                 .collect();
-            Cache::write(&self.cache_path(), &list, now_ns);
+            Cache::write(&self.cache_path(), &list, r.now_ns);
         }
-        Ok(out)
     }
 
     fn cache_path(&self) -> PathBuf {
@@ -352,14 +362,16 @@ impl FileStore {
 
     /// Loads the snapshot without taking the lock (the caller holds it).
     pub fn load_unlocked(&self) -> Result<Snapshot> {
-        self.load_with(Cache::read(&self.cache_path()))
+        let (snap, refresh) = self.load_with(Cache::read(&self.cache_path()))?;
+        self.refresh_cache(&snap, refresh);
+        Ok(snap)
     }
 
     /// Loads the snapshot with a cache read beforehand (outside the lock: it is checked under it).
-    fn load_with(&self, cache: Cache) -> Result<Snapshot> {
+    fn load_with(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
-        let todos = self.read_todos(cache)?;
+        let (todos, refresh) = self.read_todos(cache)?;
         let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
         let key = self.owner_pub()?;
         // One signature over owner.proofs stands for many decisions; a decision not listed
@@ -389,13 +401,16 @@ impl FileStore {
                 }
             }
         }
-        Ok(Snapshot {
-            config,
-            todos,
-            gates,
-            quota,
-            archived,
-        })
+        Ok((
+            Snapshot {
+                config,
+                todos,
+                gates,
+                quota,
+                archived,
+            },
+            refresh,
+        ))
     }
 
     /// Writes a change's files and journals its events (the caller holds the lock).
@@ -547,17 +562,26 @@ impl FileStore {
 impl Store for FileStore {
     fn load(&self) -> Result<Snapshot> {
         let cache = Cache::read(&self.cache_path());
-        let _g = self.lock(false)?;
-        self.load_with(cache)
+        let (snap, refresh) = {
+            let _g = self.lock(false)?;
+            self.load_with(cache)?
+        };
+        self.refresh_cache(&snap, refresh);
+        Ok(snap)
     }
 
     fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
-        // Parse the cache before taking the lock; under it, every entry is checked by its file's key.
+        // The cache is parsed before the lock and rewritten after it: under the lock, every
+        // entry is only checked against its file's key.
         let cache = Cache::read(&self.cache_path());
-        let _g = self.lock(true)?;
-        let snap = self.load_with(cache)?;
-        let (change, out) = f(&snap)?;
-        self.apply_change(change)?;
+        let (snap, refresh, out) = {
+            let _g = self.lock(true)?;
+            let (snap, refresh) = self.load_with(cache)?;
+            let (change, out) = f(&snap)?;
+            self.apply_change(change)?;
+            (snap, refresh, out)
+        };
+        self.refresh_cache(&snap, refresh);
         Ok(out)
     }
 
