@@ -209,3 +209,44 @@ fn processes_killed_mid_mutation_leave_every_file_parseable() {
     assert_chain_intact(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_cache_never_hides_a_hand_edit() {
+    let dir = project("cache");
+    let ids = add_todos(&dir, 40);
+    // Let the files settle, then load twice so the cache is written and used.
+    thread::sleep(std::time::Duration::from_millis(60));
+    for _ in 0..2 {
+        assert!(loopx(&dir, "a", &["status"]).status.success());
+    }
+    assert!(
+        dir.join(".loopx/cache/todos.json").is_file(),
+        "the cache was written"
+    );
+    let id = &ids[7];
+    let path = dir.join(format!(".loopx/todos/{id}.toml"));
+    let before = std::fs::read_to_string(&path).unwrap();
+    let old_mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    // The same size, in place (same inode), with the old mtime put back: only ctime differs.
+    let edited = before.replace("title = \"todo 7\"", "title = \"todo X\"");
+    assert_ne!(edited, before);
+    assert_eq!(edited.len(), before.len());
+    std::fs::write(&path, &edited).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old_mtime)
+        .unwrap();
+    let shown = json(&loopx(&dir, "a", &["todo", "show", id]));
+    assert_eq!(shown["todo"]["title"], "todo X", "{shown}");
+    // A hand edit that makes the file invalid is seen at once too.
+    std::fs::write(
+        &path,
+        before.replace("status = \"open\"", "status = \"wip!\""),
+    )
+    .unwrap();
+    let out = loopx(&dir, "a", &["quota", "should-run"]);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
