@@ -186,19 +186,8 @@ pub fn claim(
     let mut c = Change::default();
     let Some(id) = id else {
         let Some(best) = readiness::best(snap, agent, now) else {
-            let why = match snap.config.goal.status {
-                GoalStatus::Active => "nothing is ready to claim".to_string(),
-                s => format!(
-                    "the goal is {}",
-                    if s == GoalStatus::Paused {
-                        "paused"
-                    } else {
-                        "complete"
-                    }
-                ),
-            };
-            return Err(Error::new(Code::NothingReady, why)
-                .hint("see why with `loopx quota should-run` or `loopx todo list`"));
+            let (why, hint) = readiness::why_none_ready(snap, agent, now);
+            return Err(Error::new(Code::NothingReady, why).hint(hint));
         };
         let mut t = best.clone();
         grant_claim(&mut c, &mut t, agent, now, ttl);

@@ -178,3 +178,62 @@ pub fn held<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
     v.sort_by(|a, b| pick_key(a).cmp(&pick_key(b)));
     v
 }
+
+/// Why nothing is ready for `agent`, in a sentence, and what to do about it.
+pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String) {
+    match snap.config.goal.status {
+        GoalStatus::Paused => {
+            return (
+                "the goal is paused".into(),
+                "wait for the owner to resume it".into(),
+            );
+        }
+        GoalStatus::Complete => {
+            return ("the goal is complete".into(), "nothing more to do".into());
+        }
+        GoalStatus::Active => {}
+    }
+    let open: Vec<&Todo> = snap
+        .todos
+        .values()
+        .filter(|t| t.role == Role::Agent && t.status == Status::Open)
+        .collect();
+    if open.is_empty() {
+        return (
+            "there is no open agent todo".into(),
+            "add one with `loopx todo add \"...\"`".into(),
+        );
+    }
+    let (mut gated, mut leased, mut later, mut deps, mut mine) = (0, 0, 0, 0, 0);
+    for t in &open {
+        for b in blockers(snap, t, agent, now, false) {
+            match b {
+                Blocker::Gate { .. } => gated += 1,
+                Blocker::Leased { holder, .. } if holder == agent => mine += 1,
+                Blocker::Leased { .. } => leased += 1,
+                Blocker::NotDue { .. } => later += 1,
+                Blocker::Dependency { .. } => deps += 1,
+                _ => {}
+            }
+        }
+    }
+    let parts: Vec<String> = [
+        (mine, "held by you"),
+        (leased, "leased by other agents"),
+        (gated, "waiting on a pending gate"),
+        (deps, "waiting on a dependency"),
+        (later, "not due yet"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    (
+        format!(
+            "nothing is ready: of {} open todos, {}",
+            open.len(),
+            parts.join(", ")
+        ),
+        "see when to try again with `loopx quota should-run`".into(),
+    )
+}
