@@ -1918,3 +1918,34 @@ fn owner_actions_without_the_owner_key_are_denied_and_write_nothing() {
     let (code, _) = p.no_key(&["--agent", "agent-a", "quota", "should-run"]);
     assert_eq!(code, 0);
 }
+
+#[test]
+fn nothing_ready_says_why() {
+    let p = Project::new("why");
+    let msg = |v: &serde_json::Value| v["error"]["message"].as_str().unwrap_or("").to_string();
+    let v = p.fails_as("a1", &["todo", "claim"], "nothing_ready");
+    assert!(msg(&v).contains("no open agent todo"), "{v}");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("todo add"),
+        "{v}"
+    );
+    p.add("one", &[]);
+    p.add("two", &[]);
+    p.ok_as("a1", &["todo", "claim"]);
+    p.ok_as("a2", &["todo", "claim"]);
+    let v = p.fails_as("a1", &["todo", "claim"], "nothing_ready");
+    assert!(
+        msg(&v).contains("1 held by you") && msg(&v).contains("1 leased by other agents"),
+        "{v}"
+    );
+    p.add("three", &[]);
+    p.gate("stop everything?", &["--global"]);
+    let v = p.fails_as("a3", &["todo", "claim"], "nothing_ready");
+    assert!(msg(&v).contains("3 waiting on a pending gate"), "{v}");
+    p.ok(&["goal", "pause"]);
+    let v = p.fails_as("a3", &["todo", "claim"], "nothing_ready");
+    assert!(msg(&v).contains("paused"), "{v}");
+}
