@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::{Config, Error, Event, Evidence, Gate, QuotaFile, Snapshot, Status, Todo, Ts};
-use crate::store::parse::{self, shown};
+use crate::store::parse::{self, Named, shown};
 use crate::store::{FileStore, Store, atomic};
 
 /// How many journal events the board keeps for the activity feed and the Done column.
@@ -215,7 +215,7 @@ impl Loader {
             }
         };
         let mut todos = BTreeMap::new();
-        for (id, r) in self.read_dir::<Todo>("todos", |t| &t.id) {
+        for (id, r) in self.read_dir::<Todo>("todos") {
             match r {
                 Ok(t) => {
                     d.ok_files.push(self.rel("todos", &format!("{id}.toml")));
@@ -235,7 +235,7 @@ impl Loader {
             }
         };
         let mut gates = BTreeMap::new();
-        for (id, r) in self.read_dir::<Gate>("gates", |g| &g.id) {
+        for (id, r) in self.read_dir::<Gate>("gates") {
             match r {
                 Ok(mut g) => {
                     g.proven = authority::gate_proven(&g, self.owner_pub.as_ref());
@@ -321,7 +321,7 @@ impl Loader {
                 Target::Todo(id) => {
                     let name = format!("{id}.toml");
                     let path = self.store.dir().join("todos").join(&name);
-                    match read_one::<Todo>(&path, &id, |t| &t.id) {
+                    match read_one::<Todo>(&path, &id) {
                         Ok(Some(t)) => {
                             d.ok_files.push(shown(&path));
                             d.todos.push(t);
@@ -335,7 +335,7 @@ impl Loader {
                 }
                 Target::Gate(id) => {
                     let path = self.store.dir().join("gates").join(format!("{id}.toml"));
-                    match read_one::<Gate>(&path, &id, |g| &g.id) {
+                    match read_one::<Gate>(&path, &id) {
                         Ok(Some(mut g)) => {
                             g.proven = authority::gate_proven(&g, self.owner_pub.as_ref());
                             d.ok_files.push(shown(&path));
@@ -429,10 +429,9 @@ impl Loader {
         }
     }
 
-    fn read_dir<T: serde::de::DeserializeOwned>(
+    fn read_dir<T: serde::de::DeserializeOwned + Named>(
         &self,
         sub: &str,
-        id_of: impl Fn(&T) -> &str,
     ) -> Vec<(String, Result<T, Problem>)> {
         let dir = self.store.dir().join(sub);
         let Ok(rd) = fs::read_dir(&dir) else {
@@ -448,7 +447,7 @@ impl Loader {
             let Some(stem) = name.strip_suffix(".toml") else {
                 continue;
             };
-            match read_one::<T>(&entry.path(), stem, &id_of) {
+            match read_one::<T>(&entry.path(), stem) {
                 Ok(Some(v)) => out.push((stem.to_string(), Ok(v))),
                 Ok(None) => {}
                 Err(p) => out.push((stem.to_string(), Err(p))),
@@ -459,22 +458,9 @@ impl Loader {
 }
 
 /// Reads one state file and checks its id matches its name; `None` when it is gone.
-fn read_one<T: serde::de::DeserializeOwned>(
+fn read_one<T: serde::de::DeserializeOwned + Named>(
     path: &Path,
     stem: &str,
-    id_of: impl Fn(&T) -> &str,
 ) -> Result<Option<T>, Problem> {
-    let file = shown(path);
-    match parse::read::<T>(path) {
-        Ok(Some(v)) if id_of(&v) != stem => Err(Problem {
-            file,
-            line: None,
-            message: format!(
-                "its id is `{}` but the file is named {stem}.toml",
-                id_of(&v)
-            ),
-        }),
-        Ok(v) => Ok(v),
-        Err(e) => Err(Problem::from_error(&e, &file)),
-    }
+    parse::read_named::<T>(path, stem).map_err(|e| Problem::from_error(&e, &shown(path)))
 }

@@ -143,10 +143,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut open_ids: HashSet<String> = HashSet::new();
     for (stem, path) in toml_entries(&d.join("todos")) {
         let stem = stem.as_str();
-        match parse::read::<Todo>(&path) {
-            Ok(Some(t)) if t.id != stem => out.push(finding(
-                Severity::Error, rel(&path), None,
-                format!("its id is `{}` but the file is named {stem}.toml; rename the file or fix the id", t.id), false)),
+        match parse::read_named::<Todo>(&path, stem) {
             Ok(Some(t)) => {
                 open_ids.insert(t.id.clone());
                 todos.push(t);
@@ -158,7 +155,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut archived: HashSet<String> = HashSet::new();
     for (stem, path) in toml_entries(&d.join("archive")) {
         let stem = stem.as_str();
-        match parse::read::<Todo>(&path) {
+        match parse::read_named::<Todo>(&path, stem) {
             Ok(Some(t)) => {
                 if open_ids.contains(stem) {
                     out.push(finding(Severity::Error, format!(".loopx/todos/{stem}.toml"), None,
@@ -224,17 +221,8 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut gates: Vec<Gate> = Vec::new();
     for (stem, path) in toml_entries(&d.join("gates")) {
         let stem = stem.as_str();
-        match parse::read::<Gate>(&path) {
+        match parse::read_named::<Gate>(&path, stem) {
             Ok(Some(g)) => {
-                if g.id != stem {
-                    out.push(finding(
-                        Severity::Error,
-                        rel(&path),
-                        None,
-                        format!("its id is `{}` but the file is named {stem}.toml", g.id),
-                        false,
-                    ));
-                }
                 for b in &g.blocks {
                     if !known(b) {
                         out.push(finding(

@@ -13,7 +13,7 @@ use crate::kernel::{
 };
 use crate::store::cache::{Cache, Key, Refresh};
 use crate::store::owner;
-use crate::store::parse::{self, shown};
+use crate::store::parse::{self, Named, shown};
 use crate::store::{Store, atomic, journal, lock};
 
 /// The name of the state directory.
@@ -226,10 +226,9 @@ impl FileStore {
     }
 
     /// Reads every `*.toml` in a state subdirectory, checking each file's name matches its id.
-    fn read_dir_toml<T, F>(&self, sub: &str, id_of: F) -> Result<BTreeMap<String, T>>
+    fn read_dir_toml<T>(&self, sub: &str) -> Result<BTreeMap<String, T>>
     where
-        T: serde::de::DeserializeOwned,
-        F: Fn(&T) -> &str,
+        T: serde::de::DeserializeOwned + Named,
     {
         let dir = self.dir.join(sub);
         let mut out = BTreeMap::new();
@@ -248,21 +247,9 @@ impl FileStore {
             if name.starts_with('.') {
                 continue;
             }
-            let path = entry.path();
-            let Some(v) = parse::read::<T>(&path)? else {
-                continue;
-            };
-            if id_of(&v) != stem {
-                return Err(Error::invalid(
-                    &shown(&path),
-                    None,
-                    format!(
-                        "its id is `{}` but the file is named {stem}.toml",
-                        id_of(&v)
-                    ),
-                ));
+            if let Some(v) = parse::read_named::<T>(&entry.path(), stem)? {
+                out.insert(stem.to_string(), v);
             }
-            out.insert(stem.to_string(), v);
         }
         Ok(out)
     }
@@ -322,16 +309,9 @@ impl FileStore {
                 Some(t) => t,
                 None => {
                     settled_misses += usize::from(key.is_settled(now_ns));
-                    let Some(t) = parse::read::<Todo>(&path)? else {
+                    let Some(t) = parse::read_named::<Todo>(&path, stem)? else {
                         continue;
                     };
-                    if t.id != stem {
-                        return Err(Error::invalid(
-                            &shown(&path),
-                            None,
-                            format!("its id is `{}` but the file is named {stem}.toml", t.id),
-                        ));
-                    }
                     t
                 }
             };
@@ -372,7 +352,7 @@ impl FileStore {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
         let (todos, refresh) = self.read_todos(cache)?;
-        let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
+        let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates")?;
         let key = self.owner_pub()?;
         // One signature over owner.proofs stands for many decisions; a decision not listed
         // there is checked on its own.
@@ -485,7 +465,7 @@ impl FileStore {
         let public = key.public();
         let mut hashes = self.read_proofs(&public);
         if hashes.is_empty() {
-            let gates: BTreeMap<String, Gate> = self.read_dir_toml("gates", |g: &Gate| &g.id)?;
+            let gates: BTreeMap<String, Gate> = self.read_dir_toml("gates")?;
             hashes.extend(
                 gates
                     .values()

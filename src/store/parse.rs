@@ -112,3 +112,36 @@ pub fn encode<T: Serialize>(value: &T) -> Result<String> {
     toml::to_string(value)
         .map_err(|e| Error::new(Code::Internal, format!("cannot write TOML: {e}")))
 }
+
+/// A state value stored in a file named after its id (`todos/ID.toml`, `gates/ID.toml`).
+pub trait Named {
+    /// The id inside the file.
+    fn id(&self) -> &str;
+}
+
+impl Named for crate::kernel::Todo {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Named for crate::kernel::Gate {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Reads `path`, named `stem.toml`, and checks that the id inside matches the name.
+pub fn read_named<T: DeserializeOwned + Named>(path: &Path, stem: &str) -> Result<Option<T>> {
+    match read::<T>(path)? {
+        Some(v) if v.id() != stem => Err(Error::invalid(
+            &shown(path),
+            None,
+            format!(
+                "its id is `{}` but the file is named {stem}.toml; rename the file or fix the id",
+                v.id()
+            ),
+        )),
+        v => Ok(v),
+    }
+}
