@@ -1,4 +1,4 @@
-//! Atomic replacement of a file: temp file in the same directory, fsync, rename, fsync of the directory.
+//! File primitives: atomic replacement (temp file, fsync, rename, fsync of the directory), appends, and reads that never follow a symlink.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -59,4 +59,13 @@ pub fn append_line(path: &Path, bytes: &[u8]) -> io::Result<u64> {
     f.write_all(bytes)?;
     f.sync_data()?;
     Ok(cut)
+}
+
+/// Opens a state file for reading without following a symlink (`ELOOP` if it is one).
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }

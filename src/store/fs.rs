@@ -225,30 +225,39 @@ impl FileStore {
         atomic::write(path, text.as_bytes()).map_err(|e| Error::io(path, &e))
     }
 
+    /// The `ID.toml` files of a state subdirectory (no dotfiles or temp files), as (id, entry).
+    fn state_files(&self, sub: &str) -> Result<Vec<(String, fs::DirEntry)>> {
+        let dir = self.dir.join(sub);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&dir, &e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
+            let name = entry.file_name();
+            let stem = name
+                .to_str()
+                .filter(|n| !n.starts_with('.'))
+                .and_then(|n| n.strip_suffix(".toml"))
+                .map(str::to_string);
+            if let Some(stem) = stem {
+                out.push((stem, entry));
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads every `*.toml` in a state subdirectory, checking each file's name matches its id.
     fn read_dir_toml<T>(&self, sub: &str) -> Result<BTreeMap<String, T>>
     where
         T: serde::de::DeserializeOwned + Named,
     {
-        let dir = self.dir.join(sub);
         let mut out = BTreeMap::new();
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(Error::io(&dir, &e)),
-        };
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some(stem) = name.strip_suffix(".toml") else {
-                continue;
-            };
-            if name.starts_with('.') {
-                continue;
-            }
-            if let Some(v) = parse::read_named::<T>(&entry.path(), stem)? {
-                out.insert(stem.to_string(), v);
+        for (stem, entry) in self.state_files(sub)? {
+            if let Some(v) = parse::read_named::<T>(&entry.path(), &stem)? {
+                out.insert(stem, v);
             }
         }
         Ok(out)
@@ -267,14 +276,7 @@ impl FileStore {
 
     /// Reads the working set, from the cache where a file is unchanged.
     fn read_todos(&self, mut cache: Cache) -> Result<(BTreeMap<String, Todo>, Option<Refresh>)> {
-        let dir = self.dir.join("todos");
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((BTreeMap::new(), None));
-            }
-            Err(e) => return Err(Error::io(&dir, &e)),
-        };
+        let files = self.state_files("todos")?;
         let now_ns = i64::try_from(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -285,16 +287,8 @@ impl FileStore {
         let mut settled_misses = 0;
         let mut out = BTreeMap::new();
         let mut keys = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some(stem) = name.strip_suffix(".toml") else {
-                continue;
-            };
-            if name.starts_with('.') {
-                continue;
-            }
+        for (stem, entry) in files {
+            let stem = stem.as_str();
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| t.is_symlink()) {
                 return Err(parse::symlink_error(&path));
@@ -515,21 +509,10 @@ impl FileStore {
     }
 
     fn list_ids(&self, sub: &str) -> Result<Vec<String>> {
-        let dir = self.dir.join(sub);
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&dir, &e)),
-        };
-        Ok(rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".toml"))
-                    .map(str::to_string)
-            })
-            .filter(|n| !n.starts_with('.'))
+        Ok(self
+            .state_files(sub)?
+            .into_iter()
+            .map(|(id, _)| id)
             .collect())
     }
 

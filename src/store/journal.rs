@@ -60,12 +60,7 @@ fn last_newline(f: &mut File, end: u64) -> io::Result<Option<u64>> {
 
 /// The last `n` complete lines of a file (without newlines), oldest first, and whether a torn tail follows.
 pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    let mut f = match opened {
+    let mut f = match crate::store::atomic::open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(e) => return Err(e),

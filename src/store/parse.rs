@@ -66,12 +66,7 @@ pub fn decode<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
 /// Reads a state file without following a symlink; `None` when it does not exist.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    let mut f = match opened {
+    let mut f = match crate::store::atomic::open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(symlink_error(path)),
