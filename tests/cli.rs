@@ -1949,3 +1949,29 @@ fn nothing_ready_says_why() {
     let v = p.fails_as("a3", &["todo", "claim"], "nothing_ready");
     assert!(msg(&v).contains("paused"), "{v}");
 }
+
+#[test]
+fn a_mutation_after_a_torn_journal_line_cuts_it_and_says_so() {
+    let p = Project::new("torn-journal-append");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.lx("journal.jsonl"))
+        .expect("open journal");
+    std::io::Write::write_all(&mut f, b"{\"seq\":99,\"at\":\"torn").expect("tear");
+    drop(f);
+    p.add("after the crash", &[]);
+    let actions: Vec<String> = p
+        .journal()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap_or("").to_string())
+        .collect();
+    let n = actions.len();
+    assert_eq!(
+        &actions[n - 2..],
+        ["journal.repair", "todo.add"],
+        "{actions:?}"
+    );
+    p.ok(&["log", "--verify"]);
+    let (code, v) = p.json(&["doctor"]);
+    assert_eq!(code, 0, "{v}");
+}

@@ -159,7 +159,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
             Ok(Some(t)) => {
                 if open_ids.contains(stem) {
                     out.push(finding(Severity::Error, format!(".loopx/todos/{stem}.toml"), None,
-                        format!("{stem} is both open and archived (an interrupted archive); --fix keeps the archived copy"), true));
+                        format!("{stem} is both open and archived (an interrupted archive); the archived copy is kept"), true));
                 }
                 if !t.status.is_final() {
                     out.push(finding(
@@ -298,7 +298,7 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
                     Severity::Error,
                     ".loopx/journal.jsonl",
                     Some(line),
-                    "a torn last line (a crash mid-append); --fix removes it",
+                    "a torn last line (a crash mid-append)",
                     true,
                 ));
             }
@@ -460,7 +460,7 @@ fn check_jsonl(
             Severity::Error,
             file,
             Some(line),
-            "a torn last line (a crash mid-append); --fix removes it",
+            "a torn last line (a crash mid-append)",
             true,
         ));
     }

@@ -116,7 +116,22 @@ pub fn append(
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
-    let (last, _) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    let (last, torn) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    let mut drafts = drafts;
+    if torn {
+        // The append cuts a torn last line (a crash mid-append) first; the journal says so.
+        let at = drafts[0].at;
+        drafts.insert(
+            0,
+            EventDraft {
+                at,
+                actor: "loopx".into(),
+                action: "journal.repair".into(),
+                target: "journal.jsonl".into(),
+                data: serde_json::json!({"removed": "a torn last line"}),
+            },
+        );
+    }
     let (mut seq, mut prev) = match last.first() {
         Some(line) => {
             let seq = serde_json::from_slice::<serde_json::Value>(line)
