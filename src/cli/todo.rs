@@ -373,33 +373,46 @@ struct Git {
 }
 
 fn git_facts(root: &Path) -> Option<Git> {
+    // One git call: porcelain v2 gives HEAD (`# branch.oid`) and the changed files together.
     let out = Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+        .args([
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+        ])
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
     if !out.status.success() {
         return None;
     }
-    let files: Vec<String> = out
-        .stdout
-        .split(|b| *b == 0)
-        .filter(|r| r.len() > 3)
-        .map(|r| String::from_utf8_lossy(&r[3..]).to_string())
-        .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
-        .collect();
-    let head = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty());
+    let mut head = None;
+    let mut files = Vec::new();
+    let mut records = out.stdout.split(|b| *b == 0);
+    while let Some(rec) = records.next() {
+        let rec = String::from_utf8_lossy(rec);
+        if let Some(oid) = rec.strip_prefix("# branch.oid ") {
+            head = Some(oid.to_string()).filter(|o| o != "(initial)");
+            continue;
+        }
+        let path = match rec.chars().next() {
+            Some('1') => rec.splitn(9, ' ').nth(8),
+            Some('2') => {
+                records.next(); // the original path of a rename
+                rec.splitn(10, ' ').nth(9)
+            }
+            Some('u') => rec.splitn(11, ' ').nth(10),
+            Some('?') => rec.get(2..),
+            _ => None,
+        };
+        if let Some(f) = path.filter(|f| !f.starts_with(".loopx/") && *f != ".loopx") {
+            files.push(f.to_string());
+        }
+    }
     Some(Git { head, files })
 }
 
