@@ -893,6 +893,21 @@ fn update_without_flags_captures_auto_evidence_in_git() {
             .is_some_and(|f| f.iter().any(|x| x == "work.txt")),
         "{e}"
     );
+
+    // A rename, a staged new file and a name with a space are all listed, by their new names.
+    git(p.root(), &["mv", "work.txt", "renamed work.txt"]);
+    std::fs::write(p.root().join("new.txt"), "n").expect("write");
+    git(p.root(), &["add", "new.txt"]);
+    let e = auto_evidence_for(&p, false);
+    let files: Vec<&str> = e["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(s)
+        .collect();
+    assert!(files.contains(&"renamed work.txt"), "{e}");
+    assert!(files.contains(&"new.txt"), "{e}");
+    assert!(!files.contains(&"work.txt"), "{e}");
 }
 
 #[test]
