@@ -11,19 +11,37 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Todo;
+use crate::kernel::{Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
 
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
 
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "(u64, u64, i64, i64)", from = "(u64, u64, i64, i64)")]
 pub struct Key {
     ino: u64,
     size: u64,
     ctime_ns: i64,
     mtime_ns: i64,
+}
+
+impl From<Key> for (u64, u64, i64, i64) {
+    fn from(k: Key) -> Self {
+        (k.ino, k.size, k.ctime_ns, k.mtime_ns)
+    }
+}
+
+impl From<(u64, u64, i64, i64)> for Key {
+    fn from((ino, size, ctime_ns, mtime_ns): (u64, u64, i64, i64)) -> Self {
+        Key {
+            ino,
+            size,
+            ctime_ns,
+            mtime_ns,
+        }
+    }
 }
 
 impl Key {
@@ -49,16 +67,108 @@ impl Key {
     }
 }
 
+/// A cached todo: every field in a fixed order, times in milliseconds, so reading it parses no
+/// names and no dates. Only todos without unknown keys are cached.
 #[derive(Debug, Serialize, Deserialize)]
-struct Entry {
-    key: Key,
-    todo: Todo,
+struct Row(
+    String,                          // id
+    String,                          // title
+    Role,                            // role
+    Priority,                        // priority
+    Status,                          // status
+    Vec<String>,                     // depends_on
+    Option<i64>,                     // every (ms)
+    Option<i64>,                     // next_due_at (ms)
+    String,                          // created_by
+    i64,                             // created_at (ms)
+    i64,                             // updated_at (ms)
+    Option<String>,                  // reason
+    Option<String>,                  // status_by
+    u64,                             // fence
+    Option<(String, u64, i64, i64)>, // lease: holder, fence, acquired_at, expires_at
+);
+
+impl Row {
+    fn of(t: &Todo) -> Option<Row> {
+        let plain = t.extra.is_empty()
+            && t.schema_version == crate::kernel::SCHEMA_VERSION
+            && t.lease.as_ref().is_none_or(|l| l.extra.is_empty());
+        plain.then(|| {
+            Row(
+                t.id.clone(),
+                t.title.clone(),
+                t.role,
+                t.priority,
+                t.status,
+                t.depends_on.clone(),
+                t.every.map(|d| d.0),
+                t.next_due_at.map(|x| x.0),
+                t.created_by.clone(),
+                t.created_at.0,
+                t.updated_at.0,
+                t.reason.clone(),
+                t.status_by.clone(),
+                t.fence,
+                t.lease
+                    .as_ref()
+                    .map(|l| (l.holder.clone(), l.fence, l.acquired_at.0, l.expires_at.0)),
+            )
+        })
+    }
+
+    fn into_todo(self) -> Todo {
+        let Row(
+            id,
+            title,
+            role,
+            priority,
+            status,
+            depends_on,
+            every,
+            next_due_at,
+            created_by,
+            created_at,
+            updated_at,
+            reason,
+            status_by,
+            fence,
+            lease,
+        ) = self;
+        Todo {
+            schema_version: crate::kernel::SCHEMA_VERSION,
+            id,
+            title,
+            role,
+            priority,
+            status,
+            depends_on,
+            every: every.map(Dur),
+            next_due_at: next_due_at.map(Ts),
+            created_by,
+            created_at: Ts(created_at),
+            updated_at: Ts(updated_at),
+            reason,
+            status_by,
+            fence,
+            lease: lease.map(|(holder, fence, acquired_at, expires_at)| Lease {
+                holder,
+                fence,
+                acquired_at: Ts(acquired_at),
+                expires_at: Ts(expires_at),
+                extra: Extra::new(),
+            }),
+            extra: Extra::new(),
+        }
+    }
 }
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry(Key, Row);
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     version: u32,
-    entries: HashMap<String, Entry>,
+    entries: Vec<Entry>,
 }
 
 /// A rewrite a load decided on, done once the lock is released: (todo id, file key) pairs.
@@ -73,7 +183,7 @@ pub struct Refresh {
 /// The cache as loaded.
 #[derive(Debug, Default)]
 pub struct Cache {
-    entries: HashMap<String, Entry>,
+    entries: HashMap<String, (Key, Row)>,
 }
 
 impl Cache {
@@ -83,7 +193,12 @@ impl Cache {
             .ok()
             .and_then(|b| serde_json::from_slice::<File>(&b).ok())
             .filter(|f| f.version == VERSION)
-            .map(|f| f.entries)
+            .map(|f| {
+                f.entries
+                    .into_iter()
+                    .map(|Entry(k, r)| (r.0.clone(), (k, r)))
+                    .collect()
+            })
             .unwrap_or_default();
         Cache { entries }
     }
@@ -91,7 +206,7 @@ impl Cache {
     /// The cached todo for this file version, taken out of the cache.
     pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
         match self.entries.remove(stem) {
-            Some(e) if e.key == key => Some(e.todo),
+            Some((k, row)) if k == key => Some(row.into_todo()),
             _ => None,
         }
     }
@@ -111,16 +226,8 @@ impl Cache {
     pub fn write(path: &Path, todos: &[(Key, &Todo)], now_ns: i64) {
         let entries = todos
             .iter()
-            .filter(|(k, t)| k.is_settled(now_ns) && t.extra.is_empty())
-            .map(|(k, t)| {
-                (
-                    t.id.clone(),
-                    Entry {
-                        key: *k,
-                        todo: (*t).clone(),
-                    },
-                )
-            })
+            .filter(|(k, _)| k.is_settled(now_ns))
+            .filter_map(|(k, t)| Row::of(t).map(|r| Entry(*k, r)))
             .collect();
         let f = File {
             version: VERSION,
