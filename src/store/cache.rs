@@ -245,3 +245,56 @@ impl Cache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo() -> Todo {
+        Todo {
+            schema_version: 1,
+            id: "t-abcdef".into(),
+            title: "a title, with \"quotes\"".into(),
+            role: Role::User,
+            priority: Priority::P1,
+            status: Status::Blocked,
+            depends_on: vec!["t-zzzzzz".into()],
+            every: Some(Dur::from_hours(2)),
+            next_due_at: Some(Ts(1_800_000_000_123)),
+            created_by: "agent-a".into(),
+            created_at: Ts(1_700_000_000_001),
+            updated_at: Ts(1_700_000_000_002),
+            reason: Some("waiting".into()),
+            status_by: Some("agent-a".into()),
+            fence: 7,
+            lease: Some(Lease {
+                holder: "agent-b".into(),
+                fence: 7,
+                acquired_at: Ts(1_700_000_000_003),
+                expires_at: Ts(1_700_000_000_004),
+                extra: Extra::new(),
+            }),
+            extra: Extra::new(),
+        }
+    }
+
+    #[test]
+    fn a_row_keeps_every_field() {
+        let t = todo();
+        let json = serde_json::to_vec(&Row::of(&t).unwrap()).unwrap();
+        let back: Row = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back.into_todo(), t);
+    }
+
+    #[test]
+    fn todos_with_unknown_keys_are_not_cached() {
+        let mut t = todo();
+        t.extra.insert("mine".into(), toml::Value::Integer(1));
+        assert!(Row::of(&t).is_none());
+        let mut t = todo();
+        if let Some(l) = t.lease.as_mut() {
+            l.extra.insert("mine".into(), toml::Value::Integer(1));
+        }
+        assert!(Row::of(&t).is_none());
+    }
+}
