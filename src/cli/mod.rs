@@ -16,9 +16,28 @@ use serde_json::{Map, Value, json};
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::FileStore;
 
+/// The end of `loopx --help`: an agent's turn and the exit codes.
+const AFTER_HELP: &str = "\
+An agent's turn:
+  loopx quota should-run     exit 0: run a turn; 3: not now (see its decision)
+  loopx todo claim           the best ready todo, with a lease and a fence
+  loopx todo update          evidence (git HEAD, changed files) captured for you
+  loopx quota spend-slot
+  loopx refresh-state        writes .loopx/STATE.md, prints the next turn's packet
+
+Exit codes: 0 ok, 1 I/O, 2 usage, 3 not now or not ready, 4 conflict, 5 not found,
+6 invalid state, 7 owner authority needed, 8 busy.";
+
 /// loopx: durable, auditable state for long-running AI agents, and the owner's decisions.
 #[derive(Debug, Parser)]
-#[command(name = "loopx", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "loopx",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     /// The project root that holds .loopx/ (default: this directory or the nearest parent with one).
     #[arg(long, global = true, env = "LOOPX_DIR", value_name = "DIR")]
