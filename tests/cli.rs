@@ -1990,3 +1990,36 @@ fn a_mutation_after_a_torn_journal_line_cuts_it_and_says_so() {
     let (code, v) = p.json(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn owner_commands_keep_the_comments_of_loopx_toml() {
+    let p = Project::new("comments");
+    let path = p.lx("loopx.toml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let text = format!("# edited by hand\n{text}")
+        .replace("[quota]", "# for the whole team\n[quota]")
+        .replace(
+            "slots = 100",
+            "slots = 100  # raise it for the benchmark week",
+        );
+    std::fs::write(
+        &path,
+        format!("{text}\n[notes]\nowner = \"dana\" # who to ask\n"),
+    )
+    .expect("write");
+    p.ok(&["goal", "pause", "--reason", "weekend"]);
+    p.ok(&["quota", "set", "--slots", "40"]);
+    let after = std::fs::read_to_string(&path).expect("read");
+    for kept in [
+        "# edited by hand",
+        "# for the whole team",
+        "slots = 40  # raise it for the benchmark week",
+        "owner = \"dana\" # who to ask",
+        "status = \"paused\"",
+        "reason = \"weekend\"",
+    ] {
+        assert!(after.contains(kept), "`{kept}` is missing:\n{after}");
+    }
+    let (code, v) = p.json(&["doctor"]);
+    assert_eq!(code, 0, "{v}");
+}

@@ -220,6 +220,19 @@ impl FileStore {
         })
     }
 
+    /// Writes `loopx.toml`, keeping the comments and layout a person gave it where values did not
+    /// change (the merged text is used only if it reads back as exactly `cfg`).
+    fn write_config(&self, cfg: &Config) -> Result<()> {
+        let path = self.path("loopx.toml");
+        let fresh = parse::encode(cfg)?;
+        let merged = parse::read_bytes(&path)?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|old| parse::merge_keeping_comments(&old, &fresh))
+            .filter(|m| toml::from_str::<Config>(m).is_ok_and(|back| back == *cfg));
+        let text = merged.unwrap_or(fresh);
+        atomic::write(&path, text.as_bytes()).map_err(|e| Error::io(&path, &e))
+    }
+
     fn write_toml<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<()> {
         let text = parse::encode(value)?;
         atomic::write(path, text.as_bytes()).map_err(|e| Error::io(path, &e))
@@ -424,7 +437,7 @@ impl FileStore {
                     atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
                 }
                 Write::Gate(g) => self.write_toml(&self.gate_path(&g.id), &g)?,
-                Write::Config(c) => self.write_toml(&self.path("loopx.toml"), &c)?,
+                Write::Config(c) => self.write_config(&c)?,
                 Write::Quota(q) => self.write_toml(&self.path("quota.toml"), &q)?,
                 Write::Evidence(id, e) => {
                     let p = self.evidence_path(&id);

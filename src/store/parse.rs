@@ -140,3 +140,45 @@ pub fn read_named<T: DeserializeOwned + Named>(path: &Path, stem: &str) -> Resul
         v => Ok(v),
     }
 }
+
+/// Rewrites the TOML text `old` to hold exactly the values of `new`, keeping `old`'s comments,
+/// key order and formatting wherever a value did not change. None when either does not parse.
+pub fn merge_keeping_comments(old: &str, new: &str) -> Option<String> {
+    let mut doc: toml_edit::DocumentMut = old.parse().ok()?;
+    let new: toml_edit::DocumentMut = new.parse().ok()?;
+    merge_table(doc.as_table_mut(), new.as_table());
+    Some(doc.to_string())
+}
+
+fn merge_table(old: &mut toml_edit::Table, new: &toml_edit::Table) {
+    use toml_edit::Item;
+    let gone: Vec<String> = old
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| !new.contains_key(k))
+        .collect();
+    for k in gone {
+        old.remove(&k);
+    }
+    for (k, item) in new.iter() {
+        match (old.get_mut(k), item) {
+            (Some(Item::Table(ot)), Item::Table(nt)) => merge_table(ot, nt),
+            (Some(Item::Value(ov)), Item::Value(nv)) => {
+                let bare = |v: &toml_edit::Value| {
+                    let mut v = v.clone();
+                    v.decor_mut().clear();
+                    v.to_string()
+                };
+                if bare(ov) != bare(nv) {
+                    let decor = ov.decor().clone();
+                    *ov = nv.clone();
+                    *ov.decor_mut() = decor;
+                }
+            }
+            (Some(slot), _) => *slot = item.clone(),
+            (None, _) => {
+                old.insert(k, item.clone());
+            }
+        }
+    }
+}
