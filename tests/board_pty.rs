@@ -1,5 +1,6 @@
 //! End to end in a real terminal (tmux): the board shows a gate another process opens, keys approve it,
-//! and the gate file on disk says approved. Skips with a message when tmux is absent.
+//! and the gate file on disk says approved; `start-goal --guided` asks its questions. Skips with a
+//! message when tmux is absent.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -294,5 +295,64 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
         }
     }
     t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn start_goal_guided_asks_on_a_terminal() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let dir = temp_dir("guided");
+    let t = Tmux {
+        socket: format!("loopx-guided-{}", std::process::id()),
+        session: "guided".into(),
+    };
+    let cmd = format!(
+        "'{}' start-goal --guided --project '{}' --goal-text 'Run a multi-day benchmark suite'; sleep 5",
+        BIN,
+        dir.display()
+    );
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("Success criteria", Duration::from_secs(10))
+        .unwrap();
+    t.keys(&["p95 latency for three days", "Enter"]);
+    t.keys(&["Enter"]);
+    t.wait_for("Turns per", Duration::from_secs(5)).unwrap();
+    t.keys(&["50", "Enter"]);
+    t.wait_for("First todos", Duration::from_secs(5)).unwrap();
+    t.keys(&["write the harness", "Enter"]);
+    t.keys(&["Enter"]);
+    t.wait_for("started goal-", Duration::from_secs(5)).unwrap();
+
+    let cfg = std::fs::read_to_string(dir.join(".loopx/loopx.toml")).unwrap();
+    assert!(cfg.contains("p95 latency for three days"), "{cfg}");
+    assert!(cfg.contains("slots = 50"), "{cfg}");
+    let todos: Vec<String> = std::fs::read_dir(dir.join(".loopx/todos"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(todos.len(), 1, "{todos:?}");
+    assert!(
+        todos[0].contains("title = \"write the harness\""),
+        "{todos:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
