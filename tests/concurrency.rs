@@ -250,3 +250,26 @@ fn the_cache_never_hides_a_hand_edit() {
     assert_eq!(out.status.code(), Some(6), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_archived_count_follows_every_archive() {
+    let dir = project("count");
+    let ids = add_todos(&dir, 4);
+    for (n, id) in ids.iter().enumerate() {
+        thread::sleep(std::time::Duration::from_millis(40));
+        // Twice: the first status may write the count's cache, the second reads it.
+        for _ in 0..2 {
+            let st = json(&loopx(&dir, "a", &["status"]));
+            assert_eq!(st["archived"], n, "{st}");
+        }
+        assert!(loopx(&dir, "a", &["todo", "claim", id]).status.success());
+        let done = loopx(&dir, "a", &["todo", "update", id, "--status", "done"]);
+        assert!(done.status.success(), "{done:?}");
+    }
+    // A file dropped into archive/ by hand counts too.
+    let extra = dir.join(".loopx/archive/t-zzzzzz.toml");
+    std::fs::copy(dir.join(format!(".loopx/archive/{}.toml", ids[0])), &extra).unwrap();
+    let st = json(&loopx(&dir, "a", &["status"]));
+    assert_eq!(st["archived"], 5, "{st}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,7 +47,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
     for t in snap.todos.values() {
         *counts.entry(t.status.as_str()).or_default() += 1;
     }
-    let archived = store.archived_ids()?.len();
+    let archived = store.archived_count()?;
     let ready = readiness::ready(&snap, &ctx.agent, now).len();
     let claimed: Vec<Value> = snap
         .todos

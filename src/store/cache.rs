@@ -246,6 +246,54 @@ impl Cache {
     }
 }
 
+/// How many files a directory holds, cached by the directory's own key: adding or removing an
+/// entry changes the directory's mtime and ctime, so a count read while its key is unchanged
+/// (and settled, as for todos) is still right.
+pub fn dir_count(dir: &Path, cache: &Path) -> std::io::Result<usize> {
+    let meta = std::fs::metadata(dir)?;
+    let key = Key::of(&meta);
+    let cached = std::fs::read(cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<(Key, usize)>(&b).ok());
+    if let Some((k, n)) = cached
+        && k == key
+    {
+        return Ok(n);
+    }
+    let n = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            !name.starts_with('.') && name.ends_with(".toml")
+        })
+        .count();
+    let now_ns = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    )
+    .unwrap_or(i64::MAX);
+    // Re-stat: the count is only worth keeping if nothing changed while counting.
+    if key.is_settled(now_ns) && std::fs::metadata(dir).map(|m| Key::of(&m)).ok() == Some(key) {
+        if let Ok(bytes) = serde_json::to_vec(&(key, n)) {
+            let name = cache
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("count");
+            let tmp = cache.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+            if let Some(d) = cache.parent() {
+                let _ = std::fs::create_dir_all(d);
+            }
+            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

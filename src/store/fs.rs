@@ -529,6 +529,16 @@ impl FileStore {
             .collect())
     }
 
+    /// How many todos are archived, without listing `archive/` when it has not changed.
+    pub fn archived_count(&self) -> Result<usize> {
+        let dir = self.dir.join("archive");
+        match crate::store::cache::dir_count(&dir, &self.path("cache/archive.json")) {
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(Error::io(&dir, &e)),
+        }
+    }
+
     /// Every archived todo id.
     pub fn archived_ids(&self) -> Result<Vec<String>> {
         self.list_ids("archive")
