@@ -234,15 +234,20 @@ impl Cache {
             entries,
         };
         if let Ok(bytes) = serde_json::to_vec(&f) {
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
-            let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
+            write_unsynced(path, &bytes);
         }
+    }
+}
+
+/// Replaces a cache file by temp file and rename, without fsync (it is only a cache).
+fn write_unsynced(path: &Path, bytes: &[u8]) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
 }
 
@@ -276,20 +281,11 @@ pub fn dir_count(dir: &Path, cache: &Path) -> std::io::Result<usize> {
     )
     .unwrap_or(i64::MAX);
     // Re-stat: the count is only worth keeping if nothing changed while counting.
-    if key.is_settled(now_ns) && std::fs::metadata(dir).map(|m| Key::of(&m)).ok() == Some(key) {
-        if let Ok(bytes) = serde_json::to_vec(&(key, n)) {
-            let name = cache
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("count");
-            let tmp = cache.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-            if let Some(d) = cache.parent() {
-                let _ = std::fs::create_dir_all(d);
-            }
-            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-        }
+    if key.is_settled(now_ns)
+        && std::fs::metadata(dir).map(|m| Key::of(&m)).ok() == Some(key)
+        && let Ok(bytes) = serde_json::to_vec(&(key, n))
+    {
+        write_unsynced(cache, &bytes);
     }
     Ok(n)
 }
