@@ -389,40 +389,40 @@ pub fn update(
     let mut archive = false;
     let mut action = "todo.update";
     if let Some(s) = u.status {
-        t.reason = u
-            .reason
-            .clone()
-            .or(t.reason.take().filter(|_| s == t.status));
+        // A change of status drops the old reason, unless a new one is given.
+        if s != t.status {
+            t.reason = None;
+        }
         t.status_by = Some(agent.to_string());
-        match s {
-            Status::Open => {}
-            Status::Done if t.every.is_some() => {
-                let every = t.every.unwrap_or_default();
+        action = match (s, t.every) {
+            (Status::Open, _) => "todo.update",
+            (Status::Done, Some(every)) => {
                 t.next_due_at = Some(now.add(every));
                 t.lease = None;
-                action = "todo.done_recurring";
+                "todo.done_recurring"
             }
-            Status::Done | Status::Cancelled => {
+            (Status::Done | Status::Cancelled, _) => {
                 t.status = s;
                 t.lease = None;
                 archive = true;
-                action = if s == Status::Done {
+                if s == Status::Done {
                     "todo.done"
                 } else {
                     "todo.cancel"
-                };
+                }
             }
-            Status::Blocked | Status::Deferred => {
+            (Status::Blocked | Status::Deferred, _) => {
                 t.status = s;
                 t.lease = None;
-                action = if s == Status::Blocked {
+                if s == Status::Blocked {
                     "todo.block"
                 } else {
                     "todo.defer"
-                };
+                }
             }
-        }
-    } else if let Some(r) = &u.reason {
+        };
+    }
+    if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
     c.event(
