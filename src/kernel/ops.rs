@@ -37,6 +37,14 @@ pub struct Change {
 }
 
 impl Change {
+    /// An empty change that is the owner's: the store signs it, or refuses it without the key.
+    pub fn by_owner() -> Change {
+        Change {
+            owner: true,
+            ..Change::default()
+        }
+    }
+
     fn event(&mut self, now: Ts, actor: &str, action: &str, target: &str, data: serde_json::Value) {
         self.events.push(EventDraft {
             at: now,
@@ -496,10 +504,7 @@ pub fn release_by_owner(
         ));
     }
     t.updated_at = now;
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
+    let mut c = Change::by_owner();
     c.event(
         now,
         owner,
@@ -559,10 +564,7 @@ pub fn reassign(
         .as_ref()
         .map(|l| json!({"holder": l.holder, "fence": l.fence}));
     grant(&mut t, to, now, ttl);
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
+    let mut c = Change::by_owner();
     c.event(
         now,
         owner,
@@ -688,10 +690,7 @@ pub fn decide_gate(
     g.journal_head = None;
     g.signature = None;
     g.proven = true;
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
+    let mut c = Change::by_owner();
     let action = format!(
         "gate.{}",
         match status {
@@ -749,10 +748,7 @@ pub fn set_goal_status(
         GoalStatus::Paused => "goal.pause",
         GoalStatus::Complete => "goal.complete",
     };
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
+    let mut c = Change::by_owner();
     c.event(
         now,
         owner,
@@ -789,10 +785,7 @@ pub fn set_quota(
     if let Some(m) = min_interval {
         cfg.quota.min_interval = m;
     }
-    let mut c = Change {
-        owner: true,
-        ..Change::default()
-    };
+    let mut c = Change::by_owner();
     c.event(now, owner, "quota.set", "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
     c.writes.push(Write::Config(cfg.clone()));

@@ -239,6 +239,17 @@ impl Cache {
     }
 }
 
+/// The system clock in ns since the epoch, to compare with file times.
+pub fn now_ns() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    )
+    .unwrap_or(i64::MAX)
+}
+
 /// Replaces a cache file by temp file and rename, without fsync (it is only a cache).
 fn write_unsynced(path: &Path, bytes: &[u8]) {
     if let Some(dir) = path.parent() {
@@ -273,13 +284,7 @@ pub fn dir_count(dir: &Path, cache: &Path) -> std::io::Result<usize> {
             !name.starts_with('.') && name.ends_with(".toml")
         })
         .count();
-    let now_ns = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    )
-    .unwrap_or(i64::MAX);
+    let now_ns = now_ns();
     // Re-stat: the count is only worth keeping if nothing changed while counting.
     if key.is_settled(now_ns)
         && std::fs::metadata(dir).map(|m| Key::of(&m)).ok() == Some(key)

@@ -290,13 +290,7 @@ impl FileStore {
     /// Reads the working set, from the cache where a file is unchanged.
     fn read_todos(&self, mut cache: Cache) -> Result<(BTreeMap<String, Todo>, Option<Refresh>)> {
         let files = self.state_files("todos")?;
-        let now_ns = i64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        )
-        .unwrap_or(i64::MAX);
+        let now_ns = crate::store::cache::now_ns();
         let mut settled_misses = 0;
         let mut out = BTreeMap::new();
         let mut keys = Vec::new();
