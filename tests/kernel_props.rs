@@ -333,3 +333,39 @@ proptest! {
         prop_assert_eq!(t.to_string().parse::<Ts>().unwrap(), t);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Whatever bytes a state file holds, reading it gives a value or an error naming the file.
+    #[test]
+    fn any_state_text_parses_or_names_the_file(text in "(?s)[ -~\n\t\u{e9}\u{4e2d}]{0,300}") {
+        let path = std::path::Path::new("/p/.loopx/todos/t-abcdef.toml");
+        for r in [
+            loopx::store::parse::decode::<Todo>(path, &text).err(),
+            loopx::store::parse::decode::<Gate>(path, &text).err(),
+            loopx::store::parse::decode::<Config>(path, &text).err(),
+            loopx::store::parse::decode::<QuotaFile>(path, &text).err(),
+        ].into_iter().flatten() {
+            prop_assert!(r.message.starts_with(".loopx/todos/t-abcdef.toml"), "{}", r.message);
+            prop_assert!(matches!(r.code, Code::InvalidState | Code::SchemaTooNew));
+        }
+    }
+
+    /// Any bytes in the journal are verified without a panic, and a break names a real line.
+    #[test]
+    fn any_journal_bytes_verify_without_panic(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+        let (brk, _) = loopx::store::journal::verify(&bytes);
+        if let Some(b) = brk {
+            let lines = bytes.iter().filter(|c| **c == b'\n').count();
+            prop_assert!(b.line >= 1 && b.line <= lines.max(1), "line {} of {}", b.line, lines);
+        }
+    }
+
+    /// Durations and times from any text parse or are refused, never panic.
+    #[test]
+    fn any_duration_or_time_text_is_handled(text in "[0-9dhmsPT:.Z+-]{0,24}") {
+        let _ = text.parse::<Dur>();
+        let _ = text.parse::<Ts>();
+    }
+}
