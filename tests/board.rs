@@ -248,6 +248,7 @@ decided_at = "{1}""#,
         gates: gates.into_iter().map(|g| (g.id.clone(), g)).collect(),
         quota,
         archived: Default::default(),
+        quarantined: Default::default(),
     }
 }
 

@@ -444,13 +444,11 @@ fn path_like_ids_and_symlinks_touch_nothing_outside() {
     std::fs::remove_file(&ev).unwrap();
     let link = p.path("todos/t-zzzzzz.toml");
     std::os::unix::fs::symlink(&outside, &link).unwrap();
+    // It is quarantined: named, never followed, and the rest of the project goes on.
     let out = p.agent(&["status"]);
-    assert_eq!(code(&out), (Some(6), "invalid_state".into()));
-    assert!(
-        json(&out)["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("symlink")
-    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let q = &json(&out)["quarantined"][0];
+    assert_eq!(q["file"], ".loopx/todos/t-zzzzzz.toml", "{q}");
+    assert!(q["message"].as_str().unwrap().contains("symlink"), "{q}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
 }

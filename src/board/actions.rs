@@ -3,7 +3,7 @@
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Role, Ts};
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, StoreExt};
 
 /// Something the owner asks for on the board.
 #[derive(Debug, Clone, PartialEq, Eq)]

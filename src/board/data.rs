@@ -269,6 +269,7 @@ impl Loader {
         self.journal_into(&mut d);
         if let Some(config) = config {
             d.full = Some(Snapshot {
+                quarantined: Default::default(),
                 config,
                 todos,
                 gates,

@@ -13,7 +13,7 @@ use crate::kernel::{
     Config, Dur, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role,
     SCHEMA_VERSION, Ts,
 };
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, StoreExt};
 
 /// A tiny xorshift generator: the demo needs variety, not quality.
 #[derive(Debug, Clone)]

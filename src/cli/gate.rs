@@ -6,7 +6,7 @@ use super::{Ctx, Out, to_json};
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{Gate, GateStatus, Result};
-use crate::store::Store;
+use crate::store::{Store, StoreExt};
 
 /// `gate ...`.
 #[derive(Debug, Subcommand)]

@@ -13,7 +13,7 @@ use crate::kernel::{
     Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role,
     SCHEMA_VERSION,
 };
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, StoreExt};
 
 /// `start-goal`.
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
 use crate::kernel::{Config, Dur, QuotaFile, Result, ops};
-use crate::store::Store;
+use crate::store::{Store, StoreExt};
 
 /// `quota ...`.
 #[derive(Debug, Subcommand)]
@@ -90,6 +90,9 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             }
             if a.questions_more > 0 {
                 text.push_str(&format!("\n  and {} more", a.questions_more));
+            }
+            for p in &a.problems {
+                text.push_str(&format!("\n  quarantined: {p}"));
             }
             let exit = if a.decision == Decision::Run { 0 } else { 3 };
             let mut out = Out {

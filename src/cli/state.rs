@@ -92,6 +92,9 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
             should_run::cut(&gate.question, 100)
         ));
     }
+    for p in snap.quarantined.values() {
+        text.push_str(&format!("quarantined: {}: {}\n", p.at(), p.message));
+    }
     text.push_str(&format!("quota: {} of {} in {}", u.used, u.limit, u.window));
     let j = json!({
         "goal": to_json(g),
@@ -101,6 +104,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "claimed": claimed,
         "pending_gates": pending.iter().map(|g| json!({"id": g.id, "question": g.question, "opened_by": g.opened_by})).collect::<Vec<_>>(),
         "quota": to_json(&u),
+        "quarantined": snap.quarantined.values().collect::<Vec<_>>(),
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {

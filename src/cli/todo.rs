@@ -13,7 +13,7 @@ use crate::kernel::readiness;
 use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
 };
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, StoreExt};
 
 /// `todo ...`.
 #[derive(Debug, Subcommand)]
@@ -528,6 +528,9 @@ fn list(
 fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
     let snap = store.load()?;
     let id = store.resolve_todo(&snap, input)?;
+    if let Some(p) = snap.quarantined.get(&id) {
+        return Err(p.to_error());
+    }
     let t = match snap.todos.get(&id) {
         Some(t) => t.clone(),
         None => store

@@ -22,8 +22,11 @@ pub fn gate_message(g: &Gate, journal_head: &str) -> String {
 }
 
 /// The text an owner's journal line is signed over: every field but `sig`.
+///
+/// A line of a transaction (with `tx`) also signs the transaction and the hash of every file it
+/// writes, so the owner's signature proves the content of those files.
 pub fn event_message(e: &Event) -> String {
-    format!(
+    let mut m = format!(
         "loopx-event-v1\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         e.seq,
         e.at,
@@ -32,7 +35,14 @@ pub fn event_message(e: &Event) -> String {
         e.target,
         serde_json::to_string(&e.data).unwrap_or_default(),
         e.prev
-    )
+    );
+    if let Some(tx) = e.tx {
+        m.push_str(&format!(
+            "\ntx {tx}\n{}",
+            serde_json::to_string(&e.files).unwrap_or_default()
+        ));
+    }
+    m
 }
 
 /// Journal actions that only the owner may take; their lines must carry a valid `sig`.
@@ -99,6 +109,31 @@ pub fn gate_proven(g: &Gate, key: Option<&OwnerPub>) -> bool {
     match (key, &g.signature, &g.journal_head) {
         (Some(k), Some(sig), Some(head)) => k.verify(&gate_message(g, head), sig),
         _ => false,
+    }
+}
+
+/// The gate that stands for a gate file loopx cannot read: pending and global, so every agent
+/// todo waits until the file is fixed (fail closed).
+pub fn unreadable_gate(id: &str, p: &crate::kernel::model::Problem) -> Gate {
+    let at = p.at();
+    Gate {
+        schema_version: crate::kernel::model::SCHEMA_VERSION,
+        id: id.to_string(),
+        question: format!("{at} cannot be read ({}); fix or restore it", p.message),
+        options: Vec::new(),
+        blocks: Vec::new(),
+        global: true,
+        opened_by: "loopx".into(),
+        opened_at: crate::kernel::Ts(0),
+        status: GateStatus::Pending,
+        decided_by: None,
+        decided_at: None,
+        option: None,
+        reason: None,
+        journal_head: None,
+        signature: None,
+        extra: Default::default(),
+        proven: true,
     }
 }
 

@@ -60,6 +60,9 @@ impl Change {
 pub const OWNER: &str = "owner";
 
 fn todo<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Todo> {
+    if let Some(p) = snap.quarantined.get(id) {
+        return Err(p.to_error());
+    }
     snap.todos.get(id).ok_or_else(|| {
         let msg = match snap.archived.get(id) {
             Some(s) => format!("todo {id} is {} and archived", s.as_str()),
@@ -70,6 +73,9 @@ fn todo<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Todo> {
 }
 
 fn gate<'a>(snap: &'a Snapshot, id: &str) -> Result<&'a Gate> {
+    if let Some(p) = snap.quarantined.get(id) {
+        return Err(p.to_error());
+    }
     snap.gates.get(id).ok_or_else(|| {
         Error::new(Code::NotFound, format!("no gate {id}"))
             .hint("list gates with `loopx gate list`")

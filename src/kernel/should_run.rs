@@ -73,12 +73,35 @@ pub struct Answer {
     pub quota: Usage,
     /// Seconds until asking again makes sense.
     pub retry_after_s: Option<i64>,
+    /// Files loopx cannot read (quarantined: their todos are never offered), at most three,
+    /// as `file:line: what`; absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// The most quarantined files named in an answer.
+pub const MAX_PROBLEMS: usize = 3;
+
+/// Quarantined files, in brief: at most three, each cut to 120 characters.
+pub fn problems(snap: &Snapshot) -> Vec<String> {
+    let n = snap.quarantined.len();
+    let mut out: Vec<String> = snap
+        .quarantined
+        .values()
+        .take(MAX_PROBLEMS)
+        .map(|p| cut(&format!("{}: {}", p.at(), p.message), MAX_TITLE_CHARS))
+        .collect();
+    if n > MAX_PROBLEMS {
+        out.push(format!("and {} more: run `loopx doctor`", n - MAX_PROBLEMS));
+    }
+    out
 }
 
 /// Decides whether `agent` should run a turn at `now`. Reads only the snapshot.
 pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     let (questions, questions_more) = pending_questions(snap);
     let usage = quota::usage(&snap.quota, &snap.config.quota, now);
+    let problems = problems(snap);
     let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
         should_run: decision == Decision::Run,
         decision,
@@ -88,6 +111,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         questions_more,
         quota: usage.clone(),
         retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
+        problems: problems.clone(),
     };
 
     match snap.config.goal.status {

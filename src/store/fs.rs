@@ -9,15 +9,22 @@ use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{
-    Code, Config, Error, Event, Evidence, Gate, QuotaFile, Result, Snapshot, Todo,
+    Code, Config, Error, Event, Evidence, Gate, Problem, QuotaFile, Result, Snapshot, Todo,
 };
 use crate::store::cache::{Cache, Key, Refresh};
 use crate::store::owner;
 use crate::store::parse::{self, Named, shown};
-use crate::store::{Store, atomic, journal, lock};
+use crate::store::{Store, Transaction, atomic, journal, lock, tx};
 
 /// The name of the state directory.
 pub const DIR: &str = ".loopx";
+
+/// Todos read from `todos/`: the good ones, the quarantined ones, and a cache refresh to do.
+type Todos = (
+    BTreeMap<String, Todo>,
+    BTreeMap<String, Problem>,
+    Option<Refresh>,
+);
 
 /// A project's `.loopx/` on disk.
 #[derive(Debug, Clone)]
@@ -127,20 +134,26 @@ impl FileStore {
             let p = self.dir.join(sub);
             fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
         }
-        self.write_toml(&self.path("loopx.toml"), config)?;
-        self.write_toml(
-            &self.path("quota.toml"),
-            &QuotaFile {
-                schema_version: 1,
-                ..Default::default()
-            },
-        )?;
-        let gi = self.dir.join(".gitignore");
-        if !gi.exists() {
-            atomic::write(&gi, b"lock\ncache/\n.*.tmp-*\n").map_err(|e| Error::io(&gi, &e))?;
+        self.recover()?;
+        let mut ops = vec![
+            tx::Op::put("loopx.toml", parse::encode(config)?.into_bytes()),
+            tx::Op::put(
+                "quota.toml",
+                parse::encode(&QuotaFile {
+                    schema_version: 1,
+                    ..Default::default()
+                })?
+                .into_bytes(),
+            ),
+        ];
+        if fs::symlink_metadata(self.dir.join(".gitignore")).is_err() {
+            ops.push(tx::Op::put(
+                ".gitignore",
+                b"lock\ncache/\n.*.tmp-*\n".to_vec(),
+            ));
         }
-        journal::append(
-            &self.journal_path(),
+        self.commit_ops(
+            ops,
             vec![crate::kernel::EventDraft {
                 at: config.goal.created_at,
                 actor: actor.to_string(),
@@ -191,6 +204,7 @@ impl FileStore {
                 data: serde_json::json!({"moved_to": shown(&dest)}),
             }],
             signer.as_ref(),
+            None,
         )?;
         for name in [
             "loopx.toml",
@@ -220,22 +234,16 @@ impl FileStore {
         })
     }
 
-    /// Writes `loopx.toml`, keeping the comments and layout a person gave it where values did not
-    /// change (the merged text is used only if it reads back as exactly `cfg`).
-    fn write_config(&self, cfg: &Config) -> Result<()> {
+    /// The text of `loopx.toml` for `cfg`, keeping the comments and layout a person gave it where
+    /// values did not change (the merged text is used only if it reads back as exactly `cfg`).
+    fn config_text(&self, cfg: &Config) -> Result<Vec<u8>> {
         let path = self.path("loopx.toml");
         let fresh = parse::encode(cfg)?;
         let merged = parse::read_bytes(&path)?
             .and_then(|b| String::from_utf8(b).ok())
             .and_then(|old| parse::merge_keeping_comments(&old, &fresh))
             .filter(|m| toml::from_str::<Config>(m).is_ok_and(|back| back == *cfg));
-        let text = merged.unwrap_or(fresh);
-        atomic::write(&path, text.as_bytes()).map_err(|e| Error::io(&path, &e))
-    }
-
-    fn write_toml<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<()> {
-        let text = parse::encode(value)?;
-        atomic::write(path, text.as_bytes()).map_err(|e| Error::io(path, &e))
+        Ok(merged.unwrap_or(fresh).into_bytes())
     }
 
     /// The `ID.toml` files of a state subdirectory (no dotfiles or temp files), as (id, entry).
@@ -288,8 +296,9 @@ impl FileStore {
     }
 
     /// Reads the working set, from the cache where a file is unchanged.
-    fn read_todos(&self, mut cache: Cache) -> Result<(BTreeMap<String, Todo>, Option<Refresh>)> {
+    fn read_todos(&self, mut cache: Cache) -> Result<Todos> {
         let files = self.state_files("todos")?;
+        let mut quarantined = BTreeMap::new();
         let now_ns = crate::store::cache::now_ns();
         let mut settled_misses = 0;
         let mut out = BTreeMap::new();
@@ -297,23 +306,29 @@ impl FileStore {
         for (stem, entry) in files {
             let stem = stem.as_str();
             let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
-                return Err(parse::symlink_error(&path));
-            }
             let meta = match entry.metadata() {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io(&path, &e)),
             };
             let key = Key::of(&meta);
-            let todo = match cache.take(stem, key) {
+            let cached = meta
+                .file_type()
+                .is_file()
+                .then(|| cache.take(stem, key))
+                .flatten();
+            let todo = match cached {
                 Some(t) => t,
                 None => {
                     settled_misses += usize::from(key.is_settled(now_ns));
-                    let Some(t) = parse::read_named::<Todo>(&path, stem)? else {
-                        continue;
-                    };
-                    t
+                    match self.read_state::<Todo>(&path, stem, &meta) {
+                        Ok(Some(t)) => t,
+                        Ok(None) => continue,
+                        Err(p) => {
+                            quarantined.insert(stem.to_string(), p);
+                            continue;
+                        }
+                    }
                 }
             };
             keys.push((stem.to_string(), key));
@@ -321,7 +336,25 @@ impl FileStore {
         }
         let refresh =
             Cache::worth_rewrite(settled_misses, out.len()).then_some(Refresh { keys, now_ns });
-        Ok((out, refresh))
+        Ok((out, quarantined, refresh))
+    }
+
+    /// Reads one state file of a directory listing; a file that cannot be read is a `Problem`
+    /// (quarantined), except an I/O failure of the disk itself.
+    fn read_state<T>(
+        &self,
+        path: &Path,
+        stem: &str,
+        meta: &fs::Metadata,
+    ) -> std::result::Result<Option<T>, Problem>
+    where
+        T: serde::de::DeserializeOwned + Named,
+    {
+        let problem = |e: Error| Problem::of(&e, &shown(path));
+        if meta.file_type().is_symlink() {
+            return Err(problem(parse::symlink_error(path)));
+        }
+        parse::read_named::<T>(path, stem).map_err(problem)
     }
 
     /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
@@ -352,8 +385,8 @@ impl FileStore {
     fn load_with(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
-        let (todos, refresh) = self.read_todos(cache)?;
-        let mut gates: BTreeMap<String, Gate> = self.read_dir_toml("gates")?;
+        let (todos, mut quarantined, refresh) = self.read_todos(cache)?;
+        let mut gates = self.read_gates(&mut quarantined)?;
         let key = self.owner_pub()?;
         // One signature over owner.proofs stands for many decisions; a decision not listed
         // there is checked on its own.
@@ -362,7 +395,10 @@ impl FileStore {
             Some(k) if decided => self.read_proofs(k),
             _ => Default::default(),
         };
-        for g in gates.values_mut() {
+        for g in gates
+            .values_mut()
+            .filter(|g| !quarantined.contains_key(&g.id))
+        {
             g.proven = g.status == GateStatus::Pending
                 || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
                 || authority::gate_proven(g, key.as_ref());
@@ -377,7 +413,8 @@ impl FileStore {
                 {
                     continue;
                 }
-                if let Some(a) = parse::read::<Todo>(&self.archive_path(dep))? {
+                // An unreadable archived todo counts as not done: its dependents wait.
+                if let Ok(Some(a)) = parse::read::<Todo>(&self.archive_path(dep)) {
                     archived.insert(dep.clone(), a.status);
                 }
             }
@@ -389,15 +426,54 @@ impl FileStore {
                 gates,
                 quota,
                 archived,
+                quarantined,
             },
             refresh,
         ))
     }
 
-    /// Writes a change's files and journals its events (the caller holds the lock).
+    /// Reads every gate; a gate file that cannot be read counts as a pending global gate (fail
+    /// closed) and is named in `quarantined`.
+    fn read_gates(
+        &self,
+        quarantined: &mut BTreeMap<String, Problem>,
+    ) -> Result<BTreeMap<String, Gate>> {
+        let mut out = BTreeMap::new();
+        for (stem, entry) in self.state_files("gates")? {
+            let path = entry.path();
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, &e)),
+            };
+            match self.read_state::<Gate>(&path, &stem, &meta) {
+                Ok(Some(g)) => {
+                    out.insert(stem, g);
+                }
+                Ok(None) => {}
+                Err(p) => {
+                    out.insert(stem.clone(), authority::unreadable_gate(&stem, &p));
+                    quarantined.insert(stem, p);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Commits a change as one transaction (the caller holds the exclusive lock): its files are
+    /// staged, its journal lines appended (the commit point), then the files put in place.
     ///
     /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
+        if change.events.is_empty() {
+            if change.writes.is_empty() {
+                return Ok(Vec::new());
+            }
+            return Err(Error::new(
+                Code::Internal,
+                "a change with files but no journal line",
+            ));
+        }
         let signer = if change.owner {
             Some(owner::signer_for(self.owner_pub()?.as_ref())?)
         } else {
@@ -407,6 +483,7 @@ impl FileStore {
             Some(_) => journal::head(&self.journal_path())?,
             None => String::new(),
         };
+        let mut ops = Vec::new();
         let mut decided = Vec::new();
         for mut w in change.writes {
             if let (Write::Gate(g), Some(k)) = (&mut w, &signer)
@@ -417,37 +494,84 @@ impl FileStore {
                 g.signature = Some(k.sign(&authority::gate_message(g, &head)));
                 decided.extend(authority::decision_hash(g));
             }
-            match w {
-                Write::Todo(t) => self.write_toml(&self.todo_path(&t.id), &t)?,
-                Write::Archive(t) => {
-                    self.write_toml(&self.archive_path(&t.id), &t)?;
-                    let p = self.todo_path(&t.id);
-                    match fs::remove_file(&p) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(Error::io(&p, &e)),
-                    }
-                    let d = self.dir.join("todos");
-                    atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
-                }
-                Write::Gate(g) => self.write_toml(&self.gate_path(&g.id), &g)?,
-                Write::Config(c) => self.write_config(&c)?,
-                Write::Quota(q) => self.write_toml(&self.path("quota.toml"), &q)?,
-                Write::Evidence(id, e) => {
-                    let p = self.evidence_path(&id);
-                    let mut line = serde_json::to_vec(&e)
-                        .map_err(|e| Error::new(Code::Internal, e.to_string()))?;
-                    line.push(b'\n');
-                    atomic::append_line(&p, &line).map_err(|e| Error::io(&p, &e))?;
-                }
-            }
+            self.plan(w, &mut ops)?;
         }
         if let Some(k) = &signer
             && !decided.is_empty()
         {
-            self.add_proofs(k, decided)?;
+            ops.push(self.proofs_op(k, decided)?);
         }
-        journal::append(&self.journal_path(), change.events, signer.as_ref())
+        self.commit_ops(ops, change.events, signer.as_ref())
+    }
+
+    /// Turns one kernel write into file operations, with their bytes ready.
+    fn plan(&self, w: Write, ops: &mut Vec<tx::Op>) -> Result<()> {
+        match w {
+            Write::Todo(t) => ops.push(tx::Op::put(
+                format!("todos/{}.toml", t.id),
+                parse::encode(&t)?.into_bytes(),
+            )),
+            Write::Archive(t) => {
+                ops.push(tx::Op::put(
+                    format!("archive/{}.toml", t.id),
+                    parse::encode(&t)?.into_bytes(),
+                ));
+                ops.push(tx::Op::remove(format!("todos/{}.toml", t.id)));
+            }
+            Write::Gate(g) => ops.push(tx::Op::put(
+                format!("gates/{}.toml", g.id),
+                parse::encode(&g)?.into_bytes(),
+            )),
+            Write::Config(c) => ops.push(tx::Op::put("loopx.toml", self.config_text(&c)?)),
+            Write::Quota(q) => ops.push(tx::Op::put("quota.toml", parse::encode(&q)?.into_bytes())),
+            Write::Evidence(id, e) => {
+                id::check_not_path(&id)?;
+                let mut line = serde_json::to_vec(&e)
+                    .map_err(|e| Error::new(Code::Internal, e.to_string()))?;
+                line.push(b'\n');
+                ops.push(tx::Op::append(format!("evidence/{id}.jsonl"), line));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stages `ops`, appends the journal lines that commit them, then puts the files in place.
+    fn commit_ops(
+        &self,
+        ops: Vec<tx::Op>,
+        events: Vec<crate::kernel::EventDraft>,
+        signer: Option<&owner::OwnerKey>,
+    ) -> Result<Vec<Event>> {
+        let jp = self.journal_path();
+        let n = journal::next_seq(&jp)?;
+        let files = tx::stage(&self.dir, n, &tx::coalesce(ops))?;
+        let events = journal::append(&jp, events, signer, Some(files.clone()))?;
+        tx::apply(&self.dir, n, &files)?;
+        Ok(events)
+    }
+
+    /// Finishes or undoes a commit a crash interrupted (the caller holds the exclusive lock).
+    fn recover(&self) -> Result<()> {
+        if let Some(what) = tx::recover(&self.dir)? {
+            self.commit_ops(
+                Vec::new(),
+                vec![crate::kernel::EventDraft {
+                    at: crate::kernel::Ts::now(),
+                    actor: "loopx".into(),
+                    action: "journal.repair".into(),
+                    target: "journal.jsonl".into(),
+                    data: serde_json::json!({ "recovered": what }),
+                }],
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// True when the journal's last transaction is unfinished and a load must recover it first.
+    fn needs_recovery(&self) -> Result<bool> {
+        let t = tx::tail(&self.dir)?;
+        Ok(t.pending || t.torn_tx.is_some())
     }
 
     /// The decision hashes in `owner.proofs`, if `key` signed it (else none).
@@ -460,9 +584,9 @@ impl FileStore {
             .unwrap_or_default()
     }
 
-    /// Adds decisions to `owner.proofs` and signs it again. A missing or invalid file is rebuilt
-    /// from every gate whose own signature verifies.
-    fn add_proofs(&self, key: &owner::OwnerKey, new: Vec<String>) -> Result<()> {
+    /// `owner.proofs` with these decisions added, signed again. A missing or invalid file is
+    /// rebuilt from every gate whose own signature verifies.
+    fn proofs_op(&self, key: &owner::OwnerKey, new: Vec<String>) -> Result<tx::Op> {
         let public = key.public();
         let mut hashes = self.read_proofs(&public);
         if hashes.is_empty() {
@@ -478,30 +602,34 @@ impl FileStore {
         }
         hashes.extend(new);
         let sig = key.sign(&authority::proofs_message(&hashes));
-        let p = self.path("owner.proofs");
-        atomic::write(&p, authority::proofs_text(&hashes, &sig).as_bytes())
-            .map_err(|e| Error::io(&p, &e))
+        Ok(tx::Op::put(
+            "owner.proofs",
+            authority::proofs_text(&hashes, &sig).into_bytes(),
+        ))
     }
 
     /// The project's owner public key, if it has one.
     pub fn owner_pub(&self) -> Result<Option<OwnerPub>> {
         let p = self.path("owner.pub");
-        match fs::read_to_string(&p) {
-            Ok(text) => OwnerPub::parse(&text)
+        match parse::read_bytes(&p)? {
+            Some(bytes) => String::from_utf8(bytes)
+                .map_err(|_| "not UTF-8 text".to_string())
+                .and_then(|t| OwnerPub::parse(&t))
                 .map(Some)
                 .map_err(|e| Error::invalid(&shown(&p), None, e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&p, &e)),
+            None => Ok(None),
         }
     }
 
     /// Installs `key` as the project's owner key (writes `owner.pub`) and journals it, signed.
     pub fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
         let _g = self.lock(true)?;
-        let p = self.path("owner.pub");
-        atomic::write(&p, key.public().to_text().as_bytes()).map_err(|e| Error::io(&p, &e))?;
-        journal::append(
-            &self.journal_path(),
+        self.recover()?;
+        self.commit_ops(
+            vec![tx::Op::put(
+                "owner.pub",
+                key.public().to_text().into_bytes(),
+            )],
             vec![crate::kernel::EventDraft {
                 at: crate::kernel::Ts::now(),
                 actor: crate::kernel::ops::OWNER.into(),
@@ -543,26 +671,34 @@ impl Store for FileStore {
     fn load(&self) -> Result<Snapshot> {
         let cache = Cache::read(&self.cache_path());
         let (snap, refresh) = {
-            let _g = self.lock(false)?;
-            self.load_with(cache)?
+            let g = self.lock(false)?;
+            if self.needs_recovery()? {
+                // A crash left a commit unfinished: finish it under the exclusive lock first.
+                drop(g);
+                let _x = self.lock(true)?;
+                self.recover()?;
+                self.load_with(cache)?
+            } else {
+                self.load_with(cache)?
+            }
         };
         self.refresh_cache(&snap, refresh);
         Ok(snap)
     }
 
-    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
+    fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
         // The cache is parsed before the lock and rewritten after it: under the lock, every
         // entry is only checked against its file's key.
         let cache = Cache::read(&self.cache_path());
-        let (snap, refresh, out) = {
-            let _g = self.lock(true)?;
-            let (snap, refresh) = self.load_with(cache)?;
-            let (change, out) = f(&snap)?;
-            self.apply_change(change)?;
-            (snap, refresh, out)
-        };
-        self.refresh_cache(&snap, refresh);
-        Ok(out)
+        let guard = self.lock(true)?;
+        self.recover()?;
+        let (snap, refresh) = self.load_with(cache)?;
+        Ok(Box::new(FileTx {
+            store: self,
+            snap,
+            refresh,
+            _guard: guard,
+        }))
     }
 
     fn fresh_id(&self, kind: Kind) -> Result<String> {
@@ -585,6 +721,7 @@ impl Store for FileStore {
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
         let want = id::normalize(Kind::Todo, input)?;
         if snap.todos.contains_key(&want)
+            || snap.quarantined.contains_key(&want)
             || (id::is_full_id(Kind::Todo, &want) && self.archive_path(&want).exists())
         {
             return Ok(want);
@@ -624,5 +761,32 @@ impl Store for FileStore {
             .iter()
             .filter_map(|l| serde_json::from_slice(l).ok())
             .collect())
+    }
+}
+
+/// A transaction on the file store: the exclusive lock, and the snapshot loaded under it.
+struct FileTx<'a> {
+    store: &'a FileStore,
+    snap: Snapshot,
+    refresh: Option<Refresh>,
+    _guard: lock::Guard,
+}
+
+impl Transaction for FileTx<'_> {
+    fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    fn commit(self: Box<Self>, change: Change) -> Result<Vec<Event>> {
+        let FileTx {
+            store,
+            snap,
+            refresh,
+            _guard,
+        } = *self;
+        let events = store.apply_change(change)?;
+        drop(_guard);
+        store.refresh_cache(&snap, refresh);
+        Ok(events)
     }
 }

@@ -107,11 +107,28 @@ pub fn head(path: &Path) -> Result<String> {
         .map_or_else(|| GENESIS.to_string(), |l| sha256_hex(l)))
 }
 
+/// The `seq` the next line will get.
+pub fn next_seq(path: &Path) -> Result<u64> {
+    let (last, _) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    Ok(last.first().map_or(0, |l| seq_of(l)) + 1)
+}
+
+fn seq_of(line: &[u8]) -> u64 {
+    serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("seq").and_then(|s| s.as_u64()))
+        .unwrap_or(0)
+}
+
 /// Appends events to the journal, chained to its last line, in one write; `signer` signs each line.
+///
+/// With `files`, the lines are one transaction: each carries `tx` (the first line's `seq`) and
+/// the last one lists the files, which makes it the commit point.
 pub fn append(
     path: &Path,
     drafts: Vec<EventDraft>,
     signer: Option<&crate::store::owner::OwnerKey>,
+    files: Option<Vec<crate::kernel::TxFile>>,
 ) -> Result<Vec<Event>> {
     if drafts.is_empty() {
         return Ok(Vec::new());
@@ -133,18 +150,15 @@ pub fn append(
         );
     }
     let (mut seq, mut prev) = match last.first() {
-        Some(line) => {
-            let seq = serde_json::from_slice::<serde_json::Value>(line)
-                .ok()
-                .and_then(|v| v.get("seq").and_then(|s| s.as_u64()))
-                .unwrap_or(0);
-            (seq, sha256_hex(line))
-        }
+        Some(line) => (seq_of(line), sha256_hex(line)),
         None => (0, GENESIS.to_string()),
     };
+    let tx = files.as_ref().map(|_| seq + 1);
+    let count = drafts.len();
+    let mut files = files;
     let mut buf = Vec::new();
     let mut out = Vec::new();
-    for d in drafts {
+    for (i, d) in drafts.into_iter().enumerate() {
         seq += 1;
         let mut ev = Event {
             seq,
@@ -154,6 +168,8 @@ pub fn append(
             target: d.target,
             data: d.data,
             prev: prev.clone(),
+            tx,
+            files: if i + 1 == count { files.take() } else { None },
             sig: None,
         };
         if let Some(k) = signer {

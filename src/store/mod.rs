@@ -8,6 +8,7 @@ pub mod journal;
 pub mod lock;
 pub mod owner;
 pub mod parse;
+pub mod tx;
 
 pub use fs::FileStore;
 
@@ -16,12 +17,14 @@ use crate::kernel::ops::Change;
 use crate::kernel::{Event, Evidence, Result, Snapshot};
 
 /// A place that keeps a project's state: the file store now, a database later.
+///
+/// Usable as `dyn Store`: every change goes through [`Store::begin`] and [`Transaction::commit`].
 pub trait Store {
-    /// A consistent snapshot of the working state.
+    /// A consistent snapshot of the working state (an interrupted commit is finished first).
     fn load(&self) -> Result<Snapshot>;
 
-    /// Runs `f` on a fresh snapshot under the exclusive lock, then commits its change and journals it.
-    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T>;
+    /// Starts a transaction: the exclusive lock, and a fresh snapshot loaded under it.
+    fn begin(&self) -> Result<Box<dyn Transaction + '_>>;
 
     /// A fresh random id of this kind, unused in the project.
     fn fresh_id(&self, kind: Kind) -> Result<String>;
@@ -40,4 +43,29 @@ pub trait Store {
 
     /// The last `n` journal events, oldest first.
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>>;
+}
+
+/// One change in the making: the snapshot it decides on, and the commit of what it decided.
+pub trait Transaction {
+    /// The snapshot loaded under the lock.
+    fn snapshot(&self) -> &Snapshot;
+
+    /// Commits the change (journal line first, then files) and ends the transaction.
+    fn commit(self: Box<Self>, change: Change) -> Result<Vec<Event>>;
+}
+
+/// `mutate` for every store, `dyn Store` included.
+pub trait StoreExt {
+    /// Runs `f` on a fresh snapshot in a transaction and commits its change; returns `f`'s value.
+    /// An error from `f` ends the transaction with nothing written.
+    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T>;
+}
+
+impl<S: Store + ?Sized> StoreExt for S {
+    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
+        let tx = self.begin()?;
+        let (change, out) = f(tx.snapshot())?;
+        tx.commit(change)?;
+        Ok(out)
+    }
 }

@@ -65,16 +65,30 @@ pub fn decode<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
 
 /// Reads a state file without following a symlink; `None` when it does not exist.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
     let mut f = match crate::store::atomic::open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(symlink_error(path)),
-        Err(e) => return Err(Error::io(path, &e)),
+        Err(e) => return Err(io_error(path, &e)),
     };
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(|e| Error::io(path, &e))?;
-    Ok(Some(bytes))
+    crate::store::atomic::read_bounded(&mut f, MAX_STATE_FILE)
+        .map(Some)
+        .map_err(|e| io_error(path, &e))
+}
+
+/// The largest state file loopx reads: 16 MiB.
+pub const MAX_STATE_FILE: u64 = 16 << 20;
+
+/// An I/O error on a state file: one that is not a regular file, or too large, is invalid state.
+pub fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    if crate::store::atomic::is_not_regular(e) || e.kind() == std::io::ErrorKind::FileTooLarge {
+        Error::invalid(&shown(path), None, e.to_string()).hint(format!(
+            "replace {} with a regular file, or remove it",
+            shown(path)
+        ))
+    } else {
+        Error::io(path, e)
+    }
 }
 
 /// The error for a state path that is a symlink.

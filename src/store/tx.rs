@@ -1,0 +1,372 @@
+//! Journal-first transactions: stage every file, append the journal line (the commit point),
+//! then put the files in place; and finish, at the next load, a commit a crash interrupted.
+//!
+//! A transaction's files are staged as `.NAME.tmp-txN` beside their targets (N is the `seq` of
+//! the transaction's first journal line) and synced. The journal lines follow in one append and
+//! one fdatasync: once they are on disk the change is committed, and its last line lists every
+//! file with the hash of its new content. Then each staged file is renamed over its target (or
+//! the target removed, or the bytes appended), and each directory touched is synced once.
+//!
+//! A crash before the journal append leaves only staged files that nothing refers to: they are
+//! never read, and the next transaction with the same N replaces them. A crash after it leaves
+//! staged files that the last journal line names: the next load under the lock applies them.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write as _};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::kernel::{Error, Event, Result, TxFile, TxOp};
+use crate::store::{atomic, journal};
+
+/// One file operation of a transaction, with its bytes ready.
+#[derive(Debug, Clone)]
+pub struct Op {
+    /// The path inside `.loopx/`.
+    pub rel: String,
+    /// What happens to it.
+    pub kind: TxOp,
+    /// The new content (`Put`) or the bytes to append (`Append`); empty for `Remove`.
+    pub bytes: Vec<u8>,
+}
+
+impl Op {
+    /// Replace `rel` whole with `bytes`.
+    pub fn put(rel: impl Into<String>, bytes: Vec<u8>) -> Op {
+        Op {
+            rel: rel.into(),
+            kind: TxOp::Put,
+            bytes,
+        }
+    }
+
+    /// Remove `rel`.
+    pub fn remove(rel: impl Into<String>) -> Op {
+        Op {
+            rel: rel.into(),
+            kind: TxOp::Remove,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// Append `bytes` to `rel`.
+    pub fn append(rel: impl Into<String>, bytes: Vec<u8>) -> Op {
+        Op {
+            rel: rel.into(),
+            kind: TxOp::Append,
+            bytes,
+        }
+    }
+}
+
+/// One operation a file: appends to one file are joined, and a later put or remove of a file
+/// replaces an earlier one (each file has one staged name in a transaction).
+pub fn coalesce(ops: Vec<Op>) -> Vec<Op> {
+    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
+    for op in ops {
+        match out.iter().position(|o| o.rel == op.rel) {
+            Some(i) if out[i].kind == TxOp::Append && op.kind == TxOp::Append => {
+                out[i].bytes.extend_from_slice(&op.bytes);
+            }
+            Some(i) => {
+                out.remove(i);
+                out.push(op);
+            }
+            None => out.push(op),
+        }
+    }
+    out
+}
+
+/// The staged name of `rel` in transaction `tx`: `dir/.NAME.tmp-txN`.
+pub fn staged_rel(rel: &str, tx: u64) -> String {
+    match rel.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/.{name}{}tx{tx}", atomic::TEMP_MARK),
+        None => format!(".{rel}{}tx{tx}", atomic::TEMP_MARK),
+    }
+}
+
+fn parent(p: &Path) -> &Path {
+    p.parent().unwrap_or(Path::new("."))
+}
+
+/// Creates a staged file exclusively, never through a link; a leftover of an uncommitted
+/// transaction with the same number (nothing refers to it) is replaced.
+fn create_staged(path: &Path) -> io::Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(path)?;
+            open()
+        }
+        other => other,
+    }
+}
+
+/// Writes and syncs every staged file; returns the manifest the commit line will carry.
+///
+/// An append records the target's length now, so a replay appends exactly once.
+pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
+    debug_assert!(
+        ops.iter()
+            .enumerate()
+            .all(|(i, o)| ops[..i].iter().all(|p| p.rel != o.rel)),
+        "stage needs coalesced ops"
+    );
+    let mut files = Vec::with_capacity(ops.len());
+    for op in ops {
+        let target = dir.join(&op.rel);
+        let staged = dir.join(staged_rel(&op.rel, tx));
+        if let Some(d) = target.parent() {
+            fs::create_dir_all(d).map_err(|e| Error::io(d, &e))?;
+        }
+        let mut f = create_staged(&staged).map_err(|e| Error::io(&staged, &e))?;
+        if op.kind != TxOp::Remove {
+            f.write_all(&op.bytes)
+                .and_then(|_| f.sync_data())
+                .map_err(|e| Error::io(&staged, &e))?;
+        }
+        let at = match op.kind {
+            TxOp::Append => Some(clean_len(&target).map_err(|e| Error::io(&target, &e))?),
+            _ => None,
+        };
+        files.push(TxFile {
+            path: op.rel.clone(),
+            op: op.kind,
+            sha256: (op.kind != TxOp::Remove).then(|| journal::sha256_hex(&op.bytes)),
+            at,
+        });
+    }
+    Ok(files)
+}
+
+/// A log's length without a torn last line (bytes after the last newline); 0 if missing.
+fn clean_len(path: &Path) -> io::Result<u64> {
+    let mut f = match atomic::open_nofollow(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    atomic::check_regular(&f)?;
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(0);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))?;
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(len);
+    }
+    let mut pos = len;
+    let mut buf = vec![0u8; 8192];
+    while pos > 0 {
+        let n = pos.min(buf.len() as u64) as usize;
+        pos -= n as u64;
+        f.seek(SeekFrom::Start(pos))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|b| *b == b'\n') {
+            return Ok(pos + i as u64 + 1);
+        }
+    }
+    Ok(0)
+}
+
+/// Puts a committed transaction's staged files in place, then syncs each directory touched.
+///
+/// Idempotent: a file already in place (its staged copy gone) is left alone, so a replay after
+/// a crash at any point gives the same result.
+pub fn apply(dir: &Path, tx: u64, files: &[TxFile]) -> Result<()> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for f in files {
+        let target = dir.join(&f.path);
+        let staged = dir.join(staged_rel(&f.path, tx));
+        let present = match fs::symlink_metadata(&staged) {
+            Ok(m) => m.file_type().is_file(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io(&staged, &e)),
+        };
+        if !present {
+            continue;
+        }
+        match f.op {
+            TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
+            TxOp::Remove => {
+                remove_if_there(&target)?;
+                remove_if_there(&staged)?;
+            }
+            TxOp::Append => {
+                append_once(&target, &staged, f.at.unwrap_or(0))?;
+                remove_if_there(&staged)?;
+            }
+        }
+        let d = parent(&target).to_path_buf();
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    for d in dirs {
+        atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
+    }
+    Ok(())
+}
+
+fn remove_if_there(p: &Path) -> Result<()> {
+    match fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(p, &e)),
+    }
+}
+
+/// Appends the staged bytes at offset `at` of the target, once: bytes already there (a replay)
+/// are not appended again, and anything after `at` that is not them (a torn line) is cut.
+fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
+    let io_err = |e: io::Error| Error::io(target, &e);
+    let mut bytes = Vec::new();
+    atomic::open_nofollow(staged)
+        .and_then(|mut s| s.read_to_end(&mut bytes))
+        .map_err(|e| Error::io(staged, &e))?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(target)
+        .map_err(io_err)?;
+    atomic::check_regular(&f).map_err(io_err)?;
+    let len = f.metadata().map_err(io_err)?.len();
+    if len >= at + bytes.len() as u64 {
+        let mut have = vec![0u8; bytes.len()];
+        f.seek(SeekFrom::Start(at)).map_err(io_err)?;
+        f.read_exact(&mut have).map_err(io_err)?;
+        if have == bytes {
+            return Ok(());
+        }
+    }
+    if len != at {
+        f.set_len(at.min(len)).map_err(io_err)?;
+    }
+    f.seek(SeekFrom::End(0)).map_err(io_err)?;
+    f.write_all(&bytes)
+        .and_then(|_| f.sync_data())
+        .map_err(io_err)
+}
+
+/// Where the journal stands: its last complete line, and whether a commit is unfinished.
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// The last complete line, parsed.
+    pub last: Option<Event>,
+    /// A transaction whose lines did not all reach the journal: cut from this `seq` on.
+    pub torn_tx: Option<u64>,
+    /// The last transaction's staged files still waiting to be put in place.
+    pub pending: bool,
+}
+
+/// Reads the journal's tail and checks whether its last transaction is complete.
+pub fn tail(dir: &Path) -> Result<Tail> {
+    let path = dir.join("journal.jsonl");
+    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| Error::io(&path, &e))?;
+    let Some(line) = lines.first() else {
+        return Ok(Tail::default());
+    };
+    let Ok(last) = serde_json::from_slice::<Event>(line) else {
+        return Ok(Tail::default());
+    };
+    let mut t = Tail::default();
+    match (&last.tx, &last.files) {
+        (Some(first), None) => t.torn_tx = Some(*first),
+        (Some(first), Some(files)) => {
+            for f in files {
+                let staged = dir.join(staged_rel(&f.path, *first));
+                if fs::symlink_metadata(&staged).is_ok() {
+                    t.pending = true;
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+    t.last = Some(last);
+    Ok(t)
+}
+
+/// Finishes or undoes the journal's last transaction (the caller holds the exclusive lock).
+///
+/// Returns what it did, for the journal: `None` when there was nothing to do.
+pub fn recover(dir: &Path) -> Result<Option<String>> {
+    let t = tail(dir)?;
+    if let Some(first) = t.torn_tx {
+        cut_from(dir, first)?;
+        remove_staged(dir, first);
+        return Ok(Some(format!(
+            "cut the lines of transaction {first}, which a crash left unfinished"
+        )));
+    }
+    if t.pending
+        && let Some(ev) = &t.last
+        && let (Some(first), Some(files)) = (ev.tx, &ev.files)
+    {
+        apply(dir, first, files)?;
+        return Ok(Some(format!("finished transaction {first}")));
+    }
+    Ok(None)
+}
+
+/// Cuts the journal back to just before the line whose `seq` is `first`.
+fn cut_from(dir: &Path, first: u64) -> Result<()> {
+    let path = dir.join("journal.jsonl");
+    let mut n = 1;
+    loop {
+        let (lines, _) = journal::tail_lines(&path, n).map_err(|e| Error::io(&path, &e))?;
+        let found = lines
+            .iter()
+            .position(|l| serde_json::from_slice::<Event>(l).is_ok_and(|e| e.seq == first));
+        if let Some(i) = found {
+            let keep_lines: u64 = lines[i..].iter().map(|l| l.len() as u64 + 1).sum();
+            let mut f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .map_err(|e| Error::io(&path, &e))?;
+            let cut = journal::cut_torn_tail(&mut f).map_err(|e| Error::io(&path, &e))?;
+            let _ = cut;
+            let len = f.metadata().map_err(|e| Error::io(&path, &e))?.len();
+            f.set_len(len.saturating_sub(keep_lines))
+                .and_then(|_| f.sync_data())
+                .map_err(|e| Error::io(&path, &e))?;
+            return Ok(());
+        }
+        if lines.len() < n || n >= 4096 {
+            return Ok(());
+        }
+        n *= 2;
+    }
+}
+
+/// Removes the staged files of an uncommitted transaction, wherever they are.
+fn remove_staged(dir: &Path, tx: u64) {
+    let suffix = format!("{}tx{tx}", atomic::TEMP_MARK);
+    for sub in ["", "todos", "archive", "gates", "evidence"] {
+        let Ok(rd) = fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with('.') && n.ends_with(&suffix))
+            {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
+}
