@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
 use crate::kernel::quota;
@@ -45,11 +46,18 @@ impl Change {
         }
     }
 
-    fn event(&mut self, now: Ts, actor: &str, action: &str, target: &str, data: serde_json::Value) {
+    fn event(
+        &mut self,
+        now: Ts,
+        actor: &str,
+        action: Action,
+        target: &str,
+        data: serde_json::Value,
+    ) {
         self.events.push(EventDraft {
             at: now,
             actor: actor.to_string(),
-            action: action.to_string(),
+            action,
             target: target.to_string(),
             data,
         });
@@ -153,7 +161,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
     c.event(
         now,
         actor,
-        "todo.add",
+        Action::TodoAdd,
         &t.id,
         json!({"title": t.title, "priority": t.priority, "role": t.role,
                "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate}),
@@ -224,7 +232,7 @@ pub fn claim(
         c.event(
             now,
             agent,
-            "todo.renew",
+            Action::TodoRenew,
             &t.id,
             json!({"fence": t.fence, "expires_at": l.expires_at}),
         );
@@ -242,7 +250,7 @@ fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
     c.event(
         now,
         agent,
-        "todo.claim",
+        Action::TodoClaim,
         &t.id,
         claim_data(t, expired.as_ref()),
     );
@@ -335,7 +343,7 @@ pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Resul
         c.event(
             now,
             agent,
-            "todo.renew",
+            Action::TodoRenew,
             id,
             json!({"fence": l.fence, "expires_at": l.expires_at}),
         );
@@ -395,7 +403,7 @@ pub fn update(
     let n_evidence = c.writes.len();
     t.updated_at = now;
     let mut archive = false;
-    let mut action = "todo.update";
+    let mut action = Action::TodoUpdate;
     if let Some(s) = u.status {
         // A change of status drops the old reason, unless a new one is given.
         if s != t.status {
@@ -403,29 +411,29 @@ pub fn update(
         }
         t.status_by = Some(agent.to_string());
         action = match (s, t.every) {
-            (Status::Open, _) => "todo.update",
+            (Status::Open, _) => Action::TodoUpdate,
             (Status::Done, Some(every)) => {
                 t.next_due_at = Some(now.add(every));
                 t.lease = None;
-                "todo.done_recurring"
+                Action::TodoDoneRecurring
             }
             (Status::Done | Status::Cancelled, _) => {
                 t.status = s;
                 t.lease = None;
                 archive = true;
                 if s == Status::Done {
-                    "todo.done"
+                    Action::TodoDone
                 } else {
-                    "todo.cancel"
+                    Action::TodoCancel
                 }
             }
             (Status::Blocked | Status::Deferred, _) => {
                 t.status = s;
                 t.lease = None;
                 if s == Status::Blocked {
-                    "todo.block"
+                    Action::TodoBlock
                 } else {
-                    "todo.defer"
+                    Action::TodoDefer
                 }
             }
         };
@@ -471,7 +479,7 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
     t.lease = None;
     t.updated_at = now;
     let mut c = Change::default();
-    c.event(now, agent, "todo.release", id, json!({"fence": fence}));
+    c.event(now, agent, Action::TodoRelease, id, json!({"fence": fence}));
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
@@ -508,7 +516,7 @@ pub fn release_by_owner(
     c.event(
         now,
         owner,
-        "todo.release",
+        Action::TodoRelease,
         id,
         json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
     );
@@ -537,7 +545,7 @@ pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change
         owner,
         ..Change::default()
     };
-    c.event(now, agent, "todo.reopen", id, json!({}));
+    c.event(now, agent, Action::TodoReopen, id, json!({}));
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
@@ -568,7 +576,7 @@ pub fn reassign(
     c.event(
         now,
         owner,
-        "todo.reassign",
+        Action::TodoReassign,
         id,
         json!({"to": to, "fence": t.fence, "from": from}),
     );
@@ -589,7 +597,7 @@ pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
             c.event(
                 now,
                 actor,
-                "lease.expire",
+                Action::LeaseExpire,
                 &t.id,
                 json!({"holder": l.holder, "fence": l.fence, "expired_at": l.expires_at}),
             );
@@ -637,7 +645,7 @@ pub fn open_gate(
         proven: true,
     };
     let mut c = Change::default();
-    c.event(now, agent, "gate.open", &g.id,
+    c.event(now, agent, Action::GateOpen, &g.id,
         json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
     c.writes.push(Write::Gate(g.clone()));
     Ok((c, g))
@@ -691,18 +699,11 @@ pub fn decide_gate(
     g.signature = None;
     g.proven = true;
     let mut c = Change::by_owner();
-    let action = format!(
-        "gate.{}",
-        match status {
-            GateStatus::Approved => "approve",
-            GateStatus::Rejected => "reject",
-            _ => "cancel",
-        }
-    );
+    let action = Action::gate_decision(status);
     c.event(
         now,
         owner,
-        &action,
+        action,
         id,
         json!({"option": g.option, "reason": g.reason}),
     );
@@ -719,7 +720,7 @@ pub fn decide_gate(
                 c.event(
                     now,
                     owner,
-                    "todo.block",
+                    Action::TodoBlock,
                     tid,
                     json!({"gate": id, "reason": t.reason}),
                 );
@@ -743,11 +744,7 @@ pub fn set_goal_status(
     cfg.goal.status = status;
     cfg.goal.reason = reason.clone();
     cfg.goal.updated_at = now;
-    let action = match status {
-        GoalStatus::Active => "goal.resume",
-        GoalStatus::Paused => "goal.pause",
-        GoalStatus::Complete => "goal.complete",
-    };
+    let action = Action::goal_status(status);
     let mut c = Change::by_owner();
     c.event(
         now,
@@ -786,7 +783,7 @@ pub fn set_quota(
         cfg.quota.min_interval = m;
     }
     let mut c = Change::by_owner();
-    c.event(now, owner, "quota.set", "quota",
+    c.event(now, owner, Action::QuotaSet, "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
     c.writes.push(Write::Config(cfg.clone()));
     Ok((c, cfg))
@@ -829,7 +826,7 @@ pub fn spend(
     c.event(
         now,
         agent,
-        "quota.spend",
+        Action::QuotaSpend,
         "quota",
         json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}),
     );
