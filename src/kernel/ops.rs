@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::id;
 use crate::kernel::model::*;
 use crate::kernel::quota;
 use crate::kernel::readiness::{self, Blocker};
@@ -46,6 +47,7 @@ impl Change {
         }
     }
 
+    /// Adds a journal event; an event whose actor is the owner makes the whole change the owner's.
     fn event(
         &mut self,
         now: Ts,
@@ -54,6 +56,7 @@ impl Change {
         target: &str,
         data: serde_json::Value,
     ) {
+        self.owner |= actor.eq_ignore_ascii_case(OWNER);
         self.events.push(EventDraft {
             at: now,
             actor: actor.to_string(),
@@ -526,7 +529,8 @@ pub fn release_by_owner(
 
 /// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
 ///
-/// Anyone else's reopen is the owner's change (the store signs it or refuses it).
+/// Anyone else's reopen is the owner's change (the store signs it or refuses it), and so is
+/// every reopen of a status loopx set itself (`owner`, `gate:ID`): no agent can match those.
 pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
     if !matches!(t.status, Status::Blocked | Status::Deferred) {
@@ -535,7 +539,7 @@ pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change
             format!("{id} is {}, not blocked or deferred", t.status.as_str()),
         ));
     }
-    let owner = t.status_by.as_deref() != Some(agent);
+    let owner = t.status_by.as_deref() != Some(agent) || id::is_reserved_actor(agent);
     let agent = if owner { OWNER } else { agent };
     t.status = Status::Open;
     t.reason = None;
@@ -560,6 +564,7 @@ pub fn reassign(
     to: &str,
 ) -> Result<(Change, Todo)> {
     let ttl = check_ttl(ttl)?;
+    id::check_agent(to)?;
     let mut t = todo(snap, id)?.clone();
     if t.role != Role::Agent || t.status != Status::Open {
         return Err(Error::new(
