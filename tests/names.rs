@@ -12,7 +12,14 @@ use loopx::store::{FileStore, Store};
 use serde_json::Value;
 
 /// Every agent id that names loopx's own actors.
-const RESERVED: &[&str] = &["owner", "OWNER", "Owner", "doctor", "loopx", "gate:g-abcdef"];
+const RESERVED: &[&str] = &[
+    "owner",
+    "OWNER",
+    "Owner",
+    "doctor",
+    "loopx",
+    "gate:g-abcdef",
+];
 
 #[track_caller]
 fn assert_reserved(v: &Value, name: &str) {
@@ -20,7 +27,10 @@ fn assert_reserved(v: &Value, name: &str) {
     let msg = v["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("reserved"), "{name}: {v}");
     let hint = v["error"]["hint"].as_str().unwrap_or_default();
-    assert!(!hint.is_empty(), "{name}: no hint says what to use instead: {v}");
+    assert!(
+        !hint.is_empty(),
+        "{name}: no hint says what to use instead: {v}"
+    );
 }
 
 /// The files under `.loopx/` but the cache, which any load may rewrite.
@@ -131,7 +141,11 @@ fn a_status_the_owner_set_is_undone_only_by_the_owner() {
     let before = state_files(&p);
     let (code, v) = p.no_key(&["--agent", "agent-a", "todo", "reopen", &user]);
     assert_eq!(code, 7, "{v}");
-    assert_same_files(&before, &state_files(&p), "an agent reopening the owner's block");
+    assert_same_files(
+        &before,
+        &state_files(&p),
+        "an agent reopening the owner's block",
+    );
     p.ok(&["todo", "reopen", &user]);
 }
 
@@ -170,7 +184,11 @@ fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
     let before = state_files(&p);
     let e = perform(&store, &Owner::unverified(), &add, Ts::now()).unwrap_err();
     assert_eq!(e.code.exit_code(), 7, "{e:?}");
-    assert_same_files(&before, &state_files(&p), "the board's add-todo without the key");
+    assert_same_files(
+        &before,
+        &state_files(&p),
+        "the board's add-todo without the key",
+    );
     // With it: the todo.add line is the owner's and its signature verifies.
     set_owner_key(&p.key);
     let owner = Owner::detect(&store);
