@@ -185,6 +185,7 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
         }
         OwnerAction::AddTodo { title, priority } => {
             let id = store.fresh_id(Kind::Todo)?;
+            // The actor is the owner, so the change is the owner's: signed, or refused (exit 7).
             let t = store.mutate(|s| {
                 ops::add_todo(
                     s,

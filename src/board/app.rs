@@ -652,7 +652,7 @@ impl App {
         let holder = t.lease.as_ref().map(|l| l.holder.clone());
         let choices: Vec<String> = derive::known_agents(snap, &self.journal)
             .into_iter()
-            .filter(|a| Some(a) != holder.as_ref() && a != "doctor" && a != "owner")
+            .filter(|a| Some(a) != holder.as_ref())
             .collect();
         if choices.is_empty() {
             self.say("no other known agent to reassign to", true);

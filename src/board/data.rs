@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::{Config, Error, Event, Evidence, Gate, QuotaFile, Snapshot, Status, Todo, Ts};
+use crate::kernel::{
+    Action, Config, Error, Event, Evidence, Gate, QuotaFile, Snapshot, Status, Todo, Ts,
+};
 use crate::store::parse::{self, Named, shown};
 use crate::store::{FileStore, Store, atomic};
 
@@ -401,9 +403,9 @@ impl Loader {
                     if done.len() >= DONE_MAX {
                         break;
                     }
-                    let status = match ev.action.as_str() {
-                        "todo.done" => Status::Done,
-                        "todo.cancel" => Status::Cancelled,
+                    let status = match ev.action {
+                        Action::TodoDone => Status::Done,
+                        Action::TodoCancel => Status::Cancelled,
                         _ => continue,
                     };
                     if done.iter().any(|x: &DoneItem| x.id == ev.target) {

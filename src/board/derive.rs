@@ -298,6 +298,8 @@ pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
 }
 
 /// Agents the owner may reassign to: configured ones, lease holders, and agents seen in the journal.
+///
+/// Only valid agent ids: reserved names (`owner`, `gate:ID`, ...) are never offered.
 pub fn known_agents(snap: &Snapshot, journal: &[crate::kernel::Event]) -> Vec<String> {
     let mut v: Vec<String> = snap.config.agents.keys().cloned().collect();
     for t in snap.todos.values() {
@@ -306,10 +308,11 @@ pub fn known_agents(snap: &Snapshot, journal: &[crate::kernel::Event]) -> Vec<St
         }
     }
     for e in journal {
-        if e.action.starts_with("todo.") && e.actor != "owner" && !e.actor.starts_with("gate:") {
+        if e.action.is_todo() {
             v.push(e.actor.clone());
         }
     }
+    v.retain(|a| crate::kernel::id::check_agent(a).is_ok());
     v.sort();
     v.dedup();
     v

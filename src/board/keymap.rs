@@ -537,10 +537,17 @@ pub fn hints(scopes: &[Scope], readonly: bool, owner: bool) -> Vec<(String, &'st
 }
 
 /// True for the actions only the owner may take (the store signs them, or refuses them).
+///
+/// Adding a todo is one: the board acts as `owner`, and no line says `owner` unsigned.
 pub fn needs_owner(action: Action) -> bool {
     matches!(
         action,
-        Action::Approve | Action::Reject | Action::Reassign | Action::Release | Action::TogglePause
+        Action::Approve
+            | Action::Reject
+            | Action::Reassign
+            | Action::Release
+            | Action::TogglePause
+            | Action::AddTodo
     )
 }
 

@@ -143,7 +143,7 @@ fn recent_evidence(
         .map(|t| t.id.clone())
         .collect();
     for ev in store.journal_tail(100)?.iter().rev() {
-        if ev.action.starts_with("todo.")
+        if ev.action.is_todo()
             && ev.data.get("evidence").and_then(Value::as_u64).unwrap_or(0) > 0
             && !ids.contains(&ev.target)
         {

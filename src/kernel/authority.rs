@@ -2,6 +2,7 @@
 
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 
+use crate::kernel::action::Action;
 use crate::kernel::model::{Event, Gate, GateStatus};
 
 /// The first line of `owner.pub`.
@@ -45,17 +46,17 @@ pub fn event_message(e: &Event) -> String {
     m
 }
 
-/// Journal actions that only the owner may take; their lines must carry a valid `sig`.
+/// The strings of the owner's actions ([`Action::is_owner`]), for readers that match on text.
 pub const OWNER_ACTIONS: &[&str] = &[
-    "owner.init",
-    "gate.approve",
-    "gate.reject",
-    "gate.cancel",
-    "goal.pause",
-    "goal.resume",
-    "goal.complete",
-    "quota.set",
-    "todo.reassign",
+    Action::OwnerInit.as_str(),
+    Action::GateApprove.as_str(),
+    Action::GateReject.as_str(),
+    Action::GateCancel.as_str(),
+    Action::GoalPause.as_str(),
+    Action::GoalResume.as_str(),
+    Action::GoalComplete.as_str(),
+    Action::QuotaSet.as_str(),
+    Action::TodoReassign.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

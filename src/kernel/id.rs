@@ -103,22 +103,51 @@ pub fn resolve<'a>(kind: Kind, input: &str, ids: impl Iterator<Item = &'a str>) 
     }
 }
 
-/// Checks an agent id: 1-64 of `[A-Za-z0-9._@:-]`.
+/// Names loopx writes as actors itself; no agent may take them (compared case-insensitively).
+pub const RESERVED_AGENTS: &[&str] = &["owner", "doctor", "loopx"];
+
+/// True for an actor only loopx writes: a reserved name, or one with `:` (such as `gate:ID`).
+pub fn is_reserved_actor(name: &str) -> bool {
+    name.contains(':') || RESERVED_AGENTS.iter().any(|r| r.eq_ignore_ascii_case(name))
+}
+
+/// Checks an agent id: 1-64 of `[A-Za-z0-9._@-]`, not a reserved name (exit 2 otherwise).
 pub fn check_agent(id: &str) -> Result<()> {
+    if RESERVED_AGENTS.iter().any(|r| r.eq_ignore_ascii_case(id)) {
+        return Err(Error::usage(format!(
+            "`{id}` is a reserved name: loopx writes it for its own and the owner's actions, \
+             so no agent may use it"
+        ))
+        .hint(reserved_hint()));
+    }
+    if id.contains(':') {
+        return Err(Error::usage(format!(
+            "`{id}` contains `:`, which is reserved for names loopx writes itself (`gate:ID`)"
+        ))
+        .hint(format!(
+            "use letters, digits and . _ @ - only, such as `{}`",
+            id.replace(':', "-")
+        )));
+    }
     let ok = !id.is_empty()
         && id.len() <= 64
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._@:-".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"._@-".contains(&b))
         && id != "."
         && id != "..";
     if ok {
         Ok(())
     } else {
         Err(Error::usage(format!(
-            "`{id}` is not a valid agent id: use 1-64 of letters, digits and . _ @ : -"
+            "`{id}` is not a valid agent id: use 1-64 of letters, digits and . _ @ -"
         )))
     }
+}
+
+fn reserved_hint() -> &'static str {
+    "name the agent something else, such as `agent-1`; owner commands need no --agent: \
+     the owner's key proves them"
 }
 
 #[cfg(test)]
@@ -155,7 +184,22 @@ mod tests {
 
     #[test]
     fn agent_ids() {
-        assert!(check_agent("agent-a@host:1.x_y").is_ok());
+        assert!(check_agent("agent-a@host-1.x_y").is_ok());
+        for bad in [
+            "owner",
+            "OWNER",
+            "Doctor",
+            "loopx",
+            "gate:g-abcdef",
+            "a:b",
+            ":",
+        ] {
+            let e = check_agent(bad).unwrap_err();
+            assert_eq!(e.code.exit_code(), 2, "{bad}");
+            assert!(e.message.contains("reserved"), "{bad}: {}", e.message);
+            assert!(is_reserved_actor(bad), "{bad}");
+        }
+        assert!(check_agent("owner2").is_ok() && !is_reserved_actor("owner2"));
         assert!(check_agent("").is_err());
         assert!(check_agent("a b").is_err());
         assert!(check_agent(&"a".repeat(65)).is_err());

@@ -1,5 +1,6 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
+pub mod action;
 pub mod authority;
 pub mod error;
 pub mod id;
@@ -10,6 +11,7 @@ pub mod readiness;
 pub mod should_run;
 pub mod time;
 
+pub use action::Action;
 pub use error::{Code, Error, Result};
 pub use model::*;
 pub use time::{Dur, Ts};

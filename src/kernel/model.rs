@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::action::Action;
 use crate::kernel::time::{Dur, Ts};
 
 /// The schema version this binary reads and writes.
@@ -570,7 +571,7 @@ pub struct EventDraft {
     /// Who.
     pub actor: String,
     /// What (`todo.claim`, `gate.approve`, ...).
-    pub action: String,
+    pub action: Action,
     /// On what (an id, or `goal`, `quota`).
     pub target: String,
     /// Details.
@@ -587,7 +588,7 @@ pub struct Event {
     /// Who.
     pub actor: String,
     /// What.
-    pub action: String,
+    pub action: Action,
     /// On what.
     pub target: String,
     /// Details.

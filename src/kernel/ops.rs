@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
+use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::id;
 use crate::kernel::model::*;
 use crate::kernel::quota;
 use crate::kernel::readiness::{self, Blocker};
@@ -45,11 +47,20 @@ impl Change {
         }
     }
 
-    fn event(&mut self, now: Ts, actor: &str, action: &str, target: &str, data: serde_json::Value) {
+    /// Adds a journal event; an event whose actor is the owner makes the whole change the owner's.
+    fn event(
+        &mut self,
+        now: Ts,
+        actor: &str,
+        action: Action,
+        target: &str,
+        data: serde_json::Value,
+    ) {
+        self.owner |= actor.eq_ignore_ascii_case(OWNER);
         self.events.push(EventDraft {
             at: now,
             actor: actor.to_string(),
-            action: action.to_string(),
+            action,
             target: target.to_string(),
             data,
         });
@@ -159,7 +170,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
     c.event(
         now,
         actor,
-        "todo.add",
+        Action::TodoAdd,
         &t.id,
         json!({"title": t.title, "priority": t.priority, "role": t.role,
                "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate}),
@@ -230,7 +241,7 @@ pub fn claim(
         c.event(
             now,
             agent,
-            "todo.renew",
+            Action::TodoRenew,
             &t.id,
             json!({"fence": t.fence, "expires_at": l.expires_at}),
         );
@@ -248,7 +259,7 @@ fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
     c.event(
         now,
         agent,
-        "todo.claim",
+        Action::TodoClaim,
         &t.id,
         claim_data(t, expired.as_ref()),
     );
@@ -341,7 +352,7 @@ pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Resul
         c.event(
             now,
             agent,
-            "todo.renew",
+            Action::TodoRenew,
             id,
             json!({"fence": l.fence, "expires_at": l.expires_at}),
         );
@@ -401,7 +412,7 @@ pub fn update(
     let n_evidence = c.writes.len();
     t.updated_at = now;
     let mut archive = false;
-    let mut action = "todo.update";
+    let mut action = Action::TodoUpdate;
     if let Some(s) = u.status {
         // A change of status drops the old reason, unless a new one is given.
         if s != t.status {
@@ -409,29 +420,29 @@ pub fn update(
         }
         t.status_by = Some(agent.to_string());
         action = match (s, t.every) {
-            (Status::Open, _) => "todo.update",
+            (Status::Open, _) => Action::TodoUpdate,
             (Status::Done, Some(every)) => {
                 t.next_due_at = Some(now.add(every));
                 t.lease = None;
-                "todo.done_recurring"
+                Action::TodoDoneRecurring
             }
             (Status::Done | Status::Cancelled, _) => {
                 t.status = s;
                 t.lease = None;
                 archive = true;
                 if s == Status::Done {
-                    "todo.done"
+                    Action::TodoDone
                 } else {
-                    "todo.cancel"
+                    Action::TodoCancel
                 }
             }
             (Status::Blocked | Status::Deferred, _) => {
                 t.status = s;
                 t.lease = None;
                 if s == Status::Blocked {
-                    "todo.block"
+                    Action::TodoBlock
                 } else {
-                    "todo.defer"
+                    Action::TodoDefer
                 }
             }
         };
@@ -477,7 +488,7 @@ pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Chang
     t.lease = None;
     t.updated_at = now;
     let mut c = Change::default();
-    c.event(now, agent, "todo.release", id, json!({"fence": fence}));
+    c.event(now, agent, Action::TodoRelease, id, json!({"fence": fence}));
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
@@ -514,7 +525,7 @@ pub fn release_by_owner(
     c.event(
         now,
         owner,
-        "todo.release",
+        Action::TodoRelease,
         id,
         json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
     );
@@ -524,7 +535,8 @@ pub fn release_by_owner(
 
 /// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
 ///
-/// Anyone else's reopen is the owner's change (the store signs it or refuses it).
+/// Anyone else's reopen is the owner's change (the store signs it or refuses it), and so is
+/// every reopen of a status loopx set itself (`owner`, `gate:ID`): no agent can match those.
 pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
     let mut t = todo(snap, id)?.clone();
     if !matches!(t.status, Status::Blocked | Status::Deferred) {
@@ -533,7 +545,7 @@ pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change
             format!("{id} is {}, not blocked or deferred", t.status.as_str()),
         ));
     }
-    let owner = t.status_by.as_deref() != Some(agent);
+    let owner = t.status_by.as_deref() != Some(agent) || id::is_reserved_actor(agent);
     let agent = if owner { OWNER } else { agent };
     t.status = Status::Open;
     t.reason = None;
@@ -543,7 +555,7 @@ pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change
         owner,
         ..Change::default()
     };
-    c.event(now, agent, "todo.reopen", id, json!({}));
+    c.event(now, agent, Action::TodoReopen, id, json!({}));
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
@@ -558,6 +570,7 @@ pub fn reassign(
     to: &str,
 ) -> Result<(Change, Todo)> {
     let ttl = check_ttl(ttl)?;
+    id::check_agent(to)?;
     let mut t = todo(snap, id)?.clone();
     if t.role != Role::Agent || t.status != Status::Open {
         return Err(Error::new(
@@ -574,7 +587,7 @@ pub fn reassign(
     c.event(
         now,
         owner,
-        "todo.reassign",
+        Action::TodoReassign,
         id,
         json!({"to": to, "fence": t.fence, "from": from}),
     );
@@ -595,7 +608,7 @@ pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
             c.event(
                 now,
                 actor,
-                "lease.expire",
+                Action::LeaseExpire,
                 &t.id,
                 json!({"holder": l.holder, "fence": l.fence, "expired_at": l.expires_at}),
             );
@@ -643,7 +656,7 @@ pub fn open_gate(
         proven: true,
     };
     let mut c = Change::default();
-    c.event(now, agent, "gate.open", &g.id,
+    c.event(now, agent, Action::GateOpen, &g.id,
         json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
     c.writes.push(Write::Gate(g.clone()));
     Ok((c, g))
@@ -697,18 +710,11 @@ pub fn decide_gate(
     g.signature = None;
     g.proven = true;
     let mut c = Change::by_owner();
-    let action = format!(
-        "gate.{}",
-        match status {
-            GateStatus::Approved => "approve",
-            GateStatus::Rejected => "reject",
-            _ => "cancel",
-        }
-    );
+    let action = Action::gate_decision(status);
     c.event(
         now,
         owner,
-        &action,
+        action,
         id,
         json!({"option": g.option, "reason": g.reason}),
     );
@@ -725,7 +731,7 @@ pub fn decide_gate(
                 c.event(
                     now,
                     owner,
-                    "todo.block",
+                    Action::TodoBlock,
                     tid,
                     json!({"gate": id, "reason": t.reason}),
                 );
@@ -749,11 +755,7 @@ pub fn set_goal_status(
     cfg.goal.status = status;
     cfg.goal.reason = reason.clone();
     cfg.goal.updated_at = now;
-    let action = match status {
-        GoalStatus::Active => "goal.resume",
-        GoalStatus::Paused => "goal.pause",
-        GoalStatus::Complete => "goal.complete",
-    };
+    let action = Action::goal_status(status);
     let mut c = Change::by_owner();
     c.event(
         now,
@@ -792,7 +794,7 @@ pub fn set_quota(
         cfg.quota.min_interval = m;
     }
     let mut c = Change::by_owner();
-    c.event(now, owner, "quota.set", "quota",
+    c.event(now, owner, Action::QuotaSet, "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
     c.writes.push(Write::Config(cfg.clone()));
     Ok((c, cfg))
@@ -835,7 +837,7 @@ pub fn spend(
     c.event(
         now,
         agent,
-        "quota.spend",
+        Action::QuotaSpend,
         "quota",
         json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}),
     );

@@ -157,7 +157,7 @@ impl FileStore {
             vec![crate::kernel::EventDraft {
                 at: config.goal.created_at,
                 actor: actor.to_string(),
-                action: "goal.start".into(),
+                action: crate::kernel::Action::GoalStart,
                 target: config.goal.id.clone(),
                 data: serde_json::json!({"objective": config.goal.objective,
                     "success_criteria": config.goal.success_criteria}),
@@ -199,7 +199,7 @@ impl FileStore {
             vec![crate::kernel::EventDraft {
                 at: crate::kernel::Ts::now(),
                 actor: actor.to_string(),
-                action: "goal.replace".into(),
+                action: crate::kernel::Action::GoalReplace,
                 target: cfg.goal.id.clone(),
                 data: serde_json::json!({"moved_to": shown(&dest)}),
             }],
@@ -633,7 +633,7 @@ impl FileStore {
             vec![crate::kernel::EventDraft {
                 at: crate::kernel::Ts::now(),
                 actor: crate::kernel::ops::OWNER.into(),
-                action: "owner.init".into(),
+                action: crate::kernel::Action::OwnerInit,
                 target: "owner".into(),
                 data: serde_json::json!({"fingerprint": key.public().fingerprint(),
                     "replaced": replaced.map(|r| r.fingerprint())}),

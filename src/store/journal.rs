@@ -143,7 +143,7 @@ pub fn append(
             EventDraft {
                 at,
                 actor: "loopx".into(),
-                action: "journal.repair".into(),
+                action: crate::kernel::Action::JournalRepair,
                 target: "journal.jsonl".into(),
                 data: serde_json::json!({"removed": "a torn last line"}),
             },

@@ -10,16 +10,18 @@ use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
-use crate::kernel::Event;
+use crate::kernel::{Action, Event};
 
 /// The role that colors an action.
-pub fn action_role(action: &str) -> Role {
+pub fn action_role(action: &Action) -> Role {
     match action {
-        "gate.open" => Role::GatePending,
-        "gate.approve" | "todo.done" | "goal.resume" => Role::Ok,
-        "gate.reject" | "todo.block" | "lease.expire" | "todo.cancel" => Role::Error,
-        "goal.pause" | "todo.reassign" | "todo.release" => Role::Warn,
-        a if a.starts_with("todo.claim") || a == "todo.renew" => Role::Claimed,
+        Action::GateOpen => Role::GatePending,
+        Action::GateApprove | Action::TodoDone | Action::GoalResume => Role::Ok,
+        Action::GateReject | Action::TodoBlock | Action::LeaseExpire | Action::TodoCancel => {
+            Role::Error
+        }
+        Action::GoalPause | Action::TodoReassign | Action::TodoRelease => Role::Warn,
+        Action::TodoClaim | Action::TodoRenew => Role::Claimed,
         _ => Role::Fg,
     }
 }
