@@ -558,7 +558,7 @@ impl FileStore {
                 vec![crate::kernel::EventDraft {
                     at: crate::kernel::Ts::now(),
                     actor: "loopx".into(),
-                    action: "journal.repair".into(),
+                    action: crate::kernel::Action::JournalRepair,
                     target: "journal.jsonl".into(),
                     data: serde_json::json!({ "recovered": what }),
                 }],
