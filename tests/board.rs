@@ -249,6 +249,8 @@ decided_at = "{1}""#,
         quota,
         archived: Default::default(),
         quarantined: Default::default(),
+        owner_notes: Vec::new(),
+        seal: None,
     }
 }
 

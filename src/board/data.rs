@@ -272,6 +272,8 @@ impl Loader {
         if let Some(config) = config {
             d.full = Some(Snapshot {
                 quarantined: Default::default(),
+                owner_notes: Vec::new(),
+                seal: None,
                 config,
                 todos,
                 gates,

@@ -1,11 +1,11 @@
-//! `owner`: create the owner's key and show where it is.
+//! `owner`: create the owner's key, show where it is, and seal the owner's facts.
 
 use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, Out};
-use crate::kernel::{Code, Error, Result};
-use crate::store::owner;
+use crate::kernel::{Code, Error, Result, ops};
+use crate::store::{StoreExt, owner};
 
 /// `owner ...`.
 #[derive(Debug, Subcommand)]
@@ -18,6 +18,13 @@ pub enum OwnerCmd {
     },
     /// Where the key is and its fingerprint (never the secret).
     Show,
+    /// Sign the journal's head and the owner's facts (goal, quota, gates, user todos, leases).
+    Seal {
+        /// Seal the files as they are now, where you edited one by hand (default: keep the
+        /// values of the last seal wherever a file differs from it).
+        #[arg(long)]
+        adopt: bool,
+    },
 }
 
 /// Runs `owner ...`.
@@ -66,6 +73,24 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
                 "owner",
                 json!({"key_path": secret_path, "created": created, "fingerprint": fp,
                        "public_key_file": store.path("owner.pub"), "replaced": project_pub.map(|p| p.fingerprint())}),
+                text,
+            ))
+        }
+        OwnerCmd::Seal { adopt } => {
+            let notes = store.mutate(|snap| ops::seal(snap, ops::OWNER, ctx.now, adopt))?;
+            let mut text = String::from("sealed the journal's head and the owner's facts");
+            for n in &notes {
+                text.push_str(&format!(
+                    "\n{} {n}",
+                    if adopt { "adopted:" } else { "kept the seal:" }
+                ));
+            }
+            if !adopt && !notes.is_empty() {
+                text.push_str("\nif you made those edits yourself, run `loopx owner seal --adopt`");
+            }
+            Ok(Out::new(
+                "seal",
+                json!({"adopted": adopt, "differences": notes}),
                 text,
             ))
         }

@@ -64,6 +64,8 @@ actions! {
     JournalRepair = "journal.repair", owner: false;
     /// `owner init`.
     OwnerInit = "owner.init", owner: true;
+    /// `owner seal`, or the board sealing new lines: the owner signs the journal's head.
+    OwnerSeal = "owner.seal", owner: true;
     /// `todo add`.
     TodoAdd = "todo.add", owner: false;
     /// `todo claim`: a new lease.
@@ -217,6 +219,7 @@ mod tests {
                 "goal.resume",
                 "goal.complete",
                 "owner.init",
+                "owner.seal",
                 "todo.reassign",
                 "gate.approve",
                 "gate.reject",

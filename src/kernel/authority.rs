@@ -49,6 +49,7 @@ pub fn event_message(e: &Event) -> String {
 /// The strings of the owner's actions ([`Action::is_owner`]), for readers that match on text.
 pub const OWNER_ACTIONS: &[&str] = &[
     Action::OwnerInit.as_str(),
+    Action::OwnerSeal.as_str(),
     Action::GateApprove.as_str(),
     Action::GateReject.as_str(),
     Action::GateCancel.as_str(),

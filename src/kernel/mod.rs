@@ -8,6 +8,7 @@ pub mod model;
 pub mod ops;
 pub mod quota;
 pub mod readiness;
+pub mod seal;
 pub mod should_run;
 pub mod time;
 

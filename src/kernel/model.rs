@@ -704,9 +704,37 @@ pub struct Snapshot {
     pub archived: HashMap<String, Status>,
     /// Todo files that could not be read: never claimable, named wherever state is shown.
     pub quarantined: BTreeMap<String, Problem>,
+    /// Where files disagree with the owner's seal, and what loopx acts on instead.
+    pub owner_notes: Vec<String>,
+    /// The owner's seal this snapshot was checked against, when valid.
+    pub seal: Option<crate::kernel::seal::Seal>,
 }
 
 impl Snapshot {
+    /// The snapshot after `writes` (what a change will leave on disk).
+    pub fn after(&self, writes: &[crate::kernel::ops::Write]) -> Snapshot {
+        use crate::kernel::ops::Write;
+        let mut s = self.clone();
+        for w in writes {
+            match w {
+                Write::Todo(t) => {
+                    s.todos.insert(t.id.clone(), t.clone());
+                }
+                Write::Archive(t) => {
+                    s.todos.remove(&t.id);
+                    s.archived.insert(t.id.clone(), t.status);
+                }
+                Write::Gate(g) => {
+                    s.gates.insert(g.id.clone(), g.clone());
+                }
+                Write::Config(c) => s.config = c.clone(),
+                Write::Quota(q) => s.quota = q.clone(),
+                Write::Evidence(..) => {}
+            }
+        }
+        s
+    }
+
     /// The status of any todo id the snapshot knows (working set or referenced archive).
     pub fn status_of(&self, id: &str) -> Option<Status> {
         self.todos

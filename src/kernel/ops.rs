@@ -36,6 +36,8 @@ pub struct Change {
     pub events: Vec<EventDraft>,
     /// An owner action: the store signs it, and refuses it without the owner's key.
     pub owner: bool,
+    /// The owner seals the files as they are, even where they differ from the last seal.
+    pub adopt_files: bool,
 }
 
 impl Change {
@@ -843,4 +845,19 @@ pub fn spend(
     );
     c.writes.push(Write::Quota(q));
     Ok((c, true))
+}
+
+/// The owner seals the journal's head and the owner's facts: as last sealed, or with `adopt`,
+/// as the files say now (after the owner edited one by hand).
+pub fn seal(snap: &Snapshot, owner: &str, now: Ts, adopt: bool) -> Result<(Change, Vec<String>)> {
+    let mut c = Change::by_owner();
+    c.adopt_files = adopt;
+    c.event(
+        now,
+        owner,
+        Action::OwnerSeal,
+        "journal",
+        json!({"adopt": adopt, "differences": snap.owner_notes.len()}),
+    );
+    Ok((c, snap.owner_notes.clone()))
 }

@@ -381,8 +381,24 @@ impl FileStore {
         Ok(snap)
     }
 
-    /// Loads the snapshot with a cache read beforehand (outside the lock: it is checked under it).
+    /// The snapshot as the files say, without the owner's seal applied (for the owner to adopt).
+    pub(crate) fn load_raw(&self) -> Result<Snapshot> {
+        let (mut snap, _) = self.load_files(Cache::default())?;
+        snap.seal = None;
+        Ok(snap)
+    }
+
+    /// Loads the snapshot with a cache read beforehand (outside the lock: it is checked under
+    /// it), checked against the owner's seal.
     fn load_with(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
+        let (mut snap, refresh) = self.load_files(cache)?;
+        let key = self.owner_pub()?;
+        self.check_seal(&mut snap, key.as_ref());
+        Ok((snap, refresh))
+    }
+
+    /// Loads the snapshot as the files say.
+    fn load_files(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
         let (todos, mut quarantined, refresh) = self.read_todos(cache)?;
@@ -427,6 +443,8 @@ impl FileStore {
                 quota,
                 archived,
                 quarantined,
+                owner_notes: Vec::new(),
+                seal: None,
             },
             refresh,
         ))
@@ -465,6 +483,16 @@ impl FileStore {
     ///
     /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
+        self.apply_change_on(None, change)
+    }
+
+    /// Commits a change decided on `before` (the caller holds the exclusive lock); an owner
+    /// change also writes the owner's seal of the state it leaves.
+    pub(crate) fn apply_change_on(
+        &self,
+        before: Option<&Snapshot>,
+        change: Change,
+    ) -> Result<Vec<Event>> {
         if change.events.is_empty() {
             if change.writes.is_empty() {
                 return Ok(Vec::new());
@@ -485,6 +513,7 @@ impl FileStore {
         };
         let mut ops = Vec::new();
         let mut decided = Vec::new();
+        let mut writes = Vec::with_capacity(change.writes.len());
         for mut w in change.writes {
             if let (Write::Gate(g), Some(k)) = (&mut w, &signer)
                 && g.status != GateStatus::Pending
@@ -494,12 +523,25 @@ impl FileStore {
                 g.signature = Some(k.sign(&authority::gate_message(g, &head)));
                 decided.extend(authority::decision_hash(g));
             }
-            self.plan(w, &mut ops)?;
+            writes.push(w);
         }
-        if let Some(k) = &signer
-            && !decided.is_empty()
-        {
-            ops.push(self.proofs_op(k, decided)?);
+        let change = Change { writes, ..change };
+        for w in &change.writes {
+            self.plan(w.clone(), &mut ops)?;
+        }
+        if let Some(k) = &signer {
+            if !decided.is_empty() {
+                ops.push(self.proofs_op(k, decided)?);
+            }
+            let loaded;
+            let before = match before {
+                Some(b) => b,
+                None => {
+                    loaded = self.load_unlocked()?;
+                    &loaded
+                }
+            };
+            ops.push(self.seal_op(k, before, &change)?);
         }
         self.commit_ops(ops, change.events, signer.as_ref())
     }
@@ -625,11 +667,13 @@ impl FileStore {
     pub fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
         let _g = self.lock(true)?;
         self.recover()?;
+        let before = self.load_unlocked()?;
+        let seal = self.seal_op(key, &before, &Change::default())?;
         self.commit_ops(
-            vec![tx::Op::put(
-                "owner.pub",
-                key.public().to_text().into_bytes(),
-            )],
+            vec![
+                tx::Op::put("owner.pub", key.public().to_text().into_bytes()),
+                seal,
+            ],
             vec![crate::kernel::EventDraft {
                 at: crate::kernel::Ts::now(),
                 actor: crate::kernel::ops::OWNER.into(),
@@ -784,7 +828,7 @@ impl Transaction for FileTx<'_> {
             refresh,
             _guard,
         } = *self;
-        let events = store.apply_change(change)?;
+        let events = store.apply_change_on(Some(&snap), change)?;
         drop(_guard);
         store.refresh_cache(&snap, refresh);
         Ok(events)

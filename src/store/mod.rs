@@ -8,6 +8,7 @@ pub mod journal;
 pub mod lock;
 pub mod owner;
 pub mod parse;
+mod sealing;
 pub mod tx;
 
 pub use fs::FileStore;

@@ -148,7 +148,7 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
 }
 
 /// A log's length without a torn last line (bytes after the last newline); 0 if missing.
-fn clean_len(path: &Path) -> io::Result<u64> {
+pub fn clean_len(path: &Path) -> io::Result<u64> {
     let mut f = match atomic::open_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),

@@ -1,0 +1,331 @@
+//! The owner's seal: the facts only the owner sets (goal status, quota policy, each gate, which
+//! todos are `user` todos, owner-set leases) and the journal's head, signed as one text.
+//!
+//! Agents read the seal on every load and act on its values, not on what a file says: a file
+//! that disagrees with it is named, and where the seal cannot be matched the rule fails closed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::Digest;
+
+use crate::kernel::authority::{OwnerPub, to_hex};
+use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot};
+use crate::kernel::time::{Dur, Ts};
+
+/// The first line of `owner.seal`.
+pub const HEADER: &str = "# loopx owner seal: facts only the owner sets, signed. Do not edit.";
+
+/// A place in the journal: a line's `seq`, where it starts, and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// The line's `seq`.
+    pub seq: u64,
+    /// Its byte offset in `journal.jsonl`.
+    pub offset: u64,
+    /// SHA-256 (hex) of the line without its newline.
+    pub hash: String,
+}
+
+/// An owner-set lease: the fence it was set at, and its holder (`None`: released).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseFact {
+    /// The fence the owner's change left.
+    pub fence: u64,
+    /// The holder the owner set, or none for a release.
+    pub holder: Option<String>,
+}
+
+/// The owner's signed facts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Seal {
+    /// The journal's last line when sealed (none for an empty journal).
+    pub journal: Option<Mark>,
+    /// The goal's id and status.
+    pub goal: Option<(String, GoalStatus)>,
+    /// Slots, window and minimum interval (ms).
+    pub quota: Option<(u32, i64, i64)>,
+    /// Every gate known when sealed, by id: the hash of its facts.
+    pub gates: BTreeMap<String, String>,
+    /// The open `user` todos.
+    pub users: BTreeSet<String>,
+    /// Leases the owner set or released, by todo id.
+    pub leases: BTreeMap<String, LeaseFact>,
+}
+
+/// The hash of the facts of a gate only the owner may change once it exists: its question,
+/// options, what it blocks, and its decision.
+pub fn gate_hash(g: &Gate) -> String {
+    let facts = serde_json::json!([
+        g.id,
+        g.question,
+        g.options,
+        g.blocks,
+        g.global,
+        g.status.as_str(),
+        g.option,
+        g.reason,
+        g.decided_at.map(|t| t.0),
+        g.decided_by,
+    ]);
+    to_hex(&sha2::Sha256::digest(facts.to_string().as_bytes()))
+}
+
+fn status_str(s: GoalStatus) -> &'static str {
+    match s {
+        GoalStatus::Active => "active",
+        GoalStatus::Paused => "paused",
+        GoalStatus::Complete => "complete",
+    }
+}
+
+fn status_of(s: &str) -> Option<GoalStatus> {
+    match s {
+        "active" => Some(GoalStatus::Active),
+        "paused" => Some(GoalStatus::Paused),
+        "complete" => Some(GoalStatus::Complete),
+        _ => None,
+    }
+}
+
+impl Seal {
+    /// The seal of a snapshot, with the owner-set leases carried over from `prev` and `leases`
+    /// (todos whose lease the owner's change set), and the journal's head.
+    pub fn of(snap: &Snapshot, journal: Option<Mark>, prev: Option<&Seal>, set: &[&str]) -> Seal {
+        let g = &snap.config.goal;
+        let q = &snap.config.quota;
+        let mut leases = BTreeMap::new();
+        for (id, t) in &snap.todos {
+            let carried = prev
+                .and_then(|p| p.leases.get(id))
+                .filter(|f| f.fence == t.fence);
+            if set.contains(&id.as_str()) {
+                leases.insert(
+                    id.clone(),
+                    LeaseFact {
+                        fence: t.fence,
+                        holder: t.lease.as_ref().map(|l| l.holder.clone()),
+                    },
+                );
+            } else if let Some(f) = carried {
+                leases.insert(id.clone(), f.clone());
+            }
+        }
+        Seal {
+            journal,
+            goal: Some((g.id.clone(), g.status)),
+            quota: Some((q.slots, q.window.0, q.min_interval.0)),
+            gates: snap
+                .gates
+                .values()
+                .filter(|g| !snap.quarantined.contains_key(&g.id))
+                .map(|g| (g.id.clone(), gate_hash(g)))
+                .collect(),
+            users: snap
+                .todos
+                .values()
+                .filter(|t| t.role == Role::User)
+                .map(|t| t.id.clone())
+                .collect(),
+            leases,
+        }
+    }
+
+    /// The text the signature covers: every line of the file but the header and `sig`.
+    pub fn body(&self) -> String {
+        let mut s = String::from("seal 1\n");
+        if let Some(m) = &self.journal {
+            s.push_str(&format!("journal {} {} {}\n", m.seq, m.offset, m.hash));
+        }
+        if let Some((id, st)) = &self.goal {
+            s.push_str(&format!("goal {id} {}\n", status_str(*st)));
+        }
+        if let Some((slots, w, mi)) = self.quota {
+            s.push_str(&format!("quota {slots} {w} {mi}\n"));
+        }
+        for (id, h) in &self.gates {
+            s.push_str(&format!("gate {id} {h}\n"));
+        }
+        for id in &self.users {
+            s.push_str(&format!("user {id}\n"));
+        }
+        for (id, f) in &self.leases {
+            let h = f.holder.as_deref().unwrap_or("-");
+            s.push_str(&format!("lease {id} {} {h}\n", f.fence));
+        }
+        s
+    }
+
+    /// The file's text with its signature.
+    pub fn text(&self, sig: &str) -> String {
+        format!("{HEADER}\n{}sig {sig}\n", self.body())
+    }
+
+    /// Parses `owner.seal` and checks its signature; `Err` says why it is not the owner's.
+    pub fn parse(text: &str, key: &OwnerPub) -> Result<Seal, String> {
+        let mut seal = Seal::default();
+        let mut sig = None;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line == "seal 1" {
+                continue;
+            }
+            let f: Vec<&str> = line.split(' ').collect();
+            let bad = || format!("line {}: `{line}` is not a seal line", n + 1);
+            match f.as_slice() {
+                ["sig", s] => sig = Some(s.to_string()),
+                ["journal", seq, off, h] => {
+                    seal.journal = Some(Mark {
+                        seq: seq.parse().map_err(|_| bad())?,
+                        offset: off.parse().map_err(|_| bad())?,
+                        hash: h.to_string(),
+                    })
+                }
+                ["goal", id, st] => {
+                    seal.goal = Some((id.to_string(), status_of(st).ok_or_else(bad)?))
+                }
+                ["quota", s, w, m] => {
+                    let p = |v: &str| v.parse::<i64>().map_err(|_| bad());
+                    seal.quota = Some((s.parse().map_err(|_| bad())?, p(w)?, p(m)?));
+                }
+                ["gate", id, h] => {
+                    seal.gates.insert(id.to_string(), h.to_string());
+                }
+                ["user", id] => {
+                    seal.users.insert(id.to_string());
+                }
+                ["lease", id, fence, h] => {
+                    let holder = (*h != "-").then(|| h.to_string());
+                    let fence = fence.parse().map_err(|_| bad())?;
+                    seal.leases
+                        .insert(id.to_string(), LeaseFact { fence, holder });
+                }
+                _ => return Err(bad()),
+            }
+        }
+        let sig = sig.ok_or("it has no signature")?;
+        if !key.verify(&seal.body(), &sig) {
+            return Err(
+                "its signature is not the owner's (edited, or made with another key)".into(),
+            );
+        }
+        Ok(seal)
+    }
+}
+
+/// Where a file disagrees with the owner's seal: what loopx acts on instead.
+pub fn apply(snap: &mut Snapshot, seal: &Seal) -> Vec<String> {
+    let mut notes = Vec::new();
+    let cfg = &mut snap.config;
+    if let Some((id, st)) = &seal.goal
+        && *id == cfg.goal.id
+        && *st != cfg.goal.status
+    {
+        notes.push(format!(
+            "loopx.toml says the goal is {}, the owner's seal says {}: acting on the seal",
+            status_str(cfg.goal.status),
+            status_str(*st)
+        ));
+        cfg.goal.status = *st;
+    }
+    if let Some((slots, w, mi)) = seal.quota {
+        let q = &mut cfg.quota;
+        if (q.slots, q.window.0, q.min_interval.0) != (slots, w, mi) {
+            notes.push(format!(
+                "loopx.toml's [quota] differs from the owner's seal ({slots} slots in {}): acting on the seal",
+                Dur(w)
+            ));
+            q.slots = slots;
+            q.window = Dur(w);
+            q.min_interval = Dur(mi);
+        }
+    }
+    apply_gates(snap, seal, &mut notes);
+    for id in &seal.users {
+        if let Some(t) = snap.todos.get_mut(id)
+            && t.role != Role::User
+        {
+            notes.push(format!(
+                "todo {id} is a user todo in the owner's seal: not offered to agents"
+            ));
+            t.role = Role::User;
+        }
+    }
+    for (id, f) in &seal.leases {
+        let Some(t) = snap.todos.get_mut(id) else {
+            continue;
+        };
+        let held = t.lease.as_ref().map(|l| (l.fence, l.holder.clone()));
+        match (held, &f.holder) {
+            (Some((fence, h)), Some(want)) if fence == f.fence && h != *want => {
+                notes.push(format!(
+                    "todo {id}: the owner gave fence {fence} to {want}, not {h}"
+                ));
+                if let Some(l) = t.lease.as_mut() {
+                    l.holder = want.clone();
+                }
+            }
+            (Some((fence, h)), None) if fence == f.fence => {
+                notes.push(format!(
+                    "todo {id}: the owner released fence {fence}, which {h} holds again"
+                ));
+                t.lease = None;
+            }
+            _ => {}
+        }
+    }
+    notes
+}
+
+/// Sealed gates must match their facts: a changed or deleted one counts as a pending global gate.
+fn apply_gates(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
+    for (id, h) in &seal.gates {
+        match snap.gates.get_mut(id) {
+            Some(g) if gate_hash(g) == *h => g.proven = true,
+            Some(g) => {
+                notes.push(format!(
+                    "gates/{id}.toml differs from the owner's seal: it counts as a pending gate on every todo"
+                ));
+                fail_closed(g);
+            }
+            None => {
+                notes.push(format!(
+                    "gate {id} is in the owner's seal but its file is gone: it counts as a pending gate on every todo"
+                ));
+                let mut g = crate::kernel::authority::unreadable_gate(
+                    id,
+                    &crate::kernel::model::Problem {
+                        file: format!(".loopx/gates/{id}.toml"),
+                        line: None,
+                        message: "deleted".into(),
+                        code: crate::kernel::Code::InvalidState,
+                        hint: None,
+                    },
+                );
+                g.question = format!("gate {id} was deleted; the owner must look");
+                snap.gates.insert(id.clone(), g);
+            }
+        }
+    }
+}
+
+fn fail_closed(g: &mut Gate) {
+    g.status = GateStatus::Pending;
+    g.global = true;
+    g.proven = true;
+}
+
+/// The goal counts as paused: the project has an owner key but no valid seal.
+pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
+    snap.config.goal.status = GoalStatus::Paused;
+    vec![format!(
+        "owner.seal {why}: the goal counts as paused until the owner runs `loopx owner seal`"
+    )]
+}
+
+/// The time a seal is due again on a board that holds the key.
+pub const BOARD_SEAL_EVERY: Dur = Dur(60_000);
+
+/// True when a running board should seal again: new journal lines since `sealed_at`.
+pub fn board_seal_due(last_seq: u64, sealed_seq: u64, sealed_at: Option<Ts>, now: Ts) -> bool {
+    last_seq > sealed_seq && sealed_at.is_none_or(|t| now.since(t) >= BOARD_SEAL_EVERY)
+}

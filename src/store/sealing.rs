@@ -1,0 +1,125 @@
+//! The owner's seal on disk: reading and checking `owner.seal` on every load, and writing it
+//! again in every owner transaction.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::kernel::authority::OwnerPub;
+use crate::kernel::ops::Change;
+use crate::kernel::seal::{self, Mark, Seal};
+use crate::kernel::{Action, Error, Result, Snapshot};
+use crate::store::fs::FileStore;
+use crate::store::{atomic, journal, owner, parse, tx};
+
+/// The longest journal line a seal mark is checked against.
+const MAX_LINE: u64 = 1 << 20;
+
+impl FileStore {
+    /// Checks a snapshot against the owner's seal and acts on the seal's values where a file
+    /// disagrees. A project with an owner key but no valid seal counts as paused.
+    pub(crate) fn check_seal(&self, snap: &mut Snapshot, key: Option<&OwnerPub>) {
+        let Some(key) = key else { return };
+        let p = self.path("owner.seal");
+        let text = match parse::read_bytes(&p) {
+            Ok(Some(b)) => String::from_utf8(b).map_err(|_| "is not UTF-8 text".to_string()),
+            Ok(None) => Err("is missing".to_string()),
+            Err(e) => Err(format!("cannot be read ({})", e.message)),
+        };
+        match text.and_then(|t| Seal::parse(&t, key).map_err(|why| format!("is not valid: {why}")))
+        {
+            Ok(s) => {
+                let mut notes = seal::apply(snap, &s);
+                if let Some(m) = &s.journal
+                    && let Some(n) = self.mark_differs(m)
+                {
+                    notes.push(n);
+                }
+                snap.owner_notes = notes;
+                snap.seal = Some(s);
+            }
+            Err(why) => snap.owner_notes = seal::unsealed(snap, &why),
+        }
+    }
+
+    /// Why the journal no longer holds the line a seal marks, if it does not.
+    pub(crate) fn mark_differs(&self, m: &Mark) -> Option<String> {
+        let p = self.journal_path();
+        let line = read_line_at(&p, m.offset).ok().flatten();
+        let ok = line
+            .as_ref()
+            .is_some_and(|l| journal::sha256_hex(l) == m.hash);
+        (!ok).then(|| {
+            format!(
+                "journal.jsonl was rewritten or cut at or before line {}, which the owner sealed: run `loopx doctor`",
+                m.seq
+            )
+        })
+    }
+
+    /// The journal's last complete line, as a seal marks it.
+    pub(crate) fn journal_mark(&self) -> Result<Option<Mark>> {
+        let p = self.journal_path();
+        let (lines, _) = journal::tail_lines(&p, 1).map_err(|e| Error::io(&p, &e))?;
+        let Some(line) = lines.first() else {
+            return Ok(None);
+        };
+        let end = tx::clean_len(&p).map_err(|e| Error::io(&p, &e))?;
+        let seq = serde_json::from_slice::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v["seq"].as_u64())
+            .unwrap_or(0);
+        Ok(Some(Mark {
+            seq,
+            offset: end.saturating_sub(line.len() as u64 + 1),
+            hash: journal::sha256_hex(line),
+        }))
+    }
+
+    /// The new `owner.seal` for an owner change made on `before`: the state after the change,
+    /// the journal's head, and the leases the change set.
+    pub(crate) fn seal_op(
+        &self,
+        key: &owner::OwnerKey,
+        before: &Snapshot,
+        change: &Change,
+    ) -> Result<tx::Op> {
+        // Without a valid seal, the owner adopts the files as they are.
+        let base = match &before.seal {
+            Some(_) if !change.adopt_files => before.clone(),
+            _ => self.load_raw()?,
+        };
+        let after = base.after(&change.writes);
+        let set: Vec<&str> = change
+            .events
+            .iter()
+            .filter(|e| matches!(e.action, Action::TodoReassign | Action::TodoRelease))
+            .map(|e| e.target.as_str())
+            .collect();
+        let s = Seal::of(&after, self.journal_mark()?, before.seal.as_ref(), &set);
+        let sig = key.sign(&s.body());
+        Ok(tx::Op::put("owner.seal", s.text(&sig).into_bytes()))
+    }
+}
+
+/// The bytes of the line that starts at `offset` (without its newline), if one does.
+fn read_line_at(path: &std::path::Path, offset: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut f = atomic::open_nofollow(path)?;
+    let len = f.metadata()?.len();
+    if offset >= len {
+        return Ok(None);
+    }
+    if offset > 0 {
+        let mut b = [0u8; 1];
+        f.seek(SeekFrom::Start(offset - 1))?;
+        f.read_exact(&mut b)?;
+        if b[0] != b'\n' {
+            return Ok(None);
+        }
+    }
+    f.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    f.take(MAX_LINE).read_to_end(&mut buf)?;
+    Ok(buf
+        .iter()
+        .position(|b| *b == b'\n')
+        .map(|i| buf[..i].to_vec()))
+}
