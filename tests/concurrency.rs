@@ -13,7 +13,7 @@ fn project(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loopx-conc-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let out = loopx(&dir, "owner", &["start-goal", "--goal-text", "race"]);
+    let out = loopx(&dir, "lead", &["start-goal", "--goal-text", "race"]);
     assert!(out.status.success(), "{out:?}");
     dir
 }
@@ -38,7 +38,7 @@ fn json(out: &Output) -> serde_json::Value {
 fn add_todos(dir: &Path, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
-            let out = loopx(dir, "owner", &["todo", "add", &format!("todo {i}")]);
+            let out = loopx(dir, "lead", &["todo", "add", &format!("todo {i}")]);
             assert!(out.status.success(), "{out:?}");
             json(&out)["todo"]["id"].as_str().unwrap().to_string()
         })
@@ -93,7 +93,7 @@ fn journal_actions(dir: &Path, action: &str) -> Vec<String> {
 }
 
 fn assert_chain_intact(dir: &Path) {
-    let out = loopx(dir, "owner", &["log", "--verify"]);
+    let out = loopx(dir, "lead", &["log", "--verify"]);
     assert!(out.status.success(), "journal chain broken: {out:?}");
 }
 
@@ -200,11 +200,11 @@ fn processes_killed_mid_mutation_leave_every_file_parseable() {
         }
     }
     // Whatever was cut short, doctor --fix leaves a healthy project and every command works.
-    let fixed = loopx(&dir, "owner", &["doctor", "--fix"]);
+    let fixed = loopx(&dir, "lead", &["doctor", "--fix"]);
     assert!(fixed.status.success(), "{fixed:?}");
-    let doc = loopx(&dir, "owner", &["doctor"]);
+    let doc = loopx(&dir, "lead", &["doctor"]);
     assert!(doc.status.success(), "{doc:?}");
-    let status = loopx(&dir, "owner", &["status"]);
+    let status = loopx(&dir, "lead", &["status"]);
     assert!(status.status.success(), "{status:?}");
     assert_chain_intact(&dir);
     let _ = std::fs::remove_dir_all(&dir);

@@ -321,7 +321,7 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     } else {
         Vec::new()
     };
-    let findings = doctor::check(&store, ctx.now);
+    let findings = doctor::check_locked(&store, ctx.now)?;
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
