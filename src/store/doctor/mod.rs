@@ -128,7 +128,7 @@ fn check_network_fs(store: &FileStore, out: &mut Vec<Finding>) {
 }
 
 /// The 1-based line of `key = ...` in a TOML file, inside the `n`-th (0-based) table named
-/// `header` (like `[lease]` or `[[spends]]`), or at the top level when `header` is None.
+/// `header` (like `[lease]` or `[[spend]]`), or at the top level when `header` is None.
 fn key_line(path: &Path, header: Option<(&str, usize)>, key: &str) -> Option<usize> {
     let bytes = crate::store::parse::read_bytes(path).ok().flatten()?;
     let text = String::from_utf8(bytes).ok()?;

@@ -214,7 +214,7 @@ fn durations(s: &State, out: &mut Vec<Finding>) {
                 out.push(Finding::error(
                     c.file(),
                     at(table, key),
-                    format!("{table} {key} is {d}; it must be longer than zero"),
+                    format!("{table} {key} is {}; it must be longer than zero", sign(d)),
                 ));
             }
         };
@@ -226,7 +226,7 @@ fn durations(s: &State, out: &mut Vec<Finding>) {
                 at("[quota]", "min_interval"),
                 format!(
                     "[quota] min_interval is {}; it cannot be negative",
-                    q.min_interval
+                    sign(q.min_interval)
                 ),
             ));
         } else if q.window.0 > 0 && q.min_interval > q.window {
@@ -245,10 +245,18 @@ fn durations(s: &State, out: &mut Vec<Finding>) {
             out.push(Finding::error(
                 t.file(),
                 key_line(&t.path, None, "every"),
-                format!("every is {e}; a recurring todo's period must be longer than zero"),
+                format!(
+                    "every is {}; a recurring todo's period must be longer than zero",
+                    sign(e)
+                ),
             ));
         }
     }
+}
+
+/// A zero or negative duration in words (a negative one is never formatted: it may be huge).
+fn sign(d: Dur) -> &'static str {
+    if d.0 == 0 { "0s" } else { "negative" }
 }
 
 /// Each spend's cost is a finite, non-negative number, and it is not dated in the future.
@@ -258,7 +266,7 @@ fn spends(s: &State, now: Ts, out: &mut Vec<Finding>) {
     };
     let ahead = Ts(now.0.saturating_add(CLOCK_SKEW_MS));
     for (i, sp) in q.value.spends.iter().enumerate() {
-        let line = |key: &str| key_line(&q.path, Some(("[[spends]]", i)), key);
+        let line = |key: &str| key_line(&q.path, Some(("[[spend]]", i)), key);
         if let Some(c) = sp.cost_usd.filter(|c| !c.is_finite() || *c < 0.0) {
             out.push(Finding::error(
                 q.file(),
