@@ -7,3 +7,4 @@ pub mod board;
 pub mod cli;
 pub mod kernel;
 pub mod store;
+pub mod text;

@@ -7,6 +7,7 @@ use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{Gate, GateStatus, Result};
 use crate::store::{Store, StoreExt};
+use crate::text::escape as esc;
 
 /// `gate ...`.
 #[derive(Debug, Subcommand)]
@@ -62,17 +63,22 @@ pub enum GateCmd {
 
 fn line(g: &Gate) -> String {
     let status = g.effective_status();
-    let mut s = format!("{}  {:<9} {}", g.id, status.as_str(), g.question);
+    let mut s = format!(
+        "{}  {:<9} {}",
+        esc(&g.id),
+        status.as_str(),
+        esc(&g.question)
+    );
     if !g.options.is_empty() {
-        s.push_str(&format!("  [{}]", g.options.join(" | ")));
+        s.push_str(&format!("  [{}]", esc(&g.options.join(" | "))));
     }
     if g.global {
         s.push_str("  (blocks all)");
     } else if !g.blocks.is_empty() {
-        s.push_str(&format!("  (blocks {})", g.blocks.join(", ")));
+        s.push_str(&format!("  (blocks {})", esc(&g.blocks.join(", "))));
     }
     if let Some(o) = &g.option {
-        s.push_str(&format!("  -> {o}"));
+        s.push_str(&format!("  -> {}", esc(o)));
     }
     s
 }

@@ -14,6 +14,7 @@ use crate::kernel::{
     SCHEMA_VERSION,
 };
 use crate::store::{FileStore, Store, StoreExt};
+use crate::text::escape as esc;
 
 /// `start-goal`.
 #[derive(Debug, Args)]
@@ -172,7 +173,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         "started {} in {}\n  objective: {}",
         config.goal.id,
         store.dir().display(),
-        config.goal.objective
+        esc(&config.goal.objective)
     );
     if let Some(h) = &replaced {
         text.push_str(&format!("\n  the old goal moved to {}", h.display()));
@@ -207,12 +208,17 @@ pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
         GoalCmd::Show => {
             let snap = store.load()?;
             let g = &snap.config.goal;
-            let mut text = format!("{} ({})\n  {}", g.id, status_word(g.status), g.objective);
+            let mut text = format!(
+                "{} ({})\n  {}",
+                esc(&g.id),
+                status_word(g.status),
+                esc(&g.objective)
+            );
             for s in &g.success_criteria {
-                text.push_str(&format!("\n  - {s}"));
+                text.push_str(&format!("\n  - {}", esc(s)));
             }
             if let Some(r) = &g.reason {
-                text.push_str(&format!("\n  reason: {r}"));
+                text.push_str(&format!("\n  reason: {}", esc(r)));
             }
             return Ok(Out::new("goal", to_json(g), text));
         }
@@ -222,7 +228,11 @@ pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
     };
     let owner = crate::kernel::ops::OWNER;
     let cfg = store.mutate(|snap| ops::set_goal_status(snap, owner, ctx.now, status, reason))?;
-    let text = format!("goal {} is {}", cfg.goal.id, status_word(cfg.goal.status));
+    let text = format!(
+        "goal {} is {}",
+        esc(&cfg.goal.id),
+        status_word(cfg.goal.status)
+    );
     Ok(Out::new("goal", to_json(&cfg.goal), text))
 }
 

@@ -308,7 +308,9 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
         }
         let _ = writeln!(stdout, "{}", Value::Object(obj));
     } else if !text.is_empty() {
-        let _ = writeln!(stdout, "{text}");
+        // Stored text in `text` is escaped where it is formatted; this is the backstop, so no
+        // control character but a newline or tab ever reaches the terminal.
+        let _ = writeln!(stdout, "{}", crate::text::escape_keep_lines(text));
     }
 }
 
@@ -330,9 +332,9 @@ pub fn emit_error(json: bool, e: &Error) {
         );
     }
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "loopx: {}", e.message);
+    let _ = writeln!(stderr, "loopx: {}", crate::text::escape(&e.message));
     if let Some(h) = &e.hint {
-        let _ = writeln!(stderr, "  hint: {h}");
+        let _ = writeln!(stderr, "  hint: {}", crate::text::escape(h));
     }
 }
 

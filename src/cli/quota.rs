@@ -8,6 +8,7 @@ use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
 use crate::kernel::{Config, Dur, QuotaFile, Result, ops};
 use crate::store::{Store, StoreExt};
+use crate::text::escape as esc;
 
 /// `quota ...`.
 #[derive(Debug, Subcommand)]
@@ -79,14 +80,20 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             let snap = store.load()?;
             let a = should_run::decide(&snap, &ctx.agent, now);
             let mut text = match (&a.decision, &a.todo) {
-                (Decision::Run, Some(t)) => format!("run: {} {} ({})", t.id, t.title, a.reason),
+                (Decision::Run, Some(t)) => {
+                    format!("run: {} {} ({})", esc(&t.id), esc(&t.title), a.reason)
+                }
                 (d, _) => format!("{}: {}", to_json(d).as_str().unwrap_or("?"), a.reason),
             };
             if let Some(s) = a.retry_after_s {
                 text.push_str(&format!("; retry in {s}s"));
             }
             for q in &a.questions {
-                text.push_str(&format!("\n  asks the owner: {} {}", q.gate, q.question));
+                text.push_str(&format!(
+                    "\n  asks the owner: {} {}",
+                    esc(&q.gate),
+                    esc(&q.question)
+                ));
             }
             if a.questions_more > 0 {
                 text.push_str(&format!("\n  and {} more", a.questions_more));

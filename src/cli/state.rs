@@ -13,6 +13,7 @@ use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
 use crate::store::doctor::{self, Severity};
 use crate::store::{FileStore, Store, journal};
+use crate::text::{escape as esc, md_line};
 
 /// `log` arguments.
 #[derive(Debug, Args)]
@@ -63,7 +64,12 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         .collect();
     let u = quota::usage(&snap.quota, &snap.config.quota, now);
 
-    let mut text = format!("{} ({}): {}\n", g.id, status_word(g.status), g.objective);
+    let mut text = format!(
+        "{} ({}): {}\n",
+        esc(&g.id),
+        status_word(g.status),
+        esc(&g.objective)
+    );
     let c: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     text.push_str(&format!(
         "todos: {}{}{} archived, {ready} ready for {}\n",
@@ -76,11 +82,11 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         if let Some(l) = &t.lease {
             text.push_str(&format!(
                 "  {} {} fence {} ({}): {}\n",
-                t.id,
-                l.holder,
+                esc(&t.id),
+                esc(&l.holder),
                 l.fence,
                 left(now, l.expires_at),
-                t.title
+                esc(&t.title)
             ));
         }
     }
@@ -88,8 +94,8 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
     for gate in &pending {
         text.push_str(&format!(
             "  {} {}\n",
-            gate.id,
-            should_run::cut(&gate.question, 100)
+            esc(&gate.id),
+            esc(&should_run::cut(&gate.question, 100))
         ));
     }
     for p in snap.quarantined.values() {
@@ -184,6 +190,8 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     let evidence = recent_evidence(&store, &snap, agent, now)?;
     let next = next_command(&answer, held.first().map(|t| t.id.as_str()));
     let cut = |s: &str| should_run::cut(s, 120);
+    // STATE.md: stored text is escaped, so it stays on its line and adds no structure.
+    let safe = |s: &str| esc(&cut(s)).into_owned();
 
     let mut md = String::new();
     md.push_str("# loopx state\n\n");
@@ -193,10 +201,10 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     md.push_str(&format!(
         "## Objective ({})\n\n{}\n",
         status_word(g.status),
-        g.objective
+        md_line(&g.objective)
     ));
     for s in &g.success_criteria {
-        md.push_str(&format!("- {s}\n"));
+        md.push_str(&format!("- {}\n", md_line(s)));
     }
     md.push_str("\n## Your leases\n\n");
     if held.is_empty() {
@@ -206,17 +214,22 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         if let Some(l) = &t.lease {
             md.push_str(&format!(
                 "- {} {} (fence {}, {}): {}\n",
-                t.id,
+                esc(&t.id),
                 t.priority,
                 l.fence,
                 left(now, l.expires_at),
-                cut(&t.title)
+                safe(&t.title)
             ));
         }
     }
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
-        md.push_str(&format!("- {} {}: {}\n", t.id, t.priority, cut(&t.title)));
+        md.push_str(&format!(
+            "- {} {}: {}\n",
+            esc(&t.id),
+            t.priority,
+            safe(&t.title)
+        ));
     }
     if ready.len() > 5 {
         md.push_str(&format!("- and {} more\n", ready.len() - 5));
@@ -226,7 +239,11 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         md.push_str("none pending\n");
     }
     for q in &answer.questions {
-        md.push_str(&format!("- {} (pending): {}\n", q.gate, cut(&q.question)));
+        md.push_str(&format!(
+            "- {} (pending): {}\n",
+            esc(&q.gate),
+            safe(&q.question)
+        ));
     }
     if answer.questions_more > 0 {
         md.push_str(&format!("- and {} more pending\n", answer.questions_more));
@@ -235,18 +252,18 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         let o = gate
             .option
             .as_deref()
-            .map(|o| format!(" -> {o}"))
+            .map(|o| format!(" -> {}", esc(o)))
             .unwrap_or_default();
         let r = gate
             .reason
             .as_deref()
-            .map(|r| format!(" ({})", cut(r)))
+            .map(|r| format!(" ({})", safe(r)))
             .unwrap_or_default();
         md.push_str(&format!(
             "- {} {}{o}{r}: {}\n",
-            gate.id,
+            esc(&gate.id),
             gate.status.as_str(),
-            cut(&gate.question)
+            safe(&gate.question)
         ));
     }
     md.push_str("\n## Recent evidence\n\n");
@@ -257,9 +274,9 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         md.push_str(&format!(
             "- {} {} {}: {}\n",
             e.at,
-            id,
-            e.agent,
-            cut(&e.summary)
+            esc(id),
+            esc(&e.agent),
+            safe(&e.summary)
         ));
     }
     md.push_str(&format!(
@@ -308,7 +325,7 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     } else {
         Vec::new()
     };
-    let findings = doctor::check(&store, ctx.now);
+    let findings = doctor::check_locked(&store, ctx.now)?;
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
@@ -316,12 +333,12 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     let healthy = errors == 0;
     let mut text = String::new();
     for f in &fixed {
-        text.push_str(&format!("fixed: {f}\n"));
+        text.push_str(&format!("fixed: {}\n", esc(f)));
     }
     for f in &findings {
         let at = match f.line {
-            Some(l) => format!("{}:{l}", f.file),
-            None => f.file.clone(),
+            Some(l) => format!("{}:{l}", esc(&f.file)),
+            None => esc(&f.file).into_owned(),
         };
         let sev = if f.severity == Severity::Error {
             "error"
@@ -333,7 +350,7 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
         } else {
             ""
         };
-        text.push_str(&format!("{sev}: {at}: {}{fx}\n", f.message));
+        text.push_str(&format!("{sev}: {at}: {}{fx}\n", esc(&f.message)));
     }
     text.push_str(if healthy { "healthy" } else { "unhealthy" });
     if !healthy {
@@ -354,7 +371,7 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
 }
 
 fn event_line(v: &Value) -> String {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |k: &str| esc(v.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
     let seq = v.get("seq").and_then(Value::as_u64).unwrap_or(0);
     format!(
         "{seq:>5} {} {:<12} {:<20} {}",

@@ -14,6 +14,7 @@ use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
 };
 use crate::store::{FileStore, Store, StoreExt};
+use crate::text::escape as esc;
 
 /// `todo ...`.
 #[derive(Debug, Subcommand)]
@@ -196,8 +197,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             let l = t.lease.as_ref();
             let text = format!(
                 "{} claimed: {} (fence {}, lease until {})",
-                t.id,
-                t.title,
+                esc(&t.id),
+                esc(&t.title),
                 t.fence,
                 l.map(|l| l.expires_at.to_string()).unwrap_or_default()
             );
@@ -217,7 +218,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             Ok(Out::new(
                 "todo",
                 to_json(&t),
-                format!("{} renewed until {until}", t.id),
+                format!("{} renewed until {until}", esc(&t.id)),
             ))
         }
         TodoCmd::Update(a) => update(ctx, &store, a),
@@ -226,7 +227,11 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 let id = target(&store, snap, agent, now, id.as_deref())?;
                 ops::release(snap, agent, now, &id)
             })?;
-            Ok(Out::new("todo", to_json(&t), format!("{} released", t.id)))
+            Ok(Out::new(
+                "todo",
+                to_json(&t),
+                format!("{} released", esc(&t.id)),
+            ))
         }
         TodoCmd::Reopen { id } => {
             let t = store.mutate(|snap| {
@@ -236,7 +241,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             Ok(Out::new(
                 "todo",
                 to_json(&t),
-                format!("{} is open again", t.id),
+                format!("{} is open again", esc(&t.id)),
             ))
         }
         TodoCmd::Reassign { id, to, ttl } => {
@@ -250,7 +255,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             Ok(Out::new(
                 "todo",
                 to_json(&t),
-                format!("{} reassigned to {to} (fence {})", t.id, t.fence),
+                format!("{} reassigned to {to} (fence {})", esc(&t.id), t.fence),
             ))
         }
     }
@@ -333,13 +338,15 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         )
     })?;
     let text = match t.status {
-        Status::Done | Status::Cancelled => format!("{} {} (archived)", t.id, t.status.as_str()),
+        Status::Done | Status::Cancelled => {
+            format!("{} {} (archived)", esc(&t.id), t.status.as_str())
+        }
         _ if t.every.is_some() && a.status == Some(Status::Done) => format!(
             "{} done; next due {}",
-            t.id,
+            esc(&t.id),
             t.next_due_at.map(|d| d.to_string()).unwrap_or_default()
         ),
-        s => format!("{} updated ({})", t.id, s.as_str()),
+        s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
     Ok(Out::new("todo", to_json(&t), text))
 }
@@ -450,13 +457,13 @@ fn line(t: &Todo, now: Ts) -> String {
     let lease = match &t.lease {
         Some(l) if l.is_live(now) => format!(
             "  [{} fence {}, {} left]",
-            l.holder,
+            esc(&l.holder),
             l.fence,
             crate::kernel::Dur(l.expires_at.since(now).0 / 1000 * 1000)
         ),
         Some(l) => format!(
             "  [{} fence {}, expired {}]",
-            l.holder,
+            esc(&l.holder),
             l.fence,
             rel_time(now, l.expires_at)
         ),
@@ -465,10 +472,10 @@ fn line(t: &Todo, now: Ts) -> String {
     let role = if t.role == Role::User { " (user)" } else { "" };
     format!(
         "{}  {}  {:<9} {}{role}{lease}",
-        t.id,
+        esc(&t.id),
         t.priority,
         t.status.as_str(),
-        t.title
+        esc(&t.title)
     )
 }
 
@@ -545,22 +552,25 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
     let evidence = store.evidence_tail(&id, 10)?;
     let mut text = line(&t, ctx.now);
     if !t.depends_on.is_empty() {
-        text.push_str(&format!("\n  depends on: {}", t.depends_on.join(", ")));
+        text.push_str(&format!(
+            "\n  depends on: {}",
+            esc(&t.depends_on.join(", "))
+        ));
     }
     if let Some(r) = &t.reason {
-        text.push_str(&format!("\n  reason: {r}"));
+        text.push_str(&format!("\n  reason: {}", esc(r)));
     }
     for b in &blockers {
-        text.push_str(&format!("\n  waits: {}", b.describe()));
+        text.push_str(&format!("\n  waits: {}", esc(&b.describe())));
     }
     for e in evidence.iter().rev() {
         let kind = to_json(&e.kind);
         text.push_str(&format!(
             "\n  {} {} {}: {}",
             e.at,
-            e.agent,
+            esc(&e.agent),
             kind.as_str().unwrap_or("note"),
-            e.summary
+            esc(&e.summary)
         ));
     }
     let mut j = to_json(&t);

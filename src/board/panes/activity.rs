@@ -11,6 +11,7 @@ use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::{Action, Event};
+use crate::text::escape as esc;
 
 /// The role that colors an action.
 pub fn action_role(action: &Action) -> Role {
@@ -26,7 +27,7 @@ pub fn action_role(action: &Action) -> Role {
     }
 }
 
-/// One event as a line of text (without the time).
+/// One event as a line of text (without the time), control characters escaped.
 pub fn event_text(e: &Event) -> String {
     let mut s = format!("{} {} {}", e.actor, e.action, e.target);
     if let Some(q) = e.data.get("question").and_then(|v| v.as_str()) {
@@ -38,7 +39,7 @@ pub fn event_text(e: &Event) -> String {
     } else if let Some(r) = e.data.get("reason").and_then(|v| v.as_str()) {
         s.push_str(&format!(": {r}"));
     }
-    s
+    esc(&s).into_owned()
 }
 
 /// Draws the activity pane.

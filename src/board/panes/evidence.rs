@@ -11,8 +11,9 @@ use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::{Evidence, EvidenceKind};
+use crate::text::escape as esc;
 
-/// A one-line summary of an entry (kind, summary, details).
+/// A one-line summary of an entry (kind, summary, details), control characters escaped.
 pub fn entry_text(e: &Evidence) -> String {
     let kind = match e.kind {
         EvidenceKind::Note => "note",
@@ -29,7 +30,7 @@ pub fn entry_text(e: &Evidence) -> String {
     if let (Some(n), Some(v)) = (&e.name, &e.value) {
         s.push_str(&format!(" {n}={v}"));
     }
-    s
+    esc(&s).into_owned()
 }
 
 /// Draws the evidence pane.
@@ -37,7 +38,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let focused = vm.focus == Pane::Evidence;
     let name = match vm.selected_card() {
-        Some(c) => format!("Evidence · {}", c.id),
+        Some(c) => format!("Evidence · {}", esc(&c.id)),
         None => "Evidence".into(),
     };
     f.render_widget(block(title(name, t), focused, t), area);
@@ -59,7 +60,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                         let head = format!(
                             "{:>3} {:<8} ",
                             ago(vm.now.since(e.at).0),
-                            trunc(&e.agent, 8)
+                            trunc(&esc(&e.agent), 8)
                         );
                         let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
                         Line::from(vec![
@@ -72,7 +73,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         }
         (Some(c), Some((id, Err(p)))) if id == c.id => {
             vec![Line::from(Span::styled(
-                trunc(&p.display(), w),
+                trunc(&esc(&p.display()), w),
                 t.fg(Role::Error),
             ))]
         }

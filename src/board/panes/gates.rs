@@ -13,6 +13,7 @@ use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::{Gate, GateStatus};
+use crate::text::escape as esc;
 
 /// The symbol of a gate's state (readable without color).
 pub fn symbol(g: &Gate) -> &'static str {
@@ -34,7 +35,7 @@ pub fn blocks_text(g: &Gate) -> String {
     } else if g.blocks.is_empty() {
         "blocks nothing".into()
     } else {
-        format!("blocks {}", g.blocks.join(","))
+        format!("blocks {}", esc(&g.blocks.join(",")))
     }
 }
 
@@ -82,23 +83,27 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.fg(Role::GateDecided)
         };
         let when = if pend {
-            format!("{} {:>3}", g.opened_by, ago(vm.now.since(g.opened_at).0))
+            format!(
+                "{} {:>3}",
+                esc(&g.opened_by),
+                ago(vm.now.since(g.opened_at).0)
+            )
         } else {
             let by = g.decided_by.as_deref().unwrap_or("?");
             let at = g
                 .decided_at
                 .map(|d| ago(vm.now.since(d).0))
                 .unwrap_or_default();
-            format!("{} {by} {at}", g.status.as_str())
+            format!("{} {} {at}", g.status.as_str(), esc(by))
         };
         let mut tail = String::new();
         if !g.options.is_empty() {
-            tail.push_str(&format!(" [{}]", g.options.join("|")));
+            tail.push_str(&format!(" [{}]", esc(&g.options.join("|"))));
         }
         if pend {
             tail.push_str(&format!(" → {}", blocks_text(g)));
         } else if let Some(o) = &g.option {
-            tail.push_str(&format!(" → {o}"));
+            tail.push_str(&format!(" → {}", esc(o)));
         }
         if tampered(g) {
             tail.push_str(" UNPROVEN decision: counts as pending");
@@ -107,9 +112,9 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             "{} {} {}  {}  {}{}",
             gutter(sel),
             symbol(g),
-            g.id,
+            esc(&g.id),
             when,
-            g.question,
+            esc(&g.question),
             tail
         );
         let style = row_style(

@@ -12,6 +12,7 @@ use crate::board::derive::Column;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::{GateStatus, GoalStatus};
+use crate::text::escape as esc;
 
 /// Draws the header.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
@@ -42,7 +43,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         Span::styled(" loopx ", t.fg(Role::Accent).add_modifier(Modifier::BOLD)),
         Span::raw(" "),
         Span::styled(
-            format!("{:<obj_w$}", trunc(&g.objective, obj_w)),
+            format!("{:<obj_w$}", trunc(&esc(&g.objective), obj_w)),
             t.fg(Role::Fg).add_modifier(Modifier::BOLD),
         ),
         Span::raw(" "),
@@ -56,7 +57,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         } else {
             g.success_criteria
                 .iter()
-                .map(|c| format!("☐ {c}"))
+                .map(|c| format!("☐ {}", esc(c)))
                 .collect::<Vec<_>>()
                 .join("  ")
         };

@@ -12,6 +12,7 @@ use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
+use crate::text::escape as esc;
 
 /// A centered rectangle of at most `w` x `h`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -30,7 +31,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         Mode::Normal | Mode::Filter => {}
         Mode::Help { scroll } => help(f, area, vm, *scroll),
         Mode::Detail { scroll } => detail(f, area, vm, *scroll),
-        Mode::Confirm(a) => confirm(f, area, vm, &a.describe()),
+        Mode::Confirm(a) => confirm(f, area, vm, &esc(&a.describe())),
         Mode::Input { purpose, text } => input(f, area, vm, purpose, text),
         Mode::Picker {
             purpose,
@@ -90,19 +91,20 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         area.height.saturating_sub(4).max(6),
     );
     f.render_widget(Clear, r);
+    // Every value shown here may come from a file: escaped once, here.
     let kv = |k: &str, v: String| {
         Line::from(vec![
             Span::styled(format!("{k:>12}  "), t.dim()),
-            Span::styled(v, t.fg(Role::Fg)),
+            Span::styled(esc(&v).into_owned(), t.fg(Role::Fg)),
         ])
     };
     let mut lines = Vec::new();
     let mut name = "Details".to_string();
     if vm.focus == Pane::Gates {
         if let Some(g) = vm.gates.get(vm.gate_sel) {
-            name = format!("Gate {}", g.id);
+            name = format!("Gate {}", esc(&g.id));
             lines.push(Line::from(Span::styled(
-                g.question.clone(),
+                esc(&g.question).into_owned(),
                 t.fg(Role::Fg).add_modifier(Modifier::BOLD),
             )));
             lines.push(Line::raw(""));
@@ -136,9 +138,9 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             }
         }
     } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
-        name = format!("Todo {}", card.id);
+        name = format!("Todo {}", esc(&card.id));
         lines.push(Line::from(Span::styled(
-            card.title.clone(),
+            esc(&card.title).into_owned(),
             t.fg(Role::Fg).add_modifier(Modifier::BOLD),
         )));
         lines.push(Line::raw(""));
@@ -198,7 +200,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             )));
             for e in ev {
                 lines.push(Line::from(vec![
-                    Span::styled(format!("  {} {} ", e.at, e.agent), t.dim()),
+                    Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
                     Span::styled(super::evidence::entry_text(e), t.fg(Role::Fg)),
                 ]));
             }
@@ -259,7 +261,10 @@ pub fn input(f: &mut Frame, area: Rect, vm: &ViewModel, purpose: &InputFor, text
     let r = centered(area, 60, 6);
     f.render_widget(Clear, r);
     let (name, help) = match purpose {
-        InputFor::RejectReason(g) => (format!("Reject {g}"), "Why? (required; the agents read it)"),
+        InputFor::RejectReason(g) => (
+            format!("Reject {}", esc(g)),
+            "Why? (required; the agents read it)",
+        ),
         InputFor::TodoTitle => (
             "Add a todo".to_string(),
             "Title (may start with P0-P4; default P2)",
@@ -268,7 +273,7 @@ pub fn input(f: &mut Frame, area: Rect, vm: &ViewModel, purpose: &InputFor, text
     let lines = vec![
         Line::from(Span::styled(help, t.dim())),
         Line::from(Span::styled(
-            format!("{text}▏"),
+            format!("{}▏", esc(text)),
             t.fg(Role::Fg).add_modifier(Modifier::BOLD),
         )),
         Line::from(Span::styled("Enter: next · Esc: cancel", t.dim())),
@@ -291,15 +296,15 @@ pub fn picker(
     let r = centered(area, 48, h);
     f.render_widget(Clear, r);
     let name = match purpose {
-        PickFor::Agent(todo) => format!("Reassign {todo} to"),
-        PickFor::GateOption(g) => format!("Approve {g} with"),
+        PickFor::Agent(todo) => format!("Reassign {} to", esc(todo)),
+        PickFor::GateOption(g) => format!("Approve {} with", esc(g)),
     };
     let mut lines: Vec<Line> = choices
         .iter()
         .enumerate()
         .map(|(i, c)| {
             Line::from(Span::styled(
-                format!("{} {c:<40}", gutter(i == sel)),
+                format!("{} {:<40}", gutter(i == sel), esc(c)),
                 row_style(t, i == sel, true, t.fg(Role::Fg)),
             ))
         })

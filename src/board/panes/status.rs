@@ -10,6 +10,7 @@ use super::{clock, trunc};
 use crate::board::app::{Live, Mode};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
+use crate::text::escape as esc;
 
 /// Draws the status bar.
 pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
@@ -17,18 +18,16 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let base = t.status();
     let live = match vm.live {
         Live::Watching => "● live".to_string(),
-        Live::Polling(why) => format!("◌ polling ({why})"),
+        Live::Polling(why) => format!("◌ polling ({})", esc(why)),
     };
     let reload = vm
         .last_reload
         .map(|r| format!("loaded {}", clock(r)))
         .unwrap_or_else(|| "not loaded".into());
-    let owner = vm.owner_note;
+    let owner = esc(vm.owner_note).into_owned();
+    let project = esc(vm.project);
     let mut spans = vec![
-        Span::styled(
-            format!(" {} ", vm.project),
-            base.add_modifier(Modifier::BOLD),
-        ),
+        Span::styled(format!(" {project} "), base.add_modifier(Modifier::BOLD)),
         Span::styled(format!("│ {live} │ {reload} │ "), base),
     ];
     if vm.readonly {
@@ -51,17 +50,17 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
         };
         let mark = if m.error { "✗" } else { "✓" };
         spans.push(Span::styled(" │ ", base));
-        spans.push(Span::styled(format!("{mark} {}", m.text), style));
+        spans.push(Span::styled(format!("{mark} {}", esc(&m.text)), style));
     }
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     let w = area.width as usize;
     if used > w {
         // Keep the end (the message) readable: cut the project name first.
         let cut = used - w;
-        let p = vm.project.chars().count();
+        let p = project.chars().count();
         let keep = p.saturating_sub(cut + 1).max(4);
         spans[0] = Span::styled(
-            format!(" …{} ", tail(vm.project, keep)),
+            format!(" …{} ", tail(&project, keep)),
             base.add_modifier(Modifier::BOLD),
         );
     } else {
@@ -84,7 +83,7 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
             " / ",
             t.fg(Role::Key).add_modifier(Modifier::BOLD),
         ));
-        spans.push(Span::styled(format!("{}▏", vm.filter), t.fg(Role::Fg)));
+        spans.push(Span::styled(format!("{}▏", esc(vm.filter)), t.fg(Role::Fg)));
         spans.push(Span::styled("  Enter keep · Esc clear", t.dim()));
     } else {
         if narrow {
@@ -116,7 +115,10 @@ pub fn banner(f: &mut Frame, area: Rect, vm: &ViewModel) {
     } else {
         String::new()
     };
-    let text = format!(" ⚠ {}{more} — showing the last good state", first.display());
+    let text = format!(
+        " ⚠ {}{more} — showing the last good state",
+        esc(&first.display())
+    );
     let w = area.width as usize;
     let text = format!("{:<w$}", trunc(&text, w));
     f.render_widget(Paragraph::new(Span::styled(text, t.banner())), area);

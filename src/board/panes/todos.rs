@@ -13,6 +13,7 @@ use crate::board::derive::{Card, Column, Why};
 use crate::board::layout::{CARD_LINES, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
+use crate::text::escape as esc;
 
 /// Draws the todos pane.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
@@ -21,7 +22,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let mut head = vec![title("Todos", t)];
     if !vm.filter.is_empty() {
         head.push(Span::styled(
-            format!(" filter: {} ", vm.filter),
+            format!(" filter: {} ", esc(vm.filter)),
             t.fg(Role::Accent).add_modifier(Modifier::BOLD),
         ));
     }
@@ -91,7 +92,12 @@ fn card_lines<'a>(
         c.priority.to_string()
     };
     let title_w = w.saturating_sub(prio.chars().count() + 2);
-    let first = format!("{}{} {}", gutter(selected), prio, trunc(&c.title, title_w));
+    let first = format!(
+        "{}{} {}",
+        gutter(selected),
+        prio,
+        trunc(&esc(&c.title), title_w)
+    );
     let first = format!("{first:<w$}");
     let base = if expired {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)
@@ -116,14 +122,15 @@ fn card_lines<'a>(
         ])
     };
     let note = match &c.why {
-        Why::None => c.id.clone(),
+        Why::None => esc(&c.id).into_owned(),
         Why::Lease {
             holder,
             fence,
             expires_at,
         } if expired => format!(
-            "! EXPIRED {} {holder} #{fence}",
-            crate::board::app::countdown(vm.now.since(*expires_at).0)
+            "! EXPIRED {} {} #{fence}",
+            crate::board::app::countdown(vm.now.since(*expires_at).0),
+            esc(holder)
         ),
         Why::Lease {
             holder,
@@ -131,11 +138,12 @@ fn card_lines<'a>(
             expires_at,
         } => {
             format!(
-                "⏱{} {holder} #{fence}",
-                crate::board::app::countdown(expires_at.since(vm.now).0)
+                "⏱{} {} #{fence}",
+                crate::board::app::countdown(expires_at.since(vm.now).0),
+                esc(holder)
             )
         }
-        other => why_text(other, vm.now),
+        other => esc(&why_text(other, vm.now)).into_owned(),
     };
     let note_style = if expired {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)

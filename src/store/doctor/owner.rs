@@ -1,0 +1,177 @@
+//! Owner authority: decisions proven, every owner line signed, owner.pub still the owner's,
+//! and the goal, quota and gates as the owner's signed journal left them.
+
+use super::files::{Doc, State};
+use super::{Finding, is_regular};
+use crate::kernel::authority::{self, OwnerPub};
+use crate::kernel::ops::OWNER;
+use crate::kernel::{Config, Event, Gate, GoalStatus};
+use crate::store::fs::FileStore;
+
+/// Every owner check.
+pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
+    let pub_path = store.path("owner.pub");
+    if std::fs::symlink_metadata(&pub_path).is_ok() && !is_regular(&pub_path) {
+        return;
+    }
+    let key = match store.owner_pub() {
+        Ok(k) => k,
+        Err(e) => {
+            out.push(Finding::from_error(&e, ".loopx/owner.pub"));
+            return;
+        }
+    };
+    check_key_is_yours(key.as_ref(), out);
+    for g in &s.gates {
+        gate_proven(g, key.as_ref(), out);
+    }
+    let jp = store.journal_path();
+    if !is_regular(&jp) {
+        return;
+    }
+    let Ok(Some(bytes)) = crate::store::parse::read_bytes(&jp) else {
+        return;
+    };
+    let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), out);
+    if let Some(c) = &s.config {
+        config_as_signed(&c.value, &last, out);
+    }
+    for (n, id) in &last.opened {
+        if !s.gates.iter().any(|g| g.value.id == *id) {
+            out.push(Finding::error(
+                format!(".loopx/gates/{id}.toml"),
+                None,
+                format!("gate {id} was opened (journal.jsonl:{n}) but its file is gone: a deleted gate unblocks its todos"),
+            ));
+        }
+    }
+}
+
+/// Where the owner's secret is here, owner.pub must be that key.
+fn check_key_is_yours(key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
+    if let (Ok(Some(secret)), Some(k)) = (crate::store::owner::load(), key)
+        && secret.public() != *k
+    {
+        out.push(Finding::error(
+            ".loopx/owner.pub",
+            None,
+            format!(
+                "owner.pub holds {}, not your key {}: it was replaced, and decisions signed with it are not yours; \
+                 restore it with `loopx owner init --force` and re-decide the gates",
+                k.fingerprint(),
+                secret.public().fingerprint()
+            ),
+        ));
+    }
+}
+
+fn gate_proven(g: &Doc<Gate>, key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
+    let g_ = &g.value;
+    if authority::gate_proven(g_, key) {
+        return;
+    }
+    let why = if key.is_none() {
+        "there is no owner.pub to prove it"
+    } else if g_.signature.is_none() {
+        "it has no signature"
+    } else {
+        "its signature does not verify"
+    };
+    out.push(Finding::error(
+        g.file(),
+        None,
+        format!(
+            "tampered: {} says {} but {why}; it counts as pending until the owner decides it",
+            g_.id,
+            g_.status.as_str()
+        ),
+    ));
+}
+
+/// What the owner's signed lines last said, with their line numbers.
+#[derive(Default)]
+struct LastSigned {
+    goal: Option<(usize, GoalStatus)>,
+    quota: Option<(usize, serde_json::Value)>,
+    opened: Vec<(usize, String)>,
+}
+
+/// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature.
+fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> LastSigned {
+    let mut last = LastSigned::default();
+    for (i, line) in text.lines().enumerate() {
+        let Ok(ev) = serde_json::from_str::<Event>(line) else {
+            continue;
+        };
+        let n = i + 1;
+        if !authority::OWNER_ACTIONS.contains(&ev.action.as_str()) && ev.actor != OWNER {
+            if ev.action == "gate.open" {
+                last.opened.push((n, ev.target.clone()));
+            }
+            continue;
+        }
+        if !authority::event_proven(&ev, key) {
+            let what =
+                if ev.actor == OWNER && !authority::OWNER_ACTIONS.contains(&ev.action.as_str()) {
+                    "a line attributed to the owner"
+                } else {
+                    "an owner action"
+                };
+            out.push(Finding::error(
+                ".loopx/journal.jsonl",
+                Some(n),
+                format!(
+                    "{} on {} is {what} without a valid owner signature",
+                    ev.action, ev.target
+                ),
+            ));
+            continue;
+        }
+        match ev.action.as_str() {
+            "goal.pause" => last.goal = Some((n, GoalStatus::Paused)),
+            "goal.resume" => last.goal = Some((n, GoalStatus::Active)),
+            "goal.complete" => last.goal = Some((n, GoalStatus::Complete)),
+            "quota.set" => last.quota = Some((n, ev.data.clone())),
+            "gate.open" => last.opened.push((n, ev.target.clone())),
+            _ => {}
+        }
+    }
+    last
+}
+
+fn goal_word(s: GoalStatus) -> &'static str {
+    match s {
+        GoalStatus::Active => "active",
+        GoalStatus::Paused => "paused",
+        GoalStatus::Complete => "complete",
+    }
+}
+
+/// The goal's status and `[quota]` must be what the owner's last signed lines set.
+fn config_as_signed(cfg: &Config, last: &LastSigned, out: &mut Vec<Finding>) {
+    let (line, want) = last
+        .goal
+        .map_or((None, GoalStatus::Active), |(n, s)| (Some(n), s));
+    if cfg.goal.status != want {
+        out.push(Finding::error(
+            ".loopx/loopx.toml",
+            None,
+            format!(
+                "the goal is {} here, but the owner's last signed decision{} left it {}: it was edited by hand",
+                goal_word(cfg.goal.status),
+                line.map(|n| format!(" (journal.jsonl:{n})")).unwrap_or_default(),
+                goal_word(want)
+            ),
+        ));
+    }
+    if let Some((n, data)) = &last.quota {
+        let now = serde_json::json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval});
+        if now != *data {
+            out.push(Finding::error(
+                ".loopx/loopx.toml",
+                None,
+                format!("[quota] is {now} here, but the owner set {data} (journal.jsonl:{n}): it was edited by hand"),
+            ));
+        }
+    }
+}
