@@ -1,6 +1,7 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
 pub mod authority;
+pub mod bounds;
 pub mod error;
 pub mod id;
 pub mod model;
