@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
 use crate::kernel::quota;
@@ -86,6 +87,17 @@ pub fn check_ttl(ttl: Dur) -> Result<Dur> {
     Ok(ttl)
 }
 
+/// When a recurring todo done at `now` is due again; an error past the latest time loopx keeps.
+fn next_due(now: Ts, every: Dur) -> Result<Ts> {
+    now.checked_add(every).ok_or_else(|| {
+        Error::usage(format!(
+            "the next due time, now plus {every}, is past {}, the latest time loopx keeps",
+            Ts::MAX
+        ))
+        .hint("lower the todo's `every`, or check the system clock")
+    })
+}
+
 /// What `todo add` needs.
 #[derive(Debug, Clone)]
 pub struct NewTodo {
@@ -134,6 +146,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         lease: None,
         extra: Extra::new(),
     };
+    bounds::usage(bounds::check_todo(&t))?;
     let mut c = Change::default();
     if let Some(gid) = &new.blocked_by_gate {
         let mut g = gate(snap, gid)?.clone();
@@ -147,6 +160,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
             ));
         }
         g.blocks.push(t.id.clone());
+        bounds::usage(bounds::check_gate(&g))?;
         c.writes.push(Write::Gate(g));
     }
     c.writes.insert(0, Write::Todo(t.clone()));
@@ -170,7 +184,14 @@ fn not_ready_error(id: &str, blockers: &[Blocker]) -> Error {
     .details(json!({ "reasons": blockers }))
 }
 
-fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
+    if t.fence >= bounds::FENCE_MAX {
+        return Err(Error::usage(format!(
+            "{} is at fence {}, the highest; it cannot be granted again",
+            t.id, t.fence
+        ))
+        .hint("add a new todo for this work"));
+    }
     t.fence += 1;
     t.lease = Some(Lease {
         holder: agent.to_string(),
@@ -180,6 +201,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
         extra: Extra::new(),
     });
     t.updated_at = now;
+    Ok(())
 }
 
 /// Claims `id`, or the best ready todo: a lease with a new fence (or a renewal of one's own).
@@ -198,7 +220,7 @@ pub fn claim(
             return Err(Error::new(Code::NothingReady, why).hint(hint));
         };
         let mut t = best.clone();
-        grant_claim(&mut c, &mut t, agent, now, ttl);
+        grant_claim(&mut c, &mut t, agent, now, ttl)?;
         c.writes.push(Write::Todo(t.clone()));
         return Ok((c, t));
     };
@@ -229,16 +251,16 @@ pub fn claim(
             json!({"fence": t.fence, "expires_at": l.expires_at}),
         );
     } else {
-        grant_claim(&mut c, &mut t, agent, now, ttl);
+        grant_claim(&mut c, &mut t, agent, now, ttl)?;
     }
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
 
 /// Grants a new lease (and fence) on `t` and journals the claim, naming any expired lease it replaces.
-fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
     let expired = t.lease.clone();
-    grant(t, agent, now, ttl);
+    grant(t, agent, now, ttl)?;
     c.event(
         now,
         agent,
@@ -246,6 +268,7 @@ fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
         &t.id,
         claim_data(t, expired.as_ref()),
     );
+    Ok(())
 }
 
 fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {
@@ -389,6 +412,7 @@ pub fn update(
         ..Change::default()
     };
     for mut e in u.evidence {
+        bounds::usage(bounds::check_evidence(&e))?;
         e.fence = e.fence.or(fence);
         c.writes.push(Write::Evidence(t.id.clone(), e));
     }
@@ -405,7 +429,7 @@ pub fn update(
         action = match (s, t.every) {
             (Status::Open, _) => "todo.update",
             (Status::Done, Some(every)) => {
-                t.next_due_at = Some(now.add(every));
+                t.next_due_at = Some(next_due(now, every)?);
                 t.lease = None;
                 "todo.done_recurring"
             }
@@ -433,6 +457,7 @@ pub fn update(
     if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
+    bounds::usage(bounds::check_todo(&t))?;
     c.event(
         now,
         agent,
@@ -563,7 +588,7 @@ pub fn reassign(
         .lease
         .as_ref()
         .map(|l| json!({"holder": l.holder, "fence": l.fence}));
-    grant(&mut t, to, now, ttl);
+    grant(&mut t, to, now, ttl)?;
     let mut c = Change::by_owner();
     c.event(
         now,
@@ -636,6 +661,7 @@ pub fn open_gate(
         extra: Extra::new(),
         proven: true,
     };
+    bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::default();
     c.event(now, agent, "gate.open", &g.id,
         json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
@@ -690,6 +716,7 @@ pub fn decide_gate(
     g.journal_head = None;
     g.signature = None;
     g.proven = true;
+    bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::by_owner();
     let action = format!(
         "gate.{}",
@@ -743,6 +770,7 @@ pub fn set_goal_status(
     cfg.goal.status = status;
     cfg.goal.reason = reason.clone();
     cfg.goal.updated_at = now;
+    bounds::usage(bounds::check_config(&cfg))?;
     let action = match status {
         GoalStatus::Active => "goal.resume",
         GoalStatus::Paused => "goal.pause",
@@ -785,6 +813,7 @@ pub fn set_quota(
     if let Some(m) = min_interval {
         cfg.quota.min_interval = m;
     }
+    bounds::usage(bounds::check_config(&cfg))?;
     let mut c = Change::by_owner();
     c.event(now, owner, "quota.set", "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
@@ -806,7 +835,7 @@ pub fn spend(
         return Err(Error::usage("--slots must be at least 1"));
     }
     if cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
-        return Err(Error::usage("--cost-usd must be a number of zero or more"));
+        return Err(Error::usage("--cost-usd must be a number from 0 to 1000000000"));
     }
     let p = &snap.config.quota;
     let mut c = Change::default();
@@ -826,6 +855,7 @@ pub fn spend(
         cost_usd,
         extra: Extra::new(),
     });
+    bounds::usage(bounds::check_quota(&q))?;
     c.event(
         now,
         agent,
