@@ -834,7 +834,7 @@ pub fn spend(
     if slots == 0 {
         return Err(Error::usage("--slots must be at least 1"));
     }
-    if cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+    if cost_usd.is_some_and(|c| !(0.0..=bounds::COST_USD_MAX).contains(&c)) {
         return Err(Error::usage("--cost-usd must be a number from 0 to 1000000000"));
     }
     let p = &snap.config.quota;

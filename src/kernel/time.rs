@@ -204,7 +204,7 @@ impl FromStr for Dur {
         if s.is_empty() || s.len() > 64 {
             return Err(bad());
         }
-        let ms: i128 = if s.starts_with(['P', 'p']) {
+        let ms: i128 = if s.trim_start_matches(['+', '-']).starts_with(['P', 'p']) {
             let span: jiff::SignedDuration = s.parse().map_err(|_| bad())?;
             span.as_millis()
         } else {
