@@ -47,7 +47,10 @@ fn refused(p: &Project, args: &[&str], words: &str) {
     let before = p.files();
     let v = p.fails(args, "usage");
     let msg = v["error"]["message"].as_str().unwrap_or_default();
-    assert!(msg.contains(words), "loopx {args:?}: `{words}` not in: {msg}");
+    assert!(
+        msg.contains(words),
+        "loopx {args:?}: `{words}` not in: {msg}"
+    );
     let r = p.run(args);
     assert_eq!(r.code, 2, "loopx {args:?} (text): {r:?}");
     assert_same_files(&before, &p.files(), &format!("{args:?}"));
@@ -58,8 +61,14 @@ fn out_of_bound_durations_in_flags_are_usage_errors() {
     let p = Project::new("durflags");
     let id = p.add("target", &[]);
     let cases: &[(&[&str], &str)] = &[
-        (&["todo", "claim", "--ttl", "PT9223372036854775.808S"], "out of range"),
-        (&["todo", "claim", "--ttl", "PT9223372036854776S"], "out of range"),
+        (
+            &["todo", "claim", "--ttl", "PT9223372036854775.808S"],
+            "out of range",
+        ),
+        (
+            &["todo", "claim", "--ttl", "PT9223372036854776S"],
+            "out of range",
+        ),
         (&["todo", "claim", "--ttl=-PT5S"], "out of range"),
         (&["todo", "claim", "--ttl", "0s"], "7d"),
         (&["todo", "claim", &id, "--ttl", "8d"], "7d"),
@@ -67,12 +76,18 @@ fn out_of_bound_durations_in_flags_are_usage_errors() {
         (&["todo", "add", "r", "--every", "3000000d"], "out of range"),
         (&["todo", "add", "r", "--every", "0s"], "1s"),
         (&["todo", "add", "r", "--every", "367d"], "366d"),
-        (&["quota", "set", "--window", "PT9223372036854776S"], "out of range"),
+        (
+            &["quota", "set", "--window", "PT9223372036854776S"],
+            "out of range",
+        ),
         (&["quota", "set", "--window", "0s"], "1s"),
         (&["quota", "set", "--window", "367d"], "366d"),
         (&["quota", "set", "--min-interval", "25h"], "24h"),
         (&["quota", "set", "--min-interval=-PT1S"], "out of range"),
-        (&["todo", "reassign", &id, "--to", "b", "--ttl", "36501d"], "out of range"),
+        (
+            &["todo", "reassign", &id, "--to", "b", "--ttl", "36501d"],
+            "out of range",
+        ),
     ];
     for (args, words) in cases {
         refused(&p, args, words);
@@ -88,7 +103,10 @@ fn out_of_bound_counts_and_numbers_in_flags_are_usage_errors() {
         (&["quota", "spend-slot", "--slots", "0"], "at least 1"),
         (&["quota", "spend-slot", "--slots", "100001"], "100000"),
         (&["quota", "spend-slot", "--slots", "99999999999"], "slots"),
-        (&["quota", "spend-slot", "--tokens", "1000000000001"], "1000000000000"),
+        (
+            &["quota", "spend-slot", "--tokens", "1000000000001"],
+            "1000000000000",
+        ),
         (&["quota", "spend-slot", "--cost-usd", "NaN"], "--cost-usd"),
         (&["quota", "spend-slot", "--cost-usd", "inf"], "--cost-usd"),
         (&["quota", "spend-slot", "--cost-usd=-0.5"], "--cost-usd"),
@@ -116,9 +134,17 @@ fn over_long_texts_and_too_many_values_are_usage_errors() {
         (vec!["gate", "open", &text], "4000"),
         (vec!["gate", "open", "q?", "--option", &option], "200"),
         (vec!["todo", "update", &id, "--evidence", &text], "4000"),
-        (vec!["todo", "update", &id, "--status", "blocked", "--reason", &text], "4000"),
+        (
+            vec![
+                "todo", "update", &id, "--status", "blocked", "--reason", &text,
+            ],
+            "4000",
+        ),
         (vec!["quota", "spend-slot", "--turn", &turn], "200"),
-        (vec!["start-goal", "--replace", "--goal-text", &text], "4000"),
+        (
+            vec!["start-goal", "--replace", "--goal-text", &text],
+            "4000",
+        ),
     ];
     for (args, words) in &cases {
         refused(&p, args, words);
@@ -149,7 +175,11 @@ fn over_long_texts_and_too_many_values_are_usage_errors() {
 #[test]
 fn a_huge_cadence_never_writes_an_invalid_time() {
     let p = Project::new("every");
-    refused(&p, &["todo", "add", "r", "--every", "3000000d"], "out of range");
+    refused(
+        &p,
+        &["todo", "add", "r", "--every", "3000000d"],
+        "out of range",
+    );
     let id = p.add("r", &["--every", "366d"]);
     p.ok(&["todo", "claim", &id]);
     let v = p.ok(&["todo", "update", &id, "--status", "done"]);
@@ -216,11 +246,26 @@ fn out_of_bound_file_values_are_invalid_state_with_file_and_line() {
     let id = p.add("target", &[]);
     let todo = std::fs::read_to_string(p.lx(&format!("todos/{id}.toml"))).expect("read todo");
     let bad = todo.replace("fence = 0", "fence = 9007199254740992");
-    refused_file(&p, &format!("todos/{id}.toml"), &bad, line_of(&bad, "fence ="));
+    refused_file(
+        &p,
+        &format!("todos/{id}.toml"),
+        &bad,
+        line_of(&bad, "fence ="),
+    );
     let bad = todo.replace("fence = 0", "fence = -1");
-    refused_file(&p, &format!("todos/{id}.toml"), &bad, line_of(&bad, "fence ="));
+    refused_file(
+        &p,
+        &format!("todos/{id}.toml"),
+        &bad,
+        line_of(&bad, "fence ="),
+    );
     let bad = todo.replace("fence = 0", "every = \"3000000d\"\nfence = 0");
-    refused_file(&p, &format!("todos/{id}.toml"), &bad, line_of(&bad, "every"));
+    refused_file(
+        &p,
+        &format!("todos/{id}.toml"),
+        &bad,
+        line_of(&bad, "every"),
+    );
     std::fs::write(p.lx(&format!("todos/{id}.toml")), &todo).expect("restore todo");
     let quota = "schema_version = 1\n\n[[spend]]\nat = \"2020-01-01T00:00:00.000Z\"\n\
                  agent = \"a\"\nslots = 1\ncost_usd = nan\n";

@@ -90,7 +90,11 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
             options,
         } => {
             bounds::usage(bounds::count("--blocks", blocks.len(), bounds::BLOCKS_MAX))?;
-            bounds::usage(bounds::count("--option", options.len(), bounds::OPTIONS_MAX))?;
+            bounds::usage(bounds::count(
+                "--option",
+                options.len(),
+                bounds::OPTIONS_MAX,
+            ))?;
             let new_id = store.fresh_id(Kind::Gate)?;
             let g = store.mutate(|snap| {
                 let blocks = blocks

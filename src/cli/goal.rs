@@ -80,7 +80,11 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
     bounds::usage(bounds::text("--goal-text", &a.goal_text, bounds::TEXT_MAX))?;
-    bounds::usage(bounds::count("--success", a.success.len(), bounds::CRITERIA_MAX))?;
+    bounds::usage(bounds::count(
+        "--success",
+        a.success.len(),
+        bounds::CRITERIA_MAX,
+    ))?;
     for s in &a.success {
         bounds::usage(bounds::text("--success", s, bounds::TITLE_MAX))?;
     }

@@ -375,7 +375,10 @@ pub fn rel_time(now: Ts, at: Ts) -> String {
     if d.0 >= 0 {
         format!("in {}", crate::kernel::Dur(d.0 / 1000 * 1000))
     } else {
-        format!("{} ago", crate::kernel::Dur(d.0.saturating_neg() / 1000 * 1000))
+        format!(
+            "{} ago",
+            crate::kernel::Dur(d.0.saturating_neg() / 1000 * 1000)
+        )
     }
 }
 

@@ -155,9 +155,7 @@ impl Bounded for QuotaFile {
 
 /// A bounds check as a usage error (exit 2): for values that come from a command.
 pub fn usage(r: Checked) -> Result<()> {
-    r.map_err(|v| {
-        Error::usage(v.message).hint("see the Bounds table in docs/state-format.md")
-    })
+    r.map_err(|v| Error::usage(v.message).hint("see the Bounds table in docs/state-format.md"))
 }
 
 fn chars(s: &str) -> usize {
@@ -312,7 +310,9 @@ pub fn check_todo(t: &Todo) -> Checked {
 pub fn check_gate(g: &Gate) -> Checked {
     required_text("question", &g.question, TEXT_MAX)?;
     count("options", g.options.len(), OPTIONS_MAX)?;
-    each("options", &g.options, |o| required_text("options", o, NAME_MAX))?;
+    each("options", &g.options, |o| {
+        required_text("options", o, NAME_MAX)
+    })?;
     refs("blocks", &g.blocks, BLOCKS_MAX)?;
     agent("opened_by", &g.opened_by)?;
     opt_text("decided_by", &g.decided_by, REF_MAX)?;

@@ -835,7 +835,9 @@ pub fn spend(
         return Err(Error::usage("--slots must be at least 1"));
     }
     if cost_usd.is_some_and(|c| !(0.0..=bounds::COST_USD_MAX).contains(&c)) {
-        return Err(Error::usage("--cost-usd must be a number from 0 to 1000000000"));
+        return Err(Error::usage(
+            "--cost-usd must be a number from 0 to 1000000000",
+        ));
     }
     let p = &snap.config.quota;
     let mut c = Change::default();

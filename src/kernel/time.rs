@@ -103,7 +103,9 @@ impl FromStr for Ts {
             .map_err(|e| format!("`{s}` is not an RFC 3339 time ({e})"))?;
         let t = Ts(t.as_millisecond());
         if !t.in_range() {
-            return Err(format!("`{s}` is outside the times loopx keeps ({TS_RANGE_TEXT})"));
+            return Err(format!(
+                "`{s}` is outside the times loopx keeps ({TS_RANGE_TEXT})"
+            ));
         }
         Ok(t)
     }
@@ -308,7 +310,10 @@ mod tests {
             "P99999D",
         ] {
             let e = bad.parse::<Dur>().unwrap_err();
-            assert!(e.contains("out of range") || e.contains("not a duration"), "{bad}: {e}");
+            assert!(
+                e.contains("out of range") || e.contains("not a duration"),
+                "{bad}: {e}"
+            );
         }
         assert_eq!("36500d".parse::<Dur>().unwrap(), Dur::MAX);
         assert_eq!("0s".parse::<Dur>().unwrap(), Dur(0));
@@ -339,13 +344,20 @@ mod tests {
         assert_eq!(Ts(5).checked_add(Dur(i64::MAX)), None);
         assert_eq!(Ts(5).checked_add(Dur(5)), Some(Ts(10)));
         assert_eq!(Ts(i64::MIN).since(Ts(i64::MAX)), Dur(i64::MIN));
-        for bad in ["9000-01-01T00:00:00.001Z", "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z"] {
+        for bad in [
+            "9000-01-01T00:00:00.001Z",
+            "1969-12-31T23:59:59Z",
+            "9999-12-31T23:59:59Z",
+        ] {
             assert!(bad.parse::<Ts>().is_err(), "{bad}");
         }
         assert_eq!("9000-01-01T00:00:00Z".parse::<Ts>().unwrap(), Ts::MAX);
         assert!(serde_json::to_string(&Ts(i64::MAX)).is_err());
         assert!(serde_json::to_string(&Ts(-1)).is_err());
-        assert_eq!(serde_json::to_string(&Ts::MAX).unwrap(), "\"9000-01-01T00:00:00.000Z\"");
+        assert_eq!(
+            serde_json::to_string(&Ts::MAX).unwrap(),
+            "\"9000-01-01T00:00:00.000Z\""
+        );
     }
 
     #[test]

@@ -128,12 +128,31 @@ mod tests {
     #[test]
     fn lock_timeouts_are_bounded() {
         assert_eq!(lock_timeout_from(None).unwrap(), Duration::from_secs(10));
-        assert_eq!(lock_timeout_from(Some(" ")).unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            lock_timeout_from(Some(" ")).unwrap(),
+            Duration::from_secs(10)
+        );
         assert_eq!(lock_timeout_from(Some("0")).unwrap(), Duration::ZERO);
         assert_eq!(lock_timeout_from(Some("-0")).unwrap(), Duration::ZERO);
-        assert_eq!(lock_timeout_from(Some("2.5")).unwrap(), Duration::from_millis(2500));
-        assert_eq!(lock_timeout_from(Some("3600")).unwrap(), Duration::from_secs(3600));
-        for bad in ["1e30", "3600.001", "-1", "NaN", "inf", "-inf", "ten", "1e308", "not UTF-8"] {
+        assert_eq!(
+            lock_timeout_from(Some("2.5")).unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            lock_timeout_from(Some("3600")).unwrap(),
+            Duration::from_secs(3600)
+        );
+        for bad in [
+            "1e30",
+            "3600.001",
+            "-1",
+            "NaN",
+            "inf",
+            "-inf",
+            "ten",
+            "1e308",
+            "not UTF-8",
+        ] {
             let e = lock_timeout_from(Some(bad)).unwrap_err();
             assert_eq!(e.code.exit_code(), 2, "{bad}");
             assert!(e.message.contains("0 to 3600"), "{}", e.message);

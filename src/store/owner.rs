@@ -98,8 +98,11 @@ pub fn load() -> Result<Option<OwnerKey>> {
 fn read_key_file(path: &Path) -> Result<Option<String>> {
     let max = bounds::OWNER_KEY_MAX_BYTES;
     let denied = |what: String| {
-        Error::new(Code::Denied, format!("the owner key {}: {what}", path.display()))
-            .hint("point LOOPX_OWNER_KEY at your owner key file, or unset it")
+        Error::new(
+            Code::Denied,
+            format!("the owner key {}: {what}", path.display()),
+        )
+        .hint("point LOOPX_OWNER_KEY at your owner key file, or unset it")
     };
     let f = match OpenOptions::new()
         .read(true)
@@ -110,7 +113,9 @@ fn read_key_file(path: &Path) -> Result<Option<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(denied(format!("cannot read it: {e}"))),
     };
-    let meta = f.metadata().map_err(|e| denied(format!("cannot read it: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| denied(format!("cannot read it: {e}")))?;
     if !meta.is_file() {
         return Err(denied("is not a regular file".into()));
     }
@@ -119,7 +124,9 @@ fn read_key_file(path: &Path) -> Result<Option<String>> {
         .read_to_end(&mut bytes)
         .map_err(|e| denied(format!("cannot read it: {e}")))?;
     if bytes.len() as u64 > max {
-        return Err(denied(format!("is larger than {max} bytes; it is not a loopx owner key")));
+        return Err(denied(format!(
+            "is larger than {max} bytes; it is not a loopx owner key"
+        )));
     }
     String::from_utf8(bytes)
         .map(Some)

@@ -111,12 +111,13 @@ pub fn key_line(text: &str, key: &[Key]) -> Option<usize> {
                 Some(t) => (Node::Table(t), t.span().or_else(|| first_key_span(t))),
                 None => break,
             },
-            (Key::Index(i), Node::Item(Item::Value(Value::Array(a))) | Node::Value(Value::Array(a))) => {
-                match a.get(*i) {
-                    Some(v) => (Node::Value(v), v.span()),
-                    None => break,
-                }
-            }
+            (
+                Key::Index(i),
+                Node::Item(Item::Value(Value::Array(a))) | Node::Value(Value::Array(a)),
+            ) => match a.get(*i) {
+                Some(v) => (Node::Value(v), v.span()),
+                None => break,
+            },
             _ => break,
         };
         node = next;
@@ -261,8 +262,14 @@ mod tests {
         assert_eq!(key_line(text, &[name("list"), Key::Index(1)]), Some(3));
         assert_eq!(key_line(text, &[name("lease"), name("ttl")]), Some(5));
         assert_eq!(key_line(text, &[name("quota"), name("window")]), Some(8));
-        assert_eq!(key_line(text, &[name("spend"), Key::Index(1), name("cost")]), Some(15));
-        assert_eq!(key_line(text, &[name("spend"), Key::Index(1), name("none")]), Some(13));
+        assert_eq!(
+            key_line(text, &[name("spend"), Key::Index(1), name("cost")]),
+            Some(15)
+        );
+        assert_eq!(
+            key_line(text, &[name("spend"), Key::Index(1), name("none")]),
+            Some(13)
+        );
         assert_eq!(key_line(text, &[name("nothing")]), None);
         assert_eq!(key_line("not toml [", &[name("a")]), None);
     }
@@ -275,16 +282,33 @@ mod tests {
                    [quota]\nslots = 0\n";
         let e = decode::<Config>(p, cfg).unwrap_err();
         assert_eq!(e.code, Code::InvalidState);
-        assert!(e.message.starts_with(".loopx/loopx.toml:8: "), "{}", e.message);
+        assert!(
+            e.message.starts_with(".loopx/loopx.toml:8: "),
+            "{}",
+            e.message
+        );
         let huge = cfg.replace("slots = 0", "window = \"PT9223372036854776S\"");
         let e = decode::<Config>(p, &huge).unwrap_err();
-        assert!(e.message.starts_with(".loopx/loopx.toml:8: "), "{}", e.message);
-        let q = "[[spend]]\nat = \"2020-01-01T00:00:00Z\"\nagent = \"a\"\nslots = 1\ncost_usd = nan\n";
+        assert!(
+            e.message.starts_with(".loopx/loopx.toml:8: "),
+            "{}",
+            e.message
+        );
+        let q =
+            "[[spend]]\nat = \"2020-01-01T00:00:00Z\"\nagent = \"a\"\nslots = 1\ncost_usd = nan\n";
         let e = decode::<QuotaFile>(Path::new("/x/.loopx/quota.toml"), q).unwrap_err();
-        assert!(e.message.starts_with(".loopx/quota.toml:5: "), "{}", e.message);
+        assert!(
+            e.message.starts_with(".loopx/quota.toml:5: "),
+            "{}",
+            e.message
+        );
         let t = "id = \"t-aaaaaa\"\ntitle = \"t\"\nstatus = \"open\"\ncreated_by = \"a\"\n\
                  created_at = \"2020-01-01T00:00:00Z\"\nupdated_at = \"9999-01-01T00:00:00Z\"\n";
         let e = decode::<Todo>(Path::new("/x/.loopx/todos/t-aaaaaa.toml"), t).unwrap_err();
-        assert!(e.message.contains("todos/t-aaaaaa.toml:6: "), "{}", e.message);
+        assert!(
+            e.message.contains("todos/t-aaaaaa.toml:6: "),
+            "{}",
+            e.message
+        );
     }
 }

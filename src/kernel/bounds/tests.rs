@@ -96,8 +96,10 @@ fn todo_bounds_name_the_key() {
 
 #[test]
 fn spend_bounds_name_the_entry() {
-    let mut q = QuotaFile::default();
-    q.spends = vec![spend(), spend()];
+    let mut q = QuotaFile {
+        spends: vec![spend(), spend()],
+        ..QuotaFile::default()
+    };
     q.spends[1].cost_usd = Some(f64::NAN);
     assert_eq!(check_quota(&q).unwrap_err().path(), "spend[1].cost_usd");
     for bad in [f64::INFINITY, f64::NEG_INFINITY, -0.01, 2e9] {
