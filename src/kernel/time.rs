@@ -29,13 +29,9 @@ impl Ts {
 
     /// The current time from the system clock, clamped to `MIN..=MAX` (see `checked_now`).
     pub fn now() -> Ts {
-        Ts::from_system(SystemTime::now()).unwrap_or_else(|_| {
-            if SystemTime::now() < UNIX_EPOCH {
-                Ts::MIN
-            } else {
-                Ts::MAX
-            }
-        })
+        let now = SystemTime::now();
+        let edge = if now < UNIX_EPOCH { Ts::MIN } else { Ts::MAX };
+        Ts::from_system(now).unwrap_or(edge)
     }
 
     /// The current time from the system clock; an error when the clock is outside `MIN..=MAX`.
