@@ -173,6 +173,103 @@ const CASES: &[Case] = &[
         code: "schema_too_new",
         line: None,
     },
+    // Values outside their bounds (docs/state-format.md, "Bounds").
+    Case {
+        file: "config_window_wraps.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(12),
+    },
+    Case {
+        file: "config_ttl_overflows.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(11),
+    },
+    Case {
+        file: "config_ttl_too_long.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(11),
+    },
+    Case {
+        file: "config_zero_slots.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(11),
+    },
+    Case {
+        file: "config_interval_over_window.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(12),
+    },
+    Case {
+        file: "config_zero_window.toml",
+        dest: CONFIG,
+        code: "invalid_state",
+        line: Some(11),
+    },
+    Case {
+        file: "todo_zero_every.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_huge_every.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_huge_fence.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_far_time.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(10),
+    },
+    Case {
+        file: "todo_long_title.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(3),
+    },
+    Case {
+        file: "todo_empty_holder.toml",
+        dest: TODO,
+        code: "invalid_state",
+        line: Some(13),
+    },
+    Case {
+        file: "quota_nan_cost.toml",
+        dest: QUOTA,
+        code: "invalid_state",
+        line: Some(12),
+    },
+    Case {
+        file: "quota_zero_slots.toml",
+        dest: QUOTA,
+        code: "invalid_state",
+        line: Some(6),
+    },
+    Case {
+        file: "quota_huge_tokens.toml",
+        dest: QUOTA,
+        code: "invalid_state",
+        line: Some(7),
+    },
+    Case {
+        file: "gate_empty_option.toml",
+        dest: GATE,
+        code: "invalid_state",
+        line: Some(6),
+    },
 ];
 
 fn corpus_dir() -> std::path::PathBuf {

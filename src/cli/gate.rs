@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 use super::{Ctx, Out, to_json};
+use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{Gate, GateStatus, Result};
@@ -94,6 +95,12 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
             global,
             options,
         } => {
+            bounds::usage(bounds::count("--blocks", blocks.len(), bounds::BLOCKS_MAX))?;
+            bounds::usage(bounds::count(
+                "--option",
+                options.len(),
+                bounds::OPTIONS_MAX,
+            ))?;
             let new_id = store.fresh_id(Kind::Gate)?;
             let g = store.mutate(|snap| {
                 let blocks = blocks

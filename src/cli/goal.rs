@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, Out, to_json};
+use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops::{self, NewTodo};
 use crate::kernel::{
@@ -79,6 +80,15 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
+    bounds::usage(bounds::text("--goal-text", &a.goal_text, bounds::TEXT_MAX))?;
+    bounds::usage(bounds::count(
+        "--success",
+        a.success.len(),
+        bounds::CRITERIA_MAX,
+    ))?;
+    for s in &a.success {
+        bounds::usage(bounds::text("--success", s, bounds::TITLE_MAX))?;
+    }
     let root = a
         .project
         .or_else(|| ctx.dir.clone())
@@ -147,6 +157,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         agents: Default::default(),
         extra: Extra::new(),
     };
+    bounds::usage(bounds::check_config(&config))?;
     store.create(&config, &ctx.agent)?;
     let mut added = Vec::new();
     for title in first {

@@ -219,7 +219,12 @@ pub fn run(cli: Cli) -> i32 {
     let json = cli.json;
     let result = (|| {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
+        check_agent_len(&agent)?;
         crate::kernel::id::check_agent(&agent)?;
+        crate::store::lock::lock_timeout_from(env_text("LOOPX_LOCK_TIMEOUT")?.as_deref())?;
+        let now = Ts::checked_now().map_err(|m| {
+            Error::new(Code::Io, m).hint("set the system clock to the right time, then try again")
+        })?;
         let cwd = std::env::current_dir()
             .map_err(|e| Error::new(Code::Io, format!("no working directory: {e}")))?;
         let ctx = Ctx {
@@ -227,7 +232,7 @@ pub fn run(cli: Cli) -> i32 {
             agent,
             dir: cli.dir.clone(),
             cwd,
-            now: Ts::now(),
+            now,
         };
         dispatch(&ctx, cli.cmd)
     })();
@@ -239,6 +244,29 @@ pub fn run(cli: Cli) -> i32 {
         Err(e) => {
             emit_error(json, &e);
             e.code.exit_code()
+        }
+    }
+}
+
+/// Refuses an over-long agent id before it is echoed in a message (`--agent` or `LOOPX_AGENT`).
+fn check_agent_len(agent: &str) -> Result<()> {
+    let max = crate::kernel::bounds::AGENT_MAX;
+    if agent.len() > max {
+        return Err(Error::usage(format!(
+            "the agent id (--agent or LOOPX_AGENT) is {} bytes long; the most is {max}",
+            agent.len()
+        )));
+    }
+    Ok(())
+}
+
+/// An environment variable as text; `None` when unset, exit 2 when not UTF-8.
+fn env_text(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(Error::usage(format!("{name} is not valid UTF-8")))
         }
     }
 }
@@ -349,7 +377,10 @@ pub fn rel_time(now: Ts, at: Ts) -> String {
     if d.0 >= 0 {
         format!("in {}", crate::kernel::Dur(d.0 / 1000 * 1000))
     } else {
-        format!("{} ago", crate::kernel::Dur(-d.0 / 1000 * 1000))
+        format!(
+            "{} ago",
+            crate::kernel::Dur(d.0.saturating_neg() / 1000 * 1000)
+        )
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::goal::status_word;
 use super::{Ctx, Out, to_json};
+use crate::kernel::bounds;
 use crate::kernel::readiness;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
@@ -384,6 +385,12 @@ fn event_line(v: &Value) -> String {
 
 /// `log [--limit N] [--follow] [--verify]`.
 pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
+    bounds::usage(bounds::int(
+        "--limit",
+        a.limit as u64,
+        0,
+        bounds::LOG_LIMIT_MAX as u64,
+    ))?;
     let store = ctx.store()?;
     let path = store.journal_path();
     if a.verify {

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, rel_time, to_json};
+use crate::kernel::bounds;
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{self, NewTodo, Update};
 use crate::kernel::readiness;
@@ -147,6 +148,11 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             every,
             blocked_by_gate,
         } => {
+            bounds::usage(bounds::count(
+                "--depends-on",
+                depends_on.len(),
+                bounds::DEPENDS_MAX,
+            ))?;
             let new_id = store.fresh_id(Kind::Todo)?;
             let t = store.mutate(|snap| {
                 let deps = depends_on
@@ -278,6 +284,12 @@ fn target(
 fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
     let now = ctx.now;
     let agent = ctx.agent.as_str();
+    let entries = a.evidence.len() + a.artifact.len() + a.metric.len();
+    bounds::usage(bounds::count(
+        "--evidence/--artifact/--metric",
+        entries,
+        bounds::EVIDENCE_MAX,
+    ))?;
     // Everything that reads outside .loopx/ (files, git) happens before the lock.
     let mut evidence = Vec::new();
     for text in &a.evidence {
@@ -352,14 +364,16 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
 }
 
 fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
+    bounds::usage(bounds::text("--artifact", path, bounds::PATH_MAX))?;
     let p = Path::new(path);
     let full = if p.is_absolute() {
         p.to_path_buf()
     } else {
         ctx.cwd.join(p)
     };
-    let bytes = std::fs::read(&full).map_err(|e| {
-        Error::usage(format!("--artifact {path}: {e}")).hint("give the path of a file that exists")
+    let sha256 = hash_file(&full).map_err(|e| {
+        Error::usage(format!("--artifact {path}: {e}"))
+            .hint("give the path of a regular file that exists")
     })?;
     let mut e = Evidence::new(
         now,
@@ -369,8 +383,31 @@ fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
         format!("artifact {path}"),
     );
     e.path = Some(path.to_string());
-    e.sha256 = Some(crate::store::journal::sha256_hex(&bytes));
+    e.sha256 = Some(sha256);
     Ok(e)
+}
+
+/// The SHA-256 of a regular file, read in pieces (a FIFO or device is refused, never read).
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf)? {
+            0 => break,
+            n => h.update(&buf[..n]),
+        }
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Git HEAD and changed files outside `.loopx/`, when the project is in a work tree.

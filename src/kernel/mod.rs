@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod authority;
+pub mod bounds;
 pub mod error;
 pub mod id;
 pub mod model;

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use crate::kernel::action::Action;
+use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::id;
 use crate::kernel::model::*;
@@ -105,6 +106,17 @@ pub fn check_ttl(ttl: Dur) -> Result<Dur> {
     Ok(ttl)
 }
 
+/// When a recurring todo done at `now` is due again; an error past the latest time loopx keeps.
+fn next_due(now: Ts, every: Dur) -> Result<Ts> {
+    now.checked_add(every).ok_or_else(|| {
+        Error::usage(format!(
+            "the next due time, now plus {every}, is past {}, the latest time loopx keeps",
+            Ts::MAX
+        ))
+        .hint("lower the todo's `every`, or check the system clock")
+    })
+}
+
 /// What `todo add` needs.
 #[derive(Debug, Clone)]
 pub struct NewTodo {
@@ -153,6 +165,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         lease: None,
         extra: Extra::new(),
     };
+    bounds::usage(bounds::check_todo(&t))?;
     let mut c = Change::default();
     if let Some(gid) = &new.blocked_by_gate {
         let mut g = gate(snap, gid)?.clone();
@@ -166,6 +179,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
             ));
         }
         g.blocks.push(t.id.clone());
+        bounds::usage(bounds::check_gate(&g))?;
         c.writes.push(Write::Gate(g));
     }
     c.writes.insert(0, Write::Todo(t.clone()));
@@ -189,7 +203,14 @@ fn not_ready_error(id: &str, blockers: &[Blocker]) -> Error {
     .details(json!({ "reasons": blockers }))
 }
 
-fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
+    if t.fence >= bounds::FENCE_MAX {
+        return Err(Error::usage(format!(
+            "{} is at fence {}, the highest; it cannot be granted again",
+            t.id, t.fence
+        ))
+        .hint("add a new todo for this work"));
+    }
     t.fence += 1;
     t.lease = Some(Lease {
         holder: agent.to_string(),
@@ -199,6 +220,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
         extra: Extra::new(),
     });
     t.updated_at = now;
+    Ok(())
 }
 
 /// Claims `id`, or the best ready todo: a lease with a new fence (or a renewal of one's own).
@@ -217,7 +239,7 @@ pub fn claim(
             return Err(Error::new(Code::NothingReady, why).hint(hint));
         };
         let mut t = best.clone();
-        grant_claim(&mut c, &mut t, agent, now, ttl);
+        grant_claim(&mut c, &mut t, agent, now, ttl)?;
         c.writes.push(Write::Todo(t.clone()));
         return Ok((c, t));
     };
@@ -248,16 +270,16 @@ pub fn claim(
             json!({"fence": t.fence, "expires_at": l.expires_at}),
         );
     } else {
-        grant_claim(&mut c, &mut t, agent, now, ttl);
+        grant_claim(&mut c, &mut t, agent, now, ttl)?;
     }
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
 
 /// Grants a new lease (and fence) on `t` and journals the claim, naming any expired lease it replaces.
-fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
+fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
     let expired = t.lease.clone();
-    grant(t, agent, now, ttl);
+    grant(t, agent, now, ttl)?;
     c.event(
         now,
         agent,
@@ -265,6 +287,7 @@ fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) {
         &t.id,
         claim_data(t, expired.as_ref()),
     );
+    Ok(())
 }
 
 fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {
@@ -408,6 +431,7 @@ pub fn update(
         ..Change::default()
     };
     for mut e in u.evidence {
+        bounds::usage(bounds::check_evidence(&e))?;
         e.fence = e.fence.or(fence);
         c.writes.push(Write::Evidence(t.id.clone(), e));
     }
@@ -424,7 +448,7 @@ pub fn update(
         action = match (s, t.every) {
             (Status::Open, _) => Action::TodoUpdate,
             (Status::Done, Some(every)) => {
-                t.next_due_at = Some(now.add(every));
+                t.next_due_at = Some(next_due(now, every)?);
                 t.lease = None;
                 Action::TodoDoneRecurring
             }
@@ -452,6 +476,7 @@ pub fn update(
     if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
+    bounds::usage(bounds::check_todo(&t))?;
     c.event(
         now,
         agent,
@@ -584,7 +609,7 @@ pub fn reassign(
         .lease
         .as_ref()
         .map(|l| json!({"holder": l.holder, "fence": l.fence}));
-    grant(&mut t, to, now, ttl);
+    grant(&mut t, to, now, ttl)?;
     let mut c = Change::by_owner();
     c.event(
         now,
@@ -657,6 +682,7 @@ pub fn open_gate(
         extra: Extra::new(),
         proven: true,
     };
+    bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::default();
     c.event(now, agent, Action::GateOpen, &g.id,
         json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
@@ -711,6 +737,7 @@ pub fn decide_gate(
     g.journal_head = None;
     g.signature = None;
     g.proven = true;
+    bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::by_owner();
     let action = Action::gate_decision(status);
     c.event(
@@ -757,6 +784,7 @@ pub fn set_goal_status(
     cfg.goal.status = status;
     cfg.goal.reason = reason.clone();
     cfg.goal.updated_at = now;
+    bounds::usage(bounds::check_config(&cfg))?;
     let action = Action::goal_status(status);
     let mut c = Change::by_owner();
     c.event(
@@ -795,6 +823,7 @@ pub fn set_quota(
     if let Some(m) = min_interval {
         cfg.quota.min_interval = m;
     }
+    bounds::usage(bounds::check_config(&cfg))?;
     let mut c = Change::by_owner();
     c.event(now, owner, Action::QuotaSet, "quota",
         json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
@@ -815,8 +844,10 @@ pub fn spend(
     if slots == 0 {
         return Err(Error::usage("--slots must be at least 1"));
     }
-    if cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
-        return Err(Error::usage("--cost-usd must be a number of zero or more"));
+    if cost_usd.is_some_and(|c| !(0.0..=bounds::COST_USD_MAX).contains(&c)) {
+        return Err(Error::usage(
+            "--cost-usd must be a number from 0 to 1000000000",
+        ));
     }
     let p = &snap.config.quota;
     let mut c = Change::default();
@@ -836,6 +867,7 @@ pub fn spend(
         cost_usd,
         extra: Extra::new(),
     });
+    bounds::usage(bounds::check_quota(&q))?;
     c.event(
         now,
         agent,

@@ -1,7 +1,12 @@
-//! Time: UTC timestamps with millisecond precision and durations like `1h30m`.
+//! Time: UTC timestamps with millisecond precision and durations like `1h30m`, both bounded.
+//!
+//! Every `Ts` loopx reads, writes or computes lies in `Ts::MIN..=Ts::MAX` (1970-01-01 to
+//! 9000-01-01), and every duration it parses in `0..=Dur::MAX` (36500 days), so no sum of a time
+//! and a duration can overflow or leave what RFC 3339 can print.
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -13,22 +18,62 @@ pub struct Ts(pub i64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Dur(pub i64);
 
+/// The range of times, as people read it (for messages).
+pub const TS_RANGE_TEXT: &str = "1970-01-01T00:00:00Z to 9000-01-01T00:00:00Z";
+
 impl Ts {
-    /// The current time from the system clock.
+    /// The earliest time loopx keeps: 1970-01-01T00:00:00.000Z.
+    pub const MIN: Ts = Ts(0);
+    /// The latest time loopx keeps: 9000-01-01T00:00:00.000Z.
+    pub const MAX: Ts = Ts(221_845_392_000_000);
+
+    /// The current time from the system clock, clamped to `MIN..=MAX` (see `checked_now`).
     pub fn now() -> Ts {
-        Ts(jiff::Timestamp::now().as_millisecond())
+        let now = SystemTime::now();
+        let edge = if now < UNIX_EPOCH { Ts::MIN } else { Ts::MAX };
+        Ts::from_system(now).unwrap_or(edge)
     }
 
-    /// This instant plus a duration (saturating).
+    /// The current time from the system clock; an error when the clock is outside `MIN..=MAX`.
+    pub fn checked_now() -> Result<Ts, String> {
+        Ts::from_system(SystemTime::now())
+    }
+
+    /// A system time as a `Ts`; an error when it is outside `MIN..=MAX`.
+    pub fn from_system(t: SystemTime) -> Result<Ts, String> {
+        let bad = || {
+            format!(
+                "the system clock is outside the times loopx keeps ({TS_RANGE_TEXT}); set the clock right"
+            )
+        };
+        let ms = t.duration_since(UNIX_EPOCH).map_err(|_| bad())?.as_millis();
+        i64::try_from(ms)
+            .ok()
+            .map(Ts)
+            .filter(|t| t.in_range())
+            .ok_or_else(bad)
+    }
+
+    /// True when the time lies in `MIN..=MAX`.
+    pub fn in_range(self) -> bool {
+        (Ts::MIN..=Ts::MAX).contains(&self)
+    }
+
+    /// This instant plus a duration, clamped to `MIN..=MAX`.
     #[allow(clippy::should_implement_trait)]
     pub fn add(self, d: Dur) -> Ts {
-        Ts(self.0.saturating_add(d.0))
+        Ts(self.0.saturating_add(d.0).clamp(Ts::MIN.0, Ts::MAX.0))
     }
 
-    /// This instant minus a duration (saturating).
+    /// This instant minus a duration, clamped to `MIN..=MAX`.
     #[allow(clippy::should_implement_trait)]
     pub fn sub(self, d: Dur) -> Ts {
-        Ts(self.0.saturating_sub(d.0))
+        Ts(self.0.saturating_sub(d.0).clamp(Ts::MIN.0, Ts::MAX.0))
+    }
+
+    /// This instant plus a duration; `None` when the sum is outside `MIN..=MAX`.
+    pub fn checked_add(self, d: Dur) -> Option<Ts> {
+        self.0.checked_add(d.0).map(Ts).filter(|t| t.in_range())
     }
 
     /// The time from `earlier` to this instant (negative if `earlier` is later).
@@ -52,12 +97,24 @@ impl FromStr for Ts {
         let t: jiff::Timestamp = s
             .parse()
             .map_err(|e| format!("`{s}` is not an RFC 3339 time ({e})"))?;
-        Ok(Ts(t.as_millisecond()))
+        let t = Ts(t.as_millisecond());
+        if !t.in_range() {
+            return Err(format!(
+                "`{s}` is outside the times loopx keeps ({TS_RANGE_TEXT})"
+            ));
+        }
+        Ok(t)
     }
 }
 
 impl Serialize for Ts {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.in_range() {
+            return Err(serde::ser::Error::custom(format!(
+                "time {} ms is outside the times loopx keeps ({TS_RANGE_TEXT})",
+                self.0
+            )));
+        }
         s.collect_str(self)
     }
 }
@@ -81,6 +138,9 @@ impl<'de> Deserialize<'de> for Ts {
 }
 
 impl Dur {
+    /// The longest duration loopx parses: 36500 days (about 100 years).
+    pub const MAX: Dur = Dur(36_500 * 86_400_000);
+
     /// Whole seconds.
     pub fn from_secs(s: i64) -> Dur {
         Dur(s.saturating_mul(1000))
@@ -96,9 +156,14 @@ impl Dur {
         Dur::from_secs(h.saturating_mul(3600))
     }
 
+    /// Whole days.
+    pub fn from_days(d: i64) -> Dur {
+        Dur::from_hours(d.saturating_mul(24))
+    }
+
     /// Length in whole seconds, rounded up.
     pub fn secs_ceil(self) -> i64 {
-        (self.0 + 999).div_euclid(1000)
+        self.0.div_euclid(1000) + i64::from(self.0.rem_euclid(1000) != 0)
     }
 
     /// True for a zero or negative length.
@@ -110,68 +175,80 @@ impl Dur {
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.0 < 0 {
-            return write!(f, "-{}", Dur(-self.0));
+            f.write_str("-")?;
         }
-        let mut s = self.0 / 1000;
+        let mut s = self.0.unsigned_abs() / 1000;
         if s == 0 {
             return f.write_str("0s");
         }
-        let mut out = String::new();
         // Days only from two days on: a window reads better as 24h than 1d.
         for (unit, len) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
             if s >= len && (unit != "d" || s >= 2 * 86_400) {
-                out.push_str(&format!("{}{unit}", s / len));
+                write!(f, "{}{unit}", s / len)?;
                 s %= len;
             }
         }
-        f.write_str(&out)
+        Ok(())
     }
 }
 
 impl FromStr for Dur {
     type Err = String;
     fn from_str(input: &str) -> Result<Dur, String> {
+        let shown: String = input.chars().take(40).collect();
         let bad =
-            || format!("`{input}` is not a duration; write it like 90s, 30m, 2h, 1d or 1h30m");
+            || format!("`{shown}` is not a duration; write it like 90s, 30m, 2h, 1d or 1h30m");
         let s = input.trim();
-        if s.is_empty() {
+        if s.is_empty() || s.len() > 64 {
             return Err(bad());
         }
-        if s.starts_with(['P', 'p']) {
+        let ms: i128 = if s.trim_start_matches(['+', '-']).starts_with(['P', 'p']) {
             let span: jiff::SignedDuration = s.parse().map_err(|_| bad())?;
-            return Ok(Dur(span.as_millis() as i64));
+            span.as_millis()
+        } else {
+            parse_units(s).ok_or_else(bad)?
+        };
+        if !(0..=i128::from(Dur::MAX.0)).contains(&ms) {
+            return Err(format!(
+                "`{shown}` is out of range: a duration is 0s to {}",
+                Dur::MAX
+            ));
         }
-        let mut total: i64 = 0;
-        let mut num = String::new();
-        let mut last_rank = usize::MAX;
-        for c in s.chars() {
-            if c.is_ascii_digit() {
-                num.push(c);
-                continue;
-            }
-            let (rank, len) = match c {
-                'd' => (0, 86_400_000),
-                'h' => (1, 3_600_000),
-                'm' => (2, 60_000),
-                's' => (3, 1000),
-                _ => return Err(bad()),
-            };
-            if num.is_empty() || (last_rank != usize::MAX && rank <= last_rank) {
-                return Err(bad());
-            }
-            last_rank = rank;
-            let n: i64 = num.parse().map_err(|_| bad())?;
-            total = n
-                .checked_mul(len)
-                .and_then(|v| total.checked_add(v))
-                .ok_or_else(bad)?;
-            num.clear();
-        }
-        if !num.is_empty() {
-            return Err(bad());
-        }
-        Ok(Dur(total))
+        Ok(Dur(ms as i64))
     }
+}
+
+/// `1d2h3m4s` (each unit at most once, largest first) in milliseconds; `None` when malformed.
+fn parse_units(s: &str) -> Option<i128> {
+    let mut total: i128 = 0;
+    let mut num = String::new();
+    let mut last_rank = usize::MAX;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let (rank, len) = match c {
+            'd' => (0, 86_400_000),
+            'h' => (1, 3_600_000),
+            'm' => (2, 60_000),
+            's' => (3, 1000),
+            _ => return None,
+        };
+        if num.is_empty() || (last_rank != usize::MAX && rank <= last_rank) {
+            return None;
+        }
+        last_rank = rank;
+        // A number of more than 30 digits is out of range anyway: count it as 10^30.
+        let n: i128 = if num.len() > 30 {
+            10i128.pow(30)
+        } else {
+            num.parse().ok()?
+        };
+        total = total.saturating_add(n.saturating_mul(len));
+        num.clear();
+    }
+    num.is_empty().then_some(total)
 }
 
 impl Serialize for Dur {
@@ -214,5 +291,79 @@ mod tests {
         let u: Ts = "2026-11-30T10:00:00Z".parse().unwrap();
         assert_eq!(u.to_string(), "2026-11-30T10:00:00.000Z");
         assert!("yesterday".parse::<Ts>().is_err());
+    }
+
+    #[test]
+    fn durations_out_of_range_are_errors_not_wraps() {
+        for bad in [
+            "PT9223372036854775.808S",
+            "PT9223372036854776S",
+            "3000000d",
+            "36501d",
+            "99999999999999999999d",
+            "999999999999999999999999999999999999999999d",
+            "-PT1S",
+            "P99999D",
+        ] {
+            let e = bad.parse::<Dur>().unwrap_err();
+            assert!(
+                e.contains("out of range") || e.contains("not a duration"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!("36500d".parse::<Dur>().unwrap(), Dur::MAX);
+        assert_eq!("0s".parse::<Dur>().unwrap(), Dur(0));
+        assert!(&"1".repeat(100).parse::<Dur>().is_err());
+    }
+
+    #[test]
+    fn edge_durations_print_without_recursion() {
+        assert_eq!(Dur(i64::MIN).to_string(), "-106751991167d7h12m55s");
+        assert_eq!(Dur(i64::MAX).to_string(), "106751991167d7h12m55s");
+        assert_eq!(Dur(-1500).to_string(), "-1s");
+        assert_eq!(Dur::MAX.to_string(), "36500d");
+        assert_eq!(Dur(i64::MAX).secs_ceil(), i64::MAX / 1000 + 1);
+        assert_eq!(Dur(i64::MIN).secs_ceil(), i64::MIN / 1000);
+        assert_eq!(Dur(1001).secs_ceil(), 2);
+        assert_eq!(Dur(-1).secs_ceil(), 0);
+    }
+
+    #[test]
+    fn times_stay_in_range() {
+        assert_eq!(Ts::MAX.to_string(), "9000-01-01T00:00:00.000Z");
+        assert_eq!(Ts::MIN.to_string(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(Ts::MAX.add(Dur(i64::MAX)), Ts::MAX);
+        assert_eq!(Ts(i64::MAX).add(Dur(1)), Ts::MAX);
+        assert_eq!(Ts::MIN.sub(Dur(i64::MAX)), Ts::MIN);
+        assert_eq!(Ts(i64::MIN).sub(Dur(i64::MAX)), Ts::MIN);
+        assert_eq!(Ts::MAX.checked_add(Dur(1)), None);
+        assert_eq!(Ts(5).checked_add(Dur(i64::MAX)), None);
+        assert_eq!(Ts(5).checked_add(Dur(5)), Some(Ts(10)));
+        assert_eq!(Ts(i64::MIN).since(Ts(i64::MAX)), Dur(i64::MIN));
+        for bad in [
+            "9000-01-01T00:00:00.001Z",
+            "1969-12-31T23:59:59Z",
+            "9999-12-31T23:59:59Z",
+        ] {
+            assert!(bad.parse::<Ts>().is_err(), "{bad}");
+        }
+        assert_eq!("9000-01-01T00:00:00Z".parse::<Ts>().unwrap(), Ts::MAX);
+        assert!(serde_json::to_string(&Ts(i64::MAX)).is_err());
+        assert!(serde_json::to_string(&Ts(-1)).is_err());
+        assert_eq!(
+            serde_json::to_string(&Ts::MAX).unwrap(),
+            "\"9000-01-01T00:00:00.000Z\""
+        );
+    }
+
+    #[test]
+    fn a_clock_outside_the_range_is_an_error() {
+        use std::time::Duration;
+        let far = UNIX_EPOCH + Duration::from_secs(253_402_300_799); // 9999-12-31T23:59:59Z
+        assert!(Ts::from_system(far).unwrap_err().contains("system clock"));
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert!(Ts::from_system(before).is_err());
+        assert_eq!(Ts::from_system(UNIX_EPOCH).unwrap(), Ts::MIN);
+        assert!(Ts::checked_now().is_ok());
     }
 }

@@ -5,16 +5,35 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::kernel::bounds;
 use crate::kernel::{Code, Error, Result};
 
-/// How long to wait for the lock: `LOOPX_LOCK_TIMEOUT` seconds, default 10.
-pub fn timeout() -> Duration {
-    std::env::var("LOOPX_LOCK_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(Duration::from_secs(10))
+/// How long to wait for the lock, from `LOOPX_LOCK_TIMEOUT` (see `lock_timeout_from`).
+pub fn timeout() -> Result<Duration> {
+    match std::env::var("LOOPX_LOCK_TIMEOUT") {
+        Ok(v) => lock_timeout_from(Some(&v)),
+        Err(std::env::VarError::NotPresent) => lock_timeout_from(None),
+        Err(std::env::VarError::NotUnicode(_)) => lock_timeout_from(Some("not UTF-8")),
+    }
+}
+
+/// The lock timeout a `LOOPX_LOCK_TIMEOUT` value gives: seconds from 0 to 3600 (fractions
+/// allowed); unset or empty is 10. Anything else is exit 2.
+pub fn lock_timeout_from(value: Option<&str>) -> Result<Duration> {
+    let max = bounds::LOCK_TIMEOUT_MAX_S;
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(Duration::from_secs(bounds::LOCK_TIMEOUT_DEFAULT_S));
+    };
+    match v.parse::<f64>() {
+        Ok(s) if (0.0..=max as f64).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => {
+            let shown: String = v.chars().take(40).collect();
+            Err(Error::usage(format!(
+                "LOOPX_LOCK_TIMEOUT must be a number of seconds from 0 to {max}, not `{shown}`"
+            ))
+            .hint("unset it for the default (10 seconds), or set it like LOOPX_LOCK_TIMEOUT=30"))
+        }
+    }
 }
 
 /// A held lock; released on drop (and by the OS if the process dies).
@@ -25,6 +44,7 @@ pub struct Guard {
 
 /// Takes the lock, exclusive or shared, waiting up to the timeout (exit 8 `busy` after).
 pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
+    let wait = timeout()?;
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -55,7 +75,7 @@ pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
         };
         let _ = tx.send(r);
     });
-    match rx.recv_timeout(timeout()) {
+    match rx.recv_timeout(wait) {
         Ok(Ok(())) => Ok(Guard { _file: file }),
         Ok(Err(e)) => Err(Error::io(path, &e)),
         Err(_) => Err(Error::new(
@@ -99,4 +119,43 @@ pub fn network_fs(path: &Path) -> Option<String> {
     }
     best.map(|(_, t)| t)
         .filter(|t| NETWORK_FS.contains(&t.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_timeouts_are_bounded() {
+        assert_eq!(lock_timeout_from(None).unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            lock_timeout_from(Some(" ")).unwrap(),
+            Duration::from_secs(10)
+        );
+        assert_eq!(lock_timeout_from(Some("0")).unwrap(), Duration::ZERO);
+        assert_eq!(lock_timeout_from(Some("-0")).unwrap(), Duration::ZERO);
+        assert_eq!(
+            lock_timeout_from(Some("2.5")).unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            lock_timeout_from(Some("3600")).unwrap(),
+            Duration::from_secs(3600)
+        );
+        for bad in [
+            "1e30",
+            "3600.001",
+            "-1",
+            "NaN",
+            "inf",
+            "-inf",
+            "ten",
+            "1e308",
+            "not UTF-8",
+        ] {
+            let e = lock_timeout_from(Some(bad)).unwrap_err();
+            assert_eq!(e.code.exit_code(), 2, "{bad}");
+            assert!(e.message.contains("0 to 3600"), "{}", e.message);
+        }
+    }
 }

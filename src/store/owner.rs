@@ -1,13 +1,14 @@
 //! The owner's secret key: where it lives, creating it, and signing with it.
 
 use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signer, SigningKey};
 
 use crate::kernel::authority::{OwnerPub, from_hex, to_hex};
+use crate::kernel::bounds;
 use crate::kernel::{Code, Error, Result};
 
 const SECRET_HEADER: &str =
@@ -71,15 +72,8 @@ pub fn secret_path() -> Result<PathBuf> {
 /// Loads the secret key; `None` when there is no key file.
 pub fn load() -> Result<Option<OwnerKey>> {
     let path = secret_path()?;
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Error::new(
-                Code::Denied,
-                format!("cannot read the owner key {}: {e}", path.display()),
-            ));
-        }
+    let Some(text) = read_key_file(&path)? else {
+        return Ok(None);
     };
     let line = text
         .lines()
@@ -97,6 +91,46 @@ pub fn load() -> Result<Option<OwnerKey>> {
         signing: SigningKey::from_bytes(&seed),
         path,
     }))
+}
+
+/// Reads the key file: a regular file of at most `OWNER_KEY_MAX_BYTES`, or exit 7 (`denied`).
+/// It is opened without blocking, so a FIFO or a device is refused, never waited on or read.
+fn read_key_file(path: &Path) -> Result<Option<String>> {
+    let max = bounds::OWNER_KEY_MAX_BYTES;
+    let denied = |what: String| {
+        Error::new(
+            Code::Denied,
+            format!("the owner key {}: {what}", path.display()),
+        )
+        .hint("point LOOPX_OWNER_KEY at your owner key file, or unset it")
+    };
+    let f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(denied(format!("cannot read it: {e}"))),
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| denied(format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(denied("is not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| denied(format!("cannot read it: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(denied(format!(
+            "is larger than {max} bytes; it is not a loopx owner key"
+        )));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| denied("is not text; it is not a loopx owner key".into()))
 }
 
 /// Creates a new secret key file (mode 0600, its directory 0700); fails if one exists.

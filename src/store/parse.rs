@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::kernel::bounds::{Bounded, Key, Violation};
 use crate::kernel::{Code, Error, Result, SCHEMA_VERSION};
 
 /// The 1-based line of a byte offset.
@@ -53,14 +54,76 @@ fn check_version(text: &str, file: &str) -> Result<()> {
     }
 }
 
-/// Parses a TOML state file into `T`; errors name file, line and what to do.
-pub fn decode<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
+/// Parses a TOML state file into `T` and checks its bounds; errors name file, line and what to do.
+pub fn decode<T: DeserializeOwned + Bounded>(path: &Path, text: &str) -> Result<T> {
     let file = shown(path);
     check_version(text, &file)?;
-    toml::from_str::<T>(text).map_err(|e| {
+    let value = toml::from_str::<T>(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
         Error::invalid(&file, line, e.message().trim().to_string())
-    })
+    })?;
+    value
+        .check_bounds()
+        .map_err(|v| bound_error(&file, text, &v))?;
+    Ok(value)
+}
+
+/// The error for a value outside its bound: exit 6, naming the file and the line of the key.
+pub fn bound_error(file: &str, text: &str, v: &Violation) -> Error {
+    let line = key_line(text, &v.key);
+    Error::invalid(file, line, v.message.clone()).hint(format!(
+        "set `{}` in {file} within its bounds (docs/state-format.md, \"Bounds\"), then run `loopx doctor`",
+        v.path()
+    ))
+}
+
+fn first_key_span(t: &toml_edit::Table) -> Option<std::ops::Range<usize>> {
+    let (name, _) = t.iter().next()?;
+    t.key(name)?.span()
+}
+
+/// The 1-based line of a key path in TOML text: the deepest part of it that is written there.
+pub fn key_line(text: &str, key: &[Key]) -> Option<usize> {
+    use toml_edit::{Item, Value};
+    enum Node<'a> {
+        Item(&'a Item),
+        Table(&'a toml_edit::Table),
+        Value(&'a Value),
+    }
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let mut node = Node::Item(doc.as_item());
+    let mut span = None;
+    for k in key {
+        let (next, s) = match (k, node) {
+            (Key::Name(n), parent) => {
+                let table: Option<&dyn toml_edit::TableLike> = match parent {
+                    Node::Item(i) => i.as_table_like(),
+                    Node::Table(t) => Some(t),
+                    Node::Value(v) => v.as_inline_table().map(|t| t as _),
+                };
+                match table.and_then(|t| t.get_key_value(n)) {
+                    Some((key, item)) => (Node::Item(item), key.span().or_else(|| item.span())),
+                    None => break,
+                }
+            }
+            (Key::Index(i), Node::Item(Item::ArrayOfTables(a))) => match a.get(*i) {
+                // An entry has no span of its own here: take its first key's.
+                Some(t) => (Node::Table(t), t.span().or_else(|| first_key_span(t))),
+                None => break,
+            },
+            (
+                Key::Index(i),
+                Node::Item(Item::Value(Value::Array(a))) | Node::Value(Value::Array(a)),
+            ) => match a.get(*i) {
+                Some(v) => (Node::Value(v), v.span()),
+                None => break,
+            },
+            _ => break,
+        };
+        node = next;
+        span = s.or(span);
+    }
+    span.map(|s| line_of(text, s.start))
 }
 
 /// Reads a state file without following a symlink; `None` when it does not exist.
@@ -105,7 +168,7 @@ pub fn symlink_error(path: &Path) -> Error {
 }
 
 /// Reads and parses a TOML state file; `None` when it does not exist.
-pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+pub fn read<T: DeserializeOwned + Bounded>(path: &Path) -> Result<Option<T>> {
     match read_bytes(path)? {
         Some(bytes) => {
             let text = String::from_utf8(bytes)
@@ -123,7 +186,7 @@ pub fn encode<T: Serialize>(value: &T) -> Result<String> {
 }
 
 /// A state value stored in a file named after its id (`todos/ID.toml`, `gates/ID.toml`).
-pub trait Named {
+pub trait Named: Bounded {
     /// The id inside the file.
     fn id(&self) -> &str;
 }
@@ -194,5 +257,72 @@ fn merge_table(old: &mut toml_edit::Table, new: &toml_edit::Table) {
                 old.insert(k, item.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{Config, QuotaFile, Todo};
+
+    fn name(s: &str) -> Key {
+        Key::Name(s.into())
+    }
+
+    #[test]
+    fn key_line_finds_tables_arrays_and_dotted_keys() {
+        let text = "list = [\n  \"p\",\n  \"q\",\n]\nlease.ttl = \"9d\"\n[quota]\nslots = 0\n\
+                    window = \"1h\"\n\n[[spend]]\nx = 1\n\n[[spend]]\ny = 2\ncost = 3\n";
+        assert_eq!(key_line(text, &[name("list"), Key::Index(1)]), Some(3));
+        assert_eq!(key_line(text, &[name("lease"), name("ttl")]), Some(5));
+        assert_eq!(key_line(text, &[name("quota"), name("window")]), Some(8));
+        assert_eq!(
+            key_line(text, &[name("spend"), Key::Index(1), name("cost")]),
+            Some(15)
+        );
+        assert_eq!(
+            key_line(text, &[name("spend"), Key::Index(1), name("none")]),
+            Some(13)
+        );
+        assert_eq!(key_line(text, &[name("nothing")]), None);
+        assert_eq!(key_line("not toml [", &[name("a")]), None);
+    }
+
+    #[test]
+    fn out_of_bound_values_are_invalid_state_with_file_and_line() {
+        let p = Path::new("/x/.loopx/loopx.toml");
+        let cfg = "[goal]\nid = \"goal-aaaaaa\"\nobjective = \"o\"\nstatus = \"active\"\n\
+                   created_at = \"2020-01-01T00:00:00Z\"\nupdated_at = \"2020-01-01T00:00:00Z\"\n\
+                   [quota]\nslots = 0\n";
+        let e = decode::<Config>(p, cfg).unwrap_err();
+        assert_eq!(e.code, Code::InvalidState);
+        assert!(
+            e.message.starts_with(".loopx/loopx.toml:8: "),
+            "{}",
+            e.message
+        );
+        let huge = cfg.replace("slots = 0", "window = \"PT9223372036854776S\"");
+        let e = decode::<Config>(p, &huge).unwrap_err();
+        assert!(
+            e.message.starts_with(".loopx/loopx.toml:8: "),
+            "{}",
+            e.message
+        );
+        let q =
+            "[[spend]]\nat = \"2020-01-01T00:00:00Z\"\nagent = \"a\"\nslots = 1\ncost_usd = nan\n";
+        let e = decode::<QuotaFile>(Path::new("/x/.loopx/quota.toml"), q).unwrap_err();
+        assert!(
+            e.message.starts_with(".loopx/quota.toml:5: "),
+            "{}",
+            e.message
+        );
+        let t = "id = \"t-aaaaaa\"\ntitle = \"t\"\nstatus = \"open\"\ncreated_by = \"a\"\n\
+                 created_at = \"2020-01-01T00:00:00Z\"\nupdated_at = \"9999-01-01T00:00:00Z\"\n";
+        let e = decode::<Todo>(Path::new("/x/.loopx/todos/t-aaaaaa.toml"), t).unwrap_err();
+        assert!(
+            e.message.contains("todos/t-aaaaaa.toml:6: "),
+            "{}",
+            e.message
+        );
     }
 }
