@@ -102,7 +102,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         Error::usage(format!("{}: {e}", root.display()))
             .hint("give --project an existing directory")
     })?;
-    let store = FileStore::at(&root);
+    let store = FileStore::at(&root).with_env(ctx.env());
     let mut replaced = None;
     if store.exists() {
         if !a.replace {

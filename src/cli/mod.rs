@@ -132,12 +132,22 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// Now.
     pub now: Ts,
+    /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`, read once).
+    pub lock_wait: std::time::Duration,
 }
 
 impl Ctx {
     /// The store this command works on.
     pub fn store(&self) -> Result<FileStore> {
-        FileStore::discover(self.dir.as_deref(), &self.cwd)
+        Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))
+    }
+
+    /// The clock and environment facts the store needs.
+    pub fn env(&self) -> crate::store::fs::Env {
+        crate::store::fs::Env {
+            now: self.now,
+            lock_wait: self.lock_wait,
+        }
     }
 }
 
@@ -221,7 +231,8 @@ pub fn run(cli: Cli) -> i32 {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
         check_agent_len(&agent)?;
         crate::kernel::id::check_agent(&agent)?;
-        crate::store::lock::lock_timeout_from(env_text("LOOPX_LOCK_TIMEOUT")?.as_deref())?;
+        let lock_wait =
+            crate::store::lock::lock_timeout_from(env_text("LOOPX_LOCK_TIMEOUT")?.as_deref())?;
         let now = Ts::checked_now().map_err(|m| {
             Error::new(Code::Io, m).hint("set the system clock to the right time, then try again")
         })?;
@@ -233,6 +244,7 @@ pub fn run(cli: Cli) -> i32 {
             dir: cli.dir.clone(),
             cwd,
             now,
+            lock_wait,
         };
         dispatch(&ctx, cli.cmd)
     })();

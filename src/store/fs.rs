@@ -9,7 +9,7 @@ use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{
-    Code, Config, Error, Event, Evidence, Gate, Problem, QuotaFile, Result, Snapshot, Todo,
+    Code, Config, Error, Event, Evidence, Gate, Problem, QuotaFile, Result, Snapshot, Todo, Ts,
 };
 use crate::store::cache::{Cache, Key, Refresh};
 use crate::store::owner;
@@ -26,11 +26,30 @@ type Todos = (
     Option<Refresh>,
 );
 
+/// Facts from outside the project that the face reads once and hands to the store.
+#[derive(Debug, Clone, Copy)]
+pub struct Env {
+    /// The time of the command, for the lines the store writes itself (repairs, owner init).
+    pub now: Ts,
+    /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`).
+    pub lock_wait: std::time::Duration,
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env {
+            now: Ts::now(),
+            lock_wait: std::time::Duration::from_secs(crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S),
+        }
+    }
+}
+
 /// A project's `.loopx/` on disk.
 #[derive(Debug, Clone)]
 pub struct FileStore {
     root: PathBuf,
     dir: PathBuf,
+    env: Env,
 }
 
 impl FileStore {
@@ -39,7 +58,14 @@ impl FileStore {
         FileStore {
             root: root.to_path_buf(),
             dir: root.join(DIR),
+            env: Env::default(),
         }
+    }
+
+    /// The same store with the face's clock and environment.
+    pub fn with_env(mut self, env: Env) -> FileStore {
+        self.env = env;
+        self
     }
 
     /// Finds `.loopx/`: in `explicit` when given, else in `cwd` and each parent (exit 5 if none).
@@ -120,7 +146,7 @@ impl FileStore {
 
     /// Takes the lock on `.loopx/lock`.
     pub fn lock(&self, exclusive: bool) -> Result<lock::Guard> {
-        lock::acquire(&self.path("lock"), exclusive)
+        lock::acquire(&self.path("lock"), exclusive, self.env.lock_wait)
     }
 
     /// Creates `.loopx/` with its first config and journals it. Fails with `goal_exists` if present.
@@ -197,7 +223,7 @@ impl FileStore {
         journal::append(
             &self.journal_path(),
             vec![crate::kernel::EventDraft {
-                at: crate::kernel::Ts::now(),
+                at: self.env.now,
                 actor: actor.to_string(),
                 action: crate::kernel::Action::GoalReplace,
                 target: cfg.goal.id.clone(),
@@ -598,7 +624,7 @@ impl FileStore {
             self.commit_ops(
                 Vec::new(),
                 vec![crate::kernel::EventDraft {
-                    at: crate::kernel::Ts::now(),
+                    at: self.env.now,
                     actor: "loopx".into(),
                     action: crate::kernel::Action::JournalRepair,
                     target: "journal.jsonl".into(),
@@ -675,7 +701,7 @@ impl FileStore {
                 seal,
             ],
             vec![crate::kernel::EventDraft {
-                at: crate::kernel::Ts::now(),
+                at: self.env.now,
                 actor: crate::kernel::ops::OWNER.into(),
                 action: crate::kernel::Action::OwnerInit,
                 target: "owner".into(),

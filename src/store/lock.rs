@@ -8,15 +8,6 @@ use std::time::Duration;
 use crate::kernel::bounds;
 use crate::kernel::{Code, Error, Result};
 
-/// How long to wait for the lock, from `LOOPX_LOCK_TIMEOUT` (see `lock_timeout_from`).
-pub fn timeout() -> Result<Duration> {
-    match std::env::var("LOOPX_LOCK_TIMEOUT") {
-        Ok(v) => lock_timeout_from(Some(&v)),
-        Err(std::env::VarError::NotPresent) => lock_timeout_from(None),
-        Err(std::env::VarError::NotUnicode(_)) => lock_timeout_from(Some("not UTF-8")),
-    }
-}
-
 /// The lock timeout a `LOOPX_LOCK_TIMEOUT` value gives: seconds from 0 to 3600 (fractions
 /// allowed); unset or empty is 10. Anything else is exit 2.
 pub fn lock_timeout_from(value: Option<&str>) -> Result<Duration> {
@@ -42,9 +33,8 @@ pub struct Guard {
     _file: File,
 }
 
-/// Takes the lock, exclusive or shared, waiting up to the timeout (exit 8 `busy` after).
-pub fn acquire(path: &Path, exclusive: bool) -> Result<Guard> {
-    let wait = timeout()?;
+/// Takes the lock, exclusive or shared, waiting up to `wait` (exit 8 `busy` after).
+pub fn acquire(path: &Path, exclusive: bool, wait: Duration) -> Result<Guard> {
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
