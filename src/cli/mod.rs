@@ -163,6 +163,18 @@ pub struct Out {
 }
 
 impl Out {
+    /// Adds where files disagree with the owner's seal: `owner_notes` in JSON, a line each in text.
+    pub fn noted(mut self, notes: Vec<String>) -> Out {
+        if !notes.is_empty() {
+            for n in &notes {
+                self.text.push_str(&format!("\nnote: {n}"));
+            }
+            self.json
+                .insert("owner_notes".into(), serde_json::json!(notes));
+        }
+        self
+    }
+
     /// An answer with one JSON field and text.
     pub fn new(key: &str, value: Value, text: impl Into<String>) -> Out {
         let mut json = Map::new();

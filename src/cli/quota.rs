@@ -101,6 +101,9 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             for p in &a.problems {
                 text.push_str(&format!("\n  quarantined: {p}"));
             }
+            for n in &a.owner_notes {
+                text.push_str(&format!("\n  note: {n}"));
+            }
             let exit = if a.decision == Decision::Run { 0 } else { 3 };
             let mut out = Out {
                 json: Default::default(),

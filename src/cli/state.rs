@@ -99,6 +99,9 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
             esc(&should_run::cut(&gate.question, 100))
         ));
     }
+    for n in &snap.owner_notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
     for p in snap.quarantined.values() {
         text.push_str(&format!("quarantined: {}: {}\n", p.at(), p.message));
     }
@@ -112,6 +115,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "pending_gates": pending.iter().map(|g| json!({"id": g.id, "question": g.question, "opened_by": g.opened_by})).collect::<Vec<_>>(),
         "quota": to_json(&u),
         "quarantined": snap.quarantined.values().collect::<Vec<_>>(),
+        "owner_notes": snap.owner_notes,
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {

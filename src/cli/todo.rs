@@ -192,7 +192,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         } => list(ctx, &store, ready, mine, status),
         TodoCmd::Show { id } => show(ctx, &store, &id),
         TodoCmd::Claim { id, ttl } => {
-            let t = store.mutate(|snap| {
+            let (t, notes) = store.mutate_noted(|snap| {
                 let id = id
                     .as_deref()
                     .map(|i| store.resolve_todo(snap, i))
@@ -208,7 +208,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 t.fence,
                 l.map(|l| l.expires_at.to_string()).unwrap_or_default()
             );
-            Ok(Out::new("todo", to_json(&t), text))
+            Ok(Out::new("todo", to_json(&t), text).noted(notes))
         }
         TodoCmd::Renew { id, ttl } => {
             let t = store.mutate(|snap| {
@@ -324,7 +324,7 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         && a.status
             .is_none_or(|s| s == Status::Done || s == Status::Open);
     let git = if auto { git_facts(store.root()) } else { None };
-    let t = store.mutate(|snap| {
+    let (t, notes) = store.mutate_noted(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;
         let cur = snap.todos.get(&id).ok_or_else(|| {
             Error::new(
@@ -360,7 +360,7 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
         ),
         s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
-    Ok(Out::new("todo", to_json(&t), text))
+    Ok(Out::new("todo", to_json(&t), text).noted(notes))
 }
 
 fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {

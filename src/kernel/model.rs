@@ -711,6 +711,23 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The snapshot of a new goal: its config, and nothing else yet.
+    pub fn new(config: Config) -> Snapshot {
+        Snapshot {
+            config,
+            todos: BTreeMap::new(),
+            gates: BTreeMap::new(),
+            quota: QuotaFile {
+                schema_version: SCHEMA_VERSION,
+                ..Default::default()
+            },
+            archived: HashMap::new(),
+            quarantined: BTreeMap::new(),
+            owner_notes: Vec::new(),
+            seal: None,
+        }
+    }
+
     /// The snapshot after `writes` (what a change will leave on disk).
     pub fn after(&self, writes: &[crate::kernel::ops::Write]) -> Snapshot {
         use crate::kernel::ops::Write;

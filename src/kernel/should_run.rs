@@ -77,6 +77,10 @@ pub struct Answer {
     /// as `file:line: what`; absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// Where files disagree with the owner's seal, and the decision used the seal's value; at
+    /// most three, absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owner_notes: Vec<String>,
 }
 
 /// The most quarantined files named in an answer.
@@ -102,6 +106,12 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     let (questions, questions_more) = pending_questions(snap);
     let usage = quota::usage(&snap.quota, &snap.config.quota, now);
     let problems = problems(snap);
+    let notes: Vec<String> = snap
+        .owner_notes
+        .iter()
+        .take(MAX_PROBLEMS)
+        .map(|n| cut(n, MAX_QUESTION_CHARS))
+        .collect();
     let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
         should_run: decision == Decision::Run,
         decision,
@@ -112,6 +122,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         quota: usage.clone(),
         retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
         problems: problems.clone(),
+        owner_notes: notes.clone(),
     };
 
     match snap.config.goal.status {

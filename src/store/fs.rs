@@ -39,7 +39,9 @@ impl Default for Env {
     fn default() -> Self {
         Env {
             now: Ts::now(),
-            lock_wait: std::time::Duration::from_secs(crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S),
+            lock_wait: std::time::Duration::from_secs(
+                crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S,
+            ),
         }
     }
 }
@@ -176,6 +178,19 @@ impl FileStore {
             ops.push(tx::Op::put(
                 ".gitignore",
                 b"lock\ncache/\n.*.tmp-*\n".to_vec(),
+            ));
+        }
+        // A project with an owner key (a goal replaced by the owner) starts sealed.
+        let signer = match self.owner_pub()? {
+            Some(p) => Some(owner::signer_for(Some(&p))?),
+            None => None,
+        };
+        if let Some(k) = &signer {
+            let snap = Snapshot::new(config.clone());
+            let s = crate::kernel::seal::Seal::of(&snap, None, None, &[]);
+            ops.push(tx::Op::put(
+                "owner.seal",
+                s.text(&k.sign(&s.body())).into_bytes(),
             ));
         }
         self.commit_ops(

@@ -60,6 +60,37 @@ pub trait StoreExt {
     /// Runs `f` on a fresh snapshot in a transaction and commits its change; returns `f`'s value.
     /// An error from `f` ends the transaction with nothing written.
     fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T>;
+
+    /// `mutate`, with the snapshot's owner notes (where files disagree with the owner's seal)
+    /// attached: to the error's details on failure, returned beside the value on success.
+    fn mutate_noted<T>(
+        &self,
+        f: impl FnOnce(&Snapshot) -> Result<(Change, T)>,
+    ) -> Result<(T, Vec<String>)> {
+        let mut notes = Vec::new();
+        let r = self.mutate(|snap| {
+            notes = snap.owner_notes.clone();
+            f(snap)
+        });
+        match r {
+            Ok(v) => Ok((v, notes)),
+            Err(e) if notes.is_empty() => Err(e),
+            Err(e) => {
+                let mut d = e
+                    .details
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({}));
+                if let Some(m) = d.as_object_mut() {
+                    m.insert("owner_notes".into(), serde_json::json!(notes));
+                }
+                let msg = format!("{} ({})", e.message, notes.join("; "));
+                let mut e = e.details(d);
+                e.message = msg;
+                Err(e)
+            }
+        }
+    }
 }
 
 impl<S: Store + ?Sized> StoreExt for S {

@@ -24,8 +24,14 @@ impl FileStore {
             Ok(None) => Err("is missing".to_string()),
             Err(e) => Err(format!("cannot be read ({})", e.message)),
         };
-        match text.and_then(|t| Seal::parse(&t, key).map_err(|why| format!("is not valid: {why}")))
-        {
+        let goal = snap.config.goal.id.clone();
+        let parsed = text
+            .and_then(|t| Seal::parse(&t, key).map_err(|why| format!("is not valid: {why}")))
+            .and_then(|s| match &s.goal {
+                Some((id, _)) if *id != goal => Err(format!("is for another goal ({id})")),
+                _ => Ok(s),
+            });
+        match parsed {
             Ok(s) => {
                 let mut notes = seal::apply(snap, &s);
                 if let Some(m) = &s.journal

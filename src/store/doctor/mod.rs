@@ -9,6 +9,7 @@ mod files;
 mod fix;
 mod owner;
 mod relations;
+mod seal;
 
 use std::fs;
 use std::path::Path;

@@ -32,6 +32,7 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
     let Ok(Some(bytes)) = crate::store::parse::read_bytes(&jp) else {
         return;
     };
+    super::seal::check(store, key.as_ref(), &bytes, out);
     let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), out);
     if let Some(c) = &s.config {
         config_as_signed(&c.value, &last, out);

@@ -1,0 +1,81 @@
+//! The owner's seal: present and signed where the project has an owner key, its sealed journal
+//! history still there, and no file disagreeing with it.
+
+use super::Finding;
+use crate::kernel::authority::OwnerPub;
+use crate::kernel::seal::{self, Seal};
+use crate::store::fs::FileStore;
+
+/// Every seal check (a project without an owner key has no seal to check).
+pub(super) fn check(
+    store: &FileStore,
+    key: Option<&OwnerPub>,
+    journal: &[u8],
+    out: &mut Vec<Finding>,
+) {
+    let Some(key) = key else { return };
+    let file = ".loopx/owner.seal";
+    let text = match crate::store::parse::read_bytes(&store.path("owner.seal")) {
+        Ok(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(None) => {
+            out.push(Finding::error(
+                file,
+                None,
+                "is missing: agents count the goal as paused; the owner runs `loopx owner seal`",
+            ));
+            return;
+        }
+        Err(e) => {
+            out.push(Finding::from_error(&e, file));
+            return;
+        }
+    };
+    let s = match Seal::parse(&text, key) {
+        Ok(s) => s,
+        Err(why) => {
+            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+            return;
+        }
+    };
+    if let (Some((id, _)), Ok(cfg)) = (&s.goal, store.read_config())
+        && *id != cfg.goal.id
+    {
+        out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+        return;
+    }
+    if let Some(m) = &s.journal {
+        sealed_history(journal, m, out);
+    }
+    if let Ok(mut raw) = store.load_raw() {
+        for n in seal::apply(&mut raw, &s) {
+            out.push(Finding::error(
+                file,
+                None,
+                format!(
+                    "{n}; if the owner made that edit, the owner runs `loopx owner seal --adopt`"
+                ),
+            ));
+        }
+    }
+}
+
+/// The line the seal marks must still be the `seq`-th line, with the same bytes.
+fn sealed_history(journal: &[u8], m: &seal::Mark, out: &mut Vec<Finding>) {
+    let lines: Vec<&[u8]> = journal
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let n = usize::try_from(m.seq).unwrap_or(usize::MAX);
+    let msg = match lines.get(n.wrapping_sub(1)) {
+        None => format!(
+            "the journal was cut: it has {} lines, and the owner sealed its history up to line {n}",
+            lines.len()
+        ),
+        Some(l) if crate::store::journal::sha256_hex(l) != m.hash => format!(
+            "line {n} is not the line the owner sealed: the history up to it was rewritten (the first owner line that no longer verifies, if any, is reported too)"
+        ),
+        Some(_) => return,
+    };
+    let line = (n <= lines.len()).then_some(n);
+    out.push(Finding::error(".loopx/journal.jsonl", line, msg));
+}

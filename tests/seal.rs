@@ -1,0 +1,252 @@
+//! The owner's seal on the hot path: every owner fact an agent tampers with by hand is caught by
+//! should-run and claim (not only by doctor), and the answer names the file that disagrees.
+
+mod common;
+
+use common::Project;
+use loopx::store::journal::sha256_hex;
+use serde_json::Value;
+
+/// Rewrites the journal without the lines `drop` picks, renumbered and chained again: what an
+/// agent that can write `.loopx/` can do, since the chain itself has no key.
+fn rewrite_journal(p: &Project, drop: impl Fn(&Value) -> bool) {
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).expect("journal");
+    let mut out = String::new();
+    let mut prev = "0".repeat(64);
+    let mut seq = 0;
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).expect("line");
+        if drop(&v) {
+            continue;
+        }
+        seq += 1;
+        v["seq"] = seq.into();
+        v["prev"] = prev.clone().into();
+        let l = serde_json::to_string(&v).expect("json");
+        prev = sha256_hex(l.as_bytes());
+        out.push_str(&l);
+        out.push('\n');
+    }
+    std::fs::write(&path, out).expect("write journal");
+}
+
+/// Replaces `from` with `to` in a state file.
+fn edit(p: &Project, rel: &str, from: &str, to: &str) {
+    let path = p.lx(rel);
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains(from), "{rel} has no `{from}`:\n{text}");
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+}
+
+/// The agent's should-run (no key), asserting its decision and that a note names `what`.
+#[track_caller]
+fn should_run_says(p: &Project, decision: &str, what: &str) -> Value {
+    let (_, v) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!(v["decision"], decision, "{v}");
+    let notes = v["owner_notes"].to_string();
+    assert!(notes.contains(what), "no note naming `{what}`: {v}");
+    v
+}
+
+#[test]
+fn unpausing_by_hand_is_caught_even_with_the_journal_rewritten() {
+    let p = Project::new("seal-pause");
+    let t = p.add("work", &[]);
+    p.ok(&["goal", "pause"]);
+    edit(
+        &p,
+        "loopx.toml",
+        "status = \"paused\"",
+        "status = \"active\"",
+    );
+    rewrite_journal(&p, |v| v["action"] == "goal.pause");
+    should_run_says(&p, "paused", "loopx.toml");
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    assert_eq!(code, 3, "{v}");
+    assert!(
+        v["error"]["message"].to_string().contains("loopx.toml"),
+        "{v}"
+    );
+    let (_, v) = p.no_key(&["status"]);
+    assert_eq!(v["owner_notes"].as_array().map(Vec::len), Some(1), "{v}");
+    // The owner resumes: the seal follows, and the note is gone.
+    p.ok(&["goal", "resume"]);
+    let (code, v) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!((code, &v["decision"]), (0, &Value::from("run")), "{v}");
+    assert!(v.get("owner_notes").is_none(), "{v}");
+}
+
+#[test]
+fn raising_the_quota_by_hand_changes_nothing() {
+    let p = Project::new("seal-quota");
+    p.add("work", &[]);
+    p.ok(&["quota", "set", "--slots", "1"]);
+    edit(&p, "loopx.toml", "slots = 1", "slots = 1000");
+    p.no_key(&["--agent", "a1", "quota", "spend-slot"]);
+    let v = should_run_says(&p, "throttled", "[quota]");
+    assert_eq!(v["quota"]["limit"], 1, "{v}");
+}
+
+#[test]
+fn a_sealed_gate_edited_or_deleted_blocks_every_todo() {
+    let p = Project::new("seal-gates");
+    let t = p.add("work", &[]);
+    let other = p.add("other", &[]);
+    let g = p.gate("may I?", &["--blocks", &t]);
+    p.ok(&["owner", "seal"]);
+    // Removing the todo from `blocks` unblocks nothing: the gate now blocks every todo.
+    edit(&p, &format!("gates/{g}.toml"), &format!("\"{t}\""), "");
+    should_run_says(&p, "ask", &g);
+    let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &other]);
+    assert_eq!(code, 3);
+    // Deleting the gate and its gate.open line: the same.
+    std::fs::remove_file(p.lx(&format!("gates/{g}.toml"))).expect("rm");
+    rewrite_journal(&p, |v| v["action"] == "gate.open");
+    should_run_says(&p, "ask", &g);
+    let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn an_approved_gate_with_its_question_rewritten_counts_as_pending() {
+    let p = Project::new("seal-question");
+    let t = p.add("work", &[]);
+    let g = p.gate("deploy to staging?", &["--blocks", &t]);
+    p.ok(&["gate", "approve", &g]);
+    let (code, _) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!(code, 0);
+    edit(
+        &p,
+        &format!("gates/{g}.toml"),
+        "deploy to staging?",
+        "deploy to production?",
+    );
+    should_run_says(&p, "ask", &g);
+    let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn a_user_todo_stays_the_owners_in_its_file_and_in_the_cache() {
+    let p = Project::new("seal-user");
+    let u = p.add("sign the contract", &["--role", "user"]);
+    p.add("work", &[]);
+    p.ok(&["owner", "seal"]);
+    edit(
+        &p,
+        &format!("todos/{u}.toml"),
+        "role = \"user\"",
+        "role = \"agent\"",
+    );
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &u]);
+    assert_eq!(code, 3, "{v}");
+    let v = should_run_says(&p, "run", &u);
+    assert_ne!(v["todo"]["id"], u.as_str(), "{v}");
+    // A forged cache row says the same: the seal wins.
+    edit(
+        &p,
+        &format!("todos/{u}.toml"),
+        "role = \"agent\"",
+        "role = \"user\"",
+    );
+    for i in 0..8 {
+        p.add(&format!("more {i}"), &[]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    for _ in 0..2 {
+        p.no_key(&["status"]);
+    }
+    let cache = p.lx("cache/todos.json");
+    let text = std::fs::read_to_string(&cache).expect("the cache was written");
+    assert!(text.contains("\"user\""), "{text}");
+    std::fs::write(&cache, text.replace("\"user\"", "\"agent\"")).expect("forge");
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &u]);
+    assert_eq!(code, 3, "{v}");
+}
+
+#[test]
+fn a_lease_holder_changed_by_hand_after_a_reassign_is_refused() {
+    let p = Project::new("seal-lease");
+    let t = p.add("work", &[]);
+    p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    p.ok(&["todo", "reassign", &t, "--to", "a2"]);
+    edit(
+        &p,
+        &format!("todos/{t}.toml"),
+        "holder = \"a2\"",
+        "holder = \"a3\"",
+    );
+    let (code, v) = p.no_key(&[
+        "--agent",
+        "a3",
+        "todo",
+        "update",
+        &t,
+        "--evidence",
+        "mine now",
+    ]);
+    assert_eq!(code, 4, "{v}");
+    assert!(v["error"]["message"].to_string().contains("a2"), "{v}");
+    let (code, v) = p.no_key(&["--agent", "a2", "todo", "update", &t, "--evidence", "mine"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["owner_notes"].to_string().contains("a2"), "{v}");
+}
+
+#[test]
+fn cutting_sealed_history_is_seen_by_agents_and_doctor() {
+    let p = Project::new("seal-cut");
+    for i in 0..3 {
+        p.add(&format!("work {i}"), &[]);
+    }
+    p.ok(&["owner", "seal"]);
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).expect("journal");
+    let keep: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, keep).expect("cut");
+    should_run_says(&p, "run", "journal.jsonl");
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(v["findings"].to_string().contains("sealed"), "{v}");
+}
+
+#[test]
+fn no_valid_seal_pauses_until_the_owner_seals() {
+    let p = Project::new("seal-missing");
+    p.add("work", &[]);
+    std::fs::remove_file(p.lx("owner.seal")).expect("rm");
+    should_run_says(&p, "paused", "owner.seal");
+    p.ok(&["owner", "seal"]);
+    let (code, _) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!(code, 0);
+    // A seal edited by an agent is no seal.
+    edit(&p, "owner.seal", "goal ", "goal  ");
+    should_run_says(&p, "paused", "owner.seal");
+}
+
+#[test]
+fn the_owner_adopts_a_hand_edit_with_seal_adopt() {
+    let p = Project::new("seal-adopt");
+    p.add("work", &[]);
+    edit(&p, "loopx.toml", "slots = 100", "slots = 7");
+    let (_, v) = p.no_key(&["quota", "should-run"]);
+    assert_eq!(v["quota"]["limit"], 100, "{v}");
+    let v = p.ok(&["owner", "seal"]);
+    assert_eq!(
+        v["seal"]["differences"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    let (_, v) = p.no_key(&["quota", "should-run"]);
+    assert_eq!(
+        v["quota"]["limit"], 100,
+        "the plain seal keeps the sealed value: {v}"
+    );
+    p.ok(&["owner", "seal", "--adopt"]);
+    let (_, v) = p.no_key(&["quota", "should-run"]);
+    assert_eq!(v["quota"]["limit"], 7, "{v}");
+    assert!(v.get("owner_notes").is_none(), "{v}");
+    // Without the key, sealing is refused and writes nothing.
+    let (code, _) = p.no_key(&["owner", "seal", "--adopt"]);
+    assert_eq!(code, 7);
+}
