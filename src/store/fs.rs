@@ -46,6 +46,17 @@ impl Default for Env {
     }
 }
 
+/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
+pub(crate) fn gate_proven_by(
+    g: &Gate,
+    proofs: &std::collections::BTreeSet<String>,
+    key: Option<&OwnerPub>,
+) -> bool {
+    g.status == GateStatus::Pending
+        || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
+        || authority::gate_proven(g, key)
+}
+
 /// A project's `.loopx/` on disk.
 #[derive(Debug, Clone)]
 pub struct FileStore {
@@ -326,7 +337,7 @@ impl FileStore {
     }
 
     /// Refuses state directories that are symlinks (they could lead out of `.loopx/`).
-    fn check_no_symlinks(&self) -> Result<()> {
+    pub(crate) fn check_no_symlinks(&self) -> Result<()> {
         for sub in ["todos", "archive", "gates", "evidence", "cache"] {
             let p = self.dir.join(sub);
             if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -382,7 +393,7 @@ impl FileStore {
 
     /// Reads one state file of a directory listing; a file that cannot be read is a `Problem`
     /// (quarantined), except an I/O failure of the disk itself.
-    fn read_state<T>(
+    pub(crate) fn read_state<T>(
         &self,
         path: &Path,
         stem: &str,
@@ -400,7 +411,7 @@ impl FileStore {
 
     /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
     /// the file version it was read from, and is used only while the file still has that key.
-    fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
+    pub(crate) fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
         if let Some(r) = refresh {
             let list: Vec<_> = r
                 .keys
@@ -411,7 +422,7 @@ impl FileStore {
         }
     }
 
-    fn cache_path(&self) -> PathBuf {
+    pub(crate) fn cache_path(&self) -> PathBuf {
         self.path("cache/todos.json")
     }
 
@@ -439,7 +450,7 @@ impl FileStore {
     }
 
     /// Loads the snapshot as the files say.
-    fn load_files(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
+    pub(crate) fn load_files(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
         let (todos, mut quarantined, refresh) = self.read_todos(cache)?;
@@ -456,9 +467,7 @@ impl FileStore {
             .values_mut()
             .filter(|g| !quarantined.contains_key(&g.id))
         {
-            g.proven = g.status == GateStatus::Pending
-                || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
-                || authority::gate_proven(g, key.as_ref());
+            g.proven = gate_proven_by(g, &proofs, key.as_ref());
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
         let mut archived = HashMap::new();
@@ -634,7 +643,7 @@ impl FileStore {
     }
 
     /// Finishes or undoes a commit a crash interrupted (the caller holds the exclusive lock).
-    fn recover(&self) -> Result<()> {
+    pub(crate) fn recover(&self) -> Result<()> {
         if let Some(what) = tx::recover(&self.dir)? {
             self.commit_ops(
                 Vec::new(),
@@ -652,13 +661,13 @@ impl FileStore {
     }
 
     /// True when the journal's last transaction is unfinished and a load must recover it first.
-    fn needs_recovery(&self) -> Result<bool> {
+    pub(crate) fn needs_recovery(&self) -> Result<bool> {
         let t = tx::tail(&self.dir)?;
         Ok(t.pending || t.torn_tx.is_some())
     }
 
     /// The decision hashes in `owner.proofs`, if `key` signed it (else none).
-    fn read_proofs(&self, key: &OwnerPub) -> std::collections::BTreeSet<String> {
+    pub(crate) fn read_proofs(&self, key: &OwnerPub) -> std::collections::BTreeSet<String> {
         parse::read_bytes(&self.path("owner.proofs"))
             .ok()
             .flatten()

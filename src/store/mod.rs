@@ -10,6 +10,7 @@ pub mod owner;
 pub mod parse;
 mod sealing;
 pub mod tx;
+pub mod view;
 
 pub use fs::FileStore;
 
