@@ -5,13 +5,13 @@ use std::path::Path;
 
 use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
-use loopx::board::data::{Delta, DoneItem, Problem, Target, classify};
+use loopx::board::data::{Delta, DoneItem, Target, classify};
 use loopx::board::derive::Column;
 use loopx::board::keymap::{self, Action, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
 use loopx::board::view::{self, ViewModel};
-use loopx::kernel::{Event, Evidence, Gate, Priority, QuotaFile, Snapshot, Todo, Ts};
+use loopx::kernel::{Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
@@ -480,14 +480,36 @@ fn screens_expired_lease() {
     snap!("screen_expired_120x40", screen(&a, 120, 40));
 }
 
+fn problem(file: &str, line: usize, message: &str) -> Problem {
+    Problem {
+        file: file.into(),
+        line: Some(line),
+        message: message.into(),
+        code: Code::InvalidState,
+        hint: None,
+    }
+}
+
+/// A board whose last load quarantined a malformed todo file (the store leaves it out of the
+/// working set and names it) and found a file that disagrees with the owner's seal.
 fn with_bad_file() -> App {
     let mut a = app(Variant::Normal);
+    let mut s = snapshot(Variant::Normal);
+    s.todos.remove("t-aaaaa1");
+    s.quarantined.insert(
+        "t-aaaaa1".into(),
+        problem(
+            ".loopx/todos/t-aaaaa1.toml",
+            4,
+            "invalid string: expected `\"`, found newline",
+        ),
+    );
+    s.owner_notes.push(
+        "loopx.toml says the goal is paused, the owner's seal says active: acting on the seal"
+            .into(),
+    );
     a.on_event(AppEvent::Loaded(Delta {
-        problems: vec![Problem {
-            file: ".loopx/todos/t-aaaaa1.toml".into(),
-            line: Some(4),
-            message: "invalid string: expected `\"`, found newline".into(),
-        }],
+        full: Some(s),
         at: Ts(now().0 + 5_000),
         ..Delta::default()
     }));
@@ -497,10 +519,18 @@ fn with_bad_file() -> App {
 #[test]
 fn screens_parse_error_banner() {
     let a = with_bad_file();
-    // The last good copy of the bad file stays on the board.
-    assert!(a.snap.as_ref().unwrap().todos.contains_key("t-aaaaa1"));
+    // The quarantined todo leaves the board; the others stay.
+    let snap = a.snap.as_ref().unwrap();
+    assert!(!snap.todos.contains_key("t-aaaaa1"));
+    assert!(snap.todos.contains_key("t-aaaaa2"));
     snap!("screen_banner_80x24", screen(&a, 80, 24));
     snap!("screen_banner_120x40", screen(&a, 120, 40));
+    let text = screen(&a, 120, 40).backend().to_string();
+    assert!(
+        text.contains(".loopx/todos/t-aaaaa1.toml:4: quarantined, no agent can claim it: invalid"),
+        "{text}"
+    );
+    assert!(text.contains("owner's seal: loopx.toml says"), "{text}");
 }
 
 #[test]
@@ -876,17 +906,29 @@ fn countdown_ticks_and_expires() {
 }
 
 #[test]
-fn bad_file_keeps_last_good_state_then_clears() {
-    let mut a = with_bad_file();
-    assert_eq!(a.problems.len(), 1);
-    let title = a.snap.as_ref().unwrap().todos["t-aaaaa1"].title.clone();
-    assert_eq!(title, "Parse the forecast API response");
-    // A later good read of the same file clears the banner.
-    let mut t = a.snap.as_ref().unwrap().todos["t-aaaaa1"].clone();
-    t.title = "Parse the forecast (fixed)".into();
+fn failed_load_keeps_last_good_state_then_clears() {
+    let mut a = app(Variant::Normal);
+    // A malformed loopx.toml fails the whole load: the last good state stays, with the error.
     a.on_event(AppEvent::Loaded(Delta {
-        todos: vec![t],
-        ok_files: vec![".loopx/todos/t-aaaaa1.toml".into()],
+        problems: vec![problem(".loopx/loopx.toml", 3, "expected `=`")],
+        at: now(),
+        ..Delta::default()
+    }));
+    assert_eq!(a.problems.len(), 1);
+    assert_eq!(
+        a.snap.as_ref().unwrap().todos["t-aaaaa1"].title,
+        "Parse the forecast API response"
+    );
+    let text = screen(&a, 120, 40).backend().to_string();
+    assert!(
+        text.contains(".loopx/loopx.toml:3: load failed, showing the last good state: expected `=`"),
+        "{text}"
+    );
+    // The next good load replaces the state and clears the banner.
+    let mut s = snapshot(Variant::Normal);
+    s.todos.get_mut("t-aaaaa1").unwrap().title = "Parse the forecast (fixed)".into();
+    a.on_event(AppEvent::Loaded(Delta {
+        full: Some(s),
         at: now(),
         ..Delta::default()
     }));
@@ -895,34 +937,43 @@ fn bad_file_keeps_last_good_state_then_clears() {
         a.snap.as_ref().unwrap().todos["t-aaaaa1"].title,
         "Parse the forecast (fixed)"
     );
-    // A full load that fails on one file keeps that file's last good copy.
-    let mut s = snapshot(Variant::Normal);
-    s.todos.remove("t-aaaaa2");
-    a.on_event(AppEvent::Loaded(Delta {
-        full: Some(s),
-        problems: vec![Problem {
-            file: ".loopx/todos/t-aaaaa2.toml".into(),
-            line: Some(1),
-            message: "x".into(),
-        }],
-        at: now(),
-        ..Delta::default()
-    }));
-    assert!(a.snap.as_ref().unwrap().todos.contains_key("t-aaaaa2"));
+    assert!(a.layout_input().banner == 0);
 }
 
 #[test]
-fn per_file_deltas_apply() {
+fn a_new_state_replaces_the_old() {
     let mut a = app(Variant::Normal);
+    let mut s = snapshot(Variant::Normal);
+    s.todos.remove("t-aaaaa1");
     let fx = a.on_event(AppEvent::Loaded(Delta {
-        todos_removed: vec!["t-aaaaa1".into()],
-        evidence_changed: vec![],
+        full: Some(s),
         at: now(),
         ..Delta::default()
     }));
     assert!(fx.is_empty() || fx.iter().all(|f| matches!(f, Effect::LoadEvidence(_))));
     assert!(!a.snap.as_ref().unwrap().todos.contains_key("t-aaaaa1"));
     assert!(!a.columns.cols[0].iter().any(|k| k.id == "t-aaaaa1"));
+}
+
+#[test]
+fn banner_rows_fit_and_count_the_rest() {
+    let mut a = with_bad_file();
+    assert_eq!(a.layout_input().banner, 2);
+    let mut s = a.snap.clone().unwrap();
+    for n in 0..3 {
+        s.owner_notes.push(format!("note {n}"));
+    }
+    a.on_event(AppEvent::Loaded(Delta {
+        full: Some(s),
+        at: now(),
+        ..Delta::default()
+    }));
+    assert_eq!(a.layout_input().banner, 3);
+    let text = screen(&a, 120, 40).backend().to_string();
+    assert!(text.contains("(+3 more; `loopx doctor` lists them)"), "{text}");
+    // One row when narrow.
+    let narrow = screen(&a, 60, 20).backend().to_string();
+    assert!(narrow.contains("(+5 more"), "{narrow}");
 }
 
 #[test]

@@ -8,14 +8,14 @@ use ratatui::crossterm::event::{
 use ratatui::layout::{Position, Rect};
 
 use crate::board::actions::{Owner, OwnerAction};
-use crate::board::data::{Delta, DoneItem, Problem};
+use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Column, Columns, Why};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
 use crate::board::theme::Theme;
 use crate::board::view::ViewModel;
 use crate::kernel::{
-    Event, Evidence, GateStatus, GoalStatus, Priority, Role, Snapshot, Status, Ts,
+    Event, Evidence, GateStatus, GoalStatus, Priority, Problem, Role, Snapshot, Status, Ts,
 };
 
 /// A pane that can take focus.
@@ -309,67 +309,22 @@ impl App {
         Vec::new()
     }
 
-    /// Applies a load: a full snapshot or per-file changes; problems keep the last good state.
+    /// Applies a load: a new state, or the problem of a load that failed (the last good state
+    /// stays on screen with it).
     pub fn apply(&mut self, d: Delta) -> Vec<Effect> {
         self.now = self.now.max(d.at);
         self.last_reload = Some(d.at);
-        for f in &d.ok_files {
-            self.problems.remove(f);
-        }
         if d.full.is_some() {
-            self.problems.retain(|f, _| !f.starts_with(".loopx/"));
+            self.problems.retain(|f, _| f == JOURNAL_FILE);
         }
-        for p in &d.problems {
-            self.problems.insert(p.file.clone(), p.clone());
+        if d.journal.is_some() {
+            self.problems.remove(JOURNAL_FILE);
         }
-        if let Some(mut full) = d.full {
-            if let Some(old) = &self.snap {
-                // Keep the last good copy of every file that failed this time.
-                for p in &d.problems {
-                    let stem = p
-                        .file
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or("")
-                        .trim_end_matches(".toml");
-                    if p.file.contains("/todos/")
-                        && let Some(t) = old.todos.get(stem)
-                    {
-                        full.todos.insert(stem.to_string(), t.clone());
-                    }
-                    if p.file.contains("/gates/")
-                        && let Some(g) = old.gates.get(stem)
-                    {
-                        full.gates.insert(stem.to_string(), g.clone());
-                    }
-                    if p.file.ends_with("quota.toml") {
-                        full.quota = old.quota.clone();
-                    }
-                }
-            }
+        for p in d.problems {
+            self.problems.insert(p.file.clone(), p);
+        }
+        if let Some(full) = d.full {
             self.snap = Some(full);
-        } else if let Some(s) = self.snap.as_mut() {
-            if let Some(c) = d.config {
-                s.config = c;
-            }
-            if let Some(q) = d.quota {
-                s.quota = q;
-            }
-            for t in d.todos {
-                s.todos.insert(t.id.clone(), t);
-            }
-            for id in &d.todos_removed {
-                s.todos.remove(id);
-            }
-            for g in d.gates {
-                s.gates.insert(g.id.clone(), g);
-            }
-            for id in &d.gates_removed {
-                s.gates.remove(id);
-            }
-            for (id, st) in d.archived {
-                s.archived.insert(id, st);
-            }
         }
         if let Some(j) = d.journal {
             self.journal = j;
@@ -891,7 +846,7 @@ impl App {
         layout::Input {
             gates: self.gate_ids.len(),
             pending,
-            banner: !self.problems.is_empty(),
+            banner: crate::board::alerts::rows(&self.problems, self.snap.as_ref()),
             focus: self.focus,
         }
     }

@@ -1,14 +1,12 @@
-//! Reading `.loopx/` for the board: full and per-file loads as deltas, with per-file problems.
+//! Reading `.loopx/` for the board, only through the store: its tolerant full load and its
+//! per-file reload, the journal's tail, evidence, and archived titles for the Done column.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fs;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::{
-    Action, Config, Error, Event, Evidence, Gate, QuotaFile, Snapshot, Status, Todo, Ts,
-};
-use crate::store::parse::{self, Named, shown};
+use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
+use crate::store::parse::shown;
+use crate::store::view::View;
 use crate::store::{FileStore, Store, atomic};
 
 /// How many journal events the board keeps for the activity feed and the Done column.
@@ -17,43 +15,8 @@ pub const JOURNAL_TAIL: usize = 400;
 pub const EVIDENCE_TAIL: usize = 200;
 /// How many recently done todos the Done column shows at most.
 pub const DONE_MAX: usize = 50;
-
-/// A file that failed to read or parse: shown in the banner while the last good state stays.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The file, relative to the project (`.loopx/todos/t-abc.toml`).
-    pub file: String,
-    /// The 1-based line, when known.
-    pub line: Option<usize>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl Problem {
-    /// A store error as a problem, at its file and line; `fallback` names the file otherwise.
-    pub fn from_error(e: &Error, fallback: &str) -> Problem {
-        match e.location.as_deref() {
-            Some(l) => Problem {
-                file: l.file.clone(),
-                line: l.line,
-                message: l.what.clone(),
-            },
-            None => Problem {
-                file: fallback.to_string(),
-                line: None,
-                message: e.message.clone(),
-            },
-        }
-    }
-
-    /// `file:line: message`.
-    pub fn display(&self) -> String {
-        match self.line {
-            Some(l) => format!("{}:{l}: {}", self.file, self.message),
-            None => format!("{}: {}", self.file, self.message),
-        }
-    }
-}
+/// The journal as the board names it in a problem.
+pub const JOURNAL_FILE: &str = ".loopx/journal.jsonl";
 
 /// A todo that left the working set recently (done or cancelled).
 #[derive(Debug, Clone, PartialEq)]
@@ -73,63 +36,34 @@ pub struct DoneItem {
 /// What a load found: applied to the board's state by [`crate::board::app::App`], without I/O.
 #[derive(Debug, Clone, Default)]
 pub struct Delta {
-    /// A whole new snapshot (a full load).
+    /// The new state, checked against the owner's seal (its quarantined files and owner notes
+    /// included); `None` when nothing in it changed or the load failed.
     pub full: Option<Snapshot>,
-    /// A new `loopx.toml`.
-    pub config: Option<Config>,
-    /// A new `quota.toml`.
-    pub quota: Option<QuotaFile>,
-    /// Todos written.
-    pub todos: Vec<Todo>,
-    /// Todos gone from the working set.
-    pub todos_removed: Vec<String>,
-    /// Gates written.
-    pub gates: Vec<Gate>,
-    /// Gates gone.
-    pub gates_removed: Vec<String>,
-    /// Statuses of archived todos.
-    pub archived: Vec<(String, Status)>,
+    /// A load that failed (a malformed `loopx.toml`, `quota.toml` or journal): the last good
+    /// state stays on screen with it.
+    pub problems: Vec<Problem>,
     /// The journal's tail, newest last, when it changed.
     pub journal: Option<Vec<Event>>,
     /// The recently done todos, newest first, when the journal changed.
     pub done: Option<Vec<DoneItem>>,
-    /// Files read without trouble this time: their problems are gone.
-    pub ok_files: Vec<String>,
-    /// Files that failed this time.
-    pub problems: Vec<Problem>,
     /// Todos whose evidence changed.
     pub evidence_changed: Vec<String>,
     /// When the load happened.
     pub at: Ts,
 }
 
-impl Delta {
-    /// True when nothing at all was found.
-    pub fn is_empty(&self) -> bool {
-        self.full.is_none()
-            && self.config.is_none()
-            && self.quota.is_none()
-            && self.todos.is_empty()
-            && self.todos_removed.is_empty()
-            && self.gates.is_empty()
-            && self.gates_removed.is_empty()
-            && self.archived.is_empty()
-            && self.journal.is_none()
-            && self.ok_files.is_empty()
-            && self.problems.is_empty()
-            && self.evidence_changed.is_empty()
-    }
-}
-
-/// Reads the store for the board; keeps a cache of archived titles for the Done column.
+/// Reads the store for the board; keeps the files' values of the last load (the base of the next
+/// per-file reload) and a cache of archived titles for the Done column.
 #[derive(Debug)]
 pub struct Loader {
     store: FileStore,
+    /// The last good load's files' values, before the owner's seal; `None` after a failed load
+    /// (the next change loads everything again).
+    raw: Option<Snapshot>,
     archive_cache: HashMap<String, Option<(String, Status)>>,
-    owner_pub: Option<OwnerPub>,
 }
 
-/// What one changed path means.
+/// What one changed path means to the board.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// `loopx.toml`.
@@ -146,7 +80,8 @@ pub enum Target {
     Gate(String),
     /// `evidence/ID.jsonl`.
     Evidence(String),
-    /// A directory itself (created or removed): reload it all.
+    /// The owner's files (`owner.pub`, `owner.seal`, `owner.proofs`), or a directory itself
+    /// (created or removed): reload it all.
     Everything,
     /// Not state: the lock, temp files, STATE.md, history.
     Ignore,
@@ -167,7 +102,7 @@ pub fn classify(dir: &Path, path: &Path) -> Target {
         [] => Target::Everything,
         [name] if atomic::is_temp_name(name) || name.starts_with('.') => Target::Ignore,
         ["loopx.toml"] => Target::Config,
-        ["owner.pub"] => Target::Everything,
+        ["owner.pub" | "owner.seal" | "owner.proofs"] => Target::Everything,
         ["quota.toml"] => Target::Quota,
         ["journal.jsonl"] => Target::Journal,
         ["todos" | "gates" | "archive" | "evidence"] => Target::Everything,
@@ -185,8 +120,8 @@ impl Loader {
     pub fn new(store: FileStore) -> Loader {
         Loader {
             store,
+            raw: None,
             archive_cache: HashMap::new(),
-            owner_pub: None,
         }
     }
 
@@ -195,175 +130,74 @@ impl Loader {
         &self.store
     }
 
-    fn rel(&self, sub: &str, name: &str) -> String {
-        shown(&self.store.dir().join(sub).join(name))
-    }
-
-    /// Reads everything. Files that fail are problems; the rest loads.
+    /// Reads everything through the store's tolerant load; a load that fails is a problem and
+    /// the last good state stays.
     pub fn full(&mut self, now: Ts) -> Delta {
         let mut d = Delta {
             at: now,
             ..Delta::default()
         };
-        let cfg_file = ".loopx/loopx.toml".to_string();
-        let config = match self.store.read_config() {
-            Ok(c) => {
-                d.ok_files.push(cfg_file);
-                Some(c)
-            }
-            Err(e) => {
-                d.problems.push(Problem::from_error(&e, &cfg_file));
-                None
-            }
-        };
-        let mut todos = BTreeMap::new();
-        for (id, r) in self.read_dir::<Todo>("todos") {
-            match r {
-                Ok(t) => {
-                    d.ok_files.push(self.rel("todos", &format!("{id}.toml")));
-                    todos.insert(id, t);
-                }
-                Err(p) => d.problems.push(p),
-            }
-        }
-        self.owner_pub = match self.store.owner_pub() {
-            Ok(k) => {
-                d.ok_files.push(".loopx/owner.pub".into());
-                k
-            }
-            Err(e) => {
-                d.problems.push(Problem::from_error(&e, ".loopx/owner.pub"));
-                None
-            }
-        };
-        let mut gates = BTreeMap::new();
-        for (id, r) in self.read_dir::<Gate>("gates") {
-            match r {
-                Ok(mut g) => {
-                    g.proven = authority::gate_proven(&g, self.owner_pub.as_ref());
-                    d.ok_files.push(self.rel("gates", &format!("{id}.toml")));
-                    gates.insert(id, g);
-                }
-                Err(p) => d.problems.push(p),
-            }
-        }
-        let quota = match self.read_quota() {
-            Ok(q) => {
-                d.ok_files.push(".loopx/quota.toml".into());
-                q
-            }
-            Err(p) => {
-                d.problems.push(p);
-                QuotaFile::default()
-            }
-        };
-        let mut archived = HashMap::new();
-        for t in todos.values() {
-            for dep in &t.depends_on {
-                if todos.contains_key(dep) || archived.contains_key(dep) {
-                    continue;
-                }
-                if let Some((_, s)) = self.archived(dep) {
-                    archived.insert(dep.clone(), s);
-                }
-            }
-        }
+        let r = self.store.load_view();
+        self.take(r, &mut d);
         self.journal_into(&mut d);
-        if let Some(config) = config {
-            d.full = Some(Snapshot {
-                quarantined: Default::default(),
-                owner_notes: Vec::new(),
-                seal: None,
-                config,
-                todos,
-                gates,
-                quota,
-                archived,
-            });
-        } else {
-            // No goal file: keep whatever was shown, but still take the parts that did load.
-            d.todos = todos.into_values().collect();
-            d.gates = gates.into_values().collect();
-            d.quota = Some(quota);
-        }
         d
     }
 
-    /// Reads only what these paths name; `Everything` falls back to a full load.
+    /// Reads only what these paths name, through the store's reload; a directory event, the
+    /// owner's files, or a failed load before fall back to a full load.
     pub fn changed(&mut self, paths: &[PathBuf], now: Ts) -> Delta {
-        let mut targets: Vec<Target> = paths
+        let targets: Vec<Target> = paths
             .iter()
             .map(|p| classify(self.store.dir(), p))
             .collect();
-        targets.sort_by_key(|t| format!("{t:?}"));
-        targets.dedup();
-        if targets.contains(&Target::Everything) {
+        if self.raw.is_none() || targets.contains(&Target::Everything) {
             return self.full(now);
         }
         let mut d = Delta {
             at: now,
             ..Delta::default()
         };
-        for t in targets {
+        let mut state = Vec::new();
+        for (t, p) in targets.iter().zip(paths) {
             match t {
-                Target::Config => match self.store.read_config() {
-                    Ok(c) => {
-                        d.ok_files.push(".loopx/loopx.toml".into());
-                        d.config = Some(c);
-                    }
-                    Err(e) => d
-                        .problems
-                        .push(Problem::from_error(&e, ".loopx/loopx.toml")),
-                },
-                Target::Quota => match self.read_quota() {
-                    Ok(q) => {
-                        d.ok_files.push(".loopx/quota.toml".into());
-                        d.quota = Some(q);
-                    }
-                    Err(p) => d.problems.push(p),
-                },
-                Target::Journal => self.journal_into(&mut d),
-                Target::Todo(id) => {
-                    let name = format!("{id}.toml");
-                    let path = self.store.dir().join("todos").join(&name);
-                    match read_one::<Todo>(&path, &id) {
-                        Ok(Some(t)) => {
-                            d.ok_files.push(shown(&path));
-                            d.todos.push(t);
-                        }
-                        Ok(None) => {
-                            d.ok_files.push(shown(&path));
-                            d.todos_removed.push(id);
-                        }
-                        Err(p) => d.problems.push(p),
-                    }
-                }
-                Target::Gate(id) => {
-                    let path = self.store.dir().join("gates").join(format!("{id}.toml"));
-                    match read_one::<Gate>(&path, &id) {
-                        Ok(Some(mut g)) => {
-                            g.proven = authority::gate_proven(&g, self.owner_pub.as_ref());
-                            d.ok_files.push(shown(&path));
-                            d.gates.push(g);
-                        }
-                        Ok(None) => {
-                            d.ok_files.push(shown(&path));
-                            d.gates_removed.push(id);
-                        }
-                        Err(p) => d.problems.push(p),
-                    }
+                Target::Evidence(id) if !d.evidence_changed.contains(id) => {
+                    d.evidence_changed.push(id.clone())
                 }
                 Target::Archive(id) => {
-                    self.archive_cache.remove(&id);
-                    if let Some((_, s)) = self.archived(&id) {
-                        d.archived.push((id, s));
-                    }
+                    self.archive_cache.remove(id);
+                    state.push(p.clone());
                 }
-                Target::Evidence(id) => d.evidence_changed.push(id),
-                Target::Everything | Target::Ignore => {}
+                Target::Config | Target::Quota | Target::Todo(_) | Target::Gate(_) => {
+                    state.push(p.clone())
+                }
+                Target::Journal => state.push(p.clone()),
+                _ => {}
             }
         }
+        if !state.is_empty()
+            && let Some(raw) = &self.raw
+        {
+            let r = self.store.reload(raw, &state);
+            self.take(r, &mut d);
+        }
+        if targets.contains(&Target::Journal) {
+            self.journal_into(&mut d);
+        }
         d
+    }
+
+    /// Keeps a load's result: the new state, or the problem (and a full load next time).
+    fn take(&mut self, r: crate::kernel::Result<View>, d: &mut Delta) {
+        match r {
+            Ok(v) => {
+                self.raw = Some(v.raw);
+                d.full = Some(v.snap);
+            }
+            Err(e) => {
+                self.raw = None;
+                d.problems.push(Problem::of(&e, &shown(self.store.dir())));
+            }
+        }
     }
 
     /// The last evidence entries of a todo, newest first.
@@ -371,16 +205,9 @@ impl Loader {
         let mut v = self
             .store
             .evidence_tail(id, EVIDENCE_TAIL)
-            .map_err(|e| Problem::from_error(&e, &shown(&self.store.evidence_path(id))))?;
+            .map_err(|e| Problem::of(&e, &shown(&self.store.evidence_path(id))))?;
         v.reverse();
         Ok(v)
-    }
-
-    fn read_quota(&self) -> Result<QuotaFile, Problem> {
-        let p = self.store.path("quota.toml");
-        parse::read::<QuotaFile>(&p)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| Problem::from_error(&e, &shown(&p)))
     }
 
     fn archived(&mut self, id: &str) -> Option<(String, Status)> {
@@ -400,72 +227,39 @@ impl Loader {
     fn journal_into(&mut self, d: &mut Delta) {
         match self.store.journal_tail(JOURNAL_TAIL) {
             Ok(events) => {
-                let mut done = Vec::new();
-                for ev in events.iter().rev() {
-                    if done.len() >= DONE_MAX {
-                        break;
-                    }
-                    let status = match ev.action {
-                        Action::TodoDone => Status::Done,
-                        Action::TodoCancel => Status::Cancelled,
-                        _ => continue,
-                    };
-                    if done.iter().any(|x: &DoneItem| x.id == ev.target) {
-                        continue;
-                    }
-                    let (title, status) = self
-                        .archived(&ev.target)
-                        .unwrap_or((ev.target.clone(), status));
-                    done.push(DoneItem {
-                        id: ev.target.clone(),
-                        title,
-                        status,
-                        at: ev.at,
-                        by: ev.actor.clone(),
-                    });
-                }
-                d.ok_files.push(".loopx/journal.jsonl".into());
-                d.done = Some(done);
+                d.done = Some(self.done_of(&events));
                 d.journal = Some(events);
             }
-            Err(e) => d
-                .problems
-                .push(Problem::from_error(&e, ".loopx/journal.jsonl")),
+            Err(e) => d.problems.push(Problem::of(&e, JOURNAL_FILE)),
         }
     }
 
-    fn read_dir<T: serde::de::DeserializeOwned + Named>(
-        &self,
-        sub: &str,
-    ) -> Vec<(String, Result<T, Problem>)> {
-        let dir = self.store.dir().join(sub);
-        let Ok(rd) = fs::read_dir(&dir) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for entry in rd.filter_map(|e| e.ok()) {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if name.starts_with('.') {
-                continue;
+    /// The recently done or cancelled todos in a journal tail, newest first.
+    fn done_of(&mut self, events: &[Event]) -> Vec<DoneItem> {
+        let mut done: Vec<DoneItem> = Vec::new();
+        for ev in events.iter().rev() {
+            if done.len() >= DONE_MAX {
+                break;
             }
-            let Some(stem) = name.strip_suffix(".toml") else {
-                continue;
+            let status = match ev.action {
+                Action::TodoDone => Status::Done,
+                Action::TodoCancel => Status::Cancelled,
+                _ => continue,
             };
-            match read_one::<T>(&entry.path(), stem) {
-                Ok(Some(v)) => out.push((stem.to_string(), Ok(v))),
-                Ok(None) => {}
-                Err(p) => out.push((stem.to_string(), Err(p))),
+            if done.iter().any(|x| x.id == ev.target) {
+                continue;
             }
+            let (title, status) = self
+                .archived(&ev.target)
+                .unwrap_or((ev.target.clone(), status));
+            done.push(DoneItem {
+                id: ev.target.clone(),
+                title,
+                status,
+                at: ev.at,
+                by: ev.actor.clone(),
+            });
         }
-        out
+        done
     }
-}
-
-/// Reads one state file and checks its id matches its name; `None` when it is gone.
-fn read_one<T: serde::de::DeserializeOwned + Named>(
-    path: &Path,
-    stem: &str,
-) -> Result<Option<T>, Problem> {
-    parse::read_named::<T>(path, stem).map_err(|e| Problem::from_error(&e, &shown(path)))
 }

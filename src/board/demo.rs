@@ -357,6 +357,7 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
                 readonly: false,
                 poll: false,
                 theme,
+                seal_every: None,
             },
         )
     } else {

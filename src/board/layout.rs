@@ -17,8 +17,8 @@ pub struct Input {
     pub gates: usize,
     /// Gates pending.
     pub pending: usize,
-    /// A problem banner is shown.
-    pub banner: bool,
+    /// Rows of the problem banner (0: none).
+    pub banner: u16,
     /// The focused pane (the only one shown when narrow).
     pub focus: Pane,
 }
@@ -59,7 +59,11 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
     } else {
         2
     };
-    let banner_h = u16::from(input.banner);
+    let banner_h = if narrow {
+        input.banner.min(1)
+    } else {
+        input.banner
+    };
     let [header, banner, body, status, hints] = Layout::vertical([
         Constraint::Length(header_h),
         Constraint::Length(banner_h),
@@ -68,7 +72,7 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
-    let banner = input.banner.then_some(banner);
+    let banner = (banner_h > 0).then_some(banner);
     if narrow {
         return Areas {
             header,

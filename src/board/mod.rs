@@ -1,6 +1,7 @@
 //! The board: a live terminal control plane over `.loopx/` (the loop, the terminal, and its parts).
 
 pub mod actions;
+pub mod alerts;
 pub mod app;
 pub mod data;
 pub mod demo;
@@ -8,6 +9,7 @@ pub mod derive;
 pub mod keymap;
 pub mod layout;
 pub mod panes;
+pub mod sealer;
 pub mod term;
 pub mod theme;
 pub mod view;
@@ -24,7 +26,8 @@ use crate::board::app::{App, AppEvent, Effect, Live};
 use crate::board::data::Loader;
 use crate::board::theme::Theme;
 use crate::board::watcher::{Poller, Signal};
-use crate::kernel::{Code, Error, Result, Ts};
+use crate::kernel::seal::BOARD_SEAL_EVERY;
+use crate::kernel::{Code, Dur, Error, Result, Ts};
 use crate::store::FileStore;
 
 /// How the board is opened.
@@ -36,6 +39,9 @@ pub struct Options {
     pub poll: bool,
     /// A theme name or file.
     pub theme: Option<String>,
+    /// How often at most a board that holds the owner's key seals new journal lines (a minute
+    /// when `None`; tests make it shorter).
+    pub seal_every: Option<Dur>,
 }
 
 /// What arrives on the loop's channel.
@@ -119,7 +125,7 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
         }
     }
 
-    let mut owner = app.owner.clone();
+    let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
     let mut journal_seen = watcher::journal_stamp(&dir);
@@ -142,12 +148,12 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
                 }
                 Effect::Perform(a) => {
                     // The key may have been created since the board started.
-                    if !owner.verified {
-                        owner = actions::Owner::detect(&store);
-                        app.owner = owner.clone();
+                    if !app.owner.verified {
+                        app.owner = actions::Owner::detect(&store);
                     }
-                    let r =
-                        actions::perform(&store, &owner, &a, Ts::now()).map_err(|e| match e.hint {
+                    let r = actions::perform(&store, &app.owner, &a, Ts::now()).map_err(|e| match e
+                        .hint
+                    {
                             Some(h) => format!("{} ({h})", e.message),
                             None => e.message,
                         });
@@ -204,6 +210,7 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + tick;
             pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
+            sealer.tick(&store, &mut app, Ts::now());
             dirty = true;
             if let Some(p) = poller.as_mut() {
                 changed.extend(p.scan());

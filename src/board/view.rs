@@ -5,13 +5,12 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
 use crate::board::app::{App, Live, Message, Mode, Pane};
-use crate::board::data::Problem;
 use crate::board::derive::{Column, Columns};
 use crate::board::keymap;
 use crate::board::layout::{self, Areas};
 use crate::board::panes;
 use crate::board::theme::Theme;
-use crate::kernel::{Event, Evidence, Gate, Snapshot, Ts};
+use crate::kernel::{Event, Evidence, Gate, Problem, Snapshot, Ts};
 
 /// Everything one frame shows, borrowed from the app at one instant.
 #[derive(Debug, Clone)]
@@ -48,8 +47,10 @@ pub struct ViewModel<'a> {
     pub journal: &'a [Event],
     /// Activity rows scrolled back.
     pub activity_scroll: usize,
-    /// Files that failed to load.
+    /// Files that failed to load, and quarantined files.
     pub problems: Vec<&'a Problem>,
+    /// The banner's lines: failed loads, quarantined files, owner notes.
+    pub banner: Vec<String>,
     /// The status message.
     pub message: Option<&'a Message>,
     /// Events or polling.
@@ -98,7 +99,12 @@ impl<'a> ViewModel<'a> {
             evidence_scroll: app.evidence_scroll,
             journal: &app.journal,
             activity_scroll: app.activity_scroll,
-            problems: app.problems.values().collect(),
+            problems: app
+                .problems
+                .values()
+                .chain(app.snap.iter().flat_map(|s| s.quarantined.values()))
+                .collect(),
+            banner: crate::board::alerts::lines(app.problems.values(), app.snap.as_ref()),
             message: app.message.as_ref(),
             live: &app.live,
             last_reload: app.last_reload,

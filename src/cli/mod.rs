@@ -313,6 +313,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
                     readonly,
                     poll,
                     theme,
+                    seal_every: None,
                 },
             )?;
             Ok(Out::default())

@@ -73,7 +73,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         }
         (Some(c), Some((id, Err(p)))) if id == c.id => {
             vec![Line::from(Span::styled(
-                trunc(&esc(&p.display()), w),
+                trunc(&esc(&format!("{}: {}", p.at(), p.message)), w),
                 t.fg(Role::Error),
             ))]
         }

@@ -104,22 +104,16 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// Draws the banner of files that failed to load.
+/// Draws the banner: failed loads, quarantined files, where files disagree with the owner's seal.
 pub fn banner(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
-    let Some(first) = vm.problems.first() else {
-        return;
-    };
-    let more = if vm.problems.len() > 1 {
-        format!(" (+{} more)", vm.problems.len() - 1)
-    } else {
-        String::new()
-    };
-    let text = format!(
-        " ⚠ {}{more} — showing the last good state",
-        esc(&first.display())
-    );
     let w = area.width as usize;
-    let text = format!("{:<w$}", trunc(&text, w));
-    f.render_widget(Paragraph::new(Span::styled(text, t.banner())), area);
+    let lines: Vec<Line> = crate::board::alerts::fit(vm.banner.clone(), area.height as usize)
+        .iter()
+        .map(|l| {
+            let text = format!(" ⚠ {}", esc(l));
+            Line::from(Span::styled(format!("{:<w$}", trunc(&text, w)), t.banner()))
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), area);
 }
