@@ -278,12 +278,16 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
             good.replacen("title = ", "title = \"unterminated\ntitle = ", 1),
         )
         .unwrap();
-        t.wait_for(&format!("{tid}.toml:"), Duration::from_secs(10))
-            .unwrap();
-        // The last good state stays on screen.
-        t.wait_for("A todo that wi", Duration::from_secs(2))
-            .unwrap();
+        // The store quarantines it: named with file and line, off the columns.
+        t.wait_for(
+            &format!("{tid}.toml:3: quarantined"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(!t.screen().contains("A todo that wi"), "{}", t.screen());
         std::fs::write(&f, good).unwrap();
+        t.wait_for("A todo that wi", Duration::from_secs(10))
+            .unwrap();
         let start = Instant::now();
         while t.screen().contains(&format!("{tid}.toml:")) {
             assert!(
@@ -294,6 +298,56 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_board_with_the_key_seals_lines_another_process_adds() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let dir = temp_dir("seal");
+    let key = dir.join("owner.key");
+    let out = Command::new(BIN)
+        .args(["start-goal", "--goal-text", "Seal from the board", "--project"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = loopx(&dir, &key, &["owner", "init"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seal = dir.join(".loopx").join("owner.seal");
+    let sealed = std::fs::read_to_string(&seal).unwrap();
+
+    let t = Tmux {
+        socket: format!("loopx-seal-{}", std::process::id()),
+        session: "seal".into(),
+    };
+    let cmd = format!(
+        "env LOOPX_OWNER_KEY='{}' '{}' board --seal-every 300 --dir '{}'; sleep 5",
+        key.display(),
+        BIN,
+        dir.display()
+    );
+    t.run(&["new-session", "-d", "-s", &t.session, "-x", "120", "-y", "40", &cmd]);
+    t.wait_for("owner ✓", Duration::from_secs(20)).unwrap();
+    let out = loopx(&dir, &key, &["--agent", "agent-x", "todo", "add", "Sealed by the board"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let start = Instant::now();
+    while std::fs::read_to_string(&seal).unwrap_or_default() == sealed {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "owner.seal did not change:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let journal = std::fs::read_to_string(dir.join(".loopx").join("journal.jsonl")).unwrap();
+    assert!(journal.contains("\"action\":\"owner.seal\""), "{journal}");
+    let out = loopx(&dir, &key, &["doctor"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -102,6 +102,11 @@ pub enum Cmd {
         /// A theme: dark, light, high-contrast, or a path to a .toml theme file.
         #[arg(long, value_name = "NAME|FILE")]
         theme: Option<String>,
+        /// How often at most the board seals new journal lines with the owner's key, in
+        /// milliseconds (for tests; a minute otherwise).
+        #[arg(long, hide = true, value_name = "MS",
+              value_parser = clap::value_parser!(u32).range(100..=3_600_000))]
+        seal_every: Option<u32>,
     },
     /// A throwaway project with simulated agents, and the board on it.
     Demo {
@@ -306,6 +311,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             readonly,
             poll,
             theme,
+            seal_every,
         }) => {
             crate::board::run(
                 ctx.store()?,
@@ -313,7 +319,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
                     readonly,
                     poll,
                     theme,
-                    seal_every: None,
+                    seal_every: seal_every.map(|ms| crate::kernel::Dur(i64::from(ms))),
                 },
             )?;
             Ok(Out::default())
