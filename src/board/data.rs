@@ -175,7 +175,7 @@ impl Loader {
             }
         }
         if !state.is_empty()
-            && let Some(raw) = &self.raw
+            && let Some(raw) = self.raw.take()
         {
             let r = self.store.reload(raw, &state);
             self.take(r, &mut d);

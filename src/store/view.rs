@@ -73,11 +73,11 @@ impl FileStore {
         Ok(view)
     }
 
-    /// Reads again only the files in `changed`, on top of `prev` (the `raw` of the last view),
-    /// with the same quarantine rules as a full load, and checks the result against the owner's
-    /// seal from scratch. A change to `loopx.toml`, `quota.toml`, the owner's files or a
-    /// directory itself, or an interrupted commit, makes it a full load.
-    pub fn reload(&self, prev: &Snapshot, changed: &[PathBuf]) -> Result<View> {
+    /// Reads again only the files in `changed`, on top of `prev` (the `raw` of the last view,
+    /// taken so that it is not copied), with the same quarantine rules as a full load, and checks
+    /// the result against the owner's seal from scratch. A change to `loopx.toml`, `quota.toml`,
+    /// the owner's files or a directory itself, or an interrupted commit, makes it a full load.
+    pub fn reload(&self, prev: Snapshot, changed: &[PathBuf]) -> Result<View> {
         let parts: Vec<Part> = changed.iter().map(|p| part(self.dir(), p)).collect();
         if parts.contains(&Part::Whole) {
             return self.load_view();
@@ -88,7 +88,7 @@ impl FileStore {
             return self.load_view();
         }
         self.check_no_symlinks()?;
-        let mut raw = prev.clone();
+        let mut raw = prev;
         let key = self.owner_pub()?;
         let mut proofs = None;
         for p in &parts {
