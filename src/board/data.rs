@@ -230,7 +230,11 @@ impl Loader {
                 d.done = Some(self.done_of(&events));
                 d.journal = Some(events);
             }
-            Err(e) => d.problems.push(Problem::of(&e, JOURNAL_FILE)),
+            Err(e) => d.problems.push(Problem {
+                // Named so that the next good read of the journal clears it.
+                file: JOURNAL_FILE.into(),
+                ..Problem::of(&e, JOURNAL_FILE)
+            }),
         }
     }
 
