@@ -11,7 +11,9 @@ use loopx::board::keymap::{self, Action, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
 use loopx::board::view::{self, ViewModel};
-use loopx::kernel::{Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts};
+use loopx::kernel::{
+    Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
@@ -921,7 +923,9 @@ fn failed_load_keeps_last_good_state_then_clears() {
     );
     let text = screen(&a, 120, 40).backend().to_string();
     assert!(
-        text.contains(".loopx/loopx.toml:3: load failed, showing the last good state: expected `=`"),
+        text.contains(
+            ".loopx/loopx.toml:3: load failed, showing the last good state: expected `=`"
+        ),
         "{text}"
     );
     // The next good load replaces the state and clears the banner.
@@ -970,7 +974,10 @@ fn banner_rows_fit_and_count_the_rest() {
     }));
     assert_eq!(a.layout_input().banner, 3);
     let text = screen(&a, 120, 40).backend().to_string();
-    assert!(text.contains("(+3 more; `loopx doctor` lists them)"), "{text}");
+    assert!(
+        text.contains("(+3 more; `loopx doctor` lists them)"),
+        "{text}"
+    );
     // One row when narrow.
     let narrow = screen(&a, 60, 20).backend().to_string();
     assert!(narrow.contains("(+5 more"), "{narrow}");

@@ -311,13 +311,26 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
     let dir = temp_dir("seal");
     let key = dir.join("owner.key");
     let out = Command::new(BIN)
-        .args(["start-goal", "--goal-text", "Seal from the board", "--project"])
+        .args([
+            "start-goal",
+            "--goal-text",
+            "Seal from the board",
+            "--project",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = loopx(&dir, &key, &["owner", "init"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let seal = dir.join(".loopx").join("owner.seal");
     let sealed = std::fs::read_to_string(&seal).unwrap();
 
@@ -331,10 +344,28 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
         BIN,
         dir.display()
     );
-    t.run(&["new-session", "-d", "-s", &t.session, "-x", "120", "-y", "40", &cmd]);
+    t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
     t.wait_for("owner ✓", Duration::from_secs(20)).unwrap();
-    let out = loopx(&dir, &key, &["--agent", "agent-x", "todo", "add", "Sealed by the board"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = loopx(
+        &dir,
+        &key,
+        &["--agent", "agent-x", "todo", "add", "Sealed by the board"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let start = Instant::now();
     while std::fs::read_to_string(&seal).unwrap_or_default() == sealed {
         assert!(
@@ -347,7 +378,11 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
     let journal = std::fs::read_to_string(dir.join(".loopx").join("journal.jsonl")).unwrap();
     assert!(journal.contains("\"action\":\"owner.seal\""), "{journal}");
     let out = loopx(&dir, &key, &["doctor"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

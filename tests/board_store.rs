@@ -108,14 +108,22 @@ fn a_malformed_todo_shows_with_file_and_line_while_the_others_stay() {
     let (mut loader, mut app) = board(&p, now);
     let path = p.lx(&format!("todos/{bad}.toml"));
     let text = std::fs::read_to_string(&path).expect("todo file");
-    std::fs::write(&path, format!("schema_version = 1\nid = \"{bad}\"\ntitle = \"oops\n{text}"))
-        .expect("break it");
+    std::fs::write(
+        &path,
+        format!("schema_version = 1\nid = \"{bad}\"\ntitle = \"oops\n{text}"),
+    )
+    .expect("break it");
 
     app.on_event(AppEvent::Loaded(loader.changed(&[path.clone()], now)));
     let snap = app.snap.as_ref().expect("a state");
     assert!(snap.todos.contains_key(&good), "the other todo stays");
     assert!(!snap.todos.contains_key(&bad), "the bad one is not offered");
-    assert_eq!(snap.quarantined[&bad].line, Some(3), "{:?}", snap.quarantined);
+    assert_eq!(
+        snap.quarantined[&bad].line,
+        Some(3),
+        "{:?}",
+        snap.quarantined
+    );
     let s = screen(&app);
     let want = format!(".loopx/todos/{bad}.toml:3: quarantined, no agent can claim it");
     assert!(s.contains(&want), "{s}");
@@ -145,9 +153,18 @@ fn a_malformed_config_keeps_the_last_good_state_with_the_error() {
     let text = std::fs::read_to_string(&cfg).expect("config");
     std::fs::write(&cfg, "schema_version = 1\n[goal\n").expect("break it");
     app.on_event(AppEvent::Loaded(loader.changed(&[cfg.clone()], now)));
-    assert!(app.snap.as_ref().expect("last good").todos.contains_key(&id));
+    assert!(
+        app.snap
+            .as_ref()
+            .expect("last good")
+            .todos
+            .contains_key(&id)
+    );
     let s = screen(&app);
-    assert!(s.contains(".loopx/loopx.toml:2: load failed, showing the last good state"), "{s}");
+    assert!(
+        s.contains(".loopx/loopx.toml:2: load failed, showing the last good state"),
+        "{s}"
+    );
     // Another file changing meanwhile does not hide the error.
     let todo = p.lx(&format!("todos/{id}.toml"));
     app.on_event(AppEvent::Loaded(loader.changed(&[todo], now)));
@@ -167,7 +184,17 @@ fn a_reload_by_file_equals_a_full_load() {
     let steps: Vec<Vec<String>> = vec![
         vec!["todo", "add", "Second", "--depends-on", &a],
         vec!["--agent", "agent-a", "todo", "claim", &a],
-        vec!["--agent", "agent-a", "todo", "update", &a, "--status", "done", "--evidence", "ok"],
+        vec![
+            "--agent",
+            "agent-a",
+            "todo",
+            "update",
+            &a,
+            "--status",
+            "done",
+            "--evidence",
+            "ok",
+        ],
         vec!["--agent", "agent-a", "gate", "open", "Ship it?"],
         vec!["goal", "pause"],
     ]
@@ -189,7 +216,11 @@ fn a_reload_by_file_equals_a_full_load() {
     // A hand edit of the goal's status: the seal wins, and the note says so.
     let cfg = p.lx("loopx.toml");
     let text = std::fs::read_to_string(&cfg).expect("config");
-    std::fs::write(&cfg, text.replace("status = \"paused\"", "status = \"active\"")).expect("edit");
+    std::fs::write(
+        &cfg,
+        text.replace("status = \"paused\"", "status = \"active\""),
+    )
+    .expect("edit");
     let d = loader.changed(&[cfg], now);
     let got = d.full.expect("a state");
     assert_eq!(got.config.goal.status, loopx::kernel::GoalStatus::Paused);
@@ -253,7 +284,11 @@ fn a_board_with_the_key_seals_new_lines_at_most_once_a_minute() {
     refresh(&p, &mut loader, &mut app, &before);
     tick(&mut sealer, &mut app, 200_000);
     assert_eq!(seal_of(&p), sealed);
-    assert!(app.message.as_ref().is_none_or(|m| !m.error), "{:?}", app.message);
+    assert!(
+        app.message.as_ref().is_none_or(|m| !m.error),
+        "{:?}",
+        app.message
+    );
     let (code, v) = p.json(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 

@@ -11,15 +11,20 @@ pub const MAX_ROWS: u16 = 3;
 
 /// How many rows the banner needs: one a line, at most [`MAX_ROWS`].
 pub fn rows(load: &BTreeMap<String, Problem>, snap: Option<&Snapshot>) -> u16 {
-    let n = load.len()
-        + snap.map_or(0, |s| s.quarantined.len() + s.owner_notes.len());
+    let n = load.len() + snap.map_or(0, |s| s.quarantined.len() + s.owner_notes.len());
     n.min(usize::from(MAX_ROWS)) as u16
 }
 
 /// The banner's lines, most urgent first: failed loads, quarantined files, then owner notes.
 pub fn lines<'a>(load: impl Iterator<Item = &'a Problem>, snap: Option<&Snapshot>) -> Vec<String> {
     let mut out: Vec<String> = load
-        .map(|p| format!("{}: load failed, showing the last good state: {}", p.at(), p.message))
+        .map(|p| {
+            format!(
+                "{}: load failed, showing the last good state: {}",
+                p.at(),
+                p.message
+            )
+        })
         .collect();
     let Some(s) = snap else { return out };
     for (id, p) in &s.quarantined {

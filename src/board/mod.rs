@@ -151,11 +151,12 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
                     if !app.owner.verified {
                         app.owner = actions::Owner::detect(&store);
                     }
-                    let r = actions::perform(&store, &app.owner, &a, Ts::now()).map_err(|e| match e
-                        .hint
-                    {
-                            Some(h) => format!("{} ({h})", e.message),
-                            None => e.message,
+                    let r =
+                        actions::perform(&store, &app.owner, &a, Ts::now()).map_err(|e| {
+                            match e.hint {
+                                Some(h) => format!("{} ({h})", e.message),
+                                None => e.message,
+                            }
                         });
                     pending.extend(app.on_event(AppEvent::ActionDone(r)));
                 }

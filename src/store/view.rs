@@ -228,7 +228,10 @@ mod tests {
         let d = Path::new("/p/.loopx");
         assert_eq!(part(d, &d.join("todos/t-1.toml")), Part::Todo("t-1".into()));
         assert_eq!(part(d, &d.join("gates/g-1.toml")), Part::Gate("g-1".into()));
-        assert_eq!(part(d, &d.join("archive/t-1.toml")), Part::Archive("t-1".into()));
+        assert_eq!(
+            part(d, &d.join("archive/t-1.toml")),
+            Part::Archive("t-1".into())
+        );
         assert_eq!(part(d, &d.join("journal.jsonl")), Part::Journal);
         assert_eq!(part(d, &d.join("owner.seal")), Part::Whole);
         assert_eq!(part(d, &d.join("todos")), Part::Whole);
