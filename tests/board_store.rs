@@ -114,7 +114,9 @@ fn a_malformed_todo_shows_with_file_and_line_while_the_others_stay() {
     )
     .expect("break it");
 
-    app.on_event(AppEvent::Loaded(loader.changed(&[path.clone()], now)));
+    app.on_event(AppEvent::Loaded(
+        loader.changed(std::slice::from_ref(&path), now),
+    ));
     let snap = app.snap.as_ref().expect("a state");
     assert!(snap.todos.contains_key(&good), "the other todo stays");
     assert!(!snap.todos.contains_key(&bad), "the bad one is not offered");
@@ -152,7 +154,9 @@ fn a_malformed_config_keeps_the_last_good_state_with_the_error() {
     let cfg = p.lx("loopx.toml");
     let text = std::fs::read_to_string(&cfg).expect("config");
     std::fs::write(&cfg, "schema_version = 1\n[goal\n").expect("break it");
-    app.on_event(AppEvent::Loaded(loader.changed(&[cfg.clone()], now)));
+    app.on_event(AppEvent::Loaded(
+        loader.changed(std::slice::from_ref(&cfg), now),
+    ));
     assert!(
         app.snap
             .as_ref()
