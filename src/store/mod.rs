@@ -2,9 +2,11 @@
 
 pub mod atomic;
 pub mod cache;
+mod commit;
 pub mod doctor;
 pub mod fs;
 pub mod journal;
+mod load;
 pub mod lock;
 pub mod owner;
 pub mod parse;
