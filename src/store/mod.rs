@@ -8,6 +8,7 @@ pub mod fs;
 pub mod journal;
 mod load;
 pub mod lock;
+pub mod logs;
 pub mod owner;
 pub mod parse;
 mod sealing;
