@@ -186,36 +186,44 @@ fn clean_len(path: &Path) -> io::Result<u64> {
 pub fn apply(dir: &Path, tx: u64, files: &[TxFile]) -> Result<()> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for f in files {
-        let target = dir.join(&f.path);
-        let staged = dir.join(staged_rel(&f.path, tx));
-        let present = match fs::symlink_metadata(&staged) {
-            Ok(m) => m.file_type().is_file(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-            Err(e) => return Err(Error::io(&staged, &e)),
-        };
-        if !present {
-            continue;
-        }
-        match f.op {
-            TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
-            TxOp::Remove => {
-                remove_if_there(&target)?;
-                remove_if_there(&staged)?;
+        if apply_one(dir, tx, f)? {
+            let d = parent(&dir.join(&f.path)).to_path_buf();
+            if !dirs.contains(&d) {
+                dirs.push(d);
             }
-            TxOp::Append => {
-                append_once(&target, &staged, f.at.unwrap_or(0))?;
-                remove_if_there(&staged)?;
-            }
-        }
-        let d = parent(&target).to_path_buf();
-        if !dirs.contains(&d) {
-            dirs.push(d);
         }
     }
     for d in dirs {
         atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
     }
     Ok(())
+}
+
+/// Puts one staged file of a committed transaction in place (without syncing its directory);
+/// false when there was nothing to do (it is in place already).
+pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
+    let target = dir.join(&f.path);
+    let staged = dir.join(staged_rel(&f.path, tx));
+    let present = match fs::symlink_metadata(&staged) {
+        Ok(m) => m.file_type().is_file(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(&staged, &e)),
+    };
+    if !present {
+        return Ok(false);
+    }
+    match f.op {
+        TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
+        TxOp::Remove => {
+            remove_if_there(&target)?;
+            remove_if_there(&staged)?;
+        }
+        TxOp::Append => {
+            append_once(&target, &staged, f.at.unwrap_or(0))?;
+            remove_if_there(&staged)?;
+        }
+    }
+    Ok(true)
 }
 
 fn remove_if_there(p: &Path) -> Result<()> {
