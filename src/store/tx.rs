@@ -86,6 +86,15 @@ pub fn staged_rel(rel: &str, tx: u64) -> String {
     }
 }
 
+/// An error reading a state file: a link or anything but a regular file is invalid state
+/// (exit 6, the file named), anything else an I/O error.
+fn state_error(path: &Path, e: &io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => crate::store::parse::symlink_error(path),
+        _ => crate::store::parse::io_error(path, e),
+    }
+}
+
 fn parent(p: &Path) -> &Path {
     p.parent().unwrap_or(Path::new("."))
 }
@@ -134,7 +143,7 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
                 .map_err(|e| Error::io(&staged, &e))?;
         }
         let at = match op.kind {
-            TxOp::Append => Some(clean_len(&target).map_err(|e| Error::io(&target, &e))?),
+            TxOp::Append => Some(clean_len(&target).map_err(|e| state_error(&target, &e))?),
             _ => None,
         };
         files.push(TxFile {
@@ -237,7 +246,7 @@ fn remove_if_there(p: &Path) -> Result<()> {
 /// Appends the staged bytes at offset `at` of the target, once: bytes already there (a replay)
 /// are not appended again, and anything after `at` that is not them (a torn line) is cut.
 fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
-    let io_err = |e: io::Error| Error::io(target, &e);
+    let io_err = |e: io::Error| state_error(target, &e);
     let mut bytes = Vec::new();
     atomic::open_nofollow(staged)
         .and_then(|mut s| s.read_to_end(&mut bytes))
@@ -246,7 +255,7 @@ fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
         .create(true)
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(target)
         .map_err(io_err)?;
     atomic::check_regular(&f).map_err(io_err)?;
@@ -282,7 +291,7 @@ pub struct Tail {
 /// Reads the journal's tail and checks whether its last transaction is complete.
 pub fn tail(dir: &Path) -> Result<Tail> {
     let path = dir.join("journal.jsonl");
-    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| Error::io(&path, &e))?;
+    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| state_error(&path, &e))?;
     let Some(line) = lines.first() else {
         return Ok(Tail::default());
     };
