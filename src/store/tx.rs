@@ -7,6 +7,10 @@
 //! file with the hash of its new content. Then each staged file is renamed over its target (or
 //! the target removed, or the bytes appended), and each directory touched is synced once.
 //!
+//! Nothing after the commit point may fail for want of space: the space of an append to an
+//! existing log is reserved while staging (`fallocate`, keeping the size), and a new log is
+//! its staged file renamed into place.
+//!
 //! A crash before the journal append leaves only staged files that nothing refers to: they are
 //! never read, and the next transaction with the same N replaces them. A crash after it leaves
 //! staged files that the last journal line names: the next load under the lock applies them.
@@ -143,7 +147,10 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
                 .map_err(|e| Error::io(&staged, &e))?;
         }
         let at = match op.kind {
-            TxOp::Append => Some(clean_len(&target).map_err(|e| state_error(&target, &e))?),
+            TxOp::Append => Some(
+                reserve_append(&target, op.bytes.len() as u64)
+                    .map_err(|e| state_error(&target, &e))?,
+            ),
             _ => None,
         };
         files.push(TxFile {
@@ -156,14 +163,49 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
     Ok(files)
 }
 
-/// A log's length without a torn last line (bytes after the last newline); 0 if missing.
-fn clean_len(path: &Path) -> io::Result<u64> {
-    let mut f = match atomic::open_nofollow(path) {
+/// Where an append to the log `path` will go (its length without a torn last line; 0 if it is
+/// missing), with the space for `n` more bytes reserved now, before the commit point: once the
+/// journal says the append happened, putting it in place must not fail for want of space.
+///
+/// A missing log needs no reservation: its staged file is renamed into place.
+fn reserve_append(path: &Path, n: u64) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
     atomic::check_regular(&f)?;
+    let at = clean_len(&mut f)?;
+    if n > 0 {
+        // KEEP_SIZE: the blocks are allocated past the end, the length (what readers see)
+        // stays. File systems without fallocate get no reservation.
+        let (off, len) = (
+            i64::try_from(at).unwrap_or(i64::MAX),
+            i64::try_from(n).unwrap_or(i64::MAX),
+        );
+        // SAFETY: a valid open descriptor; no memory is passed.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, off, len) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+            ) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(at)
+}
+
+/// A log's length without a torn last line (bytes after the last newline).
+fn clean_len(f: &mut File) -> io::Result<u64> {
     let len = f.metadata()?.len();
     if len == 0 {
         return Ok(0);
@@ -245,8 +287,22 @@ fn remove_if_there(p: &Path) -> Result<()> {
 
 /// Appends the staged bytes at offset `at` of the target, once: bytes already there (a replay)
 /// are not appended again, and anything after `at` that is not them (a torn line) is cut.
+///
+/// A log that is missing or empty where the append starts at 0 gets the staged file renamed
+/// into place: nothing to allocate after the commit point.
 fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
     let io_err = |e: io::Error| state_error(target, &e);
+    if at == 0 {
+        match fs::symlink_metadata(target) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return fs::rename(staged, target).map_err(io_err);
+            }
+            Ok(m) if m.file_type().is_file() && m.len() == 0 => {
+                return fs::rename(staged, target).map_err(io_err);
+            }
+            _ => {}
+        }
+    }
     let mut bytes = Vec::new();
     atomic::open_nofollow(staged)
         .and_then(|mut s| s.read_to_end(&mut bytes))
