@@ -486,7 +486,6 @@ fn a_done_with_evidence_crashed_anywhere_recovers() {
 /// The same, where the first command after the crash is `doctor --fix`: it must finish the
 /// interrupted commit, never delete the staged files of a committed one.
 #[test]
-#[ignore = "bug: doctor --fix deletes the staged files of a committed transaction (src/store/doctor.rs, fix: recover first)"]
 fn doctor_fix_after_a_crash_keeps_the_committed_change() {
     let history = [Step::Add { dep: false }, Step::Claim { agent: 0 }];
     run_case(

@@ -22,56 +22,7 @@ const LIMIT: Duration = Duration::from_secs(3);
 /// Cases that fail today, outside the files this test's fixes could touch; each is reported on
 /// every run, and the run says when one starts passing so it can be removed from here.
 /// (path, kind, command).
-const KNOWN: &[(&str, &str, &str, &str)] = &[
-    (
-        "evidence",
-        "fifo",
-        "doctor",
-        "doctor.rs reads evidence/*.jsonl with fs::read: blocks on a FIFO",
-    ),
-    (
-        "evidence",
-        "fifo",
-        "doctor --fix",
-        "doctor.rs reads evidence/*.jsonl with fs::read: blocks on a FIFO",
-    ),
-    (
-        "evidence",
-        "symlink",
-        "doctor",
-        "doctor.rs reads evidence/*.jsonl with fs::read: follows the link, says healthy",
-    ),
-    (
-        "evidence",
-        "symlink",
-        "doctor --fix",
-        "doctor.rs reads evidence/*.jsonl with fs::read: follows the link, says healthy",
-    ),
-    (
-        "journal",
-        "symlink",
-        "doctor",
-        "doctor.rs reads journal.jsonl with fs::read: follows the link, says healthy",
-    ),
-    (
-        "journal",
-        "symlink",
-        "doctor --fix",
-        "doctor.rs reads journal.jsonl with fs::read: follows the link, says healthy",
-    ),
-    (
-        "journal",
-        "fifo",
-        "doctor",
-        "doctor.rs reads journal.jsonl with fs::read: blocks on a FIFO",
-    ),
-    (
-        "journal",
-        "fifo",
-        "doctor --fix",
-        "doctor.rs reads journal.jsonl with fs::read: blocks on a FIFO",
-    ),
-];
+const KNOWN: &[(&str, &str, &str, &str)] = &[];
 
 /// The template project: ids of a held todo (with evidence), another open todo, a ready one,
 /// and a decided gate (so `owner.proofs` exists).

@@ -128,7 +128,14 @@ impl FileStore {
 
     /// Finishes or undoes a commit a crash interrupted (the caller holds the exclusive lock).
     pub(super) fn recover(&self) -> Result<()> {
-        if let Some(what) = tx::recover(self.dir())? {
+        self.recover_noted().map(|_| ())
+    }
+
+    /// Finishes or undoes an interrupted commit (the caller holds the exclusive lock), journals
+    /// it, and says what it did.
+    pub(crate) fn recover_noted(&self) -> Result<Option<String>> {
+        let did = tx::recover(self.dir())?;
+        if let Some(what) = &did {
             self.commit_ops(
                 Vec::new(),
                 vec![crate::kernel::EventDraft {
@@ -141,7 +148,7 @@ impl FileStore {
                 None,
             )?;
         }
-        Ok(())
+        Ok(did)
     }
 
     /// True when the journal's last transaction is unfinished and a load must recover it first.

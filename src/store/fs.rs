@@ -216,6 +216,7 @@ impl FileStore {
     /// Once the project has an owner key, only the owner may do this: it ends the goal.
     pub fn retire(&self, actor: &str) -> Result<PathBuf> {
         let _g = self.lock(true)?;
+        self.recover()?;
         let cfg: Config = self.read_config()?;
         let pubkey = self.owner_pub()?;
         let signer = match &pubkey {
