@@ -250,3 +250,35 @@ fn the_owner_adopts_a_hand_edit_with_seal_adopt() {
     let (code, _) = p.no_key(&["owner", "seal", "--adopt"]);
     assert_eq!(code, 7);
 }
+
+#[test]
+fn an_older_seal_put_back_with_history_cut_is_seen_by_the_owners_doctor() {
+    let p = Project::new("seal-replay");
+    p.add("work", &[]);
+    let old_seal = std::fs::read(p.lx("owner.seal")).expect("seal");
+    let journal = std::fs::read_to_string(p.lx("journal.jsonl")).expect("journal");
+    let kept = journal.lines().count();
+    p.ok(&["goal", "pause"]);
+    // The agent puts back the seal from before the pause, cuts the journal back to it, and
+    // unpauses loopx.toml: a replay the hot path cannot see.
+    std::fs::write(p.lx("owner.seal"), old_seal).expect("replay");
+    let text = std::fs::read_to_string(p.lx("journal.jsonl")).expect("journal");
+    let cut: String = text.lines().take(kept).map(|l| format!("{l}\n")).collect();
+    std::fs::write(p.lx("journal.jsonl"), cut).expect("cut");
+    edit(
+        &p,
+        "loopx.toml",
+        "status = \"paused\"",
+        "status = \"active\"",
+    );
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 0, "without the key, doctor cannot know: {v}");
+    let (code, v) = p.json(&["doctor"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(
+        v["findings"]
+            .to_string()
+            .contains("the last line you signed"),
+        "{v}"
+    );
+}

@@ -77,7 +77,14 @@ impl FileStore {
             };
             ops.push(self.seal_op(k, before, &change)?);
         }
-        self.commit_ops(ops, change.events, signer.as_ref())
+        let events = self.commit_ops(ops, change.events, signer.as_ref())?;
+        if let (Some(k), Some(last)) = (&signer, events.last())
+            && let Ok(line) = serde_json::to_vec(last)
+            && let Ok(cfg) = self.read_config()
+        {
+            owner::remember_last(k, &cfg.goal.id, last.seq, &journal::sha256_hex(&line));
+        }
+        Ok(events)
     }
 
     /// Turns one kernel write into file operations, with their bytes ready.
