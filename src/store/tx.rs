@@ -276,6 +276,12 @@ pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
     if !present {
         return Ok(false);
     }
+    // Only the bytes the commit line names are put in place: a staged file planted by hand
+    // under a committed name is removed, never applied.
+    if f.op != TxOp::Remove && !staged_matches(&staged, f.sha256.as_deref()) {
+        remove_if_there(&staged)?;
+        return Ok(false);
+    }
     match f.op {
         TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
         TxOp::Remove => {
@@ -288,6 +294,16 @@ pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// True when the staged file's bytes hash to what the commit line says.
+fn staged_matches(staged: &Path, sha256: Option<&str>) -> bool {
+    let Some(want) = sha256 else { return false };
+    let Ok(mut f) = atomic::open_nofollow(staged) else {
+        return false;
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).is_ok() && journal::sha256_hex(&bytes) == want
 }
 
 fn remove_if_there(p: &Path) -> Result<()> {
