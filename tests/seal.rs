@@ -216,7 +216,13 @@ fn no_valid_seal_pauses_until_the_owner_seals() {
     p.add("work", &[]);
     std::fs::remove_file(p.lx("owner.seal")).expect("rm");
     should_run_says(&p, "paused", "owner.seal");
-    p.ok(&["owner", "seal"]);
+    // The owner's commands refuse to build on files nobody vouches for, until the owner adopts them.
+    let (code, v) = p.json(&["goal", "resume"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(v["error"]["hint"].to_string().contains("--adopt"), "{v}");
+    let (code, v) = p.json(&["owner", "seal"]);
+    assert_eq!(code, 6, "{v}");
+    p.ok(&["owner", "seal", "--adopt"]);
     let (code, _) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
     assert_eq!(code, 0);
     // A seal edited by an agent is no seal.

@@ -322,7 +322,7 @@ fn fail_closed(g: &mut Gate) {
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
     vec![format!(
-        "owner.seal {why}: the goal counts as paused until the owner runs `loopx owner seal`"
+        "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"
     )]
 }
 

@@ -75,6 +75,13 @@ impl FileStore {
                     &loaded
                 }
             };
+            if before.seal.is_none() && !change.adopt_files {
+                return Err(Error::new(
+                    Code::InvalidState,
+                    "owner.seal is missing or not valid, so loopx cannot tell your facts from hand edits",
+                )
+                .hint("check the files with `loopx doctor`, then adopt them with `loopx owner seal --adopt`"));
+            }
             ops.push(self.seal_op(k, before, &change)?);
         }
         let events = self.commit_ops(ops, change.events, signer.as_ref())?;

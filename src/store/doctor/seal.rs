@@ -21,7 +21,7 @@ pub(super) fn check(
             out.push(Finding::error(
                 file,
                 None,
-                "is missing: agents count the goal as paused; the owner runs `loopx owner seal`",
+                "is missing: agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`",
             ));
             return;
         }
@@ -33,14 +33,14 @@ pub(super) fn check(
     let s = match Seal::parse(&text, key) {
         Ok(s) => s,
         Err(why) => {
-            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
             return;
         }
     };
     if let (Some((id, _)), Ok(cfg)) = (&s.goal, store.read_config())
         && *id != cfg.goal.id
     {
-        out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+        out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
         return;
     }
     if let Some(m) = &s.journal {
