@@ -9,6 +9,7 @@ p.add_argument("--open", type=int, default=100)
 p.add_argument("--archived", type=int, default=0)
 p.add_argument("--evidence", type=int, default=0, help="entries on the first todo")
 p.add_argument("--gates", type=int, default=3)
+p.add_argument("--owner", action="store_true", help="run `owner init` last (LOOPX_OWNER_KEY names the key)")
 a = p.parse_args()
 
 os.makedirs(a.dir, exist_ok=True)
@@ -62,4 +63,6 @@ if a.evidence and open_ids:
         for n in range(a.evidence):
             f.write(json.dumps({"at": "2026-11-01T00:00:00.000Z", "agent": "gen", "fence": 1,
                                 "kind": "note", "summary": f"step {n} passed"}) + "\n")
+if a.owner:
+    subprocess.run([a.loopx, "--dir", a.dir, "owner", "init"], check=True, stdout=subprocess.DEVNULL)
 print(L)

@@ -36,6 +36,9 @@ for n in 100 1000 10000; do
   "$L" --dir "$work/p$n" status >/dev/null   # first load writes the cache
   RUNS=$([ "$n" = 10000 ] && echo 15 || echo 40) row "$n open" "$work/p$n"
 done
+python3 benches/gen.py "$work/ow" --loopx "$L" --open 100 --owner >/dev/null
+"$L" --dir "$work/ow" status >/dev/null
+row "100 open, an owner key (the seal checked on every load)" "$work/ow"
 python3 benches/gen.py "$work/ev" --loopx "$L" --open 100 --evidence 10000 >/dev/null
 row "100 open, 10,000 evidence on the held todo" "$work/ev"
 python3 benches/gen.py "$work/ar" --loopx "$L" --open 100 --archived 100000 >/dev/null

@@ -216,7 +216,13 @@ fn no_valid_seal_pauses_until_the_owner_seals() {
     p.add("work", &[]);
     std::fs::remove_file(p.lx("owner.seal")).expect("rm");
     should_run_says(&p, "paused", "owner.seal");
-    p.ok(&["owner", "seal"]);
+    // The owner's commands refuse to build on files nobody vouches for, until the owner adopts them.
+    let (code, v) = p.json(&["goal", "resume"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(v["error"]["hint"].to_string().contains("--adopt"), "{v}");
+    let (code, v) = p.json(&["owner", "seal"]);
+    assert_eq!(code, 6, "{v}");
+    p.ok(&["owner", "seal", "--adopt"]);
     let (code, _) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
     assert_eq!(code, 0);
     // A seal edited by an agent is no seal.
@@ -249,4 +255,36 @@ fn the_owner_adopts_a_hand_edit_with_seal_adopt() {
     // Without the key, sealing is refused and writes nothing.
     let (code, _) = p.no_key(&["owner", "seal", "--adopt"]);
     assert_eq!(code, 7);
+}
+
+#[test]
+fn an_older_seal_put_back_with_history_cut_is_seen_by_the_owners_doctor() {
+    let p = Project::new("seal-replay");
+    p.add("work", &[]);
+    let old_seal = std::fs::read(p.lx("owner.seal")).expect("seal");
+    let journal = std::fs::read_to_string(p.lx("journal.jsonl")).expect("journal");
+    let kept = journal.lines().count();
+    p.ok(&["goal", "pause"]);
+    // The agent puts back the seal from before the pause, cuts the journal back to it, and
+    // unpauses loopx.toml: a replay the hot path cannot see.
+    std::fs::write(p.lx("owner.seal"), old_seal).expect("replay");
+    let text = std::fs::read_to_string(p.lx("journal.jsonl")).expect("journal");
+    let cut: String = text.lines().take(kept).map(|l| format!("{l}\n")).collect();
+    std::fs::write(p.lx("journal.jsonl"), cut).expect("cut");
+    edit(
+        &p,
+        "loopx.toml",
+        "status = \"paused\"",
+        "status = \"active\"",
+    );
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 0, "without the key, doctor cannot know: {v}");
+    let (code, v) = p.json(&["doctor"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(
+        v["findings"]
+            .to_string()
+            .contains("the last line you signed"),
+        "{v}"
+    );
 }

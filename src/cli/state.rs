@@ -1,7 +1,7 @@
 //! `status`, `refresh-state`, `doctor` and `log`: views of the whole project.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use crate::kernel::readiness;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
 use crate::store::doctor::{self, Severity};
-use crate::store::{FileStore, Store, journal};
+use crate::store::{FileStore, Store};
 use crate::text::{escape as esc, md_line};
 
 /// `log` arguments.
@@ -295,8 +295,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         answer.reason
     ));
 
-    let path = store.path("STATE.md");
-    crate::store::atomic::write(&path, md.as_bytes()).map_err(|e| Error::io(&path, &e))?;
+    store.write_projection(&md)?;
 
     let j = json!({
         "objective": g.objective,
@@ -313,7 +312,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "quota": answer.quota,
         "decision": answer.decision,
         "next": next,
-        "state_file": path,
+        "state_file": store.path("STATE.md"),
     });
     let mut out = Out::new("state", j, md.trim_end().to_string());
     if let Some(Value::Object(m)) = out.json.remove("state") {
@@ -396,12 +395,9 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
         bounds::LOG_LIMIT_MAX as u64,
     ))?;
     let store = ctx.store()?;
-    let path = store.journal_path();
     if a.verify {
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
-        let (brk, torn) = journal::verify(&bytes);
-        let lines = bytecount(&bytes);
-        if let Some(b) = brk {
+        let c = store.verify_journal()?;
+        if let Some(b) = c.broken {
             return Err(Error::new(
                 Code::InvalidState,
                 format!(".loopx/journal.jsonl:{}: {}", b.line, b.message),
@@ -410,78 +406,42 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
             .details(json!({"line": b.line})));
         }
         let text = format!(
-            "journal.jsonl: {lines} lines, chain intact{}",
-            if torn {
+            "journal.jsonl: {} lines, chain intact{}",
+            c.lines,
+            if c.torn {
                 "; a torn last line (doctor --fix removes it)"
             } else {
                 ""
             }
         );
-        return Ok(Out::new("lines", json!(lines), text).with("torn", json!(torn)));
+        return Ok(Out::new("lines", json!(c.lines), text).with("torn", json!(c.torn)));
     }
-    let (lines, _) = journal::tail_lines(&path, a.limit).map_err(|e| Error::io(&path, &e))?;
-    let events: Vec<Value> = lines
-        .iter()
-        .filter_map(|l| serde_json::from_slice(l).ok())
-        .collect();
+    let events: Vec<Value> = store.journal_tail(a.limit)?.iter().map(to_json).collect();
     if !a.follow {
         let text = events.iter().map(event_line).collect::<Vec<_>>().join("\n");
         return Ok(Out::new("events", Value::Array(events), text));
     }
     let mut stdout = std::io::stdout().lock();
-    for e in &events {
-        let _ = writeln!(
-            stdout,
-            "{}",
-            if ctx.json {
-                e.to_string()
-            } else {
-                event_line(e)
-            }
-        );
-    }
-    let _ = stdout.flush();
-    let mut f = std::fs::File::open(&path).map_err(|e| Error::io(&path, &e))?;
-    let mut pos = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(&path, &e))?;
-    let mut pending: Vec<u8> = Vec::new();
+    let mut show = |v: &Value| {
+        let shown = if ctx.json {
+            v.to_string()
+        } else {
+            event_line(v)
+        };
+        if writeln!(stdout, "{shown}")
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
+            // The reader went away: following ends here.
+            std::process::exit(0);
+        }
+    };
+    events.iter().for_each(&mut show);
+    let mut pos = store.journal_end()?;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(pos);
-        if len < pos {
-            // Replaced (start-goal --replace) or cut: start over at its end.
-            f = std::fs::File::open(&path).map_err(|e| Error::io(&path, &e))?;
-            pos = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(&path, &e))?;
-            continue;
-        }
-        if len == pos {
-            continue;
-        }
-        let mut buf = Vec::new();
-        f.seek(SeekFrom::Start(pos))
-            .map_err(|e| Error::io(&path, &e))?;
-        f.read_to_end(&mut buf).map_err(|e| Error::io(&path, &e))?;
-        pos += buf.len() as u64;
-        pending.extend_from_slice(&buf);
-        while let Some(i) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=i).collect();
-            if let Ok(v) = serde_json::from_slice::<Value>(&line[..line.len() - 1]) {
-                let shown = if ctx.json {
-                    v.to_string()
-                } else {
-                    event_line(&v)
-                };
-                if writeln!(stdout, "{shown}")
-                    .and_then(|_| stdout.flush())
-                    .is_err()
-                {
-                    // The reader went away: following ends here.
-                    std::process::exit(0);
-                }
-            }
-        }
+        let (new, next) = store.journal_after(pos)?;
+        pos = next;
+        new.iter().map(to_json).for_each(|v| show(&v));
     }
-}
-
-fn bytecount(b: &[u8]) -> usize {
-    b.iter().filter(|c| **c == b'\n').count()
 }

@@ -110,6 +110,9 @@ impl Seal {
                 leases.insert(id.clone(), f.clone());
             }
         }
+        // A name with white space cannot be a seal field; such ids are never valid ids anyway.
+        let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
+        leases.retain(|id, f| plain(id) && f.holder.as_ref().is_none_or(plain));
         Seal {
             journal,
             goal: Some((g.id.clone(), g.status)),
@@ -117,13 +120,13 @@ impl Seal {
             gates: snap
                 .gates
                 .values()
-                .filter(|g| !snap.quarantined.contains_key(&g.id))
+                .filter(|g| !snap.quarantined.contains_key(&g.id) && plain(&g.id))
                 .map(|g| (g.id.clone(), gate_hash(g)))
                 .collect(),
             users: snap
                 .todos
                 .values()
-                .filter(|t| t.role == Role::User)
+                .filter(|t| t.role == Role::User && plain(&t.id))
                 .map(|t| t.id.clone())
                 .collect(),
             leases,
@@ -180,8 +183,9 @@ impl Seal {
                         hash: h.to_string(),
                     })
                 }
-                ["goal", id, st] => {
-                    seal.goal = Some((id.to_string(), status_of(st).ok_or_else(bad)?))
+                ["goal", .., st] if f.len() >= 3 => {
+                    let id = f[1..f.len() - 1].join(" ");
+                    seal.goal = Some((id, status_of(st).ok_or_else(bad)?));
                 }
                 ["quota", s, w, m] => {
                     let p = |v: &str| v.parse::<i64>().map_err(|_| bad());
@@ -318,7 +322,7 @@ fn fail_closed(g: &mut Gate) {
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
     vec![format!(
-        "owner.seal {why}: the goal counts as paused until the owner runs `loopx owner seal`"
+        "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"
     )]
 }
 
@@ -328,4 +332,66 @@ pub const BOARD_SEAL_EVERY: Dur = Dur(60_000);
 /// True when a running board should seal again: new journal lines since `sealed_at`.
 pub fn board_seal_due(last_seq: u64, sealed_seq: u64, sealed_at: Option<Ts>, now: Ts) -> bool {
     last_seq > sealed_seq && sealed_at.is_none_or(|t| now.since(t) >= BOARD_SEAL_EVERY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ed25519_dalek::{Signer, SigningKey};
+
+    fn key() -> (SigningKey, OwnerPub) {
+        let k = SigningKey::from_bytes(&[7u8; 32]);
+        let p = OwnerPub(k.verifying_key());
+        (k, p)
+    }
+
+    fn seal() -> Seal {
+        let mut s = Seal {
+            journal: Some(Mark {
+                seq: 4,
+                offset: 900,
+                hash: "ab".repeat(32),
+            }),
+            goal: Some(("goal-abc".into(), GoalStatus::Paused)),
+            quota: Some((3, 86_400_000, 0)),
+            ..Seal::default()
+        };
+        s.gates.insert("g-aaaaaa".into(), "cd".repeat(32));
+        s.users.insert("t-bbbbbb".into());
+        s.leases.insert(
+            "t-cccccc".into(),
+            LeaseFact {
+                fence: 2,
+                holder: Some("agent-b".into()),
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn a_seal_round_trips_and_only_the_owners_verifies() {
+        let (k, p) = key();
+        let s = seal();
+        let sig = crate::kernel::authority::to_hex(&k.sign(s.body().as_bytes()).to_bytes());
+        let text = s.text(&sig);
+        assert_eq!(Seal::parse(&text, &p), Ok(s));
+        let edited = text.replace("goal-abc paused", "goal-abc active");
+        assert!(Seal::parse(&edited, &p).is_err());
+        let other = OwnerPub(SigningKey::from_bytes(&[8u8; 32]).verifying_key());
+        assert!(Seal::parse(&text, &other).is_err());
+        assert!(
+            Seal::parse("seal 1\ngoal x active\n", &p).is_err(),
+            "no signature"
+        );
+        assert!(Seal::parse(&format!("{text}junk line\n"), &p).is_err());
+    }
+
+    #[test]
+    fn the_board_seals_at_most_once_a_minute_and_only_new_lines() {
+        let t = Ts(1_800_000_000_000);
+        assert!(board_seal_due(5, 4, None, t));
+        assert!(!board_seal_due(4, 4, None, t));
+        assert!(!board_seal_due(9, 4, Some(t), t.add(Dur(59_999))));
+        assert!(board_seal_due(9, 4, Some(t), t.add(BOARD_SEAL_EVERY)));
+    }
 }

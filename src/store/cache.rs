@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
+use crate::store::atomic;
 
 const VERSION: u32 = 2;
 /// Files changed more recently than this are not cached.
@@ -189,8 +190,7 @@ pub struct Cache {
 impl Cache {
     /// Reads the cache; a missing or unreadable one is empty.
     pub fn read(path: &Path) -> Cache {
-        let entries = std::fs::read(path)
-            .ok()
+        let entries = read_nofollow(path)
             .and_then(|b| serde_json::from_slice::<File>(&b).ok())
             .filter(|f| f.version == VERSION)
             .map(|f| {
@@ -250,14 +250,29 @@ pub fn now_ns() -> i64 {
     .unwrap_or(i64::MAX)
 }
 
-/// Replaces a cache file by temp file and rename, without fsync (it is only a cache).
+/// The largest cache file read: 64 MiB (about 200 000 todos).
+const MAX_CACHE: u64 = 64 << 20;
+
+/// Reads a cache file without following a link, never blocking on a FIFO, and bounded; `None`
+/// for anything but a regular file that can be read whole.
+fn read_nofollow(path: &Path) -> Option<Vec<u8>> {
+    let mut f = atomic::open_nofollow(path).ok()?;
+    atomic::read_bounded(&mut f, MAX_CACHE).ok()
+}
+
+/// Replaces a cache file by temp file and rename, without fsync (it is only a cache). The temp
+/// file is created exclusively, under a random name, never through a link.
 fn write_unsynced(path: &Path, bytes: &[u8]) {
+    use std::io::Write as _;
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+    let Ok((tmp, mut f)) = atomic::create_temp(path) else {
+        return;
+    };
+    let written = f.write_all(bytes).is_ok();
+    drop(f);
+    if !written || std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
@@ -268,9 +283,7 @@ fn write_unsynced(path: &Path, bytes: &[u8]) {
 pub fn dir_count(dir: &Path, cache: &Path) -> std::io::Result<usize> {
     let meta = std::fs::metadata(dir)?;
     let key = Key::of(&meta);
-    let cached = std::fs::read(cache)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<(Key, usize)>(&b).ok());
+    let cached = read_nofollow(cache).and_then(|b| serde_json::from_slice::<(Key, usize)>(&b).ok());
     if let Some((k, n)) = cached
         && k == key
     {

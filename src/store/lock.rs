@@ -35,13 +35,23 @@ pub struct Guard {
 
 /// Takes the lock, exclusive or shared, waiting up to `wait` (exit 8 `busy` after).
 pub fn acquire(path: &Path, exclusive: bool, wait: Duration) -> Result<Guard> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(path, &e))?;
+    // Never through a link (a planted one would make loopx create a file outside the
+    // project), and never blocking on a FIFO; anything but a regular file is refused.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .and_then(|f| crate::store::atomic::check_regular(&f).map(|()| f))
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => crate::store::parse::symlink_error(path),
+                _ => crate::store::parse::io_error(path, &e),
+            })?
+    };
     let fast = if exclusive {
         file.try_lock()
     } else {

@@ -2,10 +2,13 @@
 
 pub mod atomic;
 pub mod cache;
+mod commit;
 pub mod doctor;
 pub mod fs;
 pub mod journal;
+mod load;
 pub mod lock;
+pub mod logs;
 pub mod owner;
 pub mod parse;
 mod sealing;

@@ -186,3 +186,37 @@ pub fn signer_for(project_pub: Option<&OwnerPub>) -> Result<OwnerKey> {
     }
     Ok(key)
 }
+
+/// Where the owner keeps, beside the key, the last line it signed in a goal's journal.
+fn memory_path(key: &OwnerKey, goal: &str) -> Option<PathBuf> {
+    crate::kernel::id::check_not_path(goal).ok()?;
+    Some(
+        key.path()
+            .parent()?
+            .join("seals")
+            .join(format!("{goal}.last")),
+    )
+}
+
+/// Remembers the owner's last signed journal line of a goal (`seq` and hash), outside the
+/// project, so the owner's doctor can tell when history it signed was cut or put back.
+/// Best effort: a failure here never fails the owner's command.
+pub fn remember_last(key: &OwnerKey, goal: &str, seq: u64, hash: &str) {
+    let Some(p) = memory_path(key, goal) else {
+        return;
+    };
+    if let Some(d) = p.parent() {
+        let _ = fs::create_dir_all(d);
+    }
+    let _ = crate::store::atomic::write(&p, format!("{seq} {hash}\n").as_bytes());
+}
+
+/// The owner's last signed journal line of a goal, as remembered here.
+pub fn remembered_last(key: &OwnerKey, goal: &str) -> Option<(u64, String)> {
+    let p = memory_path(key, goal)?;
+    let mut f = crate::store::atomic::open_nofollow(&p).ok()?;
+    let bytes = crate::store::atomic::read_bounded(&mut f, 256).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (seq, hash) = text.trim().split_once(' ')?;
+    Some((seq.parse().ok()?, hash.to_string()))
+}

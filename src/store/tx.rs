@@ -7,6 +7,10 @@
 //! file with the hash of its new content. Then each staged file is renamed over its target (or
 //! the target removed, or the bytes appended), and each directory touched is synced once.
 //!
+//! Nothing after the commit point may fail for want of space: the space of an append to an
+//! existing log is reserved while staging (`fallocate`, keeping the size), and a new log is
+//! its staged file renamed into place.
+//!
 //! A crash before the journal append leaves only staged files that nothing refers to: they are
 //! never read, and the next transaction with the same N replaces them. A crash after it leaves
 //! staged files that the last journal line names: the next load under the lock applies them.
@@ -86,6 +90,15 @@ pub fn staged_rel(rel: &str, tx: u64) -> String {
     }
 }
 
+/// An error reading a state file: a link or anything but a regular file is invalid state
+/// (exit 6, the file named), anything else an I/O error.
+fn state_error(path: &Path, e: &io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => crate::store::parse::symlink_error(path),
+        _ => crate::store::parse::io_error(path, e),
+    }
+}
+
 fn parent(p: &Path) -> &Path {
     p.parent().unwrap_or(Path::new("."))
 }
@@ -134,7 +147,10 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
                 .map_err(|e| Error::io(&staged, &e))?;
         }
         let at = match op.kind {
-            TxOp::Append => Some(clean_len(&target).map_err(|e| Error::io(&target, &e))?),
+            TxOp::Append => Some(
+                reserve_append(&target, op.bytes.len() as u64)
+                    .map_err(|e| state_error(&target, &e))?,
+            ),
             _ => None,
         };
         files.push(TxFile {
@@ -154,7 +170,52 @@ pub fn clean_len(path: &Path) -> io::Result<u64> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
+    clean_len_of(&mut f)
+}
+
+/// Where an append to the log `path` will go (its length without a torn last line; 0 if it is
+/// missing), with the space for `n` more bytes reserved now, before the commit point: once the
+/// journal says the append happened, putting it in place must not fail for want of space.
+///
+/// A missing log needs no reservation: its staged file is renamed into place.
+fn reserve_append(path: &Path, n: u64) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
     atomic::check_regular(&f)?;
+    let at = clean_len_of(&mut f)?;
+    if n > 0 {
+        // KEEP_SIZE: the blocks are allocated past the end, the length (what readers see)
+        // stays. File systems without fallocate get no reservation.
+        let (off, len) = (
+            i64::try_from(at).unwrap_or(i64::MAX),
+            i64::try_from(n).unwrap_or(i64::MAX),
+        );
+        // SAFETY: a valid open descriptor; no memory is passed.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, off, len) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+            ) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(at)
+}
+
+/// An open log's length without a torn last line (bytes after the last newline).
+fn clean_len_of(f: &mut File) -> io::Result<u64> {
     let len = f.metadata()?.len();
     if len == 0 {
         return Ok(0);
@@ -186,36 +247,63 @@ pub fn clean_len(path: &Path) -> io::Result<u64> {
 pub fn apply(dir: &Path, tx: u64, files: &[TxFile]) -> Result<()> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for f in files {
-        let target = dir.join(&f.path);
-        let staged = dir.join(staged_rel(&f.path, tx));
-        let present = match fs::symlink_metadata(&staged) {
-            Ok(m) => m.file_type().is_file(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-            Err(e) => return Err(Error::io(&staged, &e)),
-        };
-        if !present {
-            continue;
-        }
-        match f.op {
-            TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
-            TxOp::Remove => {
-                remove_if_there(&target)?;
-                remove_if_there(&staged)?;
+        // An append in place changes no directory entry that matters: the log is fsynced
+        // itself, and a staged file left by a crash after it is a no-op to replay.
+        let in_place = f.op == TxOp::Append && f.at.is_some_and(|a| a > 0);
+        if apply_one(dir, tx, f)? && !in_place {
+            let d = parent(&dir.join(&f.path)).to_path_buf();
+            if !dirs.contains(&d) {
+                dirs.push(d);
             }
-            TxOp::Append => {
-                append_once(&target, &staged, f.at.unwrap_or(0))?;
-                remove_if_there(&staged)?;
-            }
-        }
-        let d = parent(&target).to_path_buf();
-        if !dirs.contains(&d) {
-            dirs.push(d);
         }
     }
     for d in dirs {
         atomic::sync_dir(&d).map_err(|e| Error::io(&d, &e))?;
     }
     Ok(())
+}
+
+/// Puts one staged file of a committed transaction in place (without syncing its directory);
+/// false when there was nothing to do (it is in place already).
+pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
+    let target = dir.join(&f.path);
+    let staged = dir.join(staged_rel(&f.path, tx));
+    let present = match fs::symlink_metadata(&staged) {
+        Ok(m) => m.file_type().is_file(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(&staged, &e)),
+    };
+    if !present {
+        return Ok(false);
+    }
+    // Only the bytes the commit line names are put in place: a staged file planted by hand
+    // under a committed name is removed, never applied.
+    if f.op != TxOp::Remove && !staged_matches(&staged, f.sha256.as_deref()) {
+        remove_if_there(&staged)?;
+        return Ok(false);
+    }
+    match f.op {
+        TxOp::Put => fs::rename(&staged, &target).map_err(|e| Error::io(&target, &e))?,
+        TxOp::Remove => {
+            remove_if_there(&target)?;
+            remove_if_there(&staged)?;
+        }
+        TxOp::Append => {
+            append_once(&target, &staged, f.at.unwrap_or(0))?;
+            remove_if_there(&staged)?;
+        }
+    }
+    Ok(true)
+}
+
+/// True when the staged file's bytes hash to what the commit line says.
+fn staged_matches(staged: &Path, sha256: Option<&str>) -> bool {
+    let Some(want) = sha256 else { return false };
+    let Ok(mut f) = atomic::open_nofollow(staged) else {
+        return false;
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).is_ok() && journal::sha256_hex(&bytes) == want
 }
 
 fn remove_if_there(p: &Path) -> Result<()> {
@@ -228,8 +316,22 @@ fn remove_if_there(p: &Path) -> Result<()> {
 
 /// Appends the staged bytes at offset `at` of the target, once: bytes already there (a replay)
 /// are not appended again, and anything after `at` that is not them (a torn line) is cut.
+///
+/// A log that is missing or empty where the append starts at 0 gets the staged file renamed
+/// into place: nothing to allocate after the commit point.
 fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
-    let io_err = |e: io::Error| Error::io(target, &e);
+    let io_err = |e: io::Error| state_error(target, &e);
+    if at == 0 {
+        match fs::symlink_metadata(target) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return fs::rename(staged, target).map_err(io_err);
+            }
+            Ok(m) if m.file_type().is_file() && m.len() == 0 => {
+                return fs::rename(staged, target).map_err(io_err);
+            }
+            _ => {}
+        }
+    }
     let mut bytes = Vec::new();
     atomic::open_nofollow(staged)
         .and_then(|mut s| s.read_to_end(&mut bytes))
@@ -238,7 +340,7 @@ fn append_once(target: &Path, staged: &Path, at: u64) -> Result<()> {
         .create(true)
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(target)
         .map_err(io_err)?;
     atomic::check_regular(&f).map_err(io_err)?;
@@ -274,7 +376,7 @@ pub struct Tail {
 /// Reads the journal's tail and checks whether its last transaction is complete.
 pub fn tail(dir: &Path) -> Result<Tail> {
     let path = dir.join("journal.jsonl");
-    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| Error::io(&path, &e))?;
+    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| state_error(&path, &e))?;
     let Some(line) = lines.first() else {
         return Ok(Tail::default());
     };

@@ -24,6 +24,10 @@ const UNLOCKED_TEMP_AGE: Duration = Duration::from_secs(60);
 pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
     let _g = store.lock(true)?;
     let mut did = Vec::new();
+    // First finish a commit a crash interrupted: its staged files are not leftovers.
+    if let Some(what) = store.recover_noted()? {
+        did.push(what);
+    }
     remove_temps(store.dir(), &mut did);
     cut_torn_tails(store, &mut did)?;
     remove_archived_copies(store, &mut did);

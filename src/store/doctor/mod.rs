@@ -115,7 +115,31 @@ fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
     relations::check(&state, now, &mut out);
     owner::check(store, &state, &mut out);
     check_network_fs(store, &mut out);
+    check_unfinished(store, &mut out);
     out
+}
+
+/// A commit a crash interrupted: fixable, and finished by the next command anyway.
+fn check_unfinished(store: &FileStore, out: &mut Vec<Finding>) {
+    let Ok(t) = crate::store::tx::tail(store.dir()) else {
+        return;
+    };
+    let what = match (t.torn_tx, t.pending, t.last.and_then(|e| e.tx)) {
+        (Some(n), ..) => {
+            format!("transaction {n} did not reach the journal whole: its lines will be cut")
+        }
+        (None, true, Some(n)) => {
+            format!("transaction {n} is committed but its files are not all in place yet")
+        }
+        _ => return,
+    };
+    let mut f = Finding::warning(
+        ".loopx/journal.jsonl",
+        None,
+        format!("{what} (a crash); `loopx doctor --fix` or the next command finishes it"),
+    );
+    f.fixable = true;
+    out.push(f);
 }
 
 fn check_network_fs(store: &FileStore, out: &mut Vec<Finding>) {

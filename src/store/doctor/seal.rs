@@ -21,7 +21,7 @@ pub(super) fn check(
             out.push(Finding::error(
                 file,
                 None,
-                "is missing: agents count the goal as paused; the owner runs `loopx owner seal`",
+                "is missing: agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`",
             ));
             return;
         }
@@ -33,19 +33,20 @@ pub(super) fn check(
     let s = match Seal::parse(&text, key) {
         Ok(s) => s,
         Err(why) => {
-            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
             return;
         }
     };
     if let (Some((id, _)), Ok(cfg)) = (&s.goal, store.read_config())
         && *id != cfg.goal.id
     {
-        out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner runs `loopx owner seal`")));
+        out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
         return;
     }
     if let Some(m) = &s.journal {
         sealed_history(journal, m, out);
     }
+    remembered(store, key, journal, out);
     if let Ok(mut raw) = store.load_raw() {
         for n in seal::apply(&mut raw, &s) {
             out.push(Finding::error(
@@ -78,4 +79,31 @@ fn sealed_history(journal: &[u8], m: &seal::Mark, out: &mut Vec<Finding>) {
     };
     let line = (n <= lines.len()).then_some(n);
     out.push(Finding::error(".loopx/journal.jsonl", line, msg));
+}
+
+/// Where the owner's key is here: the owner's last signed line, as remembered beside the key,
+/// must still be in the journal (else history was cut, or an older seal put back).
+fn remembered(store: &FileStore, key: &OwnerPub, journal: &[u8], out: &mut Vec<Finding>) {
+    let Ok(Some(secret)) = crate::store::owner::load() else {
+        return;
+    };
+    let (Ok(cfg), true) = (store.read_config(), secret.public() == *key) else {
+        return;
+    };
+    let Some((seq, hash)) = crate::store::owner::remembered_last(&secret, &cfg.goal.id) else {
+        return;
+    };
+    let n = usize::try_from(seq).unwrap_or(usize::MAX);
+    let line = journal
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .nth(n.wrapping_sub(1));
+    if line.is_some_and(|l| crate::store::journal::sha256_hex(l) == hash) {
+        return;
+    }
+    out.push(Finding::error(
+        ".loopx/journal.jsonl",
+        Some(n),
+        format!("line {n}, the last line you signed here, is gone or changed: the history after it was cut or rewritten, or an older owner.seal put back"),
+    ));
 }

@@ -1,0 +1,263 @@
+//! Loading a snapshot from `.loopx/`: the listing of each state directory, the todo cache, and
+//! the quarantine of files that cannot be read.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::kernel::authority;
+use crate::kernel::id;
+use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo};
+use crate::store::cache::{Cache, Key, Refresh};
+use crate::store::fs::FileStore;
+use crate::store::parse::{self, Named, shown};
+
+/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
+pub(super) fn gate_proven_by(
+    g: &Gate,
+    proofs: &std::collections::BTreeSet<String>,
+    key: Option<&authority::OwnerPub>,
+) -> bool {
+    g.status == GateStatus::Pending
+        || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
+        || authority::gate_proven(g, key)
+}
+
+/// Todos read from `todos/`: the good ones, the quarantined ones, and a cache refresh to do.
+type Todos = (
+    BTreeMap<String, Todo>,
+    BTreeMap<String, Problem>,
+    Option<Refresh>,
+);
+
+impl FileStore {
+    /// The `ID.toml` files of a state subdirectory (no dotfiles or temp files), as (id, entry).
+    pub(super) fn state_files(&self, sub: &str) -> Result<Vec<(String, fs::DirEntry)>> {
+        let dir = self.dir().join(sub);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&dir, &e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(&dir, &e))?;
+            let name = entry.file_name();
+            let stem = name
+                .to_str()
+                .filter(|n| !n.starts_with('.'))
+                .and_then(|n| n.strip_suffix(".toml"))
+                .map(str::to_string);
+            if let Some(stem) = stem {
+                out.push((stem, entry));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads every `*.toml` in a state subdirectory, checking each file's name matches its id.
+    pub(super) fn read_dir_toml<T>(&self, sub: &str) -> Result<BTreeMap<String, T>>
+    where
+        T: serde::de::DeserializeOwned + Named,
+    {
+        let mut out = BTreeMap::new();
+        for (stem, entry) in self.state_files(sub)? {
+            if let Some(v) = parse::read_named::<T>(&entry.path(), &stem)? {
+                out.insert(stem, v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Refuses state directories that are symlinks (they could lead out of `.loopx/`).
+    pub(super) fn check_no_symlinks(&self) -> Result<()> {
+        for sub in ["todos", "archive", "gates", "evidence", "cache"] {
+            let p = self.dir().join(sub);
+            if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(parse::symlink_error(&p));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the working set, from the cache where a file is unchanged.
+    pub(super) fn read_todos(&self, mut cache: Cache) -> Result<Todos> {
+        let files = self.state_files("todos")?;
+        let mut quarantined = BTreeMap::new();
+        let now_ns = crate::store::cache::now_ns();
+        let mut settled_misses = 0;
+        let mut out = BTreeMap::new();
+        let mut keys = Vec::new();
+        for (stem, entry) in files {
+            let stem = stem.as_str();
+            let path = entry.path();
+            let meta = match entry.metadata() {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, &e)),
+            };
+            let key = Key::of(&meta);
+            let cached = meta
+                .file_type()
+                .is_file()
+                .then(|| cache.take(stem, key))
+                .flatten();
+            let todo = match cached {
+                Some(t) => t,
+                None => {
+                    settled_misses += usize::from(key.is_settled(now_ns));
+                    match self.read_state::<Todo>(&path, stem, &meta) {
+                        Ok(Some(t)) => t,
+                        Ok(None) => continue,
+                        Err(p) => {
+                            quarantined.insert(stem.to_string(), p);
+                            continue;
+                        }
+                    }
+                }
+            };
+            keys.push((stem.to_string(), key));
+            out.insert(stem.to_string(), todo);
+        }
+        let refresh =
+            Cache::worth_rewrite(settled_misses, out.len()).then_some(Refresh { keys, now_ns });
+        Ok((out, quarantined, refresh))
+    }
+
+    /// Reads one state file of a directory listing; a file that cannot be read is a `Problem`
+    /// (quarantined), except an I/O failure of the disk itself.
+    pub(super) fn read_state<T>(
+        &self,
+        path: &Path,
+        stem: &str,
+        meta: &fs::Metadata,
+    ) -> std::result::Result<Option<T>, Problem>
+    where
+        T: serde::de::DeserializeOwned + Named,
+    {
+        let problem = |e: Error| Problem::of(&e, &shown(path));
+        if meta.file_type().is_symlink() {
+            return Err(problem(parse::symlink_error(path)));
+        }
+        parse::read_named::<T>(path, stem).map_err(problem)
+    }
+
+    /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
+    /// the file version it was read from, and is used only while the file still has that key.
+    pub(super) fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
+        if let Some(r) = refresh {
+            let list: Vec<_> = r
+                .keys
+                .iter()
+                .filter_map(|(s, k)| snap.todos.get(s).map(|t| (*k, t)))
+                .collect();
+            Cache::write(&self.cache_path(), &list, r.now_ns);
+        }
+    }
+
+    pub(super) fn cache_path(&self) -> PathBuf {
+        self.path("cache/todos.json")
+    }
+
+    /// Loads the snapshot without taking the lock (the caller holds it).
+    pub fn load_unlocked(&self) -> Result<Snapshot> {
+        let (snap, refresh) = self.load_with(Cache::read(&self.cache_path()))?;
+        self.refresh_cache(&snap, refresh);
+        Ok(snap)
+    }
+
+    /// The snapshot as the files say, without the owner's seal applied (for the owner to adopt).
+    pub(crate) fn load_raw(&self) -> Result<Snapshot> {
+        let (mut snap, _) = self.load_files(Cache::default())?;
+        snap.seal = None;
+        Ok(snap)
+    }
+
+    /// Loads the snapshot with a cache read beforehand (outside the lock: it is checked under
+    /// it), checked against the owner's seal.
+    pub(super) fn load_with(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
+        let (mut snap, refresh) = self.load_files(cache)?;
+        let key = self.owner_pub()?;
+        self.check_seal(&mut snap, key.as_ref());
+        Ok((snap, refresh))
+    }
+
+    /// Loads the snapshot as the files say.
+    pub(super) fn load_files(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
+        self.check_no_symlinks()?;
+        let config = self.read_config()?;
+        let (todos, mut quarantined, refresh) = self.read_todos(cache)?;
+        let mut gates = self.read_gates(&mut quarantined)?;
+        let key = self.owner_pub()?;
+        // One signature over owner.proofs stands for many decisions; a decision not listed
+        // there is checked on its own.
+        let decided = gates.values().any(|g| g.status != GateStatus::Pending);
+        let proofs = match &key {
+            Some(k) if decided => self.read_proofs(k),
+            _ => Default::default(),
+        };
+        for g in gates
+            .values_mut()
+            .filter(|g| !quarantined.contains_key(&g.id))
+        {
+            g.proven = gate_proven_by(g, &proofs, key.as_ref());
+        }
+        let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
+        let mut archived = HashMap::new();
+        for t in todos.values() {
+            for dep in &t.depends_on {
+                if todos.contains_key(dep)
+                    || archived.contains_key(dep)
+                    || id::check_not_path(dep).is_err()
+                {
+                    continue;
+                }
+                // An unreadable archived todo counts as not done: its dependents wait.
+                if let Ok(Some(a)) = parse::read::<Todo>(&self.archive_path(dep)) {
+                    archived.insert(dep.clone(), a.status);
+                }
+            }
+        }
+        Ok((
+            Snapshot {
+                config,
+                todos,
+                gates,
+                quota,
+                archived,
+                quarantined,
+                owner_notes: Vec::new(),
+                seal: None,
+            },
+            refresh,
+        ))
+    }
+
+    /// Reads every gate; a gate file that cannot be read counts as a pending global gate (fail
+    /// closed) and is named in `quarantined`.
+    pub(super) fn read_gates(
+        &self,
+        quarantined: &mut BTreeMap<String, Problem>,
+    ) -> Result<BTreeMap<String, Gate>> {
+        let mut out = BTreeMap::new();
+        for (stem, entry) in self.state_files("gates")? {
+            let path = entry.path();
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, &e)),
+            };
+            match self.read_state::<Gate>(&path, &stem, &meta) {
+                Ok(Some(g)) => {
+                    out.insert(stem, g);
+                }
+                Ok(None) => {}
+                Err(p) => {
+                    out.insert(stem.clone(), authority::unreadable_gate(&stem, &p));
+                    quarantined.insert(stem, p);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
