@@ -288,3 +288,93 @@ fn an_older_seal_put_back_with_history_cut_is_seen_by_the_owners_doctor() {
         "{v}"
     );
 }
+
+#[test]
+fn a_forged_approval_is_never_sealed_by_the_owners_next_seal() {
+    let p = Project::new("seal-launder");
+    let t = p.add("work", &[]);
+    let g = p.gate("may I?", &["--blocks", &t]);
+    edit(
+        &p,
+        &format!("gates/{g}.toml"),
+        "status = \"pending\"",
+        "status = \"approved\"",
+    );
+    p.ok(&["owner", "seal"]);
+    p.ok(&["goal", "pause"]);
+    p.ok(&["goal", "resume"]);
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    assert_eq!(code, 3, "{v}");
+    let (_, v) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!(v["decision"], "ask", "{v}");
+}
+
+#[test]
+fn an_agent_adding_a_todo_to_a_sealed_gate_is_no_tampering() {
+    let p = Project::new("seal-blocks");
+    let t = p.add("work", &[]);
+    let g = p.gate("may I?", &["--blocks", &t]);
+    p.ok(&["owner", "seal"]);
+    let other = p.add("more work", &["--blocked-by-gate", &g]);
+    let free = p.add("free work", &[]);
+    let (code, v) = p.no_key(&["--agent", "a1", "quota", "should-run"]);
+    assert_eq!(
+        (code, &v["todo"]["id"]),
+        (0, &Value::from(free.as_str())),
+        "{v}"
+    );
+    assert!(v.get("owner_notes").is_none(), "{v}");
+    let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &other]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn a_rejection_holds_for_a_todo_deferred_while_the_gate_was_pending() {
+    let p = Project::new("seal-dodge");
+    let t = p.add("work", &[]);
+    p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    let g = p.gate("may I?", &["--blocks", &t]);
+    let (code, v) = p.no_key(&[
+        "--agent", "a1", "todo", "update", &t, "--status", "deferred",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    p.ok(&["gate", "reject", &g, "--reason", "no"]);
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "reopen", &t]);
+    assert_eq!(code, 7, "{v}");
+    // Edited back to open by hand: the seal keeps it blocked.
+    edit(
+        &p,
+        &format!("todos/{t}.toml"),
+        "status = \"blocked\"",
+        "status = \"open\"",
+    );
+    let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &t]);
+    assert_eq!(code, 3, "{v}");
+    assert!(
+        v["error"]["message"].to_string().contains("stays blocked"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_decision_the_seal_does_not_hold_counts_as_pending() {
+    let p = Project::new("seal-replayed");
+    let t = p.add("work", &[]);
+    let g = p.gate("deploy?", &["--blocks", &t]);
+    p.ok(&["gate", "approve", &g]);
+    let approved = std::fs::read_to_string(p.lx(&format!("gates/{g}.toml"))).expect("gate");
+    // Another gate of the same goal gets the approved file's decision and signature copied in,
+    // as from history/: the seal never held that decision.
+    let t2 = p.add("other", &[]);
+    let g2 = p.gate("drop the tables?", &["--blocks", &t2]);
+    let forged = approved
+        .replace(&g, &g2)
+        .replace("deploy?", "drop the tables?");
+    std::fs::write(
+        p.lx(&format!("gates/{g2}.toml")),
+        forged.replace(&format!("\"{t}\""), &format!("\"{t2}\"")),
+    )
+    .expect("forge");
+    let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &t2]);
+    assert_eq!(code, 3);
+}

@@ -749,8 +749,13 @@ pub fn decide_gate(
     );
     c.writes.push(Write::Gate(g.clone()));
     if status == GateStatus::Rejected {
+        // Every unfinished todo it blocks, whatever its status: a todo deferred while the gate
+        // was pending must not be reopened past the rejection.
         for tid in &g.blocks {
-            if let Some(t) = snap.todos.get(tid).filter(|t| t.status == Status::Open) {
+            let already = |t: &&Todo| {
+                t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))
+            };
+            if let Some(t) = snap.todos.get(tid).filter(|t| !already(t)) {
                 let mut t = t.clone();
                 t.status = Status::Blocked;
                 t.reason = g.reason.clone();

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use sha2::Digest;
 
 use crate::kernel::authority::{OwnerPub, to_hex};
-use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot};
+use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot, Status};
 use crate::kernel::time::{Dur, Ts};
 
 /// The first line of `owner.seal`.
@@ -44,22 +44,35 @@ pub struct Seal {
     pub goal: Option<(String, GoalStatus)>,
     /// Slots, window and minimum interval (ms).
     pub quota: Option<(u32, i64, i64)>,
-    /// Every gate known when sealed, by id: the hash of its facts.
-    pub gates: BTreeMap<String, String>,
+    /// Every gate known when sealed, by id: the hash of its facts and what it blocked.
+    pub gates: BTreeMap<String, SealedGate>,
     /// The open `user` todos.
     pub users: BTreeSet<String>,
+    /// Todos the owner or a rejected gate blocked, by id: who (`owner`, `gate:ID`).
+    pub blocked: BTreeMap<String, String>,
     /// Leases the owner set or released, by todo id.
     pub leases: BTreeMap<String, LeaseFact>,
+    /// Gates whose file disagreed with this seal when it was applied (not part of the text).
+    pub mismatched: BTreeSet<String>,
+}
+
+/// A sealed gate: the hash of its facts but `blocks`, and the todos it blocked then. Agents may
+/// add todos to a gate (`todo add --blocked-by-gate`), so the sealed blocks are a floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedGate {
+    /// SHA-256 of the gate's facts without `blocks`.
+    pub hash: String,
+    /// The todos it blocked when sealed.
+    pub blocks: Vec<String>,
 }
 
 /// The hash of the facts of a gate only the owner may change once it exists: its question,
-/// options, what it blocks, and its decision.
+/// options, whether it is global, and its decision (`blocks` is sealed apart, as a floor).
 pub fn gate_hash(g: &Gate) -> String {
     let facts = serde_json::json!([
         g.id,
         g.question,
         g.options,
-        g.blocks,
         g.global,
         g.status.as_str(),
         g.option,
@@ -88,48 +101,65 @@ fn status_of(s: &str) -> Option<GoalStatus> {
 }
 
 impl Seal {
-    /// The seal of a snapshot, with the owner-set leases carried over from `prev` and `leases`
-    /// (todos whose lease the owner's change set), and the journal's head.
-    pub fn of(snap: &Snapshot, journal: Option<Mark>, prev: Option<&Seal>, set: &[&str]) -> Seal {
+    /// The seal of the state a change leaves: `written` names the gates the change wrote, and
+    /// `set` the todos whose lease it set. A gate that disagreed with the last seal keeps its
+    /// sealed entry unless the owner's change wrote it; a decision that is not proven is never
+    /// sealed (it stays pending until the owner decides it).
+    pub fn of(
+        snap: &Snapshot,
+        journal: Option<Mark>,
+        prev: Option<&Seal>,
+        written: &[&str],
+        set: &[&str],
+    ) -> Seal {
         let g = &snap.config.goal;
         let q = &snap.config.quota;
-        let mut leases = BTreeMap::new();
-        for (id, t) in &snap.todos {
-            let carried = prev
-                .and_then(|p| p.leases.get(id))
-                .filter(|f| f.fence == t.fence);
-            if set.contains(&id.as_str()) {
-                leases.insert(
-                    id.clone(),
-                    LeaseFact {
-                        fence: t.fence,
-                        holder: t.lease.as_ref().map(|l| l.holder.clone()),
-                    },
-                );
-            } else if let Some(f) = carried {
-                leases.insert(id.clone(), f.clone());
-            }
-        }
         // A name with white space cannot be a seal field; such ids are never valid ids anyway.
         let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
-        leases.retain(|id, f| plain(id) && f.holder.as_ref().is_none_or(plain));
+        let mut gates = BTreeMap::new();
+        for (id, gate) in snap.gates.iter().filter(|(id, _)| plain(id)) {
+            let kept = prev
+                .filter(|p| p.mismatched.contains(id) || snap.quarantined.contains_key(id))
+                .filter(|_| !written.contains(&id.as_str()))
+                .and_then(|p| p.gates.get(id));
+            if let Some(k) = kept {
+                gates.insert(id.clone(), k.clone());
+            } else if !snap.quarantined.contains_key(id)
+                && (gate.status == GateStatus::Pending || gate.proven)
+            {
+                let blocks = gate.blocks.iter().filter(|b| plain(b)).cloned().collect();
+                gates.insert(
+                    id.clone(),
+                    SealedGate {
+                        hash: gate_hash(gate),
+                        blocks,
+                    },
+                );
+            }
+        }
         Seal {
             journal,
             goal: Some((g.id.clone(), g.status)),
             quota: Some((q.slots, q.window.0, q.min_interval.0)),
-            gates: snap
-                .gates
-                .values()
-                .filter(|g| !snap.quarantined.contains_key(&g.id) && plain(&g.id))
-                .map(|g| (g.id.clone(), gate_hash(g)))
-                .collect(),
+            gates,
             users: snap
                 .todos
                 .values()
                 .filter(|t| t.role == Role::User && plain(&t.id))
                 .map(|t| t.id.clone())
                 .collect(),
-            leases,
+            blocked: snap
+                .todos
+                .values()
+                .filter(|t| t.status == Status::Blocked && plain(&t.id))
+                .filter_map(|t| {
+                    let by = t.status_by.as_ref()?;
+                    let owners = by == "owner" || by.starts_with("gate:");
+                    (owners && plain(by)).then(|| (t.id.clone(), by.clone()))
+                })
+                .collect(),
+            leases: lease_facts(snap, prev, set),
+            mismatched: BTreeSet::new(),
         }
     }
 
@@ -145,11 +175,19 @@ impl Seal {
         if let Some((slots, w, mi)) = self.quota {
             s.push_str(&format!("quota {slots} {w} {mi}\n"));
         }
-        for (id, h) in &self.gates {
-            s.push_str(&format!("gate {id} {h}\n"));
+        for (id, g) in &self.gates {
+            let blocks = if g.blocks.is_empty() {
+                "-".to_string()
+            } else {
+                g.blocks.join(",")
+            };
+            s.push_str(&format!("gate {id} {} {blocks}\n", g.hash));
         }
         for id in &self.users {
             s.push_str(&format!("user {id}\n"));
+        }
+        for (id, by) in &self.blocked {
+            s.push_str(&format!("blocked {id} {by}\n"));
         }
         for (id, f) in &self.leases {
             let h = f.holder.as_deref().unwrap_or("-");
@@ -191,8 +229,17 @@ impl Seal {
                     let p = |v: &str| v.parse::<i64>().map_err(|_| bad());
                     seal.quota = Some((s.parse().map_err(|_| bad())?, p(w)?, p(m)?));
                 }
-                ["gate", id, h] => {
-                    seal.gates.insert(id.to_string(), h.to_string());
+                ["gate", id, h, b] => {
+                    let blocks = match *b {
+                        "-" => Vec::new(),
+                        b => b.split(',').map(str::to_string).collect(),
+                    };
+                    let hash = h.to_string();
+                    seal.gates
+                        .insert(id.to_string(), SealedGate { hash, blocks });
+                }
+                ["blocked", id, by] => {
+                    seal.blocked.insert(id.to_string(), by.to_string());
                 }
                 ["user", id] => {
                     seal.users.insert(id.to_string());
@@ -216,8 +263,30 @@ impl Seal {
     }
 }
 
+/// The owner-set leases: those the change set, and those carried over at the same fence.
+fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<String, LeaseFact> {
+    let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
+    let mut leases = BTreeMap::new();
+    for (id, t) in snap.todos.iter().filter(|(id, _)| plain(id)) {
+        let fact = if set.contains(&id.as_str()) {
+            Some(LeaseFact {
+                fence: t.fence,
+                holder: t.lease.as_ref().map(|l| l.holder.clone()),
+            })
+        } else {
+            prev.and_then(|p| p.leases.get(id))
+                .filter(|f| f.fence == t.fence)
+                .cloned()
+        };
+        if let Some(f) = fact.filter(|f| f.holder.as_ref().is_none_or(plain)) {
+            leases.insert(id.clone(), f);
+        }
+    }
+    leases
+}
+
 /// Where a file disagrees with the owner's seal: what loopx acts on instead.
-pub fn apply(snap: &mut Snapshot, seal: &Seal) -> Vec<String> {
+pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     let mut notes = Vec::new();
     let cfg = &mut snap.config;
     if let Some((id, st)) = &seal.goal
@@ -244,16 +313,7 @@ pub fn apply(snap: &mut Snapshot, seal: &Seal) -> Vec<String> {
         }
     }
     apply_gates(snap, seal, &mut notes);
-    for id in &seal.users {
-        if let Some(t) = snap.todos.get_mut(id)
-            && t.role != Role::User
-        {
-            notes.push(format!(
-                "todo {id} is a user todo in the owner's seal: not offered to agents"
-            ));
-            t.role = Role::User;
-        }
-    }
+    apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {
         let Some(t) = snap.todos.get_mut(id) else {
             continue;
@@ -280,18 +340,34 @@ pub fn apply(snap: &mut Snapshot, seal: &Seal) -> Vec<String> {
     notes
 }
 
-/// Sealed gates must match their facts: a changed or deleted one counts as a pending global gate.
-fn apply_gates(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
-    for (id, h) in &seal.gates {
+/// Sealed gates must match their facts and block at least what they blocked: a changed or
+/// deleted one counts as a pending global gate. A decided gate the seal does not hold is not the
+/// owner's decision (every decision rewrites the seal): it counts as pending.
+fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
+    for (id, g) in snap.gates.iter_mut() {
+        if !seal.gates.contains_key(id) && g.status != GateStatus::Pending && g.proven {
+            notes.push(format!(
+                "gates/{id}.toml holds a decision the owner's seal does not: it counts as pending"
+            ));
+            g.proven = false;
+        }
+    }
+    for (id, sg) in &seal.gates {
         match snap.gates.get_mut(id) {
-            Some(g) if gate_hash(g) == *h => g.proven = true,
+            Some(g)
+                if gate_hash(g) == sg.hash && sg.blocks.iter().all(|b| g.blocks.contains(b)) =>
+            {
+                g.proven = true;
+            }
             Some(g) => {
+                seal.mismatched.insert(id.clone());
                 notes.push(format!(
                     "gates/{id}.toml differs from the owner's seal: it counts as a pending gate on every todo"
                 ));
                 fail_closed(g);
             }
             None => {
+                seal.mismatched.insert(id.clone());
                 notes.push(format!(
                     "gate {id} is in the owner's seal but its file is gone: it counts as a pending gate on every todo"
                 ));
@@ -308,6 +384,39 @@ fn apply_gates(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
                 g.question = format!("gate {id} was deleted; the owner must look");
                 snap.gates.insert(id.clone(), g);
             }
+        }
+    }
+}
+
+/// User todos stay the owner's, and what the owner or a rejected gate blocked stays blocked:
+/// in the working set, and when a file was moved to `archive/` by hand (it counts as not done).
+fn apply_todos(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
+    for id in &seal.users {
+        if let Some(t) = snap.todos.get_mut(id)
+            && t.role != Role::User
+        {
+            notes.push(format!(
+                "todo {id} is a user todo in the owner's seal: not offered to agents"
+            ));
+            t.role = Role::User;
+        }
+    }
+    for (id, by) in &seal.blocked {
+        if let Some(t) = snap.todos.get_mut(id)
+            && t.status != Status::Blocked
+        {
+            notes.push(format!(
+                "todo {id} was blocked by {by} in the owner's seal: it stays blocked"
+            ));
+            t.status = Status::Blocked;
+            t.status_by = Some(by.clone());
+        }
+    }
+    for id in seal.users.iter().chain(seal.blocked.keys()) {
+        if !snap.todos.contains_key(id) && snap.archived.remove(id).is_some() {
+            notes.push(format!(
+                "todo {id} was archived by hand, but the owner's seal holds it open: it counts as not done"
+            ));
         }
     }
 }

@@ -182,7 +182,7 @@ impl FileStore {
         };
         if let Some(k) = &signer {
             let snap = Snapshot::new(config.clone());
-            let s = crate::kernel::seal::Seal::of(&snap, None, None, &[]);
+            let s = crate::kernel::seal::Seal::of(&snap, None, None, &[], &[]);
             ops.push(tx::Op::put(
                 "owner.seal",
                 s.text(&k.sign(&s.body())).into_bytes(),

@@ -32,8 +32,8 @@ impl FileStore {
                 _ => Ok(s),
             });
         match parsed {
-            Ok(s) => {
-                let mut notes = seal::apply(snap, &s);
+            Ok(mut s) => {
+                let mut notes = seal::apply(snap, &mut s);
                 if let Some(m) = &s.journal
                     && let Some(n) = self.mark_differs(m)
                 {
@@ -100,7 +100,21 @@ impl FileStore {
             .filter(|e| matches!(e.action, Action::TodoReassign | Action::TodoRelease))
             .map(|e| e.target.as_str())
             .collect();
-        let s = Seal::of(&after, self.journal_mark()?, before.seal.as_ref(), &set);
+        let written: Vec<&str> = change
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                crate::kernel::ops::Write::Gate(g) => Some(g.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let s = Seal::of(
+            &after,
+            self.journal_mark()?,
+            before.seal.as_ref(),
+            &written,
+            &set,
+        );
         let sig = key.sign(&s.body());
         Ok(tx::Op::put("owner.seal", s.text(&sig).into_bytes()))
     }

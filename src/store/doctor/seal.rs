@@ -48,7 +48,7 @@ pub(super) fn check(
     }
     remembered(store, key, journal, out);
     if let Ok(mut raw) = store.load_raw() {
-        for n in seal::apply(&mut raw, &s) {
+        for n in seal::apply(&mut raw, &mut s.clone()) {
             out.push(Finding::error(
                 file,
                 None,
