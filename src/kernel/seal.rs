@@ -465,7 +465,14 @@ mod tests {
             quota: Some((3, 86_400_000, 0)),
             ..Seal::default()
         };
-        s.gates.insert("g-aaaaaa".into(), "cd".repeat(32));
+        s.gates.insert(
+            "g-aaaaaa".into(),
+            SealedGate {
+                hash: "cd".repeat(32),
+                blocks: vec!["t-dddddd".into(), "t-eeeeee".into()],
+            },
+        );
+        s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
         s.users.insert("t-bbbbbb".into());
         s.leases.insert(
             "t-cccccc".into(),
