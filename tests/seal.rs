@@ -378,3 +378,52 @@ fn a_decision_the_seal_does_not_hold_counts_as_pending() {
     let (code, _) = p.no_key(&["--agent", "a1", "todo", "claim", &t2]);
     assert_eq!(code, 3);
 }
+
+#[test]
+fn an_older_seal_put_back_is_seen_on_the_hot_path() {
+    let p = Project::new("seal-older");
+    p.add("work", &[]);
+    let old_seal = std::fs::read(p.lx("owner.seal")).expect("seal");
+    p.ok(&["goal", "pause"]);
+    std::fs::write(p.lx("owner.seal"), old_seal).expect("replay");
+    edit(
+        &p,
+        "loopx.toml",
+        "status = \"paused\"",
+        "status = \"active\"",
+    );
+    should_run_says(&p, "paused", "older than the owner's action");
+}
+
+#[test]
+fn deleting_owner_pub_alone_switches_nothing_off() {
+    let p = Project::new("seal-nopub");
+    p.add("work", &[]);
+    p.ok(&["goal", "pause"]);
+    std::fs::remove_file(p.lx("owner.pub")).expect("rm");
+    edit(
+        &p,
+        "loopx.toml",
+        "status = \"paused\"",
+        "status = \"active\"",
+    );
+    should_run_says(&p, "paused", "owner.pub is gone");
+}
+
+#[test]
+fn a_planted_torn_line_never_cuts_history() {
+    let p = Project::new("seal-torn");
+    p.add("work", &[]);
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).expect("journal");
+    let n = text.lines().count();
+    let last: Value = serde_json::from_str(text.lines().last().expect("line")).expect("json");
+    let fake = serde_json::json!({"seq": n + 1, "at": last["at"], "actor": "a1", "action": "todo.add",
+        "target": "t-zzzzzz", "data": {}, "prev": sha256_hex(text.lines().last().unwrap().as_bytes()), "tx": 1});
+    std::fs::write(&path, format!("{text}{fake}\n")).expect("plant");
+    p.no_key(&["status"]);
+    p.ok(&["goal", "pause"]);
+    let after = std::fs::read_to_string(&path).expect("journal");
+    assert!(after.lines().count() > n, "history was cut:\n{after}");
+    assert!(after.starts_with(&text), "history was changed");
+}

@@ -205,8 +205,11 @@ impl Cache {
 
     /// The cached todo for this file version, taken out of the cache.
     pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
+        // A row gets the same bounds a file does: a forged or stale row out of range is a miss.
         match self.entries.remove(stem) {
-            Some((k, row)) if k == key => Some(row.into_todo()),
+            Some((k, row)) if k == key => {
+                Some(row.into_todo()).filter(|t| crate::kernel::bounds::check_todo(t).is_ok())
+            }
             _ => None,
         }
     }

@@ -218,6 +218,8 @@ impl FileStore {
         let _g = self.lock(true)?;
         self.recover()?;
         let cfg: Config = self.read_config()?;
+        // The goal's id names a directory under history/: never a path out of it.
+        id::check_not_path(&cfg.goal.id)?;
         let pubkey = self.owner_pub()?;
         let signer = match &pubkey {
             Some(p) => Some(owner::signer_for(Some(p))?),

@@ -67,21 +67,24 @@ pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
     };
     let len = f.metadata()?.len();
     let mut pos = len;
-    let mut data: Vec<u8> = Vec::new();
-    let chunk = 16 * 1024u64;
-    // Read backwards until we have n+1 newlines (or the start).
-    loop {
-        let count = data.iter().filter(|b| **b == b'\n').count();
-        if pos == 0 || count > n {
-            break;
-        }
-        let step = pos.min(chunk);
-        pos -= step;
-        let mut buf = vec![0u8; step as usize];
+    // Chunks read backwards, newest first, until n+1 newlines (or the start): linear in what
+    // is read, however long a line is.
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut count = 0;
+    let mut step = 16 * 1024u64;
+    while pos > 0 && count <= n {
+        let take = pos.min(step);
+        pos -= take;
+        let mut buf = vec![0u8; take as usize];
         f.seek(SeekFrom::Start(pos))?;
         f.read_exact(&mut buf)?;
-        buf.extend_from_slice(&data);
-        data = buf;
+        count += buf.iter().filter(|b| **b == b'\n').count();
+        chunks.push(buf);
+        step = (step * 2).min(1 << 22);
+    }
+    let mut data: Vec<u8> = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
+    for c in chunks.iter().rev() {
+        data.extend_from_slice(c);
     }
     let torn = !data.is_empty() && data.last() != Some(&b'\n');
     let complete_end = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);

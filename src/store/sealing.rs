@@ -12,13 +12,21 @@ use crate::store::{atomic, journal, owner, parse, tx};
 
 /// The longest journal line a seal mark is checked against.
 const MAX_LINE: u64 = 1 << 20;
+/// The most journal bytes after the seal read for later owner lines (about 200,000 lines).
+const MAX_SCAN: u64 = 64 << 20;
 
 impl FileStore {
     /// Checks a snapshot against the owner's seal and acts on the seal's values where a file
     /// disagrees. A project with an owner key but no valid seal counts as paused.
     pub(crate) fn check_seal(&self, snap: &mut Snapshot, key: Option<&OwnerPub>) {
-        let Some(key) = key else { return };
         let p = self.path("owner.seal");
+        let Some(key) = key else {
+            // A seal with no owner.pub: the key was deleted to switch the owner's checks off.
+            if std::fs::symlink_metadata(&p).is_ok() {
+                snap.owner_notes = seal::unsealed(snap, "exists but owner.pub is gone");
+            }
+            return;
+        };
         let text = match parse::read_bytes(&p) {
             Ok(Some(b)) => String::from_utf8(b).map_err(|_| "is not UTF-8 text".to_string()),
             Ok(None) => Err("is missing".to_string()),
@@ -33,6 +41,14 @@ impl FileStore {
             });
         match parsed {
             Ok(mut s) => {
+                if let Some(n) = self.later_owner_line(&s, key) {
+                    // An older seal put back: the owner acted after it.
+                    snap.owner_notes = seal::unsealed(
+                        snap,
+                        &format!("is older than the owner's action at journal.jsonl:{n}"),
+                    );
+                    return;
+                }
                 let mut notes = seal::apply(snap, &mut s);
                 if let Some(m) = &s.journal
                     && let Some(n) = self.mark_differs(m)
@@ -59,6 +75,30 @@ impl FileStore {
                 m.seq
             )
         })
+    }
+
+    /// The `seq` of an owner line, signed, that came after the seal's own transaction: then the
+    /// seal is not the owner's last (an older copy was put back). Reads the journal from the
+    /// sealed line on, so it costs what was written since the last seal.
+    fn later_owner_line(&self, s: &Seal, key: &OwnerPub) -> Option<u64> {
+        let (offset, own_tx) = match &s.journal {
+            Some(m) => (m.offset, m.seq + 1),
+            None => (0, 1),
+        };
+        let p = self.journal_path();
+        let mut f = atomic::open_nofollow(&p).ok()?;
+        f.seek(SeekFrom::Start(offset)).ok()?;
+        let mut buf = Vec::new();
+        f.take(MAX_SCAN).read_to_end(&mut buf).ok()?;
+        const OWNER: &[u8] = b"\"actor\":\"owner\"";
+        buf.split(|b| *b == b'\n')
+            .filter(|l| l.windows(OWNER.len()).any(|w| w == OWNER))
+            .filter_map(|l| serde_json::from_slice::<crate::kernel::Event>(l).ok())
+            .find(|e| {
+                e.tx.is_some_and(|t| t > own_tx)
+                    && crate::kernel::authority::event_proven(e, Some(key))
+            })
+            .map(|e| e.seq)
     }
 
     /// The journal's last complete line, as a seal marks it.

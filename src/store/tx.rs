@@ -135,6 +135,12 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
     );
     let mut files = Vec::with_capacity(ops.len());
     for op in ops {
+        if !safe_rel(&op.rel) {
+            return Err(Error::new(
+                crate::kernel::Code::Internal,
+                format!("{} is not a state file", op.rel),
+            ));
+        }
         let target = dir.join(&op.rel);
         let staged = dir.join(staged_rel(&op.rel, tx));
         if let Some(d) = target.parent() {
@@ -263,9 +269,34 @@ pub fn apply(dir: &Path, tx: u64, files: &[TxFile]) -> Result<()> {
     Ok(())
 }
 
+/// True for a path a transaction may write: a state file of `.loopx/`, never outside it.
+pub fn safe_rel(rel: &str) -> bool {
+    const TOP: &[&str] = &[
+        "loopx.toml",
+        "quota.toml",
+        "owner.pub",
+        "owner.proofs",
+        "owner.seal",
+        ".gitignore",
+    ];
+    const DIRS: &[&str] = &["todos", "archive", "gates", "evidence"];
+    match rel.split_once('/') {
+        None => TOP.contains(&rel),
+        Some((d, name)) => {
+            DIRS.contains(&d)
+                && !name.is_empty()
+                && !name.starts_with('.')
+                && !name.contains(['/', '\\', '\0'])
+        }
+    }
+}
+
 /// Puts one staged file of a committed transaction in place (without syncing its directory);
-/// false when there was nothing to do (it is in place already).
+/// false when there was nothing to do (it is in place already, or the path is not a state file).
 pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
+    if !safe_rel(&f.path) {
+        return Ok(false);
+    }
     let target = dir.join(&f.path);
     let staged = dir.join(staged_rel(&f.path, tx));
     let present = match fs::symlink_metadata(&staged) {
@@ -385,7 +416,14 @@ pub fn tail(dir: &Path) -> Result<Tail> {
     };
     let mut t = Tail::default();
     match (&last.tx, &last.files) {
-        (Some(first), None) => t.torn_tx = Some(*first),
+        (Some(first), None)
+            if last
+                .seq
+                .checked_sub(*first)
+                .is_some_and(|d| d < MAX_TX_LINES) =>
+        {
+            t.torn_tx = Some(*first)
+        }
         (Some(first), Some(files)) => {
             for f in files {
                 let staged = dir.join(staged_rel(&f.path, *first));
@@ -407,7 +445,10 @@ pub fn tail(dir: &Path) -> Result<Tail> {
 pub fn recover(dir: &Path) -> Result<Option<String>> {
     let t = tail(dir)?;
     if let Some(first) = t.torn_tx {
-        cut_from(dir, first)?;
+        let last_seq = t.last.as_ref().map_or(0, |e| e.seq);
+        if !cut_from(dir, first, last_seq)? {
+            return Ok(None);
+        }
         remove_staged(dir, first);
         return Ok(Some(format!(
             "cut the lines of transaction {first}, which a crash left unfinished"
@@ -423,36 +464,44 @@ pub fn recover(dir: &Path) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Cuts the journal back to just before the line whose `seq` is `first`.
-fn cut_from(dir: &Path, first: u64) -> Result<()> {
+/// The most lines one transaction has (a rejected gate with its most blocks, and a repair).
+pub const MAX_TX_LINES: u64 = 1100;
+
+/// Cuts the journal back to just before the line whose `seq` is `first`, but only when every
+/// line from there on is a line of that one transaction: a line planted to look torn never
+/// makes loopx cut history that came before it. Returns whether it cut.
+fn cut_from(dir: &Path, first: u64, last_seq: u64) -> Result<bool> {
     let path = dir.join("journal.jsonl");
-    let mut n = 1;
-    loop {
-        let (lines, _) = journal::tail_lines(&path, n).map_err(|e| Error::io(&path, &e))?;
-        let found = lines
-            .iter()
-            .position(|l| serde_json::from_slice::<Event>(l).is_ok_and(|e| e.seq == first));
-        if let Some(i) = found {
-            let keep_lines: u64 = lines[i..].iter().map(|l| l.len() as u64 + 1).sum();
-            let mut f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&path)
-                .map_err(|e| Error::io(&path, &e))?;
-            let cut = journal::cut_torn_tail(&mut f).map_err(|e| Error::io(&path, &e))?;
-            let _ = cut;
-            let len = f.metadata().map_err(|e| Error::io(&path, &e))?.len();
-            f.set_len(len.saturating_sub(keep_lines))
-                .and_then(|_| f.sync_data())
-                .map_err(|e| Error::io(&path, &e))?;
-            return Ok(());
-        }
-        if lines.len() < n || n >= 4096 {
-            return Ok(());
-        }
-        n *= 2;
+    let Some(n) = last_seq
+        .checked_sub(first)
+        .map(|d| d + 1)
+        .filter(|n| *n <= MAX_TX_LINES)
+    else {
+        return Ok(false);
+    };
+    let (lines, _) = journal::tail_lines(&path, n as usize).map_err(|e| Error::io(&path, &e))?;
+    let whole = lines.len() as u64 == n
+        && lines.iter().enumerate().all(|(i, l)| {
+            serde_json::from_slice::<Event>(l).is_ok_and(|e| {
+                e.seq == first + i as u64 && e.tx == Some(first) && e.files.is_none()
+            })
+        });
+    if !whole {
+        return Ok(false);
     }
+    let keep_lines: u64 = lines.iter().map(|l| l.len() as u64 + 1).sum();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| Error::io(&path, &e))?;
+    journal::cut_torn_tail(&mut f).map_err(|e| Error::io(&path, &e))?;
+    let len = f.metadata().map_err(|e| Error::io(&path, &e))?.len();
+    f.set_len(len.saturating_sub(keep_lines))
+        .and_then(|_| f.sync_data())
+        .map_err(|e| Error::io(&path, &e))?;
+    Ok(true)
 }
 
 /// Removes the staged files of an uncommitted transaction, wherever they are.
