@@ -2023,3 +2023,29 @@ fn owner_commands_keep_the_comments_of_loopx_toml() {
     let (code, v) = p.json(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn a_replace_a_crash_interrupted_is_finished_by_the_next_command() {
+    let p = Project::new("retire-crash");
+    let goal = s(&p.ok(&["goal", "show"])["goal"]["id"]).to_string();
+    p.add("old work", &[]);
+    // As a crash leaves it: the marker written, some files moved, loopx.toml still there.
+    let hist = p.lx(&format!("history/{goal}"));
+    std::fs::create_dir_all(&hist).expect("mkdir");
+    std::fs::write(p.lx("retiring"), &goal).expect("marker");
+    std::fs::rename(p.lx("todos"), hist.join("todos")).expect("mv");
+    let v = p.fails(&["status"], "not_initialized");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("loopx.toml")),
+        "{v}"
+    );
+    for f in ["loopx.toml", "journal.jsonl", "quota.toml", "todos"] {
+        assert!(hist.join(f).exists(), "history/{goal}/{f} missing");
+    }
+    assert!(!p.lx("retiring").exists());
+    p.ok(&["start-goal", "--goal-text", "The new goal"]);
+    assert_eq!(p.journal().len(), 1, "the new goal starts a new journal");
+    assert_eq!(p.run(&["doctor"]).code, 0);
+}

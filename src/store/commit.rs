@@ -148,6 +148,10 @@ impl FileStore {
     /// Finishes or undoes an interrupted commit (the caller holds the exclusive lock), journals
     /// it, and says what it did.
     pub(crate) fn recover_noted(&self) -> Result<Option<String>> {
+        self.finish_retire()?;
+        if !self.exists() {
+            return Ok(None);
+        }
         let did = tx::recover(self.dir())?;
         if let Some(what) = &did {
             self.commit_ops(
@@ -167,6 +171,9 @@ impl FileStore {
 
     /// True when the journal's last transaction is unfinished and a load must recover it first.
     pub(super) fn needs_recovery(&self) -> Result<bool> {
+        if std::fs::symlink_metadata(self.path("retiring")).is_ok() {
+            return Ok(true);
+        }
         let t = tx::tail(self.dir())?;
         Ok(t.pending || t.torn_tx.is_some())
     }

@@ -16,6 +16,9 @@ use crate::store::{Store, Transaction, atomic, journal, lock, tx};
 /// The name of the state directory.
 pub const DIR: &str = ".loopx";
 
+/// The marker of a goal being moved to `history/` (`start-goal --replace`).
+const RETIRING: &str = "retiring";
+
 /// Facts from outside the project that the face reads once and hands to the store.
 #[derive(Debug, Clone, Copy)]
 pub struct Env {
@@ -150,6 +153,7 @@ impl FileStore {
     pub fn create(&self, config: &Config, actor: &str) -> Result<()> {
         fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, &e))?;
         let _g = self.lock(true)?;
+        self.finish_retire()?;
         if self.exists() {
             return Err(self.goal_exists());
         }
@@ -217,6 +221,10 @@ impl FileStore {
     pub fn retire(&self, actor: &str) -> Result<PathBuf> {
         let _g = self.lock(true)?;
         self.recover()?;
+        if !self.exists() {
+            // A retire a crash interrupted was just finished: nothing is left to move.
+            return Ok(self.dir.join("history"));
+        }
         let cfg: Config = self.read_config()?;
         // The goal's id names a directory under history/: never a path out of it.
         id::check_not_path(&cfg.goal.id)?;
@@ -245,8 +253,25 @@ impl FileStore {
             signer.as_ref(),
             None,
         )?;
+        // From here the retire is finished by whoever takes the lock next, if this one dies.
+        let marker = self.path(RETIRING);
+        atomic::write(&marker, cfg.goal.id.as_bytes()).map_err(|e| Error::io(&marker, &e))?;
+        self.finish_retire()?;
+        Ok(dest)
+    }
+
+    /// Moves a retiring goal's files to `history/GOAL-ID/`, `loopx.toml` last, then removes the
+    /// marker; idempotent, so a retire a crash interrupted is finished by the next command.
+    pub(crate) fn finish_retire(&self) -> Result<()> {
+        let marker = self.path(RETIRING);
+        let Some(bytes) = parse::read_bytes(&marker)? else {
+            return Ok(());
+        };
+        let goal = String::from_utf8(bytes).unwrap_or_default();
+        id::check_not_path(goal.trim())?;
+        let dest = self.dir.join("history").join(goal.trim());
+        fs::create_dir_all(&dest).map_err(|e| Error::io(&dest, &e))?;
         for name in [
-            "loopx.toml",
             "todos",
             "archive",
             "gates",
@@ -254,14 +279,18 @@ impl FileStore {
             "quota.toml",
             "journal.jsonl",
             "STATE.md",
+            "owner.seal",
+            "owner.proofs",
+            "loopx.toml",
         ] {
             let from = self.dir.join(name);
-            if from.exists() {
+            if fs::symlink_metadata(&from).is_ok() {
                 fs::rename(&from, dest.join(name)).map_err(|e| Error::io(&from, &e))?;
             }
         }
         atomic::sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, &e))?;
-        Ok(dest)
+        fs::remove_file(&marker).map_err(|e| Error::io(&marker, &e))?;
+        atomic::sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, &e))
     }
 
     /// Reads `loopx.toml`.
