@@ -427,3 +427,26 @@ fn a_planted_torn_line_never_cuts_history() {
     assert!(after.lines().count() > n, "history was cut:\n{after}");
     assert!(after.starts_with(&text), "history was changed");
 }
+
+#[test]
+fn a_forged_cache_row_is_named_by_doctor_and_fixed() {
+    let p = Project::new("seal-cacherow");
+    let t = p.add("work", &["--priority", "P3"]);
+    for i in 0..12 {
+        p.add(&format!("more {i}"), &[]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    for _ in 0..2 {
+        p.no_key(&["status"]);
+    }
+    let cache = p.lx("cache/todos.json");
+    let text = std::fs::read_to_string(&cache).expect("the cache was written");
+    assert!(text.contains("\"P3\""), "{text}");
+    std::fs::write(&cache, text.replace("\"P3\"", "\"P0\"")).expect("forge");
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(v["findings"].to_string().contains(&t), "{v}");
+    p.no_key(&["doctor", "--fix"]);
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 0, "{v}");
+}

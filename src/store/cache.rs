@@ -70,7 +70,7 @@ impl Key {
 
 /// A cached todo: every field in a fixed order, times in milliseconds, so reading it parses no
 /// names and no dates. Only todos without unknown keys are cached.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row(
     String,                          // id
     String,                          // title
@@ -201,6 +201,13 @@ impl Cache {
             })
             .unwrap_or_default();
         Cache { entries }
+    }
+
+    /// Every row: the file name's stem, the key it was cached under, and the todo it holds.
+    pub fn rows(&self) -> impl Iterator<Item = (&str, Key, Todo)> + '_ {
+        self.entries
+            .iter()
+            .map(|(stem, (k, row))| (stem.as_str(), *k, row.clone().into_todo()))
     }
 
     /// The cached todo for this file version, taken out of the cache.

@@ -29,6 +29,13 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
         did.push(what);
     }
     remove_temps(store.dir(), &mut did);
+    // The cache is never needed: deleting it fixes a row that disagrees with its file.
+    let cache = store.path("cache/todos.json");
+    let mut rows = Vec::new();
+    super::cache::check(store, &mut rows);
+    if !rows.is_empty() && std::fs::remove_file(&cache).is_ok() {
+        did.push("deleted cache/todos.json (it is rebuilt by the next load)".into());
+    }
     cut_torn_tails(store, &mut did)?;
     remove_archived_copies(store, &mut did);
     clear_expired_leases(store, now, &mut did)?;

@@ -5,6 +5,7 @@
 //! writes. [`fix`] repairs only what is mechanical, under the exclusive lock, and never follows a
 //! link.
 
+mod cache;
 mod files;
 mod fix;
 mod owner;
@@ -116,6 +117,7 @@ fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
     owner::check(store, &state, &mut out);
     check_network_fs(store, &mut out);
     check_unfinished(store, &mut out);
+    cache::check(store, &mut out);
     out
 }
 
