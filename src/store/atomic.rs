@@ -121,7 +121,9 @@ pub fn is_not_regular(e: &io::Error) -> bool {
 /// Reads a whole file opened with `open_nofollow`, refusing one larger than `max` bytes.
 pub fn read_bounded(f: &mut File, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut bytes = Vec::new();
+    // Sized from the file's length, so a small file is read in one call.
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0).min(max);
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
     f.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(io::Error::new(

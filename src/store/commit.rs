@@ -133,9 +133,10 @@ impl FileStore {
         signer: Option<&owner::OwnerKey>,
     ) -> Result<Vec<Event>> {
         let jp = self.journal_path();
-        let n = journal::next_seq(&jp)?;
+        let tail = journal::Tail::read(&jp)?;
+        let n = tail.next_seq();
         let files = tx::stage(self.dir(), n, &tx::coalesce(ops))?;
-        let events = journal::append(&jp, events, signer, Some(files.clone()))?;
+        let events = journal::append_after(&jp, &tail, events, signer, Some(files.clone()))?;
         tx::apply(self.dir(), n, &files)?;
         Ok(events)
     }

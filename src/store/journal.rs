@@ -71,7 +71,7 @@ pub fn tail_lines(path: &Path, n: usize) -> io::Result<(Vec<Vec<u8>>, bool)> {
     // is read, however long a line is.
     let mut chunks: Vec<Vec<u8>> = Vec::new();
     let mut count = 0;
-    let mut step = 16 * 1024u64;
+    let mut step = 4 * 1024u64;
     while pos > 0 && count <= n {
         let take = pos.min(step);
         pos -= take;
@@ -133,10 +133,45 @@ pub fn append(
     signer: Option<&crate::store::owner::OwnerKey>,
     files: Option<Vec<crate::kernel::TxFile>>,
 ) -> Result<Vec<Event>> {
+    let tail = Tail::read(path)?;
+    append_after(path, &tail, drafts, signer, files)
+}
+
+/// The journal's last complete line and whether a torn one follows: read once a commit.
+#[derive(Debug, Clone, Default)]
+pub struct Tail {
+    last: Option<Vec<u8>>,
+    torn: bool,
+}
+
+impl Tail {
+    /// Reads it (the caller holds the lock, so it stays true until the append).
+    pub fn read(path: &Path) -> Result<Tail> {
+        let (mut last, torn) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+        Ok(Tail {
+            last: last.pop(),
+            torn,
+        })
+    }
+
+    /// The `seq` the next line gets.
+    pub fn next_seq(&self) -> u64 {
+        self.last.as_deref().map_or(0, seq_of) + 1
+    }
+}
+
+/// `append`, after a tail read under the same lock.
+pub fn append_after(
+    path: &Path,
+    tail: &Tail,
+    drafts: Vec<EventDraft>,
+    signer: Option<&crate::store::owner::OwnerKey>,
+    files: Option<Vec<crate::kernel::TxFile>>,
+) -> Result<Vec<Event>> {
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
-    let (last, torn) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
+    let (last, torn) = (tail.last.iter().collect::<Vec<_>>(), tail.torn);
     let mut drafts = drafts;
     if torn {
         // The append cuts a torn last line (a crash mid-append) first; the journal says so.

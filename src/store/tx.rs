@@ -251,12 +251,16 @@ fn clean_len_of(f: &mut File) -> io::Result<u64> {
 /// Idempotent: a file already in place (its staged copy gone) is left alone, so a replay after
 /// a crash at any point gives the same result.
 pub fn apply(dir: &Path, tx: u64, files: &[TxFile]) -> Result<()> {
+    apply_all(dir, tx, files, false)
+}
+
+fn apply_all(dir: &Path, tx: u64, files: &[TxFile], verify: bool) -> Result<()> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for f in files {
         // An append in place changes no directory entry that matters: the log is fsynced
         // itself, and a staged file left by a crash after it is a no-op to replay.
         let in_place = f.op == TxOp::Append && f.at.is_some_and(|a| a > 0);
-        if apply_one(dir, tx, f)? && !in_place {
+        if apply_checked(dir, tx, f, verify)? && !in_place {
             let d = parent(&dir.join(&f.path)).to_path_buf();
             if !dirs.contains(&d) {
                 dirs.push(d);
@@ -294,6 +298,12 @@ pub fn safe_rel(rel: &str) -> bool {
 /// Puts one staged file of a committed transaction in place (without syncing its directory);
 /// false when there was nothing to do (it is in place already, or the path is not a state file).
 pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
+    apply_checked(dir, tx, f, false)
+}
+
+/// `apply_one`; with `verify`, a staged file is first checked against the commit line's hash
+/// (recovery: the staged files were not written by this process).
+fn apply_checked(dir: &Path, tx: u64, f: &TxFile, verify: bool) -> Result<bool> {
     if !safe_rel(&f.path) {
         return Ok(false);
     }
@@ -309,7 +319,7 @@ pub fn apply_one(dir: &Path, tx: u64, f: &TxFile) -> Result<bool> {
     }
     // Only the bytes the commit line names are put in place: a staged file planted by hand
     // under a committed name is removed, never applied.
-    if f.op != TxOp::Remove && !staged_matches(&staged, f.sha256.as_deref()) {
+    if verify && f.op != TxOp::Remove && !staged_matches(&staged, f.sha256.as_deref()) {
         remove_if_there(&staged)?;
         return Ok(false);
     }
@@ -458,7 +468,7 @@ pub fn recover(dir: &Path) -> Result<Option<String>> {
         && let Some(ev) = &t.last
         && let (Some(first), Some(files)) = (ev.tx, &ev.files)
     {
-        apply(dir, first, files)?;
+        apply_all(dir, first, files, true)?;
         return Ok(Some(format!("finished transaction {first}")));
     }
     Ok(None)
