@@ -184,7 +184,7 @@ pub struct Refresh {
 /// The cache as loaded.
 #[derive(Debug, Default)]
 pub struct Cache {
-    entries: HashMap<String, (Key, Row)>,
+    entries: HashMap<String, (Key, Todo)>,
 }
 
 impl Cache {
@@ -194,9 +194,12 @@ impl Cache {
             .and_then(|b| serde_json::from_slice::<File>(&b).ok())
             .filter(|f| f.version == VERSION)
             .map(|f| {
+                // Rows become todos here, before the lock is taken, and get the bounds a file
+                // gets: a forged or stale row out of range is dropped (a miss).
                 f.entries
                     .into_iter()
-                    .map(|Entry(k, r)| (r.0.clone(), (k, r)))
+                    .map(|Entry(k, r)| (r.0.clone(), (k, r.into_todo())))
+                    .filter(|(_, (_, t))| crate::kernel::bounds::check_todo(t).is_ok())
                     .collect()
             })
             .unwrap_or_default();
@@ -207,16 +210,13 @@ impl Cache {
     pub fn rows(&self) -> impl Iterator<Item = (&str, Key, Todo)> + '_ {
         self.entries
             .iter()
-            .map(|(stem, (k, row))| (stem.as_str(), *k, row.clone().into_todo()))
+            .map(|(stem, (k, t))| (stem.as_str(), *k, t.clone()))
     }
 
     /// The cached todo for this file version, taken out of the cache.
     pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
-        // A row gets the same bounds a file does: a forged or stale row out of range is a miss.
         match self.entries.remove(stem) {
-            Some((k, row)) if k == key => {
-                Some(row.into_todo()).filter(|t| crate::kernel::bounds::check_todo(t).is_ok())
-            }
+            Some((k, t)) if k == key => Some(t),
             _ => None,
         }
     }

@@ -17,7 +17,7 @@ impl FileStore {
     ///
     /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
-        self.apply_change_on(None, change)
+        self.apply_change_on(None, change, None)
     }
 
     /// Commits a change decided on `before` (the caller holds the exclusive lock); an owner
@@ -26,6 +26,7 @@ impl FileStore {
         &self,
         before: Option<&Snapshot>,
         change: Change,
+        tail: Option<journal::Tail>,
     ) -> Result<Vec<Event>> {
         if change.events.is_empty() {
             if change.writes.is_empty() {
@@ -84,7 +85,7 @@ impl FileStore {
             }
             ops.push(self.seal_op(k, before, &change)?);
         }
-        let events = self.commit_ops(ops, change.events, signer.as_ref())?;
+        let events = self.commit_ops(ops, change.events, signer.as_ref(), tail)?;
         if let (Some(k), Some(last)) = (&signer, events.last())
             && let Ok(line) = serde_json::to_vec(last)
             && let Ok(cfg) = self.read_config()
@@ -131,9 +132,13 @@ impl FileStore {
         ops: Vec<tx::Op>,
         events: Vec<crate::kernel::EventDraft>,
         signer: Option<&owner::OwnerKey>,
+        tail: Option<journal::Tail>,
     ) -> Result<Vec<Event>> {
         let jp = self.journal_path();
-        let tail = journal::Tail::read(&jp)?;
+        let tail = match tail {
+            Some(t) => t,
+            None => journal::Tail::read(&jp)?,
+        };
         let n = tail.next_seq();
         let files = tx::stage(self.dir(), n, &tx::coalesce(ops))?;
         let events = journal::append_after(&jp, &tail, events, signer, Some(files.clone()))?;
@@ -165,9 +170,25 @@ impl FileStore {
                     data: serde_json::json!({ "recovered": what }),
                 }],
                 None,
+                None,
             )?;
         }
         Ok(did)
+    }
+
+    /// Finishes an interrupted commit if there is one, and returns the journal's tail for the
+    /// next commit (one read of it when there was nothing to finish).
+    pub(super) fn recover_tail(&self) -> Result<Option<journal::Tail>> {
+        if std::fs::symlink_metadata(self.path("retiring")).is_ok() || !self.exists() {
+            self.recover()?;
+            return Ok(None);
+        }
+        let t = tx::tail(self.dir())?;
+        if t.pending || t.torn_tx.is_some() {
+            self.recover()?;
+            return Ok(None);
+        }
+        Ok(Some(t.journal))
     }
 
     /// True when the journal's last transaction is unfinished and a load must recover it first.
@@ -219,6 +240,7 @@ pub(super) struct FileTx<'a> {
     pub(super) store: &'a FileStore,
     pub(super) snap: Snapshot,
     pub(super) refresh: Option<Refresh>,
+    pub(super) tail: Option<journal::Tail>,
     pub(super) _guard: lock::Guard,
 }
 
@@ -232,9 +254,10 @@ impl Transaction for FileTx<'_> {
             store,
             snap,
             refresh,
+            tail,
             _guard,
         } = *self;
-        let events = store.apply_change_on(Some(&snap), change)?;
+        let events = store.apply_change_on(Some(&snap), change, tail)?;
         drop(_guard);
         store.refresh_cache(&snap, refresh);
         Ok(events)

@@ -203,6 +203,7 @@ impl FileStore {
                     "success_criteria": config.goal.success_criteria}),
             }],
             None,
+            None,
         )?;
         Ok(())
     }
@@ -347,6 +348,7 @@ impl FileStore {
                     "replaced": replaced.map(|r| r.fingerprint())}),
             }],
             Some(key),
+            None,
         )?;
         Ok(())
     }
@@ -399,12 +401,13 @@ impl Store for FileStore {
         // entry is only checked against its file's key.
         let cache = Cache::read(&self.cache_path());
         let guard = self.lock(true)?;
-        self.recover()?;
+        let tail = self.recover_tail()?;
         let (snap, refresh) = self.load_with(cache)?;
         Ok(Box::new(FileTx {
             store: self,
             snap,
             refresh,
+            tail,
             _guard: guard,
         }))
     }

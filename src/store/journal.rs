@@ -154,6 +154,11 @@ impl Tail {
         })
     }
 
+    /// The tail from a read already made: the last complete line and whether a torn one follows.
+    pub fn from_parts(last: Option<Vec<u8>>, torn: bool) -> Tail {
+        Tail { last, torn }
+    }
+
     /// The `seq` the next line gets.
     pub fn next_seq(&self) -> u64 {
         self.last.as_deref().map_or(0, seq_of) + 1

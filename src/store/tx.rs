@@ -412,19 +412,25 @@ pub struct Tail {
     pub torn_tx: Option<u64>,
     /// The last transaction's staged files still waiting to be put in place.
     pub pending: bool,
+    /// The same tail, as the next append needs it.
+    pub journal: journal::Tail,
 }
 
 /// Reads the journal's tail and checks whether its last transaction is complete.
 pub fn tail(dir: &Path) -> Result<Tail> {
     let path = dir.join("journal.jsonl");
-    let (lines, _) = journal::tail_lines(&path, 1).map_err(|e| state_error(&path, &e))?;
-    let Some(line) = lines.first() else {
-        return Ok(Tail::default());
+    let (mut lines, torn) = journal::tail_lines(&path, 1).map_err(|e| state_error(&path, &e))?;
+    let raw = lines.pop();
+    let mut t = Tail {
+        journal: journal::Tail::from_parts(raw.clone(), torn),
+        ..Tail::default()
     };
-    let Ok(last) = serde_json::from_slice::<Event>(line) else {
-        return Ok(Tail::default());
+    let Some(line) = raw else {
+        return Ok(t);
     };
-    let mut t = Tail::default();
+    let Ok(last) = serde_json::from_slice::<Event>(&line) else {
+        return Ok(t);
+    };
     match (&last.tx, &last.files) {
         (Some(first), None)
             if last
