@@ -31,6 +31,17 @@ fn rewrite_journal(p: &Project, drop: impl Fn(&Value) -> bool) {
     std::fs::write(&path, out).expect("write journal");
 }
 
+/// Lets the todo files settle and loads twice, so the cache is written; its path and text.
+fn warm_cache(p: &Project) -> (std::path::PathBuf, String) {
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    for _ in 0..2 {
+        p.no_key(&["status"]);
+    }
+    let cache = p.lx("cache/todos.json");
+    let text = std::fs::read_to_string(&cache).expect("the cache was written");
+    (cache, text)
+}
+
 /// Replaces `from` with `to` in a state file.
 fn edit(p: &Project, rel: &str, from: &str, to: &str) {
     let path = p.lx(rel);
@@ -153,12 +164,7 @@ fn a_user_todo_stays_the_owners_in_its_file_and_in_the_cache() {
     for i in 0..8 {
         p.add(&format!("more {i}"), &[]);
     }
-    std::thread::sleep(std::time::Duration::from_millis(60));
-    for _ in 0..2 {
-        p.no_key(&["status"]);
-    }
-    let cache = p.lx("cache/todos.json");
-    let text = std::fs::read_to_string(&cache).expect("the cache was written");
+    let (cache, text) = warm_cache(&p);
     assert!(text.contains("\"user\""), "{text}");
     std::fs::write(&cache, text.replace("\"user\"", "\"agent\"")).expect("forge");
     let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &u]);
@@ -435,12 +441,7 @@ fn a_forged_cache_row_is_named_by_doctor_and_fixed() {
     for i in 0..12 {
         p.add(&format!("more {i}"), &[]);
     }
-    std::thread::sleep(std::time::Duration::from_millis(60));
-    for _ in 0..2 {
-        p.no_key(&["status"]);
-    }
-    let cache = p.lx("cache/todos.json");
-    let text = std::fs::read_to_string(&cache).expect("the cache was written");
+    let (cache, text) = warm_cache(&p);
     assert!(text.contains("\"P3\""), "{text}");
     std::fs::write(&cache, text.replace("\"P3\"", "\"P0\"")).expect("forge");
     let (code, v) = p.no_key(&["doctor"]);

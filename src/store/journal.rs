@@ -21,8 +21,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Cuts a torn last line (bytes after the last newline) off a file; returns the bytes cut.
-pub fn cut_torn_tail(f: &mut File) -> io::Result<u64> {
+/// A log's length without a torn last line (bytes after the last newline).
+pub fn clean_len(f: &mut File) -> io::Result<u64> {
     let len = f.metadata()?.len();
     if len == 0 {
         return Ok(0);
@@ -31,12 +31,18 @@ pub fn cut_torn_tail(f: &mut File) -> io::Result<u64> {
     f.seek(SeekFrom::Start(len - 1))?;
     f.read_exact(&mut last)?;
     if last[0] == b'\n' {
+        return Ok(len);
+    }
+    Ok(last_newline(f, len)?.map_or(0, |p| p + 1))
+}
+
+/// Cuts a torn last line (bytes after the last newline) off a file; returns the bytes cut.
+pub fn cut_torn_tail(f: &mut File) -> io::Result<u64> {
+    let len = f.metadata()?.len();
+    let keep = clean_len(f)?;
+    if keep == len {
         return Ok(0);
     }
-    let keep = match last_newline(f, len)? {
-        Some(p) => p + 1,
-        None => 0,
-    };
     f.set_len(keep)?;
     f.sync_data()?;
     Ok(len - keep)

@@ -176,7 +176,7 @@ pub fn clean_len(path: &Path) -> io::Result<u64> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    clean_len_of(&mut f)
+    journal::clean_len(&mut f)
 }
 
 /// Where an append to the log `path` will go (its length without a torn last line; 0 if it is
@@ -197,7 +197,7 @@ fn reserve_append(path: &Path, n: u64) -> io::Result<u64> {
         Err(e) => return Err(e),
     };
     atomic::check_regular(&f)?;
-    let at = clean_len_of(&mut f)?;
+    let at = journal::clean_len(&mut f)?;
     if n > 0 {
         // KEEP_SIZE: the blocks are allocated past the end, the length (what readers see)
         // stays. File systems without fallocate get no reservation.
@@ -218,32 +218,6 @@ fn reserve_append(path: &Path, n: u64) -> io::Result<u64> {
         }
     }
     Ok(at)
-}
-
-/// An open log's length without a torn last line (bytes after the last newline).
-fn clean_len_of(f: &mut File) -> io::Result<u64> {
-    let len = f.metadata()?.len();
-    if len == 0 {
-        return Ok(0);
-    }
-    let mut last = [0u8; 1];
-    f.seek(SeekFrom::Start(len - 1))?;
-    f.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(len);
-    }
-    let mut pos = len;
-    let mut buf = vec![0u8; 8192];
-    while pos > 0 {
-        let n = pos.min(buf.len() as u64) as usize;
-        pos -= n as u64;
-        f.seek(SeekFrom::Start(pos))?;
-        f.read_exact(&mut buf[..n])?;
-        if let Some(i) = buf[..n].iter().rposition(|b| *b == b'\n') {
-            return Ok(pos + i as u64 + 1);
-        }
-    }
-    Ok(0)
 }
 
 /// Puts a committed transaction's staged files in place, then syncs each directory touched.
