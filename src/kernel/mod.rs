@@ -11,6 +11,7 @@ pub mod quota;
 pub mod readiness;
 pub mod seal;
 pub mod should_run;
+pub mod snapshot;
 pub mod time;
 
 pub use action::Action;

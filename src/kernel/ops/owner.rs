@@ -1,0 +1,248 @@
+//! Owner mutations: gate decisions, the goal's status, the quota, reassigns and owner releases,
+//! and the seal. Each is the owner's change: the store signs it, or refuses it without the key.
+
+use serde_json::json;
+
+use super::{Change, Write, check_ttl, gate, grant, todo};
+use crate::kernel::action::Action;
+use crate::kernel::bounds;
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::id;
+use crate::kernel::model::*;
+use crate::kernel::time::{Dur, Ts};
+
+/// Owner: takes the lease back from `holder`; refuses when the lease changed hands meanwhile.
+pub fn release_by_owner(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    holder: &str,
+) -> Result<(Change, Todo)> {
+    let Some(cur) = snap.todos.get(id) else {
+        return Err(Error::new(Code::NotFound, format!("no open todo {id}")));
+    };
+    let mut t = cur.clone();
+    let Some(l) = t.lease.take() else {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("{id} has no lease any more"),
+        ));
+    };
+    if l.holder != holder {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{id} is now held by {}, not {holder}; nothing released",
+                l.holder
+            ),
+        ));
+    }
+    t.updated_at = now;
+    let mut c = Change::by_owner();
+    c.event(
+        now,
+        owner,
+        Action::TodoRelease,
+        id,
+        json!({"fence": l.fence, "holder": l.holder, "by_owner": true}),
+    );
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Owner: moves the lease to `to` with a new fence.
+pub fn reassign(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    ttl: Dur,
+    id: &str,
+    to: &str,
+) -> Result<(Change, Todo)> {
+    let ttl = check_ttl(ttl)?;
+    id::check_agent(to)?;
+    let mut t = todo(snap, id)?.clone();
+    if t.role != Role::Agent || t.status != Status::Open {
+        return Err(Error::new(
+            Code::NotReady,
+            format!("{id} is not an open agent todo"),
+        ));
+    }
+    let from = t
+        .lease
+        .as_ref()
+        .map(|l| json!({"holder": l.holder, "fence": l.fence}));
+    grant(&mut t, to, now, ttl)?;
+    let mut c = Change::by_owner();
+    c.event(
+        now,
+        owner,
+        Action::TodoReassign,
+        id,
+        json!({"to": to, "fence": t.fence, "from": from}),
+    );
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Owner: approves, rejects or cancels a pending gate. A rejection blocks the todos it names.
+pub fn decide_gate(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    status: GateStatus,
+    option: Option<String>,
+    reason: Option<String>,
+) -> Result<(Change, Gate)> {
+    let cur = gate(snap, id)?;
+    if cur.effective_status() != GateStatus::Pending {
+        return Err(Error::new(
+            Code::AlreadyDecided,
+            format!(
+                "gate {id} was {} by {} at {}",
+                cur.status.as_str(),
+                cur.decided_by.as_deref().unwrap_or("?"),
+                cur.decided_at.map(|t| t.to_string()).unwrap_or_default()
+            ),
+        ));
+    }
+    if status == GateStatus::Pending {
+        return Err(Error::new(Code::Internal, "a decision cannot be pending"));
+    }
+    if let Some(o) = &option
+        && !cur.options.is_empty()
+        && !cur.options.contains(o)
+    {
+        return Err(Error::usage(format!(
+            "`{o}` is not an option of {id}; choose one of: {}",
+            cur.options.join(", ")
+        )));
+    }
+    if status == GateStatus::Rejected && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(Error::usage("a rejection needs --reason"));
+    }
+    let mut g = cur.clone();
+    g.status = status;
+    g.decided_by = Some(owner.to_string());
+    g.decided_at = Some(now);
+    g.option = option;
+    g.reason = reason;
+    // Whatever signature the file held (forged or stale) is replaced by the store's.
+    g.journal_head = None;
+    g.signature = None;
+    g.proven = true;
+    bounds::usage(bounds::check_gate(&g))?;
+    let mut c = Change::by_owner();
+    let action = Action::gate_decision(status);
+    c.event(
+        now,
+        owner,
+        action,
+        id,
+        json!({"option": g.option, "reason": g.reason}),
+    );
+    c.writes.push(Write::Gate(g.clone()));
+    if status == GateStatus::Rejected {
+        // Every unfinished todo it blocks, whatever its status: a todo deferred while the gate
+        // was pending must not be reopened past the rejection.
+        for tid in &g.blocks {
+            let already = |t: &&Todo| {
+                t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))
+            };
+            if let Some(t) = snap.todos.get(tid).filter(|t| !already(t)) {
+                let mut t = t.clone();
+                t.status = Status::Blocked;
+                t.reason = g.reason.clone();
+                t.status_by = Some(format!("gate:{id}"));
+                t.lease = None;
+                t.updated_at = now;
+                c.event(
+                    now,
+                    owner,
+                    Action::TodoBlock,
+                    tid,
+                    json!({"gate": id, "reason": t.reason}),
+                );
+                c.writes.push(Write::Todo(t));
+            }
+        }
+    }
+    Ok((c, g))
+}
+
+/// Owner: pauses, resumes or completes the goal.
+pub fn set_goal_status(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    status: GoalStatus,
+    reason: Option<String>,
+) -> Result<(Change, Config)> {
+    let mut cfg = snap.config.clone();
+    let from = cfg.goal.status;
+    cfg.goal.status = status;
+    cfg.goal.reason = reason.clone();
+    cfg.goal.updated_at = now;
+    bounds::usage(bounds::check_config(&cfg))?;
+    let action = Action::goal_status(status);
+    let mut c = Change::by_owner();
+    c.event(
+        now,
+        owner,
+        action,
+        &cfg.goal.id,
+        json!({"from": from, "reason": reason}),
+    );
+    c.writes.push(Write::Config(cfg.clone()));
+    Ok((c, cfg))
+}
+
+/// Owner: changes the quota policy.
+pub fn set_quota(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    slots: Option<u32>,
+    window: Option<Dur>,
+    min_interval: Option<Dur>,
+) -> Result<(Change, Config)> {
+    if window.is_some_and(|w| w < Dur::from_secs(1)) {
+        return Err(Error::usage("--window must be at least 1s"));
+    }
+    if min_interval.is_some_and(|m| m.0 < 0) {
+        return Err(Error::usage("--min-interval cannot be negative"));
+    }
+    let mut cfg = snap.config.clone();
+    if let Some(s) = slots {
+        cfg.quota.slots = s;
+    }
+    if let Some(w) = window {
+        cfg.quota.window = w;
+    }
+    if let Some(m) = min_interval {
+        cfg.quota.min_interval = m;
+    }
+    bounds::usage(bounds::check_config(&cfg))?;
+    let mut c = Change::by_owner();
+    c.event(now, owner, Action::QuotaSet, "quota",
+        json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
+    c.writes.push(Write::Config(cfg.clone()));
+    Ok((c, cfg))
+}
+
+/// The owner seals the journal's head and the owner's facts: as last sealed, or with `adopt`,
+/// as the files say now (after the owner edited one by hand).
+pub fn seal(snap: &Snapshot, owner: &str, now: Ts, adopt: bool) -> Result<(Change, Vec<String>)> {
+    let mut c = Change::by_owner();
+    c.adopt_files = adopt;
+    c.event(
+        now,
+        owner,
+        Action::OwnerSeal,
+        "journal",
+        json!({"adopt": adopt, "differences": snap.owner_notes.len()}),
+    );
+    Ok((c, snap.owner_notes.clone()))
+}
