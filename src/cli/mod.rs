@@ -88,7 +88,7 @@ pub enum Cmd {
     RefreshState,
     /// The journal, newest last.
     Log(state::LogArgs),
-    /// The owner's key: create it, show it.
+    /// The owner's key: create it, show it, seal the owner's facts.
     #[command(subcommand)]
     Owner(owner::OwnerCmd),
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
