@@ -399,6 +399,14 @@ fn an_older_seal_put_back_is_seen_on_the_hot_path() {
         "status = \"active\"",
     );
     should_run_says(&p, "paused", "older than the owner's action");
+    let (code, v) = p.no_key(&["doctor"]);
+    assert_eq!(code, 6, "{v}");
+    assert!(
+        v["findings"]
+            .to_string()
+            .contains("older than the owner's action"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -80,7 +80,7 @@ impl FileStore {
     /// The `seq` of an owner line, signed, that came after the seal's own transaction: then the
     /// seal is not the owner's last (an older copy was put back). Reads the journal from the
     /// sealed line on, so it costs what was written since the last seal.
-    fn later_owner_line(&self, s: &Seal, key: &OwnerPub) -> Option<u64> {
+    pub(crate) fn later_owner_line(&self, s: &Seal, key: &OwnerPub) -> Option<u64> {
         let (offset, own_tx) = match &s.journal {
             Some(m) => (m.offset, m.seq + 1),
             None => (0, 1),

@@ -415,7 +415,7 @@ pub fn tail(dir: &Path) -> Result<Tail> {
             t.torn_tx = Some(*first)
         }
         (Some(first), Some(files)) => {
-            for f in files {
+            for f in files.iter().filter(|f| safe_rel(&f.path)) {
                 let staged = dir.join(staged_rel(&f.path, *first));
                 if fs::symlink_metadata(&staged).is_ok() {
                     t.pending = true;

@@ -43,6 +43,10 @@ pub(super) fn check(
         out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
         return;
     }
+    if let Some(n) = store.later_owner_line(&s, key) {
+        out.push(Finding::error(file, None, format!("is older than the owner's action at journal.jsonl:{n} (an older copy put back): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
+        return;
+    }
     if let Some(m) = &s.journal {
         sealed_history(journal, m, out);
     }
