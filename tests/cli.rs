@@ -2026,26 +2026,44 @@ fn owner_commands_keep_the_comments_of_loopx_toml() {
 
 #[test]
 fn a_replace_a_crash_interrupted_is_finished_by_the_next_command() {
-    let p = Project::new("retire-crash");
+    // A project without an owner key: any marker is finished.
+    let p = Project::empty("retire-crash");
+    p.ok(&["start-goal", "--goal-text", "Test objective"]);
     let goal = s(&p.ok(&["goal", "show"])["goal"]["id"]).to_string();
     p.add("old work", &[]);
-    // As a crash leaves it: the marker written, some files moved, loopx.toml still there.
+    // As a crash leaves it: the marker holding the next goal written, some files moved, the
+    // old loopx.toml still there.
+    let cfg = std::fs::read_to_string(p.lx("loopx.toml")).expect("config");
+    let next = cfg
+        .replace(&goal, "goal-newnew")
+        .replace("Test objective", "The new goal");
+    let marker = serde_json::json!({"old": goal, "actor": "local", "next": next});
     let hist = p.lx(&format!("history/{goal}"));
     std::fs::create_dir_all(&hist).expect("mkdir");
-    std::fs::write(p.lx("retiring"), &goal).expect("marker");
+    std::fs::write(p.lx("retiring"), marker.to_string()).expect("marker");
     std::fs::rename(p.lx("todos"), hist.join("todos")).expect("mv");
-    let v = p.fails(&["status"], "not_initialized");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("loopx.toml")),
-        "{v}"
-    );
+    let v = p.ok(&["status"]);
+    assert_eq!(v["goal"]["id"], "goal-newnew", "{v}");
+    assert_eq!(v["goal"]["objective"], "The new goal", "{v}");
     for f in ["loopx.toml", "journal.jsonl", "quota.toml", "todos"] {
         assert!(hist.join(f).exists(), "history/{goal}/{f} missing");
     }
     assert!(!p.lx("retiring").exists());
-    p.ok(&["start-goal", "--goal-text", "The new goal"]);
     assert_eq!(p.journal().len(), 1, "the new goal starts a new journal");
     assert_eq!(p.run(&["doctor"]).code, 0);
+    // With an owner key, a marker the owner did not sign moves nothing.
+    let p2 = Project::new("retire-forged");
+    let goal2 = s(&p2.ok(&["goal", "show"])["goal"]["id"]).to_string();
+    let cfg2 = std::fs::read_to_string(p2.lx("loopx.toml")).expect("config");
+    let marker2 = serde_json::json!({"old": goal2, "actor": "local",
+        "next": cfg2.replace(&goal2, "goal-second")});
+    std::fs::write(p2.lx("retiring"), marker2.to_string()).expect("marker");
+    let v = p2.fails(&["status"], "invalid_state");
+    assert!(
+        v["error"]["message"]
+            .to_string()
+            .contains("not signed by the owner"),
+        "{v}"
+    );
+    assert!(p2.lx("loopx.toml").exists() && p2.lx("journal.jsonl").exists());
 }

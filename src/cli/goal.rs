@@ -104,17 +104,13 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     })?;
     let store = FileStore::at(&root).with_env(ctx.env());
     let mut replaced = None;
-    if store.exists() {
-        if !a.replace {
-            return Err(Error::new(
-                crate::kernel::Code::GoalExists,
-                format!("{} already holds a goal", root.join(".loopx").display()),
-            )
-            .hint(
-                "see it with `loopx goal show`, or replace it with `loopx start-goal --replace`",
-            ));
-        }
-        replaced = Some(store.retire(&ctx.agent)?);
+    let replacing = store.exists();
+    if replacing && !a.replace {
+        return Err(Error::new(
+            crate::kernel::Code::GoalExists,
+            format!("{} already holds a goal", root.join(".loopx").display()),
+        )
+        .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`"));
     }
     let guided_tty = a.guided && super::interactive() && !ctx.json;
     let mut success = a.success.clone();
@@ -158,7 +154,12 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         extra: Extra::new(),
     };
     bounds::usage(bounds::check_config(&config))?;
-    store.create(&config, &ctx.agent)?;
+    if replacing {
+        // The old goal moves to history/ and the new one starts in one step.
+        replaced = Some(store.replace(&config, &ctx.agent)?);
+    } else {
+        store.create(&config, &ctx.agent)?;
+    }
     let mut added = Vec::new();
     for title in first {
         let id = store.fresh_id(Kind::Todo)?;

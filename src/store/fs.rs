@@ -84,7 +84,7 @@ impl FileStore {
                 cwd.join(root)
             };
             let s = FileStore::at(&root);
-            return if s.dir.join("loopx.toml").is_file() {
+            return if s.dir.join("loopx.toml").is_file() || s.dir.join(RETIRING).is_file() {
                 Ok(s)
             } else {
                 Err(not_init(&root))
@@ -92,7 +92,7 @@ impl FileStore {
         }
         let mut cur = Some(cwd);
         while let Some(d) = cur {
-            if d.join(DIR).join("loopx.toml").is_file() {
+            if d.join(DIR).join("loopx.toml").is_file() || d.join(DIR).join(RETIRING).is_file() {
                 return Ok(FileStore::at(d));
             }
             cur = d.parent();
@@ -157,11 +157,17 @@ impl FileStore {
         if self.exists() {
             return Err(self.goal_exists());
         }
+        self.recover()?;
+        self.create_locked(config, actor, None)
+    }
+
+    /// Creates the goal's files and journal (the caller holds the exclusive lock); `seal` is the
+    /// new goal's seal, signed by the owner beforehand (a replace finished by another process).
+    fn create_locked(&self, config: &Config, actor: &str, seal: Option<&str>) -> Result<()> {
         for sub in ["todos", "archive", "gates", "evidence"] {
             let p = self.dir.join(sub);
             fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
         }
-        self.recover()?;
         let mut ops = vec![
             tx::Op::put("loopx.toml", parse::encode(config)?.into_bytes()),
             tx::Op::put(
@@ -180,17 +186,16 @@ impl FileStore {
             ));
         }
         // A project with an owner key (a goal replaced by the owner) starts sealed.
-        let signer = match self.owner_pub()? {
-            Some(p) => Some(owner::signer_for(Some(&p))?),
-            None => None,
-        };
-        if let Some(k) = &signer {
-            let snap = Snapshot::new(config.clone());
-            let s = crate::kernel::seal::Seal::of(&snap, None, None, &[], &[]);
-            ops.push(tx::Op::put(
-                "owner.seal",
-                s.text(&k.sign(&s.body())).into_bytes(),
-            ));
+        match (seal, self.owner_pub()?) {
+            (Some(text), _) => ops.push(tx::Op::put("owner.seal", text.as_bytes().to_vec())),
+            (None, Some(p)) => {
+                let k = owner::signer_for(Some(&p))?;
+                ops.push(tx::Op::put(
+                    "owner.seal",
+                    new_goal_seal(&k, config).into_bytes(),
+                ));
+            }
+            (None, None) => {}
         }
         self.commit_ops(
             ops,
@@ -216,15 +221,18 @@ impl FileStore {
         .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`")
     }
 
-    /// Moves the current goal's files to `history/GOAL-ID/` (under the lock) so a new goal can start.
+    /// Replaces the goal with `next`, under the lock: the current goal's files move to
+    /// `history/GOAL-ID/` and the new goal is created, as one step a crash cannot split (a
+    /// marker holding `next` lets the next command finish it). Returns the history directory.
     ///
     /// Once the project has an owner key, only the owner may do this: it ends the goal.
-    pub fn retire(&self, actor: &str) -> Result<PathBuf> {
+    pub fn replace(&self, next: &Config, actor: &str) -> Result<PathBuf> {
         let _g = self.lock(true)?;
         self.recover()?;
+        let history = self.dir.join("history");
         if !self.exists() {
-            // A retire a crash interrupted was just finished: nothing is left to move.
-            return Ok(self.dir.join("history"));
+            self.create_locked(next, actor, None)?;
+            return Ok(history);
         }
         let cfg: Config = self.read_config()?;
         // The goal's id names a directory under history/: never a path out of it.
@@ -234,7 +242,7 @@ impl FileStore {
             Some(p) => Some(owner::signer_for(Some(p))?),
             None => None,
         };
-        let dest = self.dir.join("history").join(&cfg.goal.id);
+        let dest = history.join(&cfg.goal.id);
         if dest.exists() {
             return Err(Error::new(
                 Code::Io,
@@ -254,24 +262,59 @@ impl FileStore {
             signer.as_ref(),
             None,
         )?;
-        // From here the retire is finished by whoever takes the lock next, if this one dies.
-        let marker = self.path(RETIRING);
-        atomic::write(&marker, cfg.goal.id.as_bytes()).map_err(|e| Error::io(&marker, &e))?;
+        // From here the replace is finished by whoever takes the lock next, if this one dies.
+        let next_text = parse::encode(next)?;
+        let seal = signer.as_ref().map(|k| new_goal_seal(k, next));
+        let sig = signer.as_ref().map(|k| {
+            k.sign(&replace_message(
+                &cfg.goal.id,
+                actor,
+                &next_text,
+                seal.as_deref(),
+            ))
+        });
+        let marker = serde_json::json!({"old": cfg.goal.id, "actor": actor,
+            "next": next_text, "seal": seal, "sig": sig});
+        let p = self.path(RETIRING);
+        atomic::write(&p, marker.to_string().as_bytes()).map_err(|e| Error::io(&p, &e))?;
         self.finish_retire()?;
         Ok(dest)
     }
 
-    /// Moves a retiring goal's files to `history/GOAL-ID/`, `loopx.toml` last, then removes the
-    /// marker; idempotent, so a retire a crash interrupted is finished by the next command.
+    /// Finishes a replace: moves the old goal's files to `history/GOAL-ID/` (`loopx.toml` last),
+    /// creates the new goal, then removes the marker. Idempotent, so a replace a crash
+    /// interrupted is finished by the next command.
     pub(crate) fn finish_retire(&self) -> Result<()> {
         let marker = self.path(RETIRING);
         let Some(bytes) = parse::read_bytes(&marker)? else {
             return Ok(());
         };
-        let goal = String::from_utf8(bytes).unwrap_or_default();
-        id::check_not_path(goal.trim())?;
-        let dest = self.dir.join("history").join(goal.trim());
+        let bad = |what: &str| {
+            Error::invalid(
+                &shown(&marker),
+                None,
+                format!("is not a replace marker ({what})"),
+            )
+        };
+        let m: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| bad("not JSON"))?;
+        let (Some(old), Some(actor), Some(next)) =
+            (m["old"].as_str(), m["actor"].as_str(), m["next"].as_str())
+        else {
+            return Err(bad("a field is missing"));
+        };
+        id::check_not_path(old)?;
+        let seal = m["seal"].as_str();
+        // Once the project has an owner key, only a replace the owner signed is finished.
+        if let Some(key) = self.owner_pub()? {
+            let msg = replace_message(old, actor, next, seal);
+            if !m["sig"].as_str().is_some_and(|s| key.verify(&msg, s)) {
+                return Err(bad("not signed by the owner"));
+            }
+        }
+        let next: Config = parse::decode(&marker, next)?;
+        let dest = self.dir.join("history").join(old);
         fs::create_dir_all(&dest).map_err(|e| Error::io(&dest, &e))?;
+        let moving_config = self.read_config().is_ok_and(|c| c.goal.id == old);
         for name in [
             "todos",
             "archive",
@@ -285,11 +328,18 @@ impl FileStore {
             "loopx.toml",
         ] {
             let from = self.dir.join(name);
-            if fs::symlink_metadata(&from).is_ok() {
+            if name == "loopx.toml" && !moving_config {
+                continue;
+            }
+            if fs::symlink_metadata(&from).is_ok() && fs::symlink_metadata(dest.join(name)).is_err()
+            {
                 fs::rename(&from, dest.join(name)).map_err(|e| Error::io(&from, &e))?;
             }
         }
         atomic::sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, &e))?;
+        if !self.exists() {
+            self.create_locked(&next, actor, seal)?;
+        }
         fs::remove_file(&marker).map_err(|e| Error::io(&marker, &e))?;
         atomic::sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, &e))
     }
@@ -473,4 +523,18 @@ impl Store for FileStore {
             .filter_map(|l| serde_json::from_slice(l).ok())
             .collect())
     }
+}
+
+/// The seal of a new goal: its config, nothing else yet, signed.
+fn new_goal_seal(key: &owner::OwnerKey, config: &Config) -> String {
+    let s = crate::kernel::seal::Seal::of(&Snapshot::new(config.clone()), None, None, &[], &[]);
+    s.text(&key.sign(&s.body()))
+}
+
+/// The text the owner signs to replace a goal, so another process may finish it.
+fn replace_message(old: &str, actor: &str, next: &str, seal: Option<&str>) -> String {
+    format!(
+        "loopx-replace-v1\n{old}\n{actor}\n{next}\n{}",
+        seal.unwrap_or("")
+    )
 }
