@@ -92,21 +92,12 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-#[test]
-fn approve_a_gate_opened_by_another_process() {
-    if !tmux_available() {
-        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
-        return;
-    }
-    let dir = temp_dir("approve");
+/// A fresh project with a goal and an owner key: its directory and the key file.
+fn owned_project(tag: &str, goal: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(tag);
     let key = dir.join("owner.key");
     let out = Command::new(BIN)
-        .args([
-            "start-goal",
-            "--goal-text",
-            "Prove the board end to end",
-            "--project",
-        ])
+        .args(["start-goal", "--goal-text", goal, "--project"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -121,6 +112,16 @@ fn approve_a_gate_opened_by_another_process() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    (dir, key)
+}
+
+#[test]
+fn approve_a_gate_opened_by_another_process() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let (dir, key) = owned_project("approve", "Prove the board end to end");
 
     let t = Tmux {
         socket: format!("loopx-test-{}", std::process::id()),
@@ -308,29 +309,7 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
         eprintln!("skipped: tmux is not installed (apt-get install tmux)");
         return;
     }
-    let dir = temp_dir("seal");
-    let key = dir.join("owner.key");
-    let out = Command::new(BIN)
-        .args([
-            "start-goal",
-            "--goal-text",
-            "Seal from the board",
-            "--project",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = loopx(&dir, &key, &["owner", "init"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, key) = owned_project("seal", "Seal from the board");
     let seal = dir.join(".loopx").join("owner.seal");
     let sealed = std::fs::read_to_string(&seal).unwrap();
 
