@@ -70,7 +70,13 @@ impl Sealer {
         let Some(sealed) = app.snap.as_ref().and_then(sealed_seq) else {
             return false;
         };
-        unsealed_seq(&app.journal) > sealed && self.last.is_none_or(|t| now.since(t) >= self.every)
+        crate::kernel::seal::board_seal_due(
+            unsealed_seq(&app.journal),
+            sealed,
+            self.last,
+            now,
+            self.every,
+        )
     }
 
     /// On a tick: seals when due. A failure is said once in the status bar; without the key the

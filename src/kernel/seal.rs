@@ -438,9 +438,16 @@ pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
 /// The time a seal is due again on a board that holds the key.
 pub const BOARD_SEAL_EVERY: Dur = Dur(60_000);
 
-/// True when a running board should seal again: new journal lines since `sealed_at`.
-pub fn board_seal_due(last_seq: u64, sealed_seq: u64, sealed_at: Option<Ts>, now: Ts) -> bool {
-    last_seq > sealed_seq && sealed_at.is_none_or(|t| now.since(t) >= BOARD_SEAL_EVERY)
+/// True when a running board should seal again: journal lines the seal does not cover, and no
+/// seal of its own within `every`.
+pub fn board_seal_due(
+    last_seq: u64,
+    sealed_seq: u64,
+    sealed_at: Option<Ts>,
+    now: Ts,
+    every: Dur,
+) -> bool {
+    last_seq > sealed_seq && sealed_at.is_none_or(|t| now.since(t) >= every)
 }
 
 #[cfg(test)]
@@ -505,9 +512,21 @@ mod tests {
     #[test]
     fn the_board_seals_at_most_once_a_minute_and_only_new_lines() {
         let t = Ts(1_800_000_000_000);
-        assert!(board_seal_due(5, 4, None, t));
-        assert!(!board_seal_due(4, 4, None, t));
-        assert!(!board_seal_due(9, 4, Some(t), t.add(Dur(59_999))));
-        assert!(board_seal_due(9, 4, Some(t), t.add(BOARD_SEAL_EVERY)));
+        assert!(board_seal_due(5, 4, None, t, BOARD_SEAL_EVERY));
+        assert!(!board_seal_due(4, 4, None, t, BOARD_SEAL_EVERY));
+        assert!(!board_seal_due(
+            9,
+            4,
+            Some(t),
+            t.add(Dur(59_999)),
+            BOARD_SEAL_EVERY
+        ));
+        assert!(board_seal_due(
+            9,
+            4,
+            Some(t),
+            t.add(BOARD_SEAL_EVERY),
+            BOARD_SEAL_EVERY
+        ));
     }
 }

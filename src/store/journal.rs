@@ -116,12 +116,6 @@ pub fn head(path: &Path) -> Result<String> {
         .map_or_else(|| GENESIS.to_string(), |l| sha256_hex(l)))
 }
 
-/// The `seq` the next line will get.
-pub fn next_seq(path: &Path) -> Result<u64> {
-    let (last, _) = tail_lines(path, 1).map_err(|e| Error::io(path, &e))?;
-    Ok(last.first().map_or(0, |l| seq_of(l)) + 1)
-}
-
 fn seq_of(line: &[u8]) -> u64 {
     serde_json::from_slice::<serde_json::Value>(line)
         .ok()

@@ -10,8 +10,6 @@ use crate::kernel::{Action, Error, Result, Snapshot};
 use crate::store::fs::FileStore;
 use crate::store::{atomic, journal, owner, parse, tx};
 
-/// The longest journal line a seal mark is checked against.
-const MAX_LINE: u64 = 1 << 20;
 /// The most journal bytes after the seal read for later owner lines (about 200,000 lines).
 const MAX_SCAN: u64 = 64 << 20;
 
@@ -41,7 +39,9 @@ impl FileStore {
             });
         match parsed {
             Ok(mut s) => {
-                if let Some(n) = self.later_owner_line(&s, key) {
+                // One read of the journal from the sealed line on serves both checks.
+                let since = self.since_mark(&s);
+                if let Some(n) = later_owner_line(since.as_deref().unwrap_or_default(), &s, key) {
                     // An older seal put back: the owner acted after it.
                     snap.owner_notes = seal::unsealed(
                         snap,
@@ -51,9 +51,12 @@ impl FileStore {
                 }
                 let mut notes = seal::apply(snap, &mut s);
                 if let Some(m) = &s.journal
-                    && let Some(n) = self.mark_differs(m)
+                    && !starts_with_line(since.as_deref(), &m.hash)
                 {
-                    notes.push(n);
+                    notes.push(format!(
+                        "journal.jsonl was rewritten or cut at or before line {}, which the owner sealed: run `loopx doctor`",
+                        m.seq
+                    ));
                 }
                 snap.owner_notes = notes;
                 snap.seal = Some(s);
@@ -62,43 +65,26 @@ impl FileStore {
         }
     }
 
-    /// Why the journal no longer holds the line a seal marks, if it does not.
-    pub(crate) fn mark_differs(&self, m: &Mark) -> Option<String> {
-        let p = self.journal_path();
-        let line = read_line_at(&p, m.offset).ok().flatten();
-        let ok = line
-            .as_ref()
-            .is_some_and(|l| journal::sha256_hex(l) == m.hash);
-        (!ok).then(|| {
-            format!(
-                "journal.jsonl was rewritten or cut at or before line {}, which the owner sealed: run `loopx doctor`",
-                m.seq
-            )
-        })
-    }
-
-    /// The `seq` of an owner line, signed, that came after the seal's own transaction: then the
-    /// seal is not the owner's last (an older copy was put back). Reads the journal from the
-    /// sealed line on, so it costs what was written since the last seal.
-    pub(crate) fn later_owner_line(&self, s: &Seal, key: &OwnerPub) -> Option<u64> {
-        let (offset, own_tx) = match &s.journal {
-            Some(m) => (m.offset, m.seq + 1),
-            None => (0, 1),
-        };
-        let p = self.journal_path();
-        let mut f = atomic::open_nofollow(&p).ok()?;
-        f.seek(SeekFrom::Start(offset)).ok()?;
+    /// The journal from the line a seal marks on (from the start without a mark); `None` when
+    /// no line starts there (the journal was cut or rewritten before it).
+    fn since_mark(&self, s: &Seal) -> Option<Vec<u8>> {
+        let offset = s.journal.as_ref().map_or(0, |m| m.offset);
+        let mut f = atomic::open_nofollow(&self.journal_path()).ok()?;
+        let from = offset.saturating_sub(1);
+        f.seek(SeekFrom::Start(from)).ok()?;
         let mut buf = Vec::new();
         f.take(MAX_SCAN).read_to_end(&mut buf).ok()?;
-        const OWNER: &[u8] = b"\"actor\":\"owner\"";
-        buf.split(|b| *b == b'\n')
-            .filter(|l| l.windows(OWNER.len()).any(|w| w == OWNER))
-            .filter_map(|l| serde_json::from_slice::<crate::kernel::Event>(l).ok())
-            .find(|e| {
-                e.tx.is_some_and(|t| t > own_tx)
-                    && crate::kernel::authority::event_proven(e, Some(key))
-            })
-            .map(|e| e.seq)
+        if offset > 0 {
+            // The byte before a line is the previous line's newline.
+            (buf.first() == Some(&b'\n')).then(|| buf.split_off(1))
+        } else {
+            Some(buf)
+        }
+    }
+
+    /// The `seq` of a signed owner line after the seal's own transaction (see `later_owner_line`).
+    pub(crate) fn owner_line_after(&self, s: &Seal, key: &OwnerPub) -> Option<u64> {
+        later_owner_line(self.since_mark(s).as_deref().unwrap_or_default(), s, key)
     }
 
     /// The journal's last complete line, as a seal marks it.
@@ -160,26 +146,25 @@ impl FileStore {
     }
 }
 
-/// The bytes of the line that starts at `offset` (without its newline), if one does.
-fn read_line_at(path: &std::path::Path, offset: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let mut f = atomic::open_nofollow(path)?;
-    let len = f.metadata()?.len();
-    if offset >= len {
-        return Ok(None);
-    }
-    if offset > 0 {
-        let mut b = [0u8; 1];
-        f.seek(SeekFrom::Start(offset - 1))?;
-        f.read_exact(&mut b)?;
-        if b[0] != b'\n' {
-            return Ok(None);
-        }
-    }
-    f.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::new();
-    f.take(MAX_LINE).read_to_end(&mut buf)?;
-    Ok(buf
-        .iter()
-        .position(|b| *b == b'\n')
-        .map(|i| buf[..i].to_vec()))
+/// True when `since` starts with a whole line whose hash is `hash`.
+fn starts_with_line(since: Option<&[u8]>, hash: &str) -> bool {
+    since
+        .and_then(|b| b.iter().position(|c| *c == b'\n').map(|i| &b[..i]))
+        .is_some_and(|l| journal::sha256_hex(l) == hash)
+}
+
+/// The `seq` of an owner line, signed, after the seal's own transaction in `since` (the journal
+/// from the sealed line on): then the seal is not the owner's last (an older copy put back). It
+/// costs what was written since the last seal.
+fn later_owner_line(since: &[u8], s: &Seal, key: &OwnerPub) -> Option<u64> {
+    let own_tx = s.journal.as_ref().map_or(1, |m| m.seq + 1);
+    const OWNER: &[u8] = b"\"actor\":\"owner\"";
+    since
+        .split(|b| *b == b'\n')
+        .filter(|l| l.windows(OWNER.len()).any(|w| w == OWNER))
+        .filter_map(|l| serde_json::from_slice::<crate::kernel::Event>(l).ok())
+        .find(|e| {
+            e.tx.is_some_and(|t| t > own_tx) && crate::kernel::authority::event_proven(e, Some(key))
+        })
+        .map(|e| e.seq)
 }

@@ -43,7 +43,7 @@ pub(super) fn check(
         out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
         return;
     }
-    if let Some(n) = store.later_owner_line(&s, key) {
+    if let Some(n) = store.owner_line_after(&s, key) {
         out.push(Finding::error(file, None, format!("is older than the owner's action at journal.jsonl:{n} (an older copy put back): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
         return;
     }
