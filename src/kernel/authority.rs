@@ -117,25 +117,14 @@ pub fn gate_proven(g: &Gate, key: Option<&OwnerPub>) -> bool {
 /// The gate that stands for a gate file loopx cannot read: pending and global, so every agent
 /// todo waits until the file is fixed (fail closed).
 pub fn unreadable_gate(id: &str, p: &crate::kernel::model::Problem) -> Gate {
-    let at = p.at();
+    let question = format!(
+        "{} cannot be read ({}); fix or restore it",
+        p.at(),
+        p.message
+    );
     Gate {
-        schema_version: crate::kernel::model::SCHEMA_VERSION,
-        id: id.to_string(),
-        question: format!("{at} cannot be read ({}); fix or restore it", p.message),
-        options: Vec::new(),
-        blocks: Vec::new(),
         global: true,
-        opened_by: "loopx".into(),
-        opened_at: crate::kernel::Ts(0),
-        status: GateStatus::Pending,
-        decided_by: None,
-        decided_at: None,
-        option: None,
-        reason: None,
-        journal_head: None,
-        signature: None,
-        extra: Default::default(),
-        proven: true,
+        ..Gate::pending(id, question, "loopx", crate::kernel::Ts(0))
     }
 }
 

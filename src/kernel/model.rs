@@ -405,6 +405,29 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// A new pending gate asking `question`, blocking nothing yet.
+    pub fn pending(id: &str, question: String, opened_by: &str, opened_at: Ts) -> Gate {
+        Gate {
+            schema_version: SCHEMA_VERSION,
+            id: id.to_string(),
+            question,
+            options: Vec::new(),
+            blocks: Vec::new(),
+            global: false,
+            opened_by: opened_by.to_string(),
+            opened_at,
+            status: GateStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            option: None,
+            reason: None,
+            journal_head: None,
+            signature: None,
+            extra: Extra::new(),
+            proven: true,
+        }
+    }
+
     /// The status that counts: a decision that is not proven counts as pending.
     pub fn effective_status(&self) -> GateStatus {
         if self.status != GateStatus::Pending && !self.proven {

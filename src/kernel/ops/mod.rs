@@ -589,23 +589,10 @@ pub fn open_gate(
         todo(snap, b)?;
     }
     let g = Gate {
-        schema_version: SCHEMA_VERSION,
-        id,
-        question: question.trim().to_string(),
         options,
         blocks,
         global,
-        opened_by: agent.to_string(),
-        opened_at: now,
-        status: GateStatus::Pending,
-        decided_by: None,
-        decided_at: None,
-        option: None,
-        reason: None,
-        journal_head: None,
-        signature: None,
-        extra: Extra::new(),
-        proven: true,
+        ..Gate::pending(&id, question.trim().to_string(), agent, now)
     };
     bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::default();
