@@ -62,7 +62,7 @@ impl FileStore {
         }
         let change = Change { writes, ..change };
         for w in &change.writes {
-            self.plan(w.clone(), &mut ops)?;
+            self.plan(w, &mut ops)?;
         }
         if let Some(k) = &signer {
             if !decided.is_empty() {
@@ -96,7 +96,7 @@ impl FileStore {
     }
 
     /// Turns one kernel write into file operations, with their bytes ready.
-    pub(super) fn plan(&self, w: Write, ops: &mut Vec<tx::Op>) -> Result<()> {
+    pub(super) fn plan(&self, w: &Write, ops: &mut Vec<tx::Op>) -> Result<()> {
         match w {
             Write::Todo(t) => ops.push(tx::Op::put(
                 format!("todos/{}.toml", t.id),
@@ -113,12 +113,12 @@ impl FileStore {
                 format!("gates/{}.toml", g.id),
                 parse::encode(&g)?.into_bytes(),
             )),
-            Write::Config(c) => ops.push(tx::Op::put("loopx.toml", self.config_text(&c)?)),
+            Write::Config(c) => ops.push(tx::Op::put("loopx.toml", self.config_text(c)?)),
             Write::Quota(q) => ops.push(tx::Op::put("quota.toml", parse::encode(&q)?.into_bytes())),
             Write::Evidence(id, e) => {
-                id::check_not_path(&id)?;
-                let mut line = serde_json::to_vec(&e)
-                    .map_err(|e| Error::new(Code::Internal, e.to_string()))?;
+                id::check_not_path(id)?;
+                let mut line =
+                    serde_json::to_vec(e).map_err(|e| Error::new(Code::Internal, e.to_string()))?;
                 line.push(b'\n');
                 ops.push(tx::Op::append(format!("evidence/{id}.jsonl"), line));
             }

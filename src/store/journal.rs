@@ -176,7 +176,7 @@ pub fn append_after(
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
-    let (last, torn) = (tail.last.iter().collect::<Vec<_>>(), tail.torn);
+    let (last, torn) = (tail.last.as_deref(), tail.torn);
     let mut drafts = drafts;
     if torn {
         // The append cuts a torn last line (a crash mid-append) first; the journal says so.
@@ -192,7 +192,7 @@ pub fn append_after(
             },
         );
     }
-    let (mut seq, mut prev) = match last.first() {
+    let (mut seq, mut prev) = match last {
         Some(line) => (seq_of(line), sha256_hex(line)),
         None => (0, GENESIS.to_string()),
     };
