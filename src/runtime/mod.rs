@@ -1,0 +1,3 @@
+//! The runtime: what loopx runs itself (a bounded turn, a heartbeat of turns, checks, hooks).
+
+pub mod process;

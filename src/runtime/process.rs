@@ -1,0 +1,490 @@
+//! Runs one command bounded in time and output: its own process group, a tee of its output, and
+//! the whole group stopped at the timeout (SIGTERM, then SIGKILL after a grace period).
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::kernel::{Code, Error, Result};
+
+/// Where the command's output is copied as it comes (it is captured either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Echo {
+    /// Nowhere.
+    #[default]
+    None,
+    /// Both streams to this process's own stdout and stderr.
+    Through,
+    /// Both streams to this process's stderr (when stdout carries one JSON answer).
+    Stderr,
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    /// The program and its arguments (not run through a shell).
+    pub argv: Vec<OsString>,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The working directory (default: this process's).
+    pub cwd: Option<PathBuf>,
+    /// Bytes written to its stdin, which is then closed; `None`: stdin is empty.
+    pub stdin: Option<Vec<u8>>,
+    /// Where its output is copied.
+    pub echo: Echo,
+    /// SIGINT and SIGTERM sent to this process go to the command first (see [`forward_signals`]).
+    pub forward: bool,
+}
+
+/// How long it may run and how much of its output is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// When the group gets SIGTERM.
+    pub timeout: Duration,
+    /// How long after SIGTERM the group gets SIGKILL.
+    pub grace: Duration,
+    /// The most lines of the tail kept.
+    pub tail_lines: usize,
+    /// The most bytes of the tail kept.
+    pub tail_bytes: usize,
+    /// Stdout is kept whole up to this many bytes.
+    pub keep_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(3600),
+            grace: Duration::from_secs(10),
+            tail_lines: 20,
+            tail_bytes: 2_000,
+            keep_bytes: 0,
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// The exit code a shell would report: the code, or 128 plus the signal.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+        }
+    }
+
+    /// True for exit code 0.
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+}
+
+/// What a finished command left.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// How it ended.
+    pub exit: Exit,
+    /// True when the timeout stopped it.
+    pub timed_out: bool,
+    /// How long it ran.
+    pub duration: Duration,
+    /// The last lines of its stdout and stderr together, cut to the limits.
+    pub tail: String,
+    /// Its stdout, up to `keep_bytes`.
+    pub stdout: Vec<u8>,
+    /// True when stdout was longer than `keep_bytes`.
+    pub stdout_truncated: bool,
+}
+
+/// Runs `spec` to its end or its timeout.
+pub fn run(spec: &Spec, limits: &Limits) -> Result<Finished> {
+    start(spec, limits)?.wait()
+}
+
+/// A command that is running.
+pub struct Running {
+    child: Child,
+    started: Instant,
+    limits: Limits,
+    forward: bool,
+    out: Arc<Mutex<Captured>>,
+    readers: mpsc::Receiver<()>,
+    n_readers: usize,
+}
+
+#[derive(Default)]
+struct Captured {
+    tail: Vec<u8>,
+    stdout: Vec<u8>,
+    truncated: bool,
+}
+
+/// Starts `spec` in a process group of its own.
+pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
+    let Some((prog, args)) = spec.argv.split_first() else {
+        return Err(Error::usage("no command given"));
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(d) = &spec.cwd {
+        cmd.current_dir(d);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::new(
+            Code::Io,
+            format!("cannot run `{}`: {e}", prog.to_string_lossy()),
+        )
+        .hint("check the command's name and that it is on PATH")
+    })?;
+    if spec.forward {
+        CHILD_GROUP.store(child.id() as i32, Ordering::SeqCst);
+    }
+    if let (Some(bytes), Some(mut w)) = (spec.stdin.clone(), child.stdin.take()) {
+        std::thread::spawn(move || {
+            let _ = w.write_all(&bytes);
+        });
+    }
+    let out = Arc::new(Mutex::new(Captured::default()));
+    let (done_tx, readers) = mpsc::channel();
+    let mut n_readers = 0;
+    if let Some(r) = child.stdout.take() {
+        reader(r, true, spec.echo, limits, &out, done_tx.clone());
+        n_readers += 1;
+    }
+    if let Some(r) = child.stderr.take() {
+        reader(r, false, spec.echo, limits, &out, done_tx);
+        n_readers += 1;
+    }
+    Ok(Running {
+        child,
+        started: Instant::now(),
+        limits: *limits,
+        forward: spec.forward,
+        out,
+        readers,
+        n_readers,
+    })
+}
+
+/// Copies one stream into the capture (and the echo) until it ends.
+fn reader(
+    mut r: impl Read + Send + 'static,
+    is_stdout: bool,
+    echo: Echo,
+    limits: &Limits,
+    out: &Arc<Mutex<Captured>>,
+    done: mpsc::Sender<()>,
+) -> JoinHandle<()> {
+    let out = Arc::clone(out);
+    let limits = *limits;
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let chunk = &buf[..n];
+            match (echo, is_stdout) {
+                (Echo::Through, true) => {
+                    let _ = std::io::stdout().lock().write_all(chunk);
+                }
+                (Echo::Through | Echo::Stderr, _) => {
+                    let _ = std::io::stderr().lock().write_all(chunk);
+                }
+                (Echo::None, _) => {}
+            }
+            if let Ok(mut c) = out.lock() {
+                c.take(chunk, is_stdout, &limits);
+            }
+        }
+        let _ = done.send(());
+    })
+}
+
+impl Captured {
+    fn take(&mut self, chunk: &[u8], is_stdout: bool, limits: &Limits) {
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > 2 * limits.tail_bytes.max(1) {
+            let cut = self.tail.len() - limits.tail_bytes;
+            self.tail.drain(..cut);
+        }
+        if is_stdout {
+            let room = limits.keep_bytes.saturating_sub(self.stdout.len());
+            self.stdout
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
+            self.truncated |= chunk.len() > room;
+        }
+    }
+
+    /// The last lines, within both limits, as text.
+    fn tail_text(&self, limits: &Limits) -> String {
+        let start = self.tail.len().saturating_sub(limits.tail_bytes);
+        let text = String::from_utf8_lossy(&self.tail[start..]);
+        let text = text.trim_end_matches('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        let from = lines.len().saturating_sub(limits.tail_lines);
+        lines[from..].join("\n")
+    }
+}
+
+impl Running {
+    /// The command's process id (and its group's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the command, stopping its group at the timeout; then collects its output.
+    pub fn wait(mut self) -> Result<Finished> {
+        let pid = self.child.id() as i32;
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let (exited_tx, exited_rx) = mpsc::channel::<()>();
+        let timer = {
+            let (limits, flag) = (self.limits, Arc::clone(&timed_out));
+            std::thread::spawn(move || {
+                if exited_rx.recv_timeout(limits.timeout) != Err(mpsc::RecvTimeoutError::Timeout) {
+                    return;
+                }
+                flag.store(true, Ordering::SeqCst);
+                signal_group(pid, libc::SIGTERM);
+                if exited_rx.recv_timeout(limits.grace) == Err(mpsc::RecvTimeoutError::Timeout) {
+                    signal_group(pid, libc::SIGKILL);
+                }
+            })
+        };
+        let waited = wait_exited(pid);
+        drop(exited_tx);
+        let _ = timer.join();
+        let timed_out = timed_out.load(Ordering::SeqCst);
+        if timed_out {
+            // The group had its SIGTERM; whatever is left of it goes now.
+            signal_group(pid, libc::SIGKILL);
+        }
+        if self.forward {
+            CHILD_GROUP.store(0, Ordering::SeqCst);
+        }
+        // Reaped only now: until here the group's id could not be reused.
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| Error::new(Code::Io, format!("waiting for the command: {e}")))?;
+        waited?;
+        let duration = self.started.elapsed();
+        self.join_readers();
+        let exit = match (status.code(), status.signal()) {
+            (Some(c), _) => Exit::Code(c),
+            (None, Some(s)) => Exit::Signal(s),
+            (None, None) => Exit::Code(-1),
+        };
+        let c = self
+            .out
+            .lock()
+            .map(|c| (c.tail_text(&self.limits), c.stdout.clone(), c.truncated));
+        let (tail, stdout, stdout_truncated) = c.unwrap_or_default();
+        Ok(Finished {
+            exit,
+            timed_out,
+            duration,
+            tail,
+            stdout,
+            stdout_truncated,
+        })
+    }
+
+    /// Waits for the readers; a stream a grandchild still holds open is not waited for long.
+    fn join_readers(&self) {
+        let deadline = Instant::now() + READER_WAIT;
+        for _ in 0..self.n_readers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.readers.recv_timeout(left).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// How long output is still read after the command ended (a grandchild may hold the pipe).
+const READER_WAIT: Duration = Duration::from_millis(200);
+
+/// Blocks until `pid` has exited, without reaping it.
+fn wait_exited(pid: i32) -> Result<()> {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only into `info`; WNOWAIT leaves the child to be reaped later.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(Error::new(
+                Code::Io,
+                format!("waiting for the command: {e}"),
+            ));
+        }
+    }
+}
+
+/// Sends `sig` to the process group `pgid`.
+fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 0 {
+        // SAFETY: kill has no memory effects; a group that is gone gives ESRCH.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// The process group of the command SIGINT and SIGTERM are forwarded to (0: none).
+static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
+/// The last SIGINT or SIGTERM this process got (0: none).
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only async-signal-safe work here: atomics and kill.
+    let again = SIGNALLED.swap(sig, Ordering::SeqCst) != 0;
+    let group = CHILD_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        let sig = if again { libc::SIGKILL } else { sig };
+        // SAFETY: kill is async-signal-safe.
+        unsafe {
+            libc::kill(-group, sig);
+        }
+    }
+}
+
+/// From now on, SIGINT and SIGTERM to this process go to the running command's group (a second
+/// one as SIGKILL), and are remembered for [`signalled`] instead of ending this process.
+pub fn forward_signals() {
+    // SAFETY: a zeroed sigaction with a handler, an empty mask and SA_RESTART is valid.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The signal (SIGINT or SIGTERM) this process got since [`forward_signals`], if any.
+pub fn signalled() -> Option<i32> {
+    match SIGNALLED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Spec {
+        Spec {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            ..Spec::default()
+        }
+    }
+
+    #[test]
+    fn exit_code_tail_and_stdout_are_kept() {
+        let l = Limits {
+            keep_bytes: 5,
+            tail_lines: 2,
+            ..Limits::default()
+        };
+        let f = run(&sh("echo one; echo two; echo three; exit 7"), &l).unwrap();
+        assert_eq!(f.exit, Exit::Code(7));
+        assert!(!f.timed_out);
+        assert_eq!(f.stdout, b"one\nt");
+        assert!(f.stdout_truncated);
+        assert_eq!(f.tail, "two\nthree");
+    }
+
+    #[test]
+    fn timeout_stops_the_whole_group() {
+        let l = Limits {
+            timeout: Duration::from_millis(200),
+            grace: Duration::from_millis(200),
+            ..Limits::default()
+        };
+        // The child ignores SIGTERM; its grandchild sleeps on: both must be gone.
+        let f = run(
+            &sh("trap '' TERM; sleep 30 & echo $! > /dev/stderr; wait"),
+            &l,
+        )
+        .unwrap();
+        assert!(f.timed_out);
+        assert_eq!(f.exit, Exit::Signal(libc::SIGKILL));
+        let grandchild: i32 = f.tail.trim().parse().unwrap();
+        // Killed, it is gone or a zombie until init reaps it.
+        let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        assert!(
+            stat.is_empty() || state.starts_with('Z'),
+            "grandchild runs: {stat}"
+        );
+    }
+
+    #[test]
+    fn stdin_is_given_and_a_missing_program_is_an_error() {
+        let mut s = sh("cat");
+        s.stdin = Some(b"hello".to_vec());
+        let l = Limits {
+            keep_bytes: 100,
+            ..Limits::default()
+        };
+        assert_eq!(run(&s, &l).unwrap().stdout, b"hello");
+        let missing = Spec {
+            argv: vec!["/nonexistent/loopx-test".into()],
+            ..Spec::default()
+        };
+        assert_eq!(run(&missing, &l).unwrap_err().code, Code::Io);
+    }
+
+    #[test]
+    fn a_grandchild_holding_the_pipe_does_not_hold_the_wait() {
+        let t = Instant::now();
+        let f = run(&sh("sleep 5 & echo done"), &Limits::default()).unwrap();
+        assert_eq!(f.exit, Exit::Code(0));
+        assert_eq!(f.tail, "done");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "waited for the grandchild"
+        );
+    }
+}
