@@ -651,4 +651,6 @@ pub fn spend(
 }
 
 mod owner;
+mod turn;
 pub use owner::*;
+pub use turn::*;

@@ -1,0 +1,149 @@
+//! A turn's two changes: its start (should-run, then the claim) and its end (evidence, done or
+//! release, and one slot spent, keyed by the turn's id), each one transaction.
+
+use serde_json::json;
+
+use crate::kernel::action::Action;
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::model::*;
+use crate::kernel::ops::{Change, Update, Write, check_lease, claim, spend, update};
+use crate::kernel::quota;
+use crate::kernel::should_run::{self, Answer, Decision};
+use crate::kernel::time::{Dur, Ts};
+
+/// How a turn's start went.
+#[derive(Debug, Clone)]
+pub enum Start {
+    /// should-run said not now: its answer.
+    NotNow(Box<Answer>),
+    /// This turn id was recorded already: nothing runs again.
+    Replayed,
+    /// The todo claimed (or renewed) for this turn.
+    Claimed(Box<Todo>),
+}
+
+/// Asks should-run for `agent` and, when it says run, claims its todo. `turn` already spent in
+/// the window means the turn was recorded: nothing is claimed.
+pub fn start_turn(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    ttl: Dur,
+    turn: &str,
+) -> Result<(Change, Start)> {
+    if quota::has_turn(&snap.quota, &snap.config.quota, now, turn) {
+        return Ok((Change::default(), Start::Replayed));
+    }
+    let answer = should_run::decide(snap, agent, now);
+    let id = match (&answer.decision, &answer.todo) {
+        (Decision::Run, Some(t)) => t.id.clone(),
+        _ => return Ok((Change::default(), Start::NotNow(Box::new(answer)))),
+    };
+    let (c, t) = claim(snap, agent, now, ttl, Some(&id))?;
+    Ok((c, Start::Claimed(Box::new(t))))
+}
+
+/// What a turn that ran leaves to record.
+#[derive(Debug, Clone)]
+pub struct TurnEnd {
+    /// The todo it ran for.
+    pub todo: String,
+    /// The fence it was granted.
+    pub fence: u64,
+    /// The turn's id.
+    pub turn: String,
+    /// The command's evidence.
+    pub evidence: Evidence,
+    /// Mark the todo done (the command succeeded and the runner was asked to).
+    pub done: bool,
+    /// The fence of the todo if the command itself closed it (it is archived now).
+    pub closed_fence: Option<u64>,
+}
+
+/// What the end of a turn recorded.
+#[derive(Debug, Clone)]
+pub enum Ended {
+    /// Evidence recorded; the todo is done (or rescheduled, if recurring).
+    Done,
+    /// Evidence recorded; the lease is given back.
+    Released,
+    /// Evidence recorded on a todo the command closed itself.
+    Closed,
+    /// The lease was lost (reassigned, or expired): evidence refused, slot spent.
+    Refused(Error),
+    /// This turn id was recorded already: nothing recorded twice.
+    Replayed,
+}
+
+/// Records a turn's end in one change: evidence under the turn's fence, done or release, and
+/// one slot spent keyed by the turn's id. A lost lease refuses the evidence but spends the slot.
+pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
+    let (mut c, recorded) = spend(snap, agent, now, 1, Some(end.turn.clone()), None, None)?;
+    if !recorded {
+        return Ok((Change::default(), Ended::Replayed));
+    }
+    let (work, ended) = match snap.todos.get(&end.todo) {
+        Some(t) => match check_lease(t, agent, now, Some(end.fence)) {
+            Ok(()) => record(snap, agent, now, end)?,
+            Err(e) => (Change::default(), Ended::Refused(e)),
+        },
+        None if end.closed_fence == Some(end.fence) => closed(agent, now, end),
+        None => (Change::default(), Ended::Refused(gone(&end.todo))),
+    };
+    c.writes.splice(0..0, work.writes);
+    c.events.splice(0..0, work.events);
+    c.owner |= work.owner;
+    Ok((c, ended))
+}
+
+/// The evidence and the status change of a turn that kept its lease.
+fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
+    let u = Update {
+        fence: Some(end.fence),
+        evidence: vec![end.evidence],
+        status: end.done.then_some(Status::Done),
+        reason: None,
+    };
+    let (mut c, t) = update(snap, agent, now, &end.todo, u)?;
+    if end.done {
+        return Ok((c, Ended::Done));
+    }
+    let mut released = t;
+    released.lease = None;
+    for w in &mut c.writes {
+        if let Write::Todo(t) = w
+            && t.id == released.id
+        {
+            *t = released.clone();
+        }
+    }
+    c.events.push(EventDraft {
+        at: now,
+        actor: agent.to_string(),
+        action: Action::TodoRelease,
+        target: released.id.clone(),
+        data: json!({"fence": end.fence, "turn": end.turn}),
+    });
+    Ok((c, Ended::Released))
+}
+
+/// The evidence of a turn whose command closed its own todo under the turn's fence.
+fn closed(agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) {
+    let mut c = Change::default();
+    c.events.push(EventDraft {
+        at: now,
+        actor: agent.to_string(),
+        action: Action::TodoUpdate,
+        target: end.todo.clone(),
+        data: json!({"fence": end.fence, "evidence": 1, "turn": end.turn}),
+    });
+    c.writes.push(Write::Evidence(end.todo, end.evidence));
+    (c, Ended::Closed)
+}
+
+fn gone(id: &str) -> Error {
+    Error::new(
+        Code::LeaseConflict,
+        format!("{id} was closed during the turn by someone else"),
+    )
+}
