@@ -56,10 +56,7 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn a_turn_that_succeeds_records_evidence_marks_done_and_spends_one_slot() {
     let p = Project::new("turn-ok");
-    let id = p.ok(&["todo", "add", "write the report"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("write the report", &[]);
     let script = r#"echo "$LOOPX_TODO_ID|$LOOPX_FENCE|$LOOPX_TURN|$LOOPX_AGENT|$LOOPX_TODO_TITLE|$LOOPX_DIR" > env.txt; echo working; echo warn >&2"#;
     let (code, v) = turn(&p, &["--complete-on-success", "--turn", "t-1"], script);
     assert_eq!(code, 0, "{v}");
@@ -90,10 +87,7 @@ fn a_turn_that_succeeds_records_evidence_marks_done_and_spends_one_slot() {
 #[test]
 fn a_turn_that_fails_gives_its_exit_code_and_releases_the_lease() {
     let p = Project::new("turn-fail");
-    let id = p.ok(&["todo", "add", "flaky"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("flaky", &[]);
     let (code, v) = turn(&p, &["--complete-on-success"], "echo boom; exit 7");
     assert_eq!(code, 7, "{v}");
     assert_eq!(v["ended"], "released");
@@ -109,10 +103,7 @@ fn a_turn_that_fails_gives_its_exit_code_and_releases_the_lease() {
 #[test]
 fn a_turn_that_times_out_is_stopped_with_its_children() {
     let p = Project::new("turn-timeout");
-    let id = p.ok(&["todo", "add", "hangs"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("hangs", &[]);
     // The shell ignores SIGTERM and its child sleeps on: both must be gone afterwards.
     let script = "trap '' TERM; sleep 60 & echo $$ $! > pids; wait";
     let (code, v) = turn(&p, &["--timeout", "1s", "--grace", "1s"], script);
@@ -152,10 +143,7 @@ fn a_turn_should_run_refuses_runs_nothing_and_exits_3() {
 #[test]
 fn a_lease_reassigned_mid_run_refuses_the_evidence_with_stale_fence() {
     let p = Project::new("turn-stale");
-    let id = p.ok(&["todo", "add", "contested"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("contested", &[]);
     // The owner gives the todo to bob while the turn runs.
     let script = r#""$LX" todo reassign "$LOOPX_TODO_ID" --to bob >/dev/null"#;
     let (code, v) = turn(&p, &["--complete-on-success"], script);
@@ -176,10 +164,7 @@ fn a_lease_reassigned_mid_run_refuses_the_evidence_with_stale_fence() {
 #[test]
 fn a_replayed_turn_id_runs_and_records_nothing_twice() {
     let p = Project::new("turn-replay");
-    let id = p.ok(&["todo", "add", "once"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("once", &[]);
     p.ok(&["todo", "add", "other"]);
     let (code, _) = turn(&p, &["--turn", "job-7"], "echo x >> runs");
     assert_eq!(code, 0);
@@ -298,10 +283,7 @@ fn heartbeat_runs_at_most_max_turns() {
 
 fn ctrl_c_releases(sig: i32, tag: &str) {
     let p = Project::new(tag);
-    let id = p.ok(&["todo", "add", "long"])["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = p.add("long", &[]);
     let mut c = spawn(
         &p,
         &[
@@ -351,4 +333,20 @@ fn turn_passes_sigterm_to_the_command_first() {
     assert_eq!(wait_exit(&mut c), 5, "the command's own exit code");
     assert!(Path::new(&p.root().join("cleaned")).is_file());
     assert!(!leased(&p));
+}
+
+#[test]
+fn a_command_that_closes_its_own_todo_keeps_the_turns_evidence() {
+    let p = Project::new("turn-closed");
+    let id = p.add("self-closing", &[]);
+    let (code, v) = turn(
+        &p,
+        &[],
+        r#""$LX" todo update --status done --evidence "did it" >/dev/null"#,
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["ended"], "closed");
+    let ev = evidence(&p, &id);
+    assert_eq!(ev.last().unwrap()["kind"], "command", "{ev:?}");
+    assert_eq!(quota_used(&p), 1);
 }

@@ -147,3 +147,134 @@ fn gone(id: &str) -> Error {
         format!("{id} was closed during the turn by someone else"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ops::{NewTodo, add_todo};
+
+    const AGENT: &str = "a1";
+
+    fn world() -> (Snapshot, Ts) {
+        let now = Ts(1_800_000_000_000);
+        let mut snap = Snapshot::new(Config::new("g-test", "test", now));
+        let new = NewTodo {
+            id: "t-aaaaaa".into(),
+            title: "work".into(),
+            role: Role::Agent,
+            priority: Priority::P2,
+            depends_on: vec![],
+            every: None,
+            blocked_by_gate: None,
+        };
+        let (c, _) = add_todo(&snap, "me", now, new).unwrap();
+        snap = snap.after(&c.writes);
+        (snap, now)
+    }
+
+    fn started(snap: &Snapshot, now: Ts) -> (Snapshot, Todo) {
+        let (c, s) = start_turn(snap, AGENT, now, Dur::from_mins(5), "u-1").unwrap();
+        let Start::Claimed(t) = s else {
+            panic!("not claimed: {s:?}")
+        };
+        (snap.after(&c.writes), *t)
+    }
+
+    fn end(t: &Todo, done: bool) -> TurnEnd {
+        let e = Evidence::new(Ts(0), AGENT, None, EvidenceKind::Command, "ran".into());
+        TurnEnd {
+            todo: t.id.clone(),
+            fence: t.fence,
+            turn: "u-1".into(),
+            evidence: e,
+            done,
+            closed_fence: None,
+        }
+    }
+
+    fn kinds(c: &Change) -> Vec<&'static str> {
+        c.writes
+            .iter()
+            .map(|w| match w {
+                Write::Todo(_) => "todo",
+                Write::Archive(_) => "archive",
+                Write::Evidence(..) => "evidence",
+                Write::Quota(_) => "quota",
+                Write::Gate(_) => "gate",
+                Write::Config(_) => "config",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_turn_claims_then_records_evidence_done_and_one_slot_together() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        assert_eq!(t.fence, 1);
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, true)).unwrap();
+        assert!(matches!(ended, Ended::Done));
+        assert_eq!(kinds(&c), ["evidence", "archive", "quota"]);
+        let after = snap.after(&c.writes);
+        assert!(quota::has_turn(
+            &after.quota,
+            &after.config.quota,
+            now,
+            "u-1"
+        ));
+        // The same turn again records nothing, at its start or its end.
+        let (c, ended) = end_turn(&after, AGENT, now, end(&t, true)).unwrap();
+        assert!(matches!(ended, Ended::Replayed) && c.writes.is_empty());
+        let (c, s) = start_turn(&after, AGENT, now, Dur::from_mins(5), "u-1").unwrap();
+        assert!(matches!(s, Start::Replayed) && c.events.is_empty());
+    }
+
+    #[test]
+    fn a_failed_turn_releases_the_lease() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, false)).unwrap();
+        assert!(matches!(ended, Ended::Released));
+        let after = snap.after(&c.writes);
+        let t = &after.todos["t-aaaaaa"];
+        assert!(t.lease.is_none() && t.status == Status::Open && t.fence == 1);
+    }
+
+    #[test]
+    fn a_lease_taken_over_refuses_the_evidence_but_spends_the_slot() {
+        let (snap, now) = world();
+        let (mut snap, t) = started(&snap, now);
+        let other = snap.todos.get_mut("t-aaaaaa").unwrap();
+        other.fence = 2;
+        other.lease.as_mut().unwrap().holder = "bob".into();
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, true)).unwrap();
+        let Ended::Refused(e) = ended else {
+            panic!("not refused")
+        };
+        assert_eq!(e.code, Code::StaleFence);
+        assert_eq!(kinds(&c), ["quota"]);
+    }
+
+    #[test]
+    fn a_todo_the_command_closed_itself_keeps_the_evidence() {
+        let (snap, now) = world();
+        let (mut snap, t) = started(&snap, now);
+        snap.todos.clear();
+        let mut e = end(&t, true);
+        let (c, ended) = end_turn(&snap, AGENT, now, e.clone()).unwrap();
+        assert!(matches!(ended, Ended::Refused(_)));
+        assert_eq!(kinds(&c), ["quota"]);
+        e.closed_fence = Some(t.fence);
+        let (c, ended) = end_turn(&snap, AGENT, now, e).unwrap();
+        assert!(matches!(ended, Ended::Closed));
+        assert_eq!(kinds(&c), ["evidence", "quota"]);
+    }
+
+    #[test]
+    fn should_run_not_run_claims_nothing() {
+        let (mut snap, now) = world();
+        snap.config.goal.status = GoalStatus::Paused;
+        let (c, s) = start_turn(&snap, AGENT, now, Dur::from_mins(5), "u-2").unwrap();
+        assert!(matches!(s, Start::NotNow(a) if a.decision == Decision::Paused));
+        assert!(c.writes.is_empty() && c.events.is_empty());
+    }
+}
