@@ -350,3 +350,66 @@ fn a_command_that_closes_its_own_todo_keeps_the_turns_evidence() {
     assert_eq!(ev.last().unwrap()["kind"], "command", "{ev:?}");
     assert_eq!(quota_used(&p), 1);
 }
+
+/// Starts `loopx turn -- sh -c SCRIPT` as `agent` in the background; waits until it runs.
+fn running_turn(p: &Project, agent: &str, turn_id: &str, script: &str) -> Child {
+    let c = spawn(
+        p,
+        &[
+            "--agent", agent, "--json", "turn", "--turn", turn_id, "--", "sh", "-c", script,
+        ],
+    );
+    until("the turn to start", || {
+        p.root().join(format!("{turn_id}.pid")).is_file()
+    });
+    c
+}
+
+#[test]
+fn one_turn_id_and_one_runner_per_agent_never_run_twice_at_once() {
+    let p = Project::new("turn-twice");
+    p.add("one", &[]);
+    p.add("two", &[]);
+    let wait_go = "echo $$ > $LOOPX_TURN.pid; while [ ! -f go ]; do sleep 0.05; done";
+    let mut first = running_turn(&p, "a1", "job-1", wait_go);
+    // The same turn id, even from another agent: refused while it runs.
+    let (code, v) = turn(&p, &["--turn", "job-1"], "touch ran-again");
+    assert_eq!(code, 4, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("running already")
+    );
+    // The same agent with a second runner: its held todo is not run twice.
+    let mut c = p.cmd(&[
+        "--agent",
+        "a1",
+        "--json",
+        "turn",
+        "--",
+        "touch",
+        "ran-again",
+    ]);
+    let r = run_cmd(&mut c);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    assert!(!p.root().join("ran-again").exists());
+    std::fs::write(p.root().join("go"), "").unwrap();
+    assert_eq!(wait_exit(&mut first), 0);
+    assert_eq!(quota_used(&p), 1);
+}
+
+#[test]
+fn a_runner_killed_outright_takes_its_command_with_it() {
+    let p = Project::new("turn-kill9");
+    p.add("work", &[]);
+    let mut c = running_turn(&p, "a1", "job-9", "echo $$ > $LOOPX_TURN.pid; sleep 60");
+    let pid: i32 = std::fs::read_to_string(p.root().join("job-9.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    signal(&c, 9);
+    wait_exit(&mut c);
+    until("the orphaned command to be killed", || gone(pid));
+}

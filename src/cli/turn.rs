@@ -81,6 +81,10 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         check_ttl(t)?;
     }
     check_program(&a.cmd[0])?;
+    let root = root
+        .canonicalize()
+        .or_else(|_| std::path::absolute(root))
+        .unwrap_or_else(|_| root.to_path_buf());
     Ok(TurnOptions {
         complete_on_success: a.complete_on_success,
         timeout: a.timeout,

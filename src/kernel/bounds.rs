@@ -290,6 +290,7 @@ pub fn check_config(c: &Config) -> Checked {
 
 fn check_lease(l: &Lease) -> Checked {
     agent("holder", &l.holder)?;
+    opt_text("turn", &l.turn, NAME_MAX)?;
     int("fence", l.fence, 0, FENCE_MAX)
 }
 

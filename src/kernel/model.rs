@@ -273,6 +273,9 @@ pub struct Lease {
     pub acquired_at: Ts,
     /// When it lapses unless renewed.
     pub expires_at: Ts,
+    /// The `loopx turn` running under it, if one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,

@@ -217,6 +217,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         fence: t.fence,
         acquired_at: now,
         expires_at: now.add(ttl),
+        turn: None,
         extra: Extra::new(),
     });
     t.updated_at = now;

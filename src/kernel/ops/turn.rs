@@ -22,8 +22,9 @@ pub enum Start {
     Claimed(Box<Todo>),
 }
 
-/// Asks should-run for `agent` and, when it says run, claims its todo. `turn` already spent in
-/// the window means the turn was recorded: nothing is claimed.
+/// Asks should-run for `agent` and, when it says run, claims its todo for `turn` (the lease
+/// names the turn). `turn` already spent in the window means the turn was recorded: nothing is
+/// claimed. A live lease another running turn holds is never run a second time.
 pub fn start_turn(
     snap: &Snapshot,
     agent: &str,
@@ -34,13 +35,51 @@ pub fn start_turn(
     if quota::has_turn(&snap.quota, &snap.config.quota, now, turn) {
         return Ok((Change::default(), Start::Replayed));
     }
+    if let Some(t) = running(snap, now, turn) {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("turn {turn} is running already, on {}", t.id),
+        )
+        .hint("wait for it to end; a turn id names one turn"));
+    }
     let answer = should_run::decide(snap, agent, now);
     let id = match (&answer.decision, &answer.todo) {
         (Decision::Run, Some(t)) => t.id.clone(),
         _ => return Ok((Change::default(), Start::NotNow(Box::new(answer)))),
     };
-    let (c, t) = claim(snap, agent, now, ttl, Some(&id))?;
+    if let Some(l) = snap.todos.get(&id).and_then(|t| t.live_lease(now))
+        && let Some(other) = &l.turn
+    {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{id} is held by {agent}'s turn {other}, still running until {}",
+                l.expires_at
+            ),
+        )
+        .hint(format!(
+            "one runner per agent id; if that runner is gone, `loopx todo release {id}`"
+        )));
+    }
+    let (mut c, mut t) = claim(snap, agent, now, ttl, Some(&id))?;
+    if let Some(l) = t.lease.as_mut() {
+        l.turn = Some(turn.to_string());
+    }
+    for w in &mut c.writes {
+        if let Write::Todo(w) = w
+            && w.id == t.id
+        {
+            *w = t.clone();
+        }
+    }
     Ok((c, Start::Claimed(Box::new(t))))
+}
+
+/// The todo whose live lease `turn` holds.
+fn running<'a>(snap: &'a Snapshot, now: Ts, turn: &str) -> Option<&'a Todo> {
+    snap.todos
+        .values()
+        .find(|t| t.live_lease(now).and_then(|l| l.turn.as_deref()) == Some(turn))
 }
 
 /// What a turn that ran leaves to record.
