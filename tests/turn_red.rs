@@ -136,6 +136,71 @@ fn a_command_that_ends_normally_leaves_its_background_children_alone() {
 }
 
 #[test]
+fn a_busy_store_at_the_end_of_a_turn_still_records_it() {
+    let p = Project::new("red-busy-end");
+    let id = p.add("work", &[]);
+    p.add("more", &[]);
+    // When the command ends, another process holds the lock longer than loopx waits for it.
+    let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
+    let mut c = p.cmd(&[
+        "--json",
+        "turn",
+        "--complete-on-success",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    c.env("LOOPX_LOCK_TIMEOUT", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    until("the command to start", || {
+        p.root().join("started").is_file()
+    });
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    std::fs::write(p.root().join("go"), "").unwrap();
+    // Held for longer than LOOPX_LOCK_TIMEOUT: loopx's first try at its record is busy.
+    std::thread::sleep(Duration::from_millis(2500));
+    lock.unlock().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let v = parse_json(&r, "turn");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(v["ended"], "done", "{v}");
+    assert_eq!(p.show(&id)["status"], "done");
+    assert_eq!(quota_used(&p), 1, "the turn's slot is spent");
+    // Nothing is left held: the agent's next turn runs.
+    let (code, v) = turn(&p, &[], "true");
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn a_title_with_a_nul_does_not_stop_every_turn() {
+    let p = Project::new("red-nul-title");
+    let id = p.add("placeholder", &[]);
+    // A hand edit (allowed): the title holds a NUL, which no environment variable can.
+    let path = p.lx(&format!("todos/{id}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("title = \"placeholder\"", "title = \"a\\u0000b\"");
+    std::fs::write(&path, text).unwrap();
+    let (code, v) = turn(&p, &[], r#"printf %s "$LOOPX_TODO_TITLE" > title"#);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["ended"], "released");
+    let title = std::fs::read_to_string(p.root().join("title")).unwrap();
+    assert!(title.starts_with('a') && title.ends_with('b'), "{title:?}");
+}
+
+#[test]
 fn a_turn_stopped_by_a_signal_leaves_nothing_of_its_command_running() {
     let p = Project::new("red-int-tree");
     p.add("long", &[]);

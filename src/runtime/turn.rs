@@ -183,7 +183,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         done,
         closed_fence,
     };
-    let ended = store.mutate(|snap| ops::end_turn(snap, &opts.agent, Ts::now(), end))?;
+    let ended = record_end(store, &opts.agent, end, ttl)?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -214,7 +214,8 @@ fn run_renewed(
             ),
             env("LOOPX_AGENT", &opts.agent),
             env("LOOPX_TODO_ID", &todo.id),
-            env("LOOPX_TODO_TITLE", &todo.title),
+            // A hand-edited title may hold a NUL, which no environment value can.
+            env("LOOPX_TODO_TITLE", &todo.title.replace('\0', "\u{fffd}")),
             env("LOOPX_FENCE", &todo.fence.to_string()),
             env("LOOPX_TURN", turn),
         ],
@@ -264,6 +265,20 @@ fn renew_until(
             )
         {
             return;
+        }
+    }
+}
+
+/// Records the end of a turn, trying again while the store is busy: the command ran, and its
+/// record is what frees the lease. Past the lease's length it would be refused anyway.
+fn record_end(store: &(dyn Store + Sync), agent: &str, end: TurnEnd, ttl: Dur) -> Result<Ended> {
+    let until = std::time::Instant::now() + to_std(ttl);
+    loop {
+        match store.mutate(|snap| ops::end_turn(snap, agent, Ts::now(), end.clone())) {
+            Err(e) if e.code == Code::Busy && std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r,
         }
     }
 }
