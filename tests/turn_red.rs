@@ -185,6 +185,41 @@ fn a_busy_store_at_the_end_of_a_turn_still_records_it() {
 }
 
 #[test]
+fn turns_running_at_once_never_spend_more_than_the_quota() {
+    let p = Project::new("red-quota-race");
+    p.add("one", &[]);
+    p.add("two", &[]);
+    p.ok(&["quota", "set", "--slots", "1"]);
+    let first = spawn(
+        &p,
+        &[
+            "--agent",
+            "a1",
+            "--json",
+            "turn",
+            "--",
+            "sh",
+            "-c",
+            "touch started; while [ ! -f go ]; do sleep 0.05; done",
+        ],
+    );
+    until("the first turn to start", || {
+        p.root().join("started").is_file()
+    });
+    // One slot, and one turn already running on it: a second agent's turn must not start.
+    let mut c = p.cmd(&["--agent", "a2", "--json", "turn", "--", "touch", "ran"]);
+    let r = run_cmd(&mut c);
+    let v = parse_json(&r, "turn");
+    std::fs::write(p.root().join("go"), "").unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(r.code, 3, "{v}");
+    assert_eq!(v["should_run"], false, "{v}");
+    assert!(!p.root().join("ran").exists(), "a turn past the quota ran");
+    assert_eq!(quota_used(&p), 1);
+}
+
+#[test]
 fn a_title_with_a_nul_does_not_stop_every_turn() {
     let p = Project::new("red-nul-title");
     let id = p.add("placeholder", &[]);
@@ -198,6 +233,33 @@ fn a_title_with_a_nul_does_not_stop_every_turn() {
     assert_eq!(v["ended"], "released");
     let title = std::fs::read_to_string(p.root().join("title")).unwrap();
     assert!(title.starts_with('a') && title.ends_with('b'), "{title:?}");
+}
+
+#[test]
+fn a_todo_file_broken_or_removed_mid_turn_is_named_with_what_to_do() {
+    let p = Project::new("red-broken-mid");
+    let id = p.add("work", &[]);
+    let (code, v) = turn(
+        &p,
+        &[],
+        r#"echo "garbage = [" >> "$LOOPX_DIR/.loopx/todos/$LOOPX_TODO_ID.toml""#,
+    );
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["ended"], "refused");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("todos/{id}.toml")), "{v}");
+    assert!(!msg.contains("was closed"), "the todo was not closed: {v}");
+    assert!(v["error"]["hint"].is_string(), "no hint: {v}");
+
+    let id = p.add("other", &[]);
+    let (code, v) = turn(
+        &p,
+        &[],
+        r#"rm "$LOOPX_DIR/.loopx/todos/$LOOPX_TODO_ID.toml""#,
+    );
+    assert_eq!(code, 4, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains(&id), "{v}");
+    assert!(v["error"]["hint"].is_string(), "no hint: {v}");
 }
 
 #[test]

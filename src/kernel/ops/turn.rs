@@ -61,6 +61,9 @@ pub fn start_turn(
             "one runner per agent id; if that runner is gone, `loopx todo release {id}`"
         )));
     }
+    if let Some(held) = slots_held(snap, now, &answer) {
+        return Ok((Change::default(), Start::NotNow(Box::new(held))));
+    }
     let (mut c, mut t) = claim(snap, agent, now, ttl, Some(&id))?;
     if let Some(l) = t.lease.as_mut() {
         l.turn = Some(turn.to_string());
@@ -73,6 +76,29 @@ pub fn start_turn(
         }
     }
     Ok((c, Start::Claimed(Box::new(t))))
+}
+
+/// A turn's slot is spent at its end, so turns running now (live leases naming a turn not yet
+/// spent) hold one each: a new turn starts only when the window has a slot besides theirs.
+/// Otherwise the answer becomes `throttled` (`turns_running`), with no retry time known.
+fn slots_held(snap: &Snapshot, now: Ts, answer: &Answer) -> Option<Answer> {
+    let running = snap
+        .todos
+        .values()
+        .filter_map(|t| t.live_lease(now)?.turn.as_deref())
+        .filter(|t| !quota::has_turn(&snap.quota, &snap.config.quota, now, t))
+        .count() as u64;
+    if running == 0 || answer.quota.used + running < u64::from(answer.quota.limit) {
+        return None;
+    }
+    Some(Answer {
+        should_run: false,
+        decision: Decision::Throttled,
+        reason: "turns_running",
+        todo: None,
+        retry_after_s: None,
+        ..answer.clone()
+    })
 }
 
 /// The todo whose live lease `turn` holds.
@@ -127,7 +153,7 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
             Err(e) => (Change::default(), Ended::Refused(e)),
         },
         None if end.closed_fence == Some(end.fence) => closed(agent, now, end),
-        None => (Change::default(), Ended::Refused(gone(&end.todo))),
+        None => (Change::default(), Ended::Refused(gone(snap, &end.todo))),
     };
     c.writes.splice(0..0, work.writes);
     c.events.splice(0..0, work.events);
@@ -180,11 +206,28 @@ fn closed(agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) {
     (c, Ended::Closed)
 }
 
-fn gone(id: &str) -> Error {
+/// Why a turn's todo is not in the working set at its end: its file broke, or it went.
+fn gone(snap: &Snapshot, id: &str) -> Error {
+    if let Some(p) = snap.quarantined.get(id) {
+        let at = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+        return Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{}{at} became unreadable during the turn: {}",
+                p.file, p.message
+            ),
+        )
+        .hint(
+            "fix or restore the file (`loopx doctor` names the problem); the turn's slot is spent",
+        );
+    }
     Error::new(
         Code::LeaseConflict,
-        format!("{id} was closed during the turn by someone else"),
+        format!("{id} was closed or removed during the turn by someone else"),
     )
+    .hint(format!(
+        "see what happened with `loopx log`; `loopx todo show {id}` shows it if it was archived"
+    ))
 }
 
 #[cfg(test)]
@@ -194,10 +237,8 @@ mod tests {
 
     const AGENT: &str = "a1";
 
-    fn world() -> (Snapshot, Ts) {
-        let now = Ts(1_800_000_000_000);
-        let mut snap = Snapshot::new(Config::new("g-test", "test", now));
-        let new = NewTodo {
+    fn new_todo() -> NewTodo {
+        NewTodo {
             id: "t-aaaaaa".into(),
             title: "work".into(),
             role: Role::Agent,
@@ -205,8 +246,13 @@ mod tests {
             depends_on: vec![],
             every: None,
             blocked_by_gate: None,
-        };
-        let (c, _) = add_todo(&snap, "me", now, new).unwrap();
+        }
+    }
+
+    fn world() -> (Snapshot, Ts) {
+        let now = Ts(1_800_000_000_000);
+        let mut snap = Snapshot::new(Config::new("g-test", "test", now));
+        let (c, _) = add_todo(&snap, "me", now, new_todo()).unwrap();
         snap = snap.after(&c.writes);
         (snap, now)
     }
@@ -306,6 +352,55 @@ mod tests {
         let (c, ended) = end_turn(&snap, AGENT, now, e).unwrap();
         assert!(matches!(ended, Ended::Closed));
         assert_eq!(kinds(&c), ["evidence", "quota"]);
+    }
+
+    #[test]
+    fn turns_running_hold_their_slots_until_they_end() {
+        let (mut snap, now) = world();
+        let new = NewTodo {
+            id: "t-bbbbbb".into(),
+            ..new_todo()
+        };
+        let (c, _) = add_todo(&snap, "me", now, new).unwrap();
+        snap = snap.after(&c.writes);
+        snap.config.quota.slots = 1;
+        let (snap, t) = started(&snap, now);
+        // One slot, held by the running turn u-1: another agent's turn waits.
+        let (c, s) = start_turn(&snap, "a2", now, Dur::from_mins(5), "u-2").unwrap();
+        let Start::NotNow(a) = s else {
+            panic!("a second turn started past the quota: {s:?}")
+        };
+        assert_eq!(
+            (a.decision, a.reason),
+            (Decision::Throttled, "turns_running")
+        );
+        assert!(c.writes.is_empty());
+        // Once u-1 is recorded its slot is spent, and the quota says the rest.
+        let (c, _) = end_turn(&snap, AGENT, now, end(&t, false)).unwrap();
+        let after = snap.after(&c.writes);
+        let (_, s) = start_turn(&after, "a2", now, Dur::from_mins(5), "u-2").unwrap();
+        assert!(matches!(s, Start::NotNow(a) if a.reason == "quota_spent"));
+    }
+
+    #[test]
+    fn a_todo_quarantined_during_the_turn_is_named_with_its_file() {
+        let (snap, now) = world();
+        let (mut snap, t) = started(&snap, now);
+        snap.todos.clear();
+        let p = crate::kernel::snapshot::Problem {
+            file: ".loopx/todos/t-aaaaaa.toml".into(),
+            line: Some(3),
+            message: "bad".into(),
+            code: Code::InvalidState,
+            hint: None,
+        };
+        snap.quarantined.insert(t.id.clone(), p);
+        let (_, ended) = end_turn(&snap, AGENT, now, end(&t, true)).unwrap();
+        let Ended::Refused(e) = ended else {
+            panic!("not refused")
+        };
+        assert!(e.message.contains("todos/t-aaaaaa.toml:3"), "{}", e.message);
+        assert!(e.hint.is_some());
     }
 
     #[test]
