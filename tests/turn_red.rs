@@ -263,6 +263,34 @@ fn a_todo_file_broken_or_removed_mid_turn_is_named_with_what_to_do() {
 }
 
 #[test]
+fn a_program_that_is_not_executable_is_refused_before_anything_is_claimed() {
+    let p = Project::new("red-noexec");
+    p.add("work", &[]);
+    std::fs::write(p.root().join("job.sh"), "echo hi\n").unwrap();
+    let before = p.journal().len();
+    let json = |prog: &str| {
+        let r = run_cmd(&mut p.cmd(&["--json", "turn", "--", prog]));
+        (r.code, parse_json(&r, "turn"))
+    };
+    let (code, v) = json("./job.sh");
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "usage");
+    assert!(
+        v["error"]["hint"].as_str().unwrap().contains("chmod"),
+        "{v}"
+    );
+    assert_eq!(
+        p.journal().len(),
+        before,
+        "a refused turn wrote to the journal"
+    );
+    // A directory is no program either.
+    std::fs::create_dir(p.root().join("dir")).unwrap();
+    let (code, _) = json("./dir");
+    assert_eq!(code, 2);
+}
+
+#[test]
 fn a_turn_stopped_by_a_signal_leaves_nothing_of_its_command_running() {
     let p = Project::new("red-int-tree");
     p.add("long", &[]);

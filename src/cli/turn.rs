@@ -99,24 +99,33 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
     })
 }
 
-/// Refuses a program that cannot be found, before anything is claimed.
+/// Refuses a program that cannot be found or run, before anything is claimed.
 fn check_program(prog: &OsString) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let p = std::path::Path::new(prog);
-    let found = if p.components().count() > 1 || prog.to_string_lossy().contains('/') {
-        p.is_file()
-    } else {
-        std::env::var_os("PATH")
-            .map(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
-            .unwrap_or(false)
+    let runs = |f: &std::path::Path| {
+        f.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
-    if found {
+    let shown = esc(&prog.to_string_lossy()).into_owned();
+    if p.components().count() > 1 || prog.to_string_lossy().contains('/') {
+        if runs(p) {
+            return Ok(());
+        }
+        if p.is_file() {
+            return Err(
+                Error::usage(format!("`{shown}` is not executable")).hint(format!(
+                    "`chmod +x {shown}`, or run it through its interpreter (`sh {shown}`)"
+                )),
+            );
+        }
+    } else if std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| runs(&d.join(p))))
+    {
         return Ok(());
     }
-    Err(Error::usage(format!(
-        "cannot find the command `{}`",
-        esc(&prog.to_string_lossy())
-    ))
-    .hint("give a program on PATH or a path to one, after `--`"))
+    Err(Error::usage(format!("cannot find the command `{shown}`"))
+        .hint("give a program on PATH or a path to one, after `--`"))
 }
 
 /// Runs `turn`.
