@@ -306,3 +306,27 @@ fn a_turn_stopped_by_a_signal_leaves_nothing_of_its_command_running() {
     assert_eq!(wait_exit(&mut c), 0);
     until("the command's background job to be killed", || gone(kid[0]));
 }
+
+#[test]
+fn a_command_that_blocks_or_releases_its_own_todo_keeps_the_turns_evidence() {
+    let p = Project::new("red-self-block");
+    let id = p.add("needs a key", &[]);
+    let (code, v) = turn(
+        &p,
+        &["--complete-on-success"],
+        r#""$LX" todo update --status blocked --reason "no key" >/dev/null"#,
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["ended"], "closed");
+    let t = p.show(&id);
+    assert_eq!(t["status"], "blocked", "{t}");
+    let ev = p.evidence(&id);
+    assert_eq!(ev.last().unwrap()["kind"], "command", "{ev:?}");
+
+    // A script written for the manual protocol releases its lease at its end.
+    let id = p.add("manual protocol", &[]);
+    let (code, v) = turn(&p, &[], r#""$LX" todo release "$LOOPX_TODO_ID" >/dev/null"#);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(p.evidence(&id).len(), 1);
+    assert_eq!(quota_used(&p), 2);
+}

@@ -132,7 +132,8 @@ pub enum Ended {
     Done,
     /// Evidence recorded; the lease is given back.
     Released,
-    /// Evidence recorded on a todo the command closed itself.
+    /// Evidence recorded on a todo whose lease the command ended itself (done, cancelled,
+    /// blocked, deferred or released under the turn's fence); nothing else changed.
     Closed,
     /// The lease was lost (reassigned, or expired): evidence refused, slot spent.
     Refused(Error),
@@ -148,6 +149,9 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
         return Ok((Change::default(), Ended::Replayed));
     }
     let (work, ended) = match snap.todos.get(&end.todo) {
+        // The command gave its own lease up (blocked, deferred or released its todo): no one
+        // has claimed since, so the evidence is still under the current fence.
+        Some(t) if t.lease.is_none() && t.fence == end.fence => closed(agent, now, end),
         Some(t) => match check_lease(t, agent, now, Some(end.fence)) {
             Ok(()) => record(snap, agent, now, end)?,
             Err(e) => (Change::default(), Ended::Refused(e)),
@@ -192,7 +196,7 @@ fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change
     Ok((c, Ended::Released))
 }
 
-/// The evidence of a turn whose command closed its own todo under the turn's fence.
+/// The evidence of a turn whose command ended its own lease under the turn's fence.
 fn closed(agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) {
     let mut c = Change::default();
     c.events.push(EventDraft {
@@ -401,6 +405,30 @@ mod tests {
         };
         assert!(e.message.contains("todos/t-aaaaaa.toml:3"), "{}", e.message);
         assert!(e.hint.is_some());
+    }
+
+    #[test]
+    fn a_todo_the_command_blocked_itself_keeps_the_evidence() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        let u = Update {
+            fence: Some(t.fence),
+            status: Some(Status::Blocked),
+            reason: Some("needs a key".into()),
+            ..Update::default()
+        };
+        let (c, _) = update(&snap, AGENT, now, &t.id, u).unwrap();
+        let snap = snap.after(&c.writes);
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, true)).unwrap();
+        assert!(matches!(ended, Ended::Closed), "{ended:?}");
+        assert_eq!(kinds(&c), ["evidence", "quota"]);
+        // Claimed again by someone else since: the fence moved, the evidence is refused.
+        let mut moved = snap.clone();
+        if let Some(x) = moved.todos.get_mut(&t.id) {
+            x.fence += 1;
+        }
+        let (_, ended) = end_turn(&moved, AGENT, now, end(&t, true)).unwrap();
+        assert!(matches!(ended, Ended::Refused(_)));
     }
 
     #[test]
