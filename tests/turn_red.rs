@@ -330,3 +330,41 @@ fn a_command_that_blocks_or_releases_its_own_todo_keeps_the_turns_evidence() {
     assert_eq!(p.evidence(&id).len(), 1);
     assert_eq!(quota_used(&p), 2);
 }
+
+#[test]
+fn a_signal_before_the_command_starts_runs_nothing_and_holds_nothing() {
+    let p = Project::new("red-early-term");
+    p.add("work", &[]);
+    // loopx waits for the lock at its start; SIGTERM comes while it waits.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let c = spawn(&p, &["--json", "turn", "--", "touch", "ran"]);
+    until("loopx to wait for the lock", || {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", c.id()));
+        tasks.into_iter().flatten().flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("wchan")).is_ok_and(|w| w.contains("lock"))
+        })
+    });
+    signal(c.id() as i32, 15);
+    std::thread::sleep(Duration::from_millis(200));
+    lock.unlock().unwrap();
+    let out = c.wait_with_output().unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let v = parse_json(&r, "turn");
+    assert_eq!(r.code, 128 + 15, "{r:?}");
+    assert_eq!(v["ok"], false);
+    assert!(!p.root().join("ran").exists(), "the command ran");
+    assert!(
+        !p.ok(&["todo", "list"]).to_string().contains("\"holder\""),
+        "a lease is held"
+    );
+    assert_eq!(quota_used(&p), 0);
+}

@@ -143,13 +143,18 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
         )
         .with("replayed", json!(true))),
         TurnOutcome::Interrupted(id) => {
+            let sig = process::signalled().unwrap_or(libc::SIGINT);
             let mut out = Out::new(
                 "interrupted",
                 json!(true),
                 format!("interrupted before the command started; {id} released"),
             );
-            out.exit = 130;
-            Ok(out.with("ok", json!(false)))
+            // As a shell reports a command a signal ended: 130 for SIGINT, 143 for SIGTERM.
+            out.exit = 128 + sig;
+            Ok(out
+                .with("ok", json!(false))
+                .with("todo", json!(id))
+                .with("signal", json!(sig)))
         }
         TurnOutcome::Ran(r) => {
             if let Ended::Refused(e) = &r.ended {
