@@ -368,3 +368,21 @@ fn a_signal_before_the_command_starts_runs_nothing_and_holds_nothing() {
     );
     assert_eq!(quota_used(&p), 0);
 }
+
+#[test]
+fn heartbeat_every_0s_never_waits_0s_for_a_not_now() {
+    // `--every 0s` asks for no pause between turns; with nothing to do, it must not spin.
+    let p = Project::new("red-every-0");
+    let mut c = spawn(&p, &["--json", "heartbeat", "--every", "0s", "--", "true"]);
+    let mut out = std::io::BufReader::new(c.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    signal(c.id() as i32, 2);
+    assert_eq!(wait_exit(&mut c), 0);
+    let v: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(v["wait"]["decision"], "idle", "{v}");
+    assert_ne!(
+        v["sleep"], "0s",
+        "a not-now answer with no retry time made a busy loop: {v}"
+    );
+}

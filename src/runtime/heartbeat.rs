@@ -52,6 +52,8 @@ pub fn heartbeat(
     mut on_beat: impl FnMut(Beat<'_>),
 ) -> Result<(Stopped, u32)> {
     let mut ran = 0u32;
+    // `--every 0s` is no pause between turns, not a wait of nothing when there is nothing to do.
+    let pause = opts.every.filter(|d| !d.is_zero());
     loop {
         if let Some(s) = process::signalled() {
             return Ok((Stopped::Signal(s), ran));
@@ -70,14 +72,14 @@ pub fn heartbeat(
             }
             Ok(TurnOutcome::NotNow(a)) => {
                 let said = a.retry_after_s.map(Dur::from_secs);
-                let wait = said.or(opts.every).unwrap_or(WAIT_DEFAULT);
+                let wait = said.or(pause).unwrap_or(WAIT_DEFAULT);
                 let wait = wait.max(opts.every.unwrap_or(Dur(0)));
                 on_beat(Beat::Waits(&a, wait));
                 wait
             }
             Ok(TurnOutcome::Interrupted(_) | TurnOutcome::Replayed(_)) => continue,
             Err(e) if e.code == Code::Busy => {
-                let wait = opts.every.unwrap_or(WAIT_DEFAULT);
+                let wait = pause.unwrap_or(WAIT_DEFAULT);
                 on_beat(Beat::Error(&e, wait));
                 wait
             }
