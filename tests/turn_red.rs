@@ -386,3 +386,30 @@ fn heartbeat_every_0s_never_waits_0s_for_a_not_now() {
         "a not-now answer with no retry time made a busy loop: {v}"
     );
 }
+
+#[test]
+fn a_todo_made_the_owners_mid_turn_still_spends_the_slot_and_frees_the_lease() {
+    let p = Project::new("red-role-user");
+    let id = p.add("work", &[]);
+    // The owner takes the todo over by hand while an agent (without the owner's key) runs it.
+    let script =
+        r#"sed -i 's/^role = .*/role = "user"/' "$LOOPX_DIR/.loopx/todos/$LOOPX_TODO_ID.toml""#;
+    let mut c = p.cmd(&[
+        "--json",
+        "turn",
+        "--complete-on-success",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    c.env("LOOPX_OWNER_KEY", p.home.path.join("no-such-key"));
+    let r = run_cmd(&mut c);
+    let v = parse_json(&r, "turn");
+    assert_eq!(v["ended"], "refused", "{v}");
+    assert_eq!(v["error"]["code"], "denied", "{v}");
+    assert_eq!(quota_used(&p), 1, "the turn happened: its slot is spent");
+    let t = p.show(&id);
+    assert!(t.get("lease").is_none_or(Value::is_null), "{t}");
+    assert_eq!(t["status"], "open");
+}

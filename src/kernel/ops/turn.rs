@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
-use crate::kernel::ops::{Change, Update, Write, check_lease, claim, spend, update};
+use crate::kernel::ops::{Change, Update, Write, check_lease, claim, release, spend, update};
 use crate::kernel::quota;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::time::{Dur, Ts};
@@ -151,9 +151,15 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
     let (work, ended) = match snap.todos.get(&end.todo) {
         // The command gave its own lease up (blocked, deferred or released its todo): no one
         // has claimed since, so the evidence is still under the current fence.
-        Some(t) if t.lease.is_none() && t.fence == end.fence => closed(agent, now, end),
+        Some(t) if t.role == Role::Agent && t.lease.is_none() && t.fence == end.fence => {
+            closed(agent, now, end)
+        }
         Some(t) => match check_lease(t, agent, now, Some(end.fence)) {
-            Ok(()) => record(snap, agent, now, end)?,
+            Ok(()) if t.role == Role::User => given_back(snap, agent, now, t, owners(&t.id)),
+            Ok(()) => match record(snap, agent, now, end.clone()) {
+                Ok(r) => r,
+                Err(e) => given_back(snap, agent, now, t, e),
+            },
             Err(e) => (Change::default(), Ended::Refused(e)),
         },
         None if end.closed_fence == Some(end.fence) => closed(agent, now, end),
@@ -163,6 +169,25 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
     c.events.splice(0..0, work.events);
     c.owner |= work.owner;
     Ok((c, ended))
+}
+
+/// A record the rules refuse though the lease held: the evidence is refused, the lease given
+/// back, and the slot still spent (the turn happened).
+fn given_back(snap: &Snapshot, agent: &str, now: Ts, t: &Todo, e: Error) -> (Change, Ended) {
+    let c = release(snap, agent, now, &t.id)
+        .map(|(c, _)| c)
+        .unwrap_or_default();
+    (c, Ended::Refused(e))
+}
+
+fn owners(id: &str) -> Error {
+    Error::new(
+        Code::Denied,
+        format!("{id} became a user todo during the turn; only the owner records on it"),
+    )
+    .hint(format!(
+        "the owner records the work with `loopx todo update {id}`; the turn's slot is spent"
+    ))
 }
 
 /// The evidence and the status change of a turn that kept its lease.
@@ -429,6 +454,24 @@ mod tests {
         }
         let (_, ended) = end_turn(&moved, AGENT, now, end(&t, true)).unwrap();
         assert!(matches!(ended, Ended::Refused(_)));
+    }
+
+    #[test]
+    fn a_todo_made_the_owners_during_the_turn_is_given_back_unrecorded() {
+        let (snap, now) = world();
+        let (mut snap, t) = started(&snap, now);
+        if let Some(x) = snap.todos.get_mut(&t.id) {
+            x.role = Role::User;
+        }
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, true)).unwrap();
+        assert!(!c.owner, "an agent's turn made an owner change");
+        assert!(
+            matches!(&ended, Ended::Refused(e) if e.code == Code::Denied),
+            "{ended:?}"
+        );
+        assert_eq!(kinds(&c), ["todo", "quota"]);
+        let after = snap.after(&c.writes);
+        assert!(after.todos[&t.id].lease.is_none());
     }
 
     #[test]
