@@ -413,3 +413,39 @@ fn a_todo_made_the_owners_mid_turn_still_spends_the_slot_and_frees_the_lease() {
     assert!(t.get("lease").is_none_or(Value::is_null), "{t}");
     assert_eq!(t["status"], "open");
 }
+
+#[test]
+fn a_signal_stops_the_retries_of_a_busy_end_and_says_what_is_left_held() {
+    let p = Project::new("red-busy-int");
+    let id = p.add("work", &[]);
+    let script = "echo $$ > pid; while [ ! -f go ]; do sleep 0.05; done";
+    let mut c = p.cmd(&["--json", "turn", "--ttl", "1h", "--", "sh", "-c", script]);
+    c.env("LOOPX_LOCK_TIMEOUT", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    until("the command to start", || p.root().join("pid").is_file());
+    let pid = pids(&p, "pid")[0];
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    std::fs::write(p.root().join("go"), "").unwrap();
+    until("the command to end", || gone(pid));
+    // loopx now tries to record the turn, and the store stays busy: Ctrl-C must get it out.
+    signal(child.id() as i32, 2);
+    let code = wait_exit(&mut child);
+    lock.unlock().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let r = Run {
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let v = parse_json(&r, "turn");
+    assert_eq!(r.code, 8, "{r:?}");
+    let hint = v["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains(&format!("loopx todo release {id}")), "{v}");
+}

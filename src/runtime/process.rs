@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -484,9 +484,12 @@ fn signal_group(pgid: i32, sig: i32) {
 static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
 /// The last SIGINT or SIGTERM this process got (0: none).
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+/// How many SIGINT and SIGTERM this process got.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     // Only async-signal-safe work here: atomics and kill.
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
     let again = SIGNALLED.swap(sig, Ordering::SeqCst) != 0;
     let group = CHILD_GROUP.load(Ordering::SeqCst);
     if group > 0 {
@@ -510,6 +513,11 @@ pub fn forward_signals() {
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
+}
+
+/// How many SIGINT and SIGTERM this process got since [`forward_signals`].
+pub fn signal_count() -> usize {
+    SIGNALS.load(Ordering::SeqCst)
 }
 
 /// The signal (SIGINT or SIGTERM) this process got since [`forward_signals`], if any.

@@ -270,13 +270,32 @@ fn renew_until(
 }
 
 /// Records the end of a turn, trying again while the store is busy: the command ran, and its
-/// record is what frees the lease. Past the lease's length it would be refused anyway.
+/// record is what frees the lease. Past the lease's length it would be refused anyway, and a
+/// signal that comes while it tries stops it.
 fn record_end(store: &(dyn Store + Sync), agent: &str, end: TurnEnd, ttl: Dur) -> Result<Ended> {
     let until = std::time::Instant::now() + to_std(ttl);
+    let signals = process::signal_count();
+    let id = end.todo.clone();
     loop {
         match store.mutate(|snap| ops::end_turn(snap, agent, Ts::now(), end.clone())) {
-            Err(e) if e.code == Code::Busy && std::time::Instant::now() < until => {
+            Err(e)
+                if e.code == Code::Busy
+                    && std::time::Instant::now() < until
+                    && process::signal_count() == signals =>
+            {
                 std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                return Err(Error {
+                    message: format!(
+                        "the turn ran, but its record was not written: {}",
+                        e.message
+                    ),
+                    hint: Some(format!(
+                        "its lease on {id} lapses at its expiry; `loopx todo release {id}` frees it now"
+                    )),
+                    ..e
+                });
             }
             r => return r,
         }
