@@ -449,3 +449,41 @@ fn a_signal_stops_the_retries_of_a_busy_end_and_says_what_is_left_held() {
     let hint = v["error"]["hint"].as_str().unwrap();
     assert!(hint.contains(&format!("loopx todo release {id}")), "{v}");
 }
+
+#[test]
+fn a_command_that_spends_its_own_turn_still_gets_its_turn_recorded() {
+    let p = Project::new("red-self-spend");
+    let a = p.add("a", &[]);
+    let b = p.add("b", &[]);
+    // A script for the manual protocol records its own spend, with the turn's id.
+    let script = r#""$LX" quota spend-slot --turn "$LOOPX_TURN" >/dev/null"#;
+    let mut c = p.cmd(&[
+        "--json",
+        "heartbeat",
+        "--max-turns",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    c.env("LX", bin());
+    let r = run_cmd(&mut c);
+    assert_eq!(r.code, 0, "{r:?}");
+    let lines: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{r:?}");
+    for turn in &lines[..2] {
+        assert_eq!(
+            turn["ok"], true,
+            "a turn's line as `turn --json` gives it: {turn}"
+        );
+        assert_eq!(turn["ended"], "released", "{turn}");
+    }
+    assert_eq!(lines[2]["stopped"], "max_turns");
+    assert_eq!(p.evidence(&a).len() + p.evidence(&b).len(), 2);
+    assert_eq!(quota_used(&p), 2, "each turn counted once");
+}

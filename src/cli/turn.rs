@@ -239,7 +239,9 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
         let (text, value) = match b {
             Beat::Ran(r) => {
                 last_wait = None;
-                let o = report_out(r);
+                let mut o = report_out(r);
+                // As `turn --json` prints it.
+                o.json.entry("ok").or_insert(json!(true));
                 (o.text, Value::Object(o.json))
             }
             Beat::Waits(a, d) => {

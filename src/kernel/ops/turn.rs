@@ -145,7 +145,14 @@ pub enum Ended {
 /// one slot spent keyed by the turn's id. A lost lease refuses the evidence but spends the slot.
 pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
     let (mut c, recorded) = spend(snap, agent, now, 1, Some(end.turn.clone()), None, None)?;
-    if !recorded {
+    // Spent already, by this turn's record or by its command itself (`quota spend-slot --turn
+    // $LOOPX_TURN`): a lease still naming the turn says the record has not been made.
+    let unrecorded = snap
+        .todos
+        .get(&end.todo)
+        .and_then(|t| t.lease.as_ref())
+        .is_some_and(|l| l.fence == end.fence && l.turn.as_deref() == Some(end.turn.as_str()));
+    if !recorded && !unrecorded {
         return Ok((Change::default(), Ended::Replayed));
     }
     let (work, ended) = match snap.todos.get(&end.todo) {
@@ -472,6 +479,20 @@ mod tests {
         assert_eq!(kinds(&c), ["todo", "quota"]);
         let after = snap.after(&c.writes);
         assert!(after.todos[&t.id].lease.is_none());
+    }
+
+    #[test]
+    fn a_turn_its_command_spent_itself_is_still_recorded_once() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        let (c, _) = spend(&snap, AGENT, now, 1, Some("u-1".into()), None, None).unwrap();
+        let snap = snap.after(&c.writes);
+        let (c, ended) = end_turn(&snap, AGENT, now, end(&t, false)).unwrap();
+        assert!(matches!(ended, Ended::Released), "{ended:?}");
+        assert_eq!(kinds(&c), ["evidence", "todo"], "no second spend");
+        let after = snap.after(&c.writes);
+        let (c, ended) = end_turn(&after, AGENT, now, end(&t, false)).unwrap();
+        assert!(matches!(ended, Ended::Replayed) && c.writes.is_empty());
     }
 
     #[test]
