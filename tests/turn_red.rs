@@ -487,3 +487,37 @@ fn a_command_that_spends_its_own_turn_still_gets_its_turn_recorded() {
     assert_eq!(p.evidence(&a).len() + p.evidence(&b).len(), 2);
     assert_eq!(quota_used(&p), 2, "each turn counted once");
 }
+
+#[test]
+fn a_turn_id_whose_runner_died_says_how_to_free_it() {
+    let p = Project::new("red-dead-id");
+    let id = p.add("work", &[]);
+    let mut c = spawn(
+        &p,
+        &[
+            "--agent",
+            "a1",
+            "--json",
+            "turn",
+            "--turn",
+            "job-9",
+            "--",
+            "sh",
+            "-c",
+            "echo $$ > pid; sleep 300",
+        ],
+    );
+    until("the command to start", || p.root().join("pid").is_file());
+    signal(c.id() as i32, 9);
+    wait_exit(&mut c);
+    // The caller retries the same turn id: refused while the dead runner's lease lasts...
+    let (code, v) = turn(&p, &["--turn", "job-9"], "true");
+    assert_eq!(code, 4, "{v}");
+    let hint = v["error"]["hint"].as_str().unwrap();
+    let free = format!("loopx --agent a1 todo release {id}");
+    assert!(hint.contains(&free), "{v}");
+    // ...and the hint works.
+    p.ok_as("a1", &["todo", "release", &id]);
+    let (code, v) = turn(&p, &["--turn", "job-9"], "true");
+    assert_eq!(code, 0, "{v}");
+}

@@ -40,7 +40,11 @@ pub fn start_turn(
             Code::LeaseConflict,
             format!("turn {turn} is running already, on {}", t.id),
         )
-        .hint("wait for it to end; a turn id names one turn"));
+        .hint(format!(
+            "wait for it to end; if its runner is gone, `loopx --agent {} todo release {}` frees it",
+            t.lease.as_ref().map_or("", |l| l.holder.as_str()),
+            t.id
+        )));
     }
     let answer = should_run::decide(snap, agent, now);
     let id = match (&answer.decision, &answer.todo) {
