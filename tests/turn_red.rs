@@ -414,12 +414,13 @@ fn a_todo_made_the_owners_mid_turn_still_spends_the_slot_and_frees_the_lease() {
     assert_eq!(t["status"], "open");
 }
 
-#[test]
-fn a_signal_stops_the_retries_of_a_busy_end_and_says_what_is_left_held() {
-    let p = Project::new("red-busy-int");
+/// Runs `loopx --json CMD --ttl 1h -- ...`, keeps the store busy when the command ends, sends
+/// SIGINT while loopx tries to record the turn: loopx must stop, exit 8 and name the lease.
+fn busy_end_then_ctrl_c(tag: &str, cmd: &str) {
+    let p = Project::new(tag);
     let id = p.add("work", &[]);
     let script = "echo $$ > pid; while [ ! -f go ]; do sleep 0.05; done";
-    let mut c = p.cmd(&["--json", "turn", "--ttl", "1h", "--", "sh", "-c", script]);
+    let mut c = p.cmd(&["--json", cmd, "--ttl", "1h", "--", "sh", "-c", script]);
     c.env("LOOPX_LOCK_TIMEOUT", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -434,20 +435,31 @@ fn a_signal_stops_the_retries_of_a_busy_end_and_says_what_is_left_held() {
     lock.lock().unwrap();
     std::fs::write(p.root().join("go"), "").unwrap();
     until("the command to end", || gone(pid));
-    // loopx now tries to record the turn, and the store stays busy: Ctrl-C must get it out.
     signal(child.id() as i32, 2);
     let code = wait_exit(&mut child);
     lock.unlock().unwrap();
     let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let last = stdout.lines().last().unwrap_or("").to_string();
     let r = Run {
         code,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stdout: last,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
-    let v = parse_json(&r, "turn");
+    let v = parse_json(&r, cmd);
     assert_eq!(r.code, 8, "{r:?}");
     let hint = v["error"]["hint"].as_str().unwrap();
     assert!(hint.contains(&format!("loopx todo release {id}")), "{v}");
+}
+
+#[test]
+fn a_signal_stops_the_retries_of_a_busy_end_and_says_what_is_left_held() {
+    busy_end_then_ctrl_c("red-busy-int", "turn");
+}
+
+#[test]
+fn heartbeat_stopped_while_its_record_waits_never_says_no_lease_is_held() {
+    busy_end_then_ctrl_c("red-beat-busy-int", "heartbeat");
 }
 
 #[test]

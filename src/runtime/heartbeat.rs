@@ -78,7 +78,8 @@ pub fn heartbeat(
                 wait
             }
             Ok(TurnOutcome::Interrupted(_) | TurnOutcome::Replayed(_)) => continue,
-            Err(e) if e.code == Code::Busy => {
+            // After a signal, a busy store is the end of the loop: the error names what is held.
+            Err(e) if e.code == Code::Busy && process::signalled().is_none() => {
                 let wait = pause.unwrap_or(WAIT_DEFAULT);
                 on_beat(Beat::Error(&e, wait));
                 wait
