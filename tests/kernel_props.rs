@@ -119,6 +119,8 @@ fn world() -> impl Strategy<Value = World> {
                     reason: None,
                     status_by: None,
                     fence,
+                    overdue_noted: None,
+                    check: None,
                     lease,
                     extra: Extra::new(),
                 };
@@ -186,7 +188,7 @@ proptest! {
                 prop_assert_eq!(written_todo(&c).map(|x| &x.id), Some(&t.id));
                 prop_assert_eq!(c.events.len(), 1);
                 for r in &ready {
-                    prop_assert!(readiness::pick_key(&t) <= readiness::pick_key(r));
+                    prop_assert!(readiness::pick_key(&t, NOW) <= readiness::pick_key(r, NOW));
                 }
             }
             Err(e) => {

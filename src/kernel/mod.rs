@@ -6,6 +6,7 @@ pub mod bounds;
 pub mod error;
 pub mod id;
 pub mod model;
+pub mod monitor;
 pub mod ops;
 pub mod quota;
 pub mod readiness;

@@ -52,6 +52,8 @@ pub struct Seal {
     pub blocked: BTreeMap<String, String>,
     /// Leases the owner set or released, by todo id.
     pub leases: BTreeMap<String, LeaseFact>,
+    /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
+    pub checks: BTreeMap<String, String>,
     /// Gates whose file disagreed with this seal when it was applied (not part of the text).
     pub mismatched: BTreeSet<String>,
 }
@@ -159,7 +161,31 @@ impl Seal {
                 })
                 .collect(),
             leases: lease_facts(snap, prev, set),
+            checks: check_facts(snap, prev),
             mismatched: BTreeSet::new(),
+        }
+    }
+
+    /// Applies an owner change's check approvals and revocations (`check.approve` carries the
+    /// approved text's `sha256` in its data; `check.revoke` drops the todo's line).
+    pub fn apply_check_events(&mut self, events: &[crate::kernel::model::EventDraft]) {
+        use crate::kernel::action::Action;
+        for e in events {
+            match e.action {
+                Action::CheckApprove => {
+                    let sha = e.data.get("sha256").and_then(|v| v.as_str());
+                    if let Some(sha) = sha.filter(|h| is_sha256(h))
+                        && !e.target.is_empty()
+                        && !e.target.contains(char::is_whitespace)
+                    {
+                        self.checks.insert(e.target.clone(), sha.to_string());
+                    }
+                }
+                Action::CheckRevoke => {
+                    self.checks.remove(&e.target);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -192,6 +218,9 @@ impl Seal {
         for (id, f) in &self.leases {
             let h = f.holder.as_deref().unwrap_or("-");
             s.push_str(&format!("lease {id} {} {h}\n", f.fence));
+        }
+        for (id, sha) in &self.checks {
+            s.push_str(&format!("check {id} {sha}\n"));
         }
         s
     }
@@ -250,6 +279,9 @@ impl Seal {
                     seal.leases
                         .insert(id.to_string(), LeaseFact { fence, holder });
                 }
+                ["check", id, h] if is_sha256(h) => {
+                    seal.checks.insert(id.to_string(), h.to_string());
+                }
                 _ => return Err(bad()),
             }
         }
@@ -283,6 +315,24 @@ fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<S
         }
     }
     leases
+}
+
+/// True for 64 lowercase hex digits.
+fn is_sha256(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Approved checks carried over from the last seal, for todos still in the working set (or
+/// quarantined): an owner change that does not approve or revoke a check keeps it as it was.
+fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, String> {
+    prev.map(|p| {
+        p.checks
+            .iter()
+            .filter(|(id, _)| snap.todos.contains_key(*id) || snap.quarantined.contains_key(*id))
+            .map(|(id, h)| (id.clone(), h.clone()))
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Where a file disagrees with the owner's seal: what loopx acts on instead.
@@ -481,6 +531,7 @@ mod tests {
         );
         s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
         s.users.insert("t-bbbbbb".into());
+        s.checks.insert("t-cccccc".into(), "0f".repeat(32));
         s.leases.insert(
             "t-cccccc".into(),
             LeaseFact {

@@ -134,13 +134,14 @@ impl FileStore {
                 _ => None,
             })
             .collect();
-        let s = Seal::of(
+        let mut s = Seal::of(
             &after,
             self.journal_mark()?,
             before.seal.as_ref(),
             &written,
             &set,
         );
+        s.apply_check_events(&change.events);
         let sig = key.sign(&s.body());
         Ok(tx::Op::put("owner.seal", s.text(&sig).into_bytes()))
     }

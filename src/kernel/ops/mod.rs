@@ -162,6 +162,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         reason: None,
         status_by: None,
         fence: 0,
+        overdue_noted: None,
+        check: None,
         lease: None,
         extra: Extra::new(),
     };
@@ -652,3 +654,7 @@ pub fn spend(
 
 mod owner;
 pub use owner::*;
+
+// monitors (issue 8)
+mod monitor;
+pub use monitor::*;
