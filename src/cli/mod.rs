@@ -2,6 +2,7 @@
 
 mod gate;
 mod goal;
+mod monitor;
 mod owner;
 mod quota;
 mod state;
@@ -117,6 +118,9 @@ pub enum Cmd {
         #[arg(long, value_name = "NAME|FILE")]
         theme: Option<String>,
     },
+    /// Monitors: watchers' checks (propose, approve, revoke), the list, and `poll`.
+    #[command(subcommand)]
+    Monitor(monitor::MonitorCmd),
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -338,6 +342,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::RefreshState) => state::refresh(ctx),
         Some(Cmd::Log(a)) => state::log(ctx, a),
         Some(Cmd::Owner(c)) => owner::run(ctx, c),
+        Some(Cmd::Monitor(c)) => monitor::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();
