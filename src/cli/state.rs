@@ -99,6 +99,20 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
             esc(&should_run::cut(&gate.question, 100))
         ));
     }
+    // Overdue monitors (issue 8).
+    let overdue = crate::kernel::monitor::overdue_list(&snap, now);
+    if !overdue.is_empty() {
+        text.push_str(&format!("overdue monitors: {}\n", overdue.len()));
+    }
+    for o in &overdue {
+        text.push_str(&format!(
+            "  {} every {}, due {}: {}\n",
+            esc(&o.id),
+            o.every,
+            super::rel_time(now, o.due_at),
+            esc(&should_run::cut(&o.title, 100))
+        ));
+    }
     for n in &snap.owner_notes {
         text.push_str(&format!("note: {n}\n"));
     }
@@ -116,6 +130,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "quota": to_json(&u),
         "quarantined": snap.quarantined.values().collect::<Vec<_>>(),
         "owner_notes": snap.owner_notes,
+        "overdue": overdue,
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {
