@@ -310,7 +310,7 @@ pub struct Todo {
     pub overdue_noted: Option<Ts>,
     /// A watcher: a command `monitor poll` runs while the owner's seal approves its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<Check>,
+    pub check: Option<Box<Check>>,
     // --- end monitors ---
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

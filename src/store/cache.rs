@@ -179,14 +179,16 @@ impl Row {
             fence,
             overdue_noted: overdue_noted.map(Ts),
             check: check.map(
-                |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| Check {
-                    command,
-                    proposed_by,
-                    proposed_at: Ts(proposed_at),
-                    last_hash,
-                    last_run_at: last_run_at.map(Ts),
-                    last_exit,
-                    extra: Extra::new(),
+                |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
+                    Box::new(Check {
+                        command,
+                        proposed_by,
+                        proposed_at: Ts(proposed_at),
+                        last_hash,
+                        last_run_at: last_run_at.map(Ts),
+                        last_exit,
+                        extra: Extra::new(),
+                    })
                 },
             ),
             lease: lease.map(|(holder, fence, acquired_at, expires_at)| Lease {
@@ -378,7 +380,7 @@ mod tests {
             status_by: Some("agent-a".into()),
             fence: 7,
             overdue_noted: Some(Ts(1_800_000_000_124)),
-            check: Some(Check {
+            check: Some(Box::new(Check {
                 command: "gh pr view 12 --json state".into(),
                 proposed_by: "agent-a".into(),
                 proposed_at: Ts(1_700_000_000_005),
@@ -386,7 +388,7 @@ mod tests {
                 last_run_at: Some(Ts(1_700_000_000_006)),
                 last_exit: Some(-3),
                 extra: Extra::new(),
-            }),
+            })),
             lease: Some(Lease {
                 holder: "agent-b".into(),
                 fence: 7,

@@ -33,7 +33,7 @@ fn todo(id: &str, every: Option<Dur>) -> Todo {
 }
 
 fn with_check(mut t: Todo, cmd: &str) -> Todo {
-    t.check = Some(Check {
+    t.check = Some(Box::new(Check {
         command: cmd.into(),
         proposed_by: "agent-a".into(),
         proposed_at: T0,
@@ -41,7 +41,7 @@ fn with_check(mut t: Todo, cmd: &str) -> Todo {
         last_run_at: None,
         last_exit: None,
         extra: Extra::new(),
-    });
+    }));
     t
 }
 

@@ -28,7 +28,7 @@ pub fn propose_check(
         .hint("add one with `loopx todo add \"...\" --every 1h`"));
     }
     bounds::usage(bounds::check_command("check command", command))?;
-    t.check = Some(Check {
+    t.check = Some(Box::new(Check {
         command: command.to_string(),
         proposed_by: agent.to_string(),
         proposed_at: now,
@@ -36,7 +36,7 @@ pub fn propose_check(
         last_run_at: None,
         last_exit: None,
         extra: Extra::new(),
-    });
+    }));
     t.updated_at = now;
     bounds::usage(bounds::check_todo(&t))?;
     let mut c = Change::default();
@@ -143,7 +143,7 @@ pub fn record_check(
     ran: &Ran,
 ) -> Result<(Change, Todo, Recorded)> {
     let mut t = todo(snap, id)?.clone();
-    let (Some(every), Some(check)) = (t.every, t.check.clone()) else {
+    let (Some(every), Some(check)) = (t.every, t.check.as_deref().cloned()) else {
         return Err(raced(id, "it is no longer a monitor with a check"));
     };
     if monitor::sha256_hex(check.command.as_bytes()) != ran.command_sha
@@ -175,7 +175,7 @@ pub fn record_check(
         Recorded::Changed => now,
         _ => next_due(now, every)?,
     });
-    t.check = Some(check.clone());
+    t.check = Some(Box::new(check.clone()));
     t.updated_at = now;
     bounds::usage(bounds::check_todo(&t))?;
     let data = json!({"exit": ran.exit, "timed_out": ran.timed_out, "sha256": ran.hash,
