@@ -429,3 +429,33 @@ fn two_polls_at_once_run_a_check_once() {
     assert!(Path::new(&p.lx("cache/monitor.lock")).exists());
     p.ok(&["doctor"]);
 }
+
+#[test]
+fn an_approval_survives_other_owner_changes_and_goes_with_its_todo() {
+    let (p, id) = watcher("mon-carry", "echo hi");
+    let other = p.add("another watcher", &["--every", "1h"]);
+    assert_eq!(propose(&p, "agent-a", &other, &["echo other"]).0, 0);
+    approve(&p, &id);
+    approve(&p, &other);
+    let line = |id: &str| format!("check {id} ");
+    // Unrelated owner changes keep both approvals.
+    p.ok(&["goal", "pause"]);
+    p.ok(&["goal", "resume"]);
+    p.ok(&["quota", "set", "--slots", "7"]);
+    p.ok(&["owner", "seal"]);
+    let seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
+    assert!(seal.contains(&line(&id)) && seal.contains(&line(&other)), "{seal}");
+    // Revoking one keeps the other.
+    p.ok(&["monitor", "revoke", &other]);
+    let seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
+    assert!(seal.contains(&line(&id)) && !seal.contains(&line(&other)), "{seal}");
+    // A cancelled todo leaves the working set, and its approval goes at the next owner change.
+    p.ok_as("agent-a", &["todo", "claim", &id]);
+    p.ok_as("agent-a", &["todo", "update", &id, "--status", "cancelled"]);
+    p.ok(&["owner", "seal"]);
+    let seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
+    assert!(!seal.contains(&line(&id)), "{seal}");
+    let v = poll(&p);
+    assert!(v["ran"].as_array().unwrap().is_empty(), "{v}");
+    p.ok(&["doctor"]);
+}
