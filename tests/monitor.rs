@@ -111,7 +111,7 @@ fn a_watcher_wakes_an_agent_only_when_its_result_changes() {
     assert_eq!(ev[0]["kind"], "command");
     assert_eq!(ev[0]["command"], "cat state.txt");
     assert_eq!(ev[0]["exit_code"], 0);
-    assert!(ev[0]["value"].as_str().unwrap().contains("open"));
+    assert!(ev[0]["output"].as_str().unwrap().contains("open"));
     let (code, sr) = p.json_as("agent-a", &["quota", "should-run"]);
     assert_eq!((code, &sr["decision"]), (0, &Value::from("run")));
     assert_eq!(sr["todo"]["id"], id.as_str());
@@ -444,11 +444,17 @@ fn an_approval_survives_other_owner_changes_and_goes_with_its_todo() {
     p.ok(&["quota", "set", "--slots", "7"]);
     p.ok(&["owner", "seal"]);
     let seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
-    assert!(seal.contains(&line(&id)) && seal.contains(&line(&other)), "{seal}");
+    assert!(
+        seal.contains(&line(&id)) && seal.contains(&line(&other)),
+        "{seal}"
+    );
     // Revoking one keeps the other.
     p.ok(&["monitor", "revoke", &other]);
     let seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
-    assert!(seal.contains(&line(&id)) && !seal.contains(&line(&other)), "{seal}");
+    assert!(
+        seal.contains(&line(&id)) && !seal.contains(&line(&other)),
+        "{seal}"
+    );
     // A cancelled todo leaves the working set, and its approval goes at the next owner change.
     p.ok_as("agent-a", &["todo", "claim", &id]);
     p.ok_as("agent-a", &["todo", "update", &id, "--status", "cancelled"]);

@@ -1,3 +1,5 @@
 //! The runtime: what loopx runs itself (a bounded turn, a heartbeat of turns, checks, hooks).
 
+pub mod heartbeat;
 pub mod process;
+pub mod turn;

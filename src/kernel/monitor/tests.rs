@@ -272,6 +272,7 @@ fn a_leased_or_paused_monitor_is_skipped() {
         fence: 1,
         acquired_at: T0,
         expires_at: T0.add(HOUR),
+        turn: None,
         extra: Extra::new(),
     });
     let mut s = snap(vec![t]);

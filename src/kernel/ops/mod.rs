@@ -219,6 +219,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         fence: t.fence,
         acquired_at: now,
         expires_at: now.add(ttl),
+        turn: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -653,7 +654,9 @@ pub fn spend(
 }
 
 mod owner;
+mod turn;
 pub use owner::*;
+pub use turn::*;
 
 // monitors (issue 8)
 mod monitor;

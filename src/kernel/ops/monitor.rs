@@ -192,7 +192,8 @@ pub fn record_check(
         e.command = Some(check.command.clone());
         e.exit_code = Some(ran.exit);
         e.sha256 = Some(ran.hash.clone());
-        e.value = Some(serde_json::Value::String(ran.tail.clone()));
+        e.output = (!ran.tail.is_empty()).then(|| ran.tail.clone());
+        e.duration_ms = Some(ran.duration.0.max(0) as u64);
         bounds::usage(bounds::check_evidence(&e))?;
         c.writes.push(Write::Evidence(t.id.clone(), e));
         c.event(now, actor, Action::MonitorChange, id, data);
