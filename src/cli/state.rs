@@ -106,6 +106,12 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         text.push_str(&format!("quarantined: {}: {}\n", p.at(), p.message));
     }
     text.push_str(&format!("quota: {} of {} in {}", u.used, u.limit, u.window));
+    if let Some(b) = u.tokens {
+        text.push_str(&format!("; {} of {} tokens", b.used, b.limit));
+    }
+    if let Some(b) = u.cost_usd {
+        text.push_str(&format!("; ${} of ${}", b.used, b.limit));
+    }
     let j = json!({
         "goal": to_json(g),
         "counts": counts,

@@ -104,6 +104,14 @@ actions! {
     QuotaSet = "quota.set", owner: true;
     /// `quota spend-slot`.
     QuotaSpend = "quota.spend", owner: false;
+    // -- alerts --
+    /// `hook set`: the owner approves a hook's command for an event.
+    HookSet = "hook.set", owner: true;
+    /// `hook remove`.
+    HookRemove = "hook.remove", owner: true;
+    /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
+    HookFail = "hook.fail", owner: false;
+    // -- end alerts --
 }
 
 impl Action {
@@ -224,7 +232,9 @@ mod tests {
                 "gate.approve",
                 "gate.reject",
                 "gate.cancel",
-                "quota.set"
+                "quota.set",
+                "hook.set",
+                "hook.remove"
             ]
         );
         let mut listed = crate::kernel::authority::OWNER_ACTIONS.to_vec();

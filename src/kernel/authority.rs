@@ -58,6 +58,8 @@ pub const OWNER_ACTIONS: &[&str] = &[
     Action::GoalComplete.as_str(),
     Action::QuotaSet.as_str(),
     Action::TodoReassign.as_str(),
+    Action::HookSet.as_str(),
+    Action::HookRemove.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

@@ -1,3 +1,4 @@
 //! The runtime: what loopx runs itself (a bounded turn, a heartbeat of turns, checks, hooks).
 
+pub mod hooks;
 pub mod process;

@@ -260,6 +260,7 @@ impl Transaction for FileTx<'_> {
         let events = store.apply_change_on(Some(&snap), change, tail)?;
         drop(_guard);
         store.refresh_cache(&snap, refresh);
+        store.committed(&snap, &events);
         Ok(events)
     }
 }
