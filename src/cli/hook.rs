@@ -5,7 +5,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, Out, env_text};
-use crate::kernel::{Result, alert, ops, seal};
+use crate::kernel::{Result, alert, ops};
 use crate::runtime::hooks::{self, Ran};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
@@ -43,7 +43,7 @@ fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {
         .hooks
         .iter()
         .map(|(e, c)| {
-            json!({"event": e, "command": c, "sealed": seal::sealed_hook(snap, e).is_some(),
+            json!({"event": e, "command": c, "sealed": alert::sealed_hook(snap, e).is_some(),
                    "known": alert::is_event(e)})
         })
         .collect()
@@ -83,7 +83,7 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
             let list = hook_json(&snap);
             let mut text = String::new();
             for (e, c) in &snap.config.hooks {
-                let state = if seal::sealed_hook(&snap, e).is_some() {
+                let state = if alert::sealed_hook(&snap, e).is_some() {
                     "sealed"
                 } else {
                     "NOT SEALED: never runs"

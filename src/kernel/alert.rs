@@ -9,7 +9,8 @@ use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
 use crate::kernel::bounds::{self, Checked};
-use crate::kernel::model::Event;
+use crate::kernel::model::{Event, Snapshot};
+use crate::kernel::seal::Seal;
 
 /// Every event a hook can be set for, with what fires it.
 pub const EVENTS: &[(&str, &str)] = &[
@@ -65,6 +66,36 @@ pub fn names() -> String {
 /// The hash the seal holds for a hook: SHA-256 (hex) of its command text.
 pub fn hook_hash(text: &str) -> String {
     to_hex(&sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// The hooks a seal holds: those the change wrote (set, or adopted) with their text's hash, and
+/// the others as the last seal held them (a hand-edited text keeps the old hash, so never runs).
+pub fn hook_facts(
+    snap: &Snapshot,
+    prev: Option<&Seal>,
+    written: &[&str],
+) -> BTreeMap<String, String> {
+    let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
+    let mut out = BTreeMap::new();
+    for (event, text) in snap.config.hooks.iter().filter(|(e, _)| plain(e)) {
+        let hash = if written.contains(&event.as_str()) {
+            Some(hook_hash(text))
+        } else {
+            prev.and_then(|p| p.hooks.get(event)).cloned()
+        };
+        if let Some(h) = hash {
+            out.insert(event.clone(), h);
+        }
+    }
+    out
+}
+
+/// The command text of the hook for `event` when the owner's seal holds it as it is now; `None`
+/// for a hook that is missing, hand-edited or unsealed (it never runs).
+pub fn sealed_hook<'a>(snap: &'a Snapshot, event: &str) -> Option<&'a str> {
+    let text = snap.config.hooks.get(event)?;
+    let sealed = snap.seal.as_ref()?.hooks.get(event)?;
+    (*sealed == hook_hash(text)).then_some(text.as_str())
 }
 
 /// One event to fire: its name and the JSON its hook receives on stdin.

@@ -231,3 +231,126 @@ pub fn prune(q: &mut QuotaFile, p: &QuotaPolicy, now: Ts) {
     let last = q.spends.iter().map(|s| s.at).max();
     q.spends.retain(|s| s.at > start || Some(s.at) == last);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::model::Extra;
+
+    const NOW: Ts = Ts(1_800_000_000_000);
+
+    fn spend(ago_s: i64, tokens: Option<u64>, cost: Option<f64>) -> Spend {
+        Spend {
+            at: NOW.sub(Dur::from_secs(ago_s)),
+            agent: "a".into(),
+            slots: 1,
+            turn: None,
+            tokens,
+            cost_usd: cost,
+            extra: Extra::new(),
+        }
+    }
+
+    fn policy(tokens: Option<u64>, cost: Option<f64>) -> QuotaPolicy {
+        QuotaPolicy {
+            slots: 10,
+            window: Dur::from_hours(1),
+            tokens,
+            cost_usd: cost,
+            ..QuotaPolicy::default()
+        }
+    }
+
+    fn file(spends: Vec<Spend>) -> QuotaFile {
+        QuotaFile {
+            spends,
+            ..QuotaFile::default()
+        }
+    }
+
+    #[test]
+    fn no_budget_means_no_budget_fields_and_no_budget_throttle() {
+        let q = file(vec![spend(10, Some(1_000_000), Some(500.0))]);
+        let p = policy(None, None);
+        let u = usage(&q, &p, NOW);
+        assert_eq!((u.tokens, u.cost_usd), (None, None));
+        let j = serde_json::to_value(&u).unwrap();
+        assert!(j.get("tokens").is_none() && j.get("cost_usd").is_none());
+        assert_eq!(throttled(&q, &p, NOW), None);
+        assert!(over_limit(&q, &p, NOW).is_empty());
+    }
+
+    #[test]
+    fn a_spent_token_budget_throttles_until_enough_spends_leave_the_window() {
+        // 60 + 50 tokens of 100: spent; the older spend leaves in 20 minutes.
+        let q = file(vec![
+            spend(40 * 60, Some(60), None),
+            spend(60, Some(50), None),
+        ]);
+        let p = policy(Some(100), None);
+        assert_eq!(
+            throttled(&q, &p, NOW),
+            Some((Limit::Tokens, Dur::from_mins(20)))
+        );
+        assert_eq!(over_limit(&q, &p, NOW), [Limit::Tokens]);
+        let u = usage(&q, &p, NOW);
+        assert_eq!(
+            u.tokens,
+            Some(Budget {
+                used: 110,
+                limit: 100
+            })
+        );
+        // Exactly at the limit: throttled, but not over it.
+        let at = file(vec![spend(60, Some(100), None)]);
+        assert!(throttled(&at, &p, NOW).is_some());
+        assert!(over_limit(&at, &p, NOW).is_empty());
+        // Once the window has moved on, it runs.
+        assert_eq!(throttled(&q, &p, NOW.add(Dur::from_hours(1))), None);
+    }
+
+    #[test]
+    fn cost_sums_are_exact_in_cents() {
+        let q = file(vec![
+            spend(30, None, Some(0.1)),
+            spend(20, None, Some(0.2)),
+            spend(10, None, Some(0.7)),
+        ]);
+        let p = policy(None, Some(1.0));
+        assert_eq!(
+            usage(&q, &p, NOW).cost_usd,
+            Some(Budget {
+                used: 1.0,
+                limit: 1.0
+            })
+        );
+        assert_eq!(throttled(&q, &p, NOW).map(|t| t.0), Some(Limit::Cost));
+        assert!(
+            over_limit(&q, &p, NOW).is_empty(),
+            "1.00 of 1.00 is not past it"
+        );
+        let p = policy(None, Some(1.5));
+        assert_eq!(throttled(&q, &p, NOW), None);
+    }
+
+    #[test]
+    fn slots_come_first_and_the_wait_is_the_longest() {
+        let mut spends: Vec<Spend> = (0..10).map(|i| spend(50 * 60 - i, Some(1), None)).collect();
+        spends.push(spend(5 * 60, Some(500), None));
+        let q = file(spends);
+        let p = policy(Some(100), None);
+        let all = spent(&q, &p, NOW);
+        assert_eq!(all.len(), 2);
+        let (first, wait) = throttled(&q, &p, NOW).unwrap();
+        assert_eq!(first, Limit::Slots);
+        assert_eq!(
+            wait,
+            Dur::from_mins(55),
+            "tokens free only when the 500 leave"
+        );
+        assert_eq!(Limit::Slots.reason(), "quota_spent");
+        assert_eq!(Limit::Tokens.reason(), "tokens_spent");
+        assert_eq!(Limit::Cost.reason(), "cost_spent");
+        assert_eq!(serde_json::to_value(Limit::Cost).unwrap(), "cost_usd");
+    }
+}

@@ -167,7 +167,7 @@ impl Seal {
                 .collect(),
             leases: lease_facts(snap, prev, set),
             budget: Some((q.tokens, q.cost_usd)),
-            hooks: hook_facts(snap, prev, written),
+            hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             mismatched: BTreeSet::new(),
         }
     }
@@ -308,32 +308,6 @@ fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<S
         }
     }
     leases
-}
-
-/// The hooks a seal holds: those the change wrote (set, or adopted) with their text's hash, and
-/// the others as the last seal held them (a hand-edited text keeps the old hash, so never runs).
-fn hook_facts(snap: &Snapshot, prev: Option<&Seal>, written: &[&str]) -> BTreeMap<String, String> {
-    let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
-    let mut out = BTreeMap::new();
-    for (event, text) in snap.config.hooks.iter().filter(|(e, _)| plain(e)) {
-        let hash = if written.contains(&event.as_str()) {
-            Some(crate::kernel::alert::hook_hash(text))
-        } else {
-            prev.and_then(|p| p.hooks.get(event)).cloned()
-        };
-        if let Some(h) = hash {
-            out.insert(event.clone(), h);
-        }
-    }
-    out
-}
-
-/// The command text of the hook for `event` when the owner's seal holds it as it is now; `None`
-/// for a hook that is missing, hand-edited or unsealed (it never runs).
-pub fn sealed_hook<'a>(snap: &'a Snapshot, event: &str) -> Option<&'a str> {
-    let text = snap.config.hooks.get(event)?;
-    let sealed = snap.seal.as_ref()?.hooks.get(event)?;
-    (*sealed == crate::kernel::alert::hook_hash(text)).then_some(text.as_str())
 }
 
 /// Budgets as the seal holds them, and a note for each hook the seal does not hold as it is.
@@ -531,13 +505,13 @@ mod tests {
     use super::*;
     use ed25519_dalek::{Signer, SigningKey};
 
-    fn key() -> (SigningKey, OwnerPub) {
+    pub(super) fn key() -> (SigningKey, OwnerPub) {
         let k = SigningKey::from_bytes(&[7u8; 32]);
         let p = OwnerPub(k.verifying_key());
         (k, p)
     }
 
-    fn seal() -> Seal {
+    pub(super) fn seal() -> Seal {
         let mut s = Seal {
             journal: Some(Mark {
                 seq: 4,
@@ -608,3 +582,7 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+#[path = "seal_budget_tests.rs"]
+mod budget_tests;

@@ -14,7 +14,6 @@ use serde_json::Value;
 
 use crate::kernel::alert;
 use crate::kernel::ops::{self, HookFailure};
-use crate::kernel::seal;
 use crate::kernel::{Error, Event, Result, Snapshot, Ts};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{FileStore, Store, StoreExt};
@@ -35,7 +34,7 @@ pub const PAYLOAD_MAX: u64 = 2 * alert::DATA_MAX as u64 + 8_192;
 pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
     let goal = &snap.config.goal.id;
     for a in alert::alerts(goal, events) {
-        if seal::sealed_hook(snap, a.event).is_none() {
+        if alert::sealed_hook(snap, a.event).is_none() {
             continue;
         }
         let mut payload = a.payload;
@@ -136,7 +135,7 @@ pub fn supervise(
     now: Ts,
 ) -> Result<Ran> {
     let snap = store.load()?;
-    let Some(text) = seal::sealed_hook(&snap, event) else {
+    let Some(text) = alert::sealed_hook(&snap, event) else {
         return Ok(Ran::NotSealed);
     };
     let spec = Spec {
