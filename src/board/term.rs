@@ -102,6 +102,19 @@ impl Term {
         Ok(())
     }
 
+    /// Rings the terminal bell (BEL).
+    pub fn bell(&mut self) {
+        use std::io::Write as _;
+        let mut out = stdout();
+        let _ = out.write_all(b"\x07");
+        let _ = out.flush();
+    }
+
+    /// Sets the window title (OSC 0/2); the text is the board's own, never stored text.
+    pub fn title(&mut self, text: &str) {
+        let _ = execute!(stdout(), ratatui::crossterm::terminal::SetTitle(text));
+    }
+
     /// Ctrl-Z: restores the terminal, stops the process, and sets it up again on `fg`.
     pub fn suspend(&mut self) {
         restore();
