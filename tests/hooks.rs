@@ -178,8 +178,8 @@ fn a_failing_hook_is_journaled_with_its_exit_and_output() {
     assert_eq!(hook_fails(&p).len(), 1, "hook.fail fires nothing");
 }
 
-/// Runs the hidden supervisor by hand, with the event JSON on stdin.
-fn hook_run(p: &Project, event: &str) -> (i32, Value) {
+/// Runs the hidden supervisor by hand, with JSON naming journal line `seq` on stdin.
+fn hook_run(p: &Project, event: &str, seq: u64) -> (i32, Value) {
     let mut c = p.cmd(&["hook", "run", event, "--json"]);
     c.env("LOOPX_OWNER_KEY", p.home.path.join("no-such-key"))
         .stdin(Stdio::piped())
@@ -187,9 +187,8 @@ fn hook_run(p: &Project, event: &str) -> (i32, Value) {
         .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(br#"{"event":"gate.opened","seq":1}"#)
-        .unwrap();
+    let json = serde_json::json!({"event": event, "seq": seq, "data": {"forged": true}});
+    stdin.write_all(json.to_string().as_bytes()).unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -207,11 +206,17 @@ fn a_hand_edited_hook_never_runs_until_the_owner_seals_it() {
 
     // Every answer says so; the list marks it; the supervisor refuses to run it.
     p.no_key(&["gate", "open", "Forged?"]);
+    let seq = p
+        .journal()
+        .into_iter()
+        .rfind(|l| l["action"] == "gate.open")
+        .and_then(|l| l["seq"].as_u64())
+        .unwrap();
     let (_, s) = p.no_key(&["status"]);
     assert!(s["owner_notes"].to_string().contains("never runs"), "{s}");
     let (_, l) = p.no_key(&["hook", "list"]);
     assert_eq!(l["hooks"][0]["sealed"], false, "{l}");
-    let (code, v) = hook_run(&p, "gate.opened");
+    let (code, v) = hook_run(&p, "gate.opened", seq);
     assert_eq!(code, 3, "{v}");
     assert_eq!(v["hook"], "not_sealed");
     assert!(!p.root().join("forged.txt").exists());
@@ -227,11 +232,24 @@ fn a_hand_edited_hook_never_runs_until_the_owner_seals_it() {
         ),
     )
     .unwrap();
-    assert_eq!(hook_run(&p, "goal.paused").1["hook"], "not_sealed");
+    assert_eq!(hook_run(&p, "goal.paused", seq).1["hook"], "not_sealed");
 
     // The owner adopts the edit: now it runs.
     p.ok(&["owner", "seal", "--adopt"]);
-    let (code, v) = hook_run(&p, "gate.opened");
+    // Made-up JSON (a line that is not this event) runs nothing.
+    let (code, v) = hook_run(&p, "gate.opened", 1);
+    assert_eq!(
+        (code, v["hook"].as_str()),
+        (3, Some("not_in_journal")),
+        "{v}"
+    );
+    let (code, v) = hook_run(&p, "gate.opened", 1_000_000);
+    assert_eq!(
+        (code, v["hook"].as_str()),
+        (3, Some("not_in_journal")),
+        "{v}"
+    );
+    let (code, v) = hook_run(&p, "gate.opened", seq);
     assert_eq!((code, v["hook"].as_str()), (0, Some("ran")), "{v}");
     assert!(p.root().join("forged.txt").exists());
 }
@@ -259,4 +277,28 @@ fn only_the_owner_sets_hooks_and_names_are_checked() {
     assert!(set["sig"].is_string(), "hook.set is signed: {set}");
     let long = "x".repeat(4001);
     assert_eq!(set_hook(&p, true, "gate.opened", &long).0, 2);
+}
+
+#[test]
+fn an_expired_lease_cleared_or_reclaimed_fires_its_hook() {
+    let p = Project::new("hook-lease");
+    hook_ok(&p, "lease.reclaimed", "cat > reclaimed.json");
+    hook_ok(&p, "lease.expired", "cat > expired.json");
+    let a = p.add("first", &["--priority", "P0"]);
+    let b = p.add("second", &["--priority", "P1"]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--ttl", "1s"]);
+    p.ok_as("agent-a", &["todo", "claim", &b, "--ttl", "1s"]);
+    // Let both leases lapse (a wait for the clock, not a measure of speed).
+    std::thread::sleep(Duration::from_millis(1_100));
+    p.ok_as("agent-b", &["todo", "claim", &a]);
+    let r = wait_for("reclaimed.json", || {
+        read_json(&p.root().join("reclaimed.json"))
+    });
+    assert_eq!(r["event"], "lease.reclaimed");
+    assert_eq!(r["target"], a.as_str());
+    assert_eq!(r["data"]["reclaimed_from"]["holder"], "agent-a");
+    p.run(&["doctor", "--fix"]);
+    let e = wait_for("expired.json", || read_json(&p.root().join("expired.json")));
+    assert_eq!(e["event"], "lease.expired");
+    assert_eq!(e["target"], b.as_str());
 }

@@ -106,6 +106,7 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
             let (word, exit) = match &ran {
                 Ran::Ok => ("ran", 0),
                 Ran::NotSealed => ("not_sealed", 3),
+                Ran::NotInJournal => ("not_in_journal", 3),
                 Ran::Failed(_) => ("failed", 1),
             };
             let mut out = Out::new("hook", json!(word), format!("{}: {word}", esc(&event)));

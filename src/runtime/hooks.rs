@@ -28,6 +28,8 @@ pub const TIMEOUT_RANGE_S: (f64, f64) = (0.1, 3600.0);
 pub const GRACE: Duration = Duration::from_secs(2);
 /// The most bytes of event JSON the supervisor reads from its stdin.
 pub const PAYLOAD_MAX: u64 = 2 * alert::DATA_MAX as u64 + 8_192;
+/// How many of the journal's last lines the supervisor searches for the line it was started for.
+pub const JOURNAL_SCAN: usize = 10_000;
 
 /// The commit observer: for each committed line that is an event with a sealed hook, starts a
 /// detached `loopx hook run EVENT` with the event's JSON on its stdin. Never fails the commit.
@@ -37,11 +39,16 @@ pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
         if alert::sealed_hook(snap, a.event).is_none() {
             continue;
         }
-        let mut payload = a.payload;
-        payload["root"] = Value::String(store.root().display().to_string());
+        let payload = with_root(a.payload, store);
         // Firing is best effort: the change is committed whatever happens here.
         let _ = spawn_supervisor(store.root(), a.event, payload.to_string().as_bytes());
     }
+}
+
+/// The payload with the project's root, where the hook runs.
+fn with_root(mut payload: Value, store: &FileStore) -> Value {
+    payload["root"] = Value::String(store.root().display().to_string());
+    payload
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -113,6 +120,9 @@ pub enum Ran {
     Ok,
     /// No sealed hook for the event (none set, hand-edited, or the project has no seal).
     NotSealed,
+    /// The JSON names no journal line of this event among the journal's last lines (a hand run
+    /// with made-up JSON): the hook does not run.
+    NotInJournal,
     /// It failed, and `hook.fail` was journaled.
     Failed(HookFailure),
 }
@@ -125,8 +135,10 @@ pub fn read_payload(r: impl Read) -> Vec<u8> {
 }
 
 /// The hidden `hook run EVENT`: runs the event's hook if the owner's seal holds its text as it
-/// is, through `sh -c` in the project root, the event JSON on its stdin, bounded by `timeout`;
-/// journals `hook.fail` when it exits non-zero, times out or cannot start.
+/// is, through `sh -c` in the project root, bounded by `timeout`; journals `hook.fail` when it
+/// exits non-zero, times out or cannot start. The hook's stdin is the event's JSON rebuilt from
+/// the journal line whose `seq` the given JSON names (that line must be this event), so a
+/// hand-run `hook run` cannot feed a hook made-up data.
 pub fn supervise(
     store: &FileStore,
     event: &str,
@@ -138,11 +150,25 @@ pub fn supervise(
     let Some(text) = alert::sealed_hook(&snap, event) else {
         return Ok(Ran::NotSealed);
     };
+    let seq = serde_json::from_slice::<Value>(payload)
+        .ok()
+        .and_then(|v| v["seq"].as_u64());
+    let line = match seq {
+        Some(n) => store
+            .journal_tail(JOURNAL_SCAN)?
+            .into_iter()
+            .find(|e| e.seq == n),
+        None => None,
+    };
+    let Some(line) = line.filter(|l| alert::event_of(l) == Some(event)) else {
+        return Ok(Ran::NotInJournal);
+    };
+    let payload = with_root(alert::payload(event, &snap.config.goal.id, &line), store);
     let spec = Spec {
         argv: vec!["sh".into(), "-c".into(), text.into()],
         env: vec![(OsString::from("LOOPX_EVENT"), OsString::from(event))],
         cwd: Some(store.root().to_path_buf()),
-        stdin: Some(payload.to_vec()),
+        stdin: Some(payload.to_string().into_bytes()),
         echo: Echo::None,
         forward: false,
     };
@@ -153,9 +179,6 @@ pub fn supervise(
         tail_bytes: ops::FAIL_TAIL_MAX,
         keep_bytes: 0,
     };
-    let seq = serde_json::from_slice::<Value>(payload)
-        .ok()
-        .and_then(|v| v["seq"].as_u64());
     let mut failure = HookFailure {
         event: event.to_string(),
         seq,

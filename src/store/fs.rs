@@ -61,6 +61,20 @@ impl FileStore {
             f(self, snap, events);
         }
     }
+
+    /// `committed` for a commit made without a transaction's snapshot (`doctor --fix`, under
+    /// the lock): loads one only when a line is an event and an observer is set.
+    pub(crate) fn committed_unloaded(&self, events: &[Event]) {
+        let alerting = events
+            .iter()
+            .any(|e| crate::kernel::alert::event_of(e).is_some());
+        if ON_COMMIT.get().is_some()
+            && alerting
+            && let Ok(snap) = self.load_unlocked()
+        {
+            self.committed(&snap, events);
+        }
+    }
 }
 // -- end the commit observer --
 
