@@ -88,6 +88,8 @@ fn spawn_supervisor(root: &Path, event: &str, payload: &[u8]) -> std::io::Result
         .arg(root)
         .args(["hook", "run", event])
         .current_dir(root)
+        // The supervisor signs nothing: it needs no owner key, and neither does the hook.
+        .env_remove("LOOPX_OWNER_KEY")
         .process_group(0)
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::null())
