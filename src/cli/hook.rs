@@ -19,7 +19,8 @@ pub enum HookCmd {
     Set {
         /// The event.
         event: String,
-        /// The command, after `--` (its words joined by spaces, then run with `sh -c`).
+        /// The command, after `--`: one word is shell text (`-- 'cat > /tmp/gate.json'`);
+        /// several are the command's words, quoted for the shell (`-- notify-send "a gate"`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
@@ -36,6 +37,30 @@ pub enum HookCmd {
         /// The event.
         event: String,
     },
+}
+
+/// The text run with `sh -c`: one word as it is (shell text), several as words quoted for the
+/// shell, so `-- notify-send loopx "a gate waits"` runs exactly those three words.
+pub fn shell_text(words: &[String]) -> String {
+    if let [one] = words {
+        return one.clone();
+    }
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c))
+    };
+    words
+        .iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {
@@ -56,7 +81,7 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
     let owner = ops::OWNER;
     match c {
         HookCmd::Set { event, command } => {
-            let text = command.join(" ");
+            let text = shell_text(&command);
             let (cfg, notes) =
                 store.mutate_noted(|snap| ops::hook_set(snap, owner, now, &event, &text))?;
             let sha = alert::hook_hash(&text);
@@ -119,5 +144,21 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
             out.exit = exit;
             Ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_text;
+
+    #[test]
+    fn one_word_is_shell_text_and_several_are_quoted_words() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(shell_text(&w(&["cat > f.json"])), "cat > f.json");
+        assert_eq!(
+            shell_text(&w(&["notify-send", "loopx", "a gate's here", ""])),
+            "notify-send loopx 'a gate'\\''s here' ''"
+        );
+        assert_eq!(shell_text(&w(&["echo", "$HOME", ">"])), "echo '$HOME' '>'");
     }
 }

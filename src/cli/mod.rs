@@ -7,6 +7,7 @@ mod owner;
 mod quota;
 mod state;
 mod todo;
+mod turn;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -19,7 +20,10 @@ use crate::store::FileStore;
 
 /// The end of `loopx --help`: an agent's turn and the exit codes.
 const AFTER_HELP: &str = "\
-An agent's turn:
+An agent's turn, in one command:
+  loopx turn --complete-on-success -- CMD ARGS...
+
+An agent's turn, step by step:
   loopx quota should-run     exit 0: run a turn; 3: not now (see its decision)
   loopx todo claim           the best ready todo, with a lease and a fence
   loopx todo update          evidence (git HEAD, changed files) captured for you
@@ -85,6 +89,10 @@ pub enum Cmd {
     /// Whether to run a turn, and the spend of turns.
     #[command(subcommand)]
     Quota(quota::QuotaCmd),
+    /// Run one bounded turn: should-run, claim, the command (lease renewed), evidence, slot.
+    Turn(turn::Turn),
+    /// Run turns in a loop, sleeping what should-run says, until paused, complete or Ctrl-C.
+    Heartbeat(turn::Heartbeat),
     /// Write STATE.md and print what an agent needs for its next turn.
     RefreshState,
     /// The journal, newest last.
@@ -343,6 +351,8 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Todo(c)) => todo::run(ctx, c),
         Some(Cmd::Gate(c)) => gate::run(ctx, c),
         Some(Cmd::Quota(c)) => quota::run(ctx, c),
+        Some(Cmd::Turn(t)) => turn::turn(ctx, t),
+        Some(Cmd::Heartbeat(h)) => turn::heartbeat(ctx, h),
         Some(Cmd::RefreshState) => state::refresh(ctx),
         Some(Cmd::Log(a)) => state::log(ctx, a),
         Some(Cmd::Owner(c)) => owner::run(ctx, c),

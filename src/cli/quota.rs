@@ -119,6 +119,45 @@ fn quota_json(
     j
 }
 
+/// should-run's answer as text and JSON; exit 0 for run, 3 otherwise.
+pub(super) fn answer_out(a: &should_run::Answer) -> Out {
+    let mut text = match (&a.decision, &a.todo) {
+        (Decision::Run, Some(t)) => {
+            format!("run: {} {} ({})", esc(&t.id), esc(&t.title), a.reason)
+        }
+        (d, _) => format!("{}: {}", to_json(d).as_str().unwrap_or("?"), a.reason),
+    };
+    if let Some(s) = a.retry_after_s {
+        text.push_str(&format!("; retry in {s}s"));
+    }
+    for q in &a.questions {
+        text.push_str(&format!(
+            "\n  asks the owner: {} {}",
+            esc(&q.gate),
+            esc(&q.question)
+        ));
+    }
+    if a.questions_more > 0 {
+        text.push_str(&format!("\n  and {} more", a.questions_more));
+    }
+    for p in &a.problems {
+        text.push_str(&format!("\n  quarantined: {p}"));
+    }
+    for n in &a.owner_notes {
+        text.push_str(&format!("\n  note: {n}"));
+    }
+    let exit = if a.decision == Decision::Run { 0 } else { 3 };
+    let mut out = Out {
+        json: Default::default(),
+        text,
+        exit,
+    };
+    if let serde_json::Value::Object(m) = to_json(a) {
+        out.json = m;
+    }
+    out
+}
+
 /// Runs `quota ...`.
 pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
     let store = ctx.store()?;
@@ -126,42 +165,7 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
     match c {
         QuotaCmd::ShouldRun => {
             let snap = store.load()?;
-            let a = should_run::decide(&snap, &ctx.agent, now);
-            let mut text = match (&a.decision, &a.todo) {
-                (Decision::Run, Some(t)) => {
-                    format!("run: {} {} ({})", esc(&t.id), esc(&t.title), a.reason)
-                }
-                (d, _) => format!("{}: {}", to_json(d).as_str().unwrap_or("?"), a.reason),
-            };
-            if let Some(s) = a.retry_after_s {
-                text.push_str(&format!("; retry in {s}s"));
-            }
-            for q in &a.questions {
-                text.push_str(&format!(
-                    "\n  asks the owner: {} {}",
-                    esc(&q.gate),
-                    esc(&q.question)
-                ));
-            }
-            if a.questions_more > 0 {
-                text.push_str(&format!("\n  and {} more", a.questions_more));
-            }
-            for p in &a.problems {
-                text.push_str(&format!("\n  quarantined: {p}"));
-            }
-            for n in &a.owner_notes {
-                text.push_str(&format!("\n  note: {n}"));
-            }
-            let exit = if a.decision == Decision::Run { 0 } else { 3 };
-            let mut out = Out {
-                json: Default::default(),
-                text,
-                exit,
-            };
-            if let serde_json::Value::Object(m) = to_json(&a) {
-                out.json = m;
-            }
-            Ok(out)
+            Ok(answer_out(&should_run::decide(&snap, &ctx.agent, now)))
         }
         QuotaCmd::SpendSlot {
             slots,

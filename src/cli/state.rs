@@ -294,6 +294,12 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "\n## Quota\n\n{} of {} slots used in {}\n",
         answer.quota.used, answer.quota.limit, answer.quota.window
     ));
+    if let Some(b) = answer.quota.tokens {
+        md.push_str(&format!("{} of {} tokens\n", b.used, b.limit));
+    }
+    if let Some(b) = answer.quota.cost_usd {
+        md.push_str(&format!("${} of ${}\n", b.used, b.limit));
+    }
     let decision = to_json(&answer.decision);
     md.push_str(&format!(
         "\n## Next\n\nshould-run: {} ({})\n\n    {next}\n",

@@ -10,6 +10,10 @@ use crate::kernel::time::Dur;
 
 pub use crate::kernel::model::{TTL_MAX, TTL_MIN};
 
+/// The most arguments of a command kept in evidence.
+pub const ARGV_MAX: usize = 64;
+/// The most characters of one argument kept in evidence.
+pub const ARG_MAX: usize = 1_000;
 /// The shortest quota window: 1 second.
 pub const WINDOW_MIN: Dur = Dur(1000);
 /// The longest quota window: 366 days.
@@ -301,6 +305,7 @@ pub fn check_config(c: &Config) -> Checked {
 
 fn check_lease(l: &Lease) -> Checked {
     agent("holder", &l.holder)?;
+    opt_text("turn", &l.turn, NAME_MAX)?;
     int("fence", l.fence, 0, FENCE_MAX)
 }
 
@@ -370,7 +375,11 @@ pub fn check_evidence(e: &Evidence) -> Checked {
     text("evidence", &e.summary, TEXT_MAX)?;
     opt_text("metric name", &e.name, NAME_MAX)?;
     opt_text("artifact path", &e.path, PATH_MAX)?;
-    opt_text("command", &e.command, TEXT_MAX)
+    opt_text("command", &e.command, TEXT_MAX)?;
+    opt_text("output", &e.output, TEXT_MAX)?;
+    opt_text("turn", &e.turn, NAME_MAX)?;
+    count("argv", e.argv.len(), ARGV_MAX)?;
+    each("argv", &e.argv, |a| text("argv", a, ARG_MAX))
 }
 
 #[cfg(test)]

@@ -52,6 +52,30 @@ pub struct Config {
     pub extra: Extra,
 }
 
+impl Config {
+    /// A new active goal `id` with this objective and the default policies.
+    pub fn new(id: &str, objective: &str, now: Ts) -> Config {
+        Config {
+            schema_version: SCHEMA_VERSION,
+            goal: Goal {
+                id: id.to_string(),
+                objective: objective.trim().to_string(),
+                success_criteria: Vec::new(),
+                status: GoalStatus::Active,
+                created_at: now,
+                updated_at: now,
+                reason: None,
+                extra: Extra::new(),
+            },
+            quota: QuotaPolicy::default(),
+            lease: LeasePolicy::default(),
+            agents: BTreeMap::new(),
+            hooks: BTreeMap::new(),
+            extra: Extra::new(),
+        }
+    }
+}
+
 /// The goal's state.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -269,6 +293,9 @@ pub struct Lease {
     pub acquired_at: Ts,
     /// When it lapses unless renewed.
     pub expires_at: Ts,
+    /// The `loopx turn` running under it, if one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -575,6 +602,21 @@ pub struct Evidence {
     /// Seconds since the lease was granted (auto evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_claim_s: Option<i64>,
+    /// The command's arguments, each cut short (command evidence of a turn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    /// How long the command ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The last lines of its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The turn that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    /// True when the turn's timeout stopped it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timed_out: bool,
 }
 
 impl Evidence {
@@ -601,6 +643,11 @@ impl Evidence {
             commit: None,
             files: Vec::new(),
             since_claim_s: None,
+            argv: Vec::new(),
+            duration_ms: None,
+            output: None,
+            turn: None,
+            timed_out: false,
         }
     }
 }

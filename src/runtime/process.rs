@@ -153,6 +153,7 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
+    die_with_parent(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         Error::new(
             Code::Io,
@@ -188,6 +189,27 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         readers,
         n_readers,
     })
+}
+
+/// The command is killed if this process dies first (a `kill -9`, the OOM killer): a turn never
+/// outlives its runner, whose lease then lapses.
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: getpid before the fork; in the child only prctl and getppid, both async-signal-safe.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between the fork and the prctl.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "loopx ended before the command started",
+                ));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Copies one stream into the capture (and the echo) until it ends.

@@ -93,7 +93,9 @@ impl Row {
     fn of(t: &Todo) -> Option<Row> {
         let plain = t.extra.is_empty()
             && t.schema_version == crate::kernel::SCHEMA_VERSION
-            && t.lease.as_ref().is_none_or(|l| l.extra.is_empty());
+            && t.lease
+                .as_ref()
+                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none());
         plain.then(|| {
             Row(
                 t.id.clone(),
@@ -156,6 +158,7 @@ impl Row {
                 fence,
                 acquired_at: Ts(acquired_at),
                 expires_at: Ts(expires_at),
+                turn: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
@@ -344,6 +347,7 @@ mod tests {
                 fence: 7,
                 acquired_at: Ts(1_700_000_000_003),
                 expires_at: Ts(1_700_000_000_004),
+                turn: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),

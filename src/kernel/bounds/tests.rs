@@ -79,6 +79,7 @@ fn todo_bounds_name_the_key() {
         fence: 1,
         acquired_at: Ts(0),
         expires_at: Ts(1),
+        turn: None,
         extra: Extra::new(),
     });
     assert_eq!(check_todo(&t).unwrap_err().path(), "lease.holder");

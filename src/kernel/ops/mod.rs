@@ -217,6 +217,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         fence: t.fence,
         acquired_at: now,
         expires_at: now.add(ttl),
+        turn: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -671,5 +672,7 @@ pub fn spend_over_limit(c: &Change) -> Vec<String> {
 
 mod hooks;
 mod owner;
+mod turn;
 pub use hooks::*;
 pub use owner::*;
+pub use turn::*;

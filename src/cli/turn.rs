@@ -1,0 +1,275 @@
+//! `turn` and `heartbeat`: loopx runs an agent's turn itself, once or in a loop.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::{Ctx, Out, quota::answer_out};
+use crate::kernel::ops::Ended;
+use crate::kernel::{Dur, Error, Result, ops::check_ttl};
+use crate::runtime::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
+use crate::runtime::process::{self, Echo, Exit};
+use crate::runtime::turn::{self, TurnOptions, TurnOutcome, TurnReport};
+use crate::store::Store;
+use crate::text::escape as esc;
+
+/// What `turn` and `heartbeat` share.
+#[derive(Debug, Args)]
+pub struct TurnArgs {
+    /// Mark the todo done when the command exits 0.
+    #[arg(long)]
+    complete_on_success: bool,
+    /// Stop the command after this long (SIGTERM, then SIGKILL after --grace).
+    #[arg(long, value_name = "DUR", default_value = "1h")]
+    timeout: Dur,
+    /// The time between SIGTERM and SIGKILL at the timeout.
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    grace: Dur,
+    /// The lease's length (renewed while the command runs).
+    #[arg(long, value_name = "DUR")]
+    ttl: Option<Dur>,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    cmd: Vec<OsString>,
+}
+
+/// `turn`.
+#[derive(Debug, Args)]
+pub struct Turn {
+    /// The turn's id (default: a fresh one); the same id twice is recorded once.
+    #[arg(long, value_name = "ID")]
+    turn: Option<String>,
+    #[command(flatten)]
+    args: TurnArgs,
+}
+
+/// `heartbeat`.
+#[derive(Debug, Args)]
+pub struct Heartbeat {
+    /// The least time between turns, and the wait when should-run names none (default 60s).
+    #[arg(long, value_name = "DUR")]
+    every: Option<Dur>,
+    /// Stop after this many turns.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_turns: Option<u32>,
+    #[command(flatten)]
+    args: TurnArgs,
+}
+
+/// The longest a turn's command may run.
+const TIMEOUT_MAX: Dur = Dur(7 * 86_400_000);
+
+fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions> {
+    for (name, d, max) in [
+        ("--timeout", a.timeout, TIMEOUT_MAX),
+        ("--grace", a.grace, Dur::from_secs(3600)),
+    ] {
+        if d < Dur::from_secs(1) || d > max {
+            return Err(Error::usage(format!(
+                "{name} must be from 1s to {max}, not {d}"
+            )));
+        }
+    }
+    if let Some(t) = a.ttl {
+        check_ttl(t)?;
+    }
+    check_program(&a.cmd[0])?;
+    let root = root
+        .canonicalize()
+        .or_else(|_| std::path::absolute(root))
+        .unwrap_or_else(|_| root.to_path_buf());
+    Ok(TurnOptions {
+        complete_on_success: a.complete_on_success,
+        timeout: a.timeout,
+        grace: a.grace,
+        ttl: a.ttl,
+        echo: if ctx.json {
+            Echo::Stderr
+        } else {
+            Echo::Through
+        },
+        ..TurnOptions::new(root, &ctx.agent, a.cmd)
+    })
+}
+
+/// Refuses a program that cannot be found, before anything is claimed.
+fn check_program(prog: &OsString) -> Result<()> {
+    let p = std::path::Path::new(prog);
+    let found = if p.components().count() > 1 || prog.to_string_lossy().contains('/') {
+        p.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+            .unwrap_or(false)
+    };
+    if found {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "cannot find the command `{}`",
+        esc(&prog.to_string_lossy())
+    ))
+    .hint("give a program on PATH or a path to one, after `--`"))
+}
+
+/// Runs `turn`.
+pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
+    let store = ctx.store()?;
+    let mut opts = options(ctx, store.root(), t.args)?;
+    opts.turn = t.turn;
+    process::forward_signals();
+    match turn::run_turn(&store, &opts)? {
+        TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
+        TurnOutcome::Replayed(id) => Ok(Out::new(
+            "turn",
+            json!(id),
+            format!("turn {} was recorded already; nothing ran", esc(&id)),
+        )
+        .with("replayed", json!(true))),
+        TurnOutcome::Interrupted(id) => {
+            let mut out = Out::new(
+                "interrupted",
+                json!(true),
+                format!("interrupted before the command started; {id} released"),
+            );
+            out.exit = 130;
+            Ok(out.with("ok", json!(false)))
+        }
+        TurnOutcome::Ran(r) => {
+            if let Ended::Refused(e) = &r.ended {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "loopx: the turn's evidence was refused: {}",
+                    esc(&e.message)
+                );
+                if let Some(h) = &e.hint {
+                    let _ = writeln!(err, "  hint: {}", esc(h));
+                }
+            }
+            Ok(report_out(&r))
+        }
+    }
+}
+
+/// A turn's report: JSON fields, a line for people, and the exit code.
+fn report_out(r: &TurnReport) -> Out {
+    let ended = match &r.ended {
+        Ended::Done => "done",
+        Ended::Released => "released",
+        Ended::Closed => "closed",
+        Ended::Refused(_) => "refused",
+        Ended::Replayed => "replayed",
+    };
+    let mut out = Out::new("turn", json!(r.turn), line(r, ended))
+        .with("todo", json!({"id": r.todo.id, "title": r.todo.title}))
+        .with("fence", json!(r.todo.fence))
+        .with("exit_code", json!(r.exit.code()))
+        .with("timed_out", json!(r.timed_out))
+        .with("duration_ms", json!(r.duration.as_millis() as u64))
+        .with("ended", json!(ended));
+    if let Exit::Signal(s) = r.exit {
+        out = out.with("signal", json!(s));
+    }
+    if let Ended::Refused(e) = &r.ended {
+        out = out.with("ok", json!(false)).with(
+            "error",
+            json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint}),
+        );
+    }
+    out.exit = r.exit_code();
+    out
+}
+
+fn line(r: &TurnReport, ended: &str) -> String {
+    let t = turn::took(r.duration);
+    let how = match (r.timed_out, r.exit) {
+        (true, _) => format!("timed out after {t}"),
+        (false, Exit::Code(c)) => format!("exited {c} in {t}"),
+        (false, Exit::Signal(s)) => format!("killed by signal {s} after {t}"),
+    };
+    let what = match &r.ended {
+        Ended::Refused(e) => format!("evidence refused: {}", esc(&e.message)),
+        Ended::Replayed => "recorded already".to_string(),
+        _ => format!("{} {ended}", esc(&r.todo.id)),
+    };
+    format!(
+        "turn {}: {} ({how}); {what}",
+        esc(&r.turn),
+        esc(&r.todo.title)
+    )
+}
+
+/// Runs `heartbeat`: one line per turn (and per new wait) on stdout as it goes.
+pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
+    let store = ctx.store()?;
+    if h.every.is_some_and(|d| d > Dur::from_secs(86_400)) {
+        return Err(Error::usage("--every must be at most 1d"));
+    }
+    let opts = HeartbeatOptions {
+        turn: options(ctx, store.root(), h.args)?,
+        every: h.every,
+        max_turns: h.max_turns,
+    };
+    process::forward_signals();
+    let json = ctx.json;
+    let mut last_wait: Option<String> = None;
+    let (stopped, ran) = heartbeat::heartbeat(&store as &(dyn Store + Sync), &opts, |b| {
+        let (text, value) = match b {
+            Beat::Ran(r, d) => {
+                last_wait = None;
+                let mut o = report_out(r);
+                if !d.is_zero() {
+                    o.text.push_str(&format!("; next turn in {d}"));
+                    o.json.insert("sleep".into(), json!(d));
+                }
+                (o.text, Value::Object(o.json))
+            }
+            Beat::Waits(a, d) => {
+                let said = format!("{:?}:{}", a.decision, a.reason);
+                if last_wait.as_deref() == Some(said.as_str()) {
+                    return;
+                }
+                last_wait = Some(said);
+                let o = answer_out(a);
+                let first = o.text.lines().next().unwrap_or("").to_string();
+                (
+                    format!("{first}; sleeping {d}"),
+                    json!({"wait": o.json, "sleep": d}),
+                )
+            }
+            Beat::Error(e, d) => (
+                format!("{}; trying again in {d}", esc(&e.message)),
+                json!({"error": e.code.as_str(), "sleep": d}),
+            ),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = if json {
+            writeln!(out, "{value}")
+        } else {
+            writeln!(out, "{text}")
+        };
+    })?;
+    let why = match &stopped {
+        Stopped::Goal(r) => format!("the goal is {r}"),
+        Stopped::MaxTurns => format!("{ran} turns ran"),
+        Stopped::Signal(_) => "interrupted; no lease is held".to_string(),
+    };
+    Ok(Out::new(
+        "stopped",
+        json!(match stopped {
+            Stopped::Goal(r) => r,
+            Stopped::MaxTurns => "max_turns",
+            Stopped::Signal(_) => "signal",
+        }),
+        format!("heartbeat stopped: {why}"),
+    )
+    .with("turns", json!(ran)))
+}

@@ -1,0 +1,391 @@
+//! One bounded turn: should-run and the claim, the command run with its lease renewed, then its
+//! evidence, done or release, and one slot, recorded together.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::kernel::ops::{self, Ended, Start, TurnEnd};
+use crate::kernel::should_run::{Answer, cut};
+use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
+use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
+use crate::store::{Store, StoreExt};
+
+/// The default timeout of a turn's command.
+pub const TIMEOUT_DEFAULT: Dur = Dur(3_600_000);
+/// The default time between SIGTERM and SIGKILL at the timeout.
+pub const GRACE_DEFAULT: Dur = Dur(10_000);
+/// The exit code of a turn its timeout stopped (as `timeout(1)` gives).
+pub const EXIT_TIMED_OUT: i32 = 124;
+/// The most arguments of the command kept in evidence, and the characters of each.
+const ARGV_KEPT: usize = 32;
+const ARG_CHARS: usize = 200;
+
+/// How to run a turn.
+#[derive(Debug, Clone)]
+pub struct TurnOptions {
+    /// The project root, given to the command as `LOOPX_DIR`.
+    pub dir: PathBuf,
+    /// The agent that runs it.
+    pub agent: String,
+    /// The command and its arguments.
+    pub argv: Vec<OsString>,
+    /// Mark the todo done when the command exits 0.
+    pub complete_on_success: bool,
+    /// When the command is stopped.
+    pub timeout: Dur,
+    /// How long it has between SIGTERM and SIGKILL.
+    pub grace: Dur,
+    /// The lease's length (default: the project's).
+    pub ttl: Option<Dur>,
+    /// The turn's id (default: a fresh one); the same id twice records once.
+    pub turn: Option<String>,
+    /// Where the command's output is copied.
+    pub echo: Echo,
+}
+
+impl TurnOptions {
+    /// A turn of `argv` for `agent` in the project at `dir`, with the defaults.
+    pub fn new(dir: impl Into<PathBuf>, agent: &str, argv: Vec<OsString>) -> TurnOptions {
+        TurnOptions {
+            dir: dir.into(),
+            agent: agent.to_string(),
+            argv,
+            complete_on_success: false,
+            timeout: TIMEOUT_DEFAULT,
+            grace: GRACE_DEFAULT,
+            ttl: None,
+            turn: None,
+            echo: Echo::None,
+        }
+    }
+}
+
+/// How a turn went.
+#[derive(Debug, Clone)]
+pub enum TurnOutcome {
+    /// should-run said not now; nothing ran.
+    NotNow(Box<Answer>),
+    /// This turn id was recorded already; nothing ran.
+    Replayed(String),
+    /// A signal came before the command started; the lease was given back.
+    Interrupted(String),
+    /// The command ran.
+    Ran(Box<TurnReport>),
+}
+
+/// A turn that ran.
+#[derive(Debug, Clone)]
+pub struct TurnReport {
+    /// The turn's id.
+    pub turn: String,
+    /// The todo it ran for.
+    pub todo: Todo,
+    /// How the command ended.
+    pub exit: Exit,
+    /// True when the timeout stopped it.
+    pub timed_out: bool,
+    /// How long it ran.
+    pub duration: Duration,
+    /// The last lines of its output.
+    pub output: String,
+    /// What was recorded.
+    pub ended: Ended,
+    /// The signal (SIGINT or SIGTERM) loopx got and passed on, if any.
+    pub signalled: Option<i32>,
+}
+
+impl TurnReport {
+    /// The exit code: the contract's for a refused record, 124 at the timeout, else the command's.
+    pub fn exit_code(&self) -> i32 {
+        match (&self.ended, self.timed_out) {
+            (Ended::Refused(e), _) => e.code.exit_code(),
+            (_, true) => EXIT_TIMED_OUT,
+            _ => self.exit.code(),
+        }
+    }
+}
+
+/// Runs one turn: should-run, claim, the command (lease renewed, stopped at the timeout), then
+/// its evidence, done (when asked and it succeeded) or release, and one slot keyed by the turn.
+///
+/// ```
+/// use loopx::kernel::{Config, Priority, Role, Ts, id::Kind, ops};
+/// use loopx::runtime::turn::{TurnOptions, TurnOutcome, run_turn};
+/// use loopx::store::{FileStore, Store, StoreExt};
+///
+/// # fn main() -> loopx::kernel::Result<()> {
+/// let root = std::env::temp_dir().join(format!("loopx-doc-turn-{}", std::process::id()));
+/// let store = FileStore::at(&root);
+/// store.create(&Config::new("g-doc", "Ship the report", Ts::now()), "me")?;
+/// let id = store.fresh_id(Kind::Todo)?;
+/// store.mutate(|snap| {
+///     let new = ops::NewTodo {
+///         id, title: "Write it".into(), role: Role::Agent, priority: Priority::P2,
+///         depends_on: vec![], every: None, blocked_by_gate: None,
+///     };
+///     ops::add_todo(snap, "me", Ts::now(), new)
+/// })?;
+///
+/// let mut opts = TurnOptions::new(&root, "agent-1", vec!["true".into()]);
+/// opts.complete_on_success = true;
+/// match run_turn(&store, &opts)? {
+///     TurnOutcome::Ran(report) => assert_eq!(report.exit_code(), 0),
+///     other => panic!("expected a turn, got {other:?}"),
+/// }
+/// assert!(store.load()?.todos.is_empty(), "the todo is done and archived");
+/// # std::fs::remove_dir_all(&root).ok();
+/// # Ok(())
+/// # }
+/// ```
+pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOutcome> {
+    if opts.argv.is_empty() {
+        return Err(Error::usage("give the command to run after `--`"));
+    }
+    let turn = match &opts.turn {
+        Some(t) => check_turn_id(t)?,
+        None => fresh_turn_id()?,
+    };
+    let (start, ttl) = store.mutate(|snap| {
+        let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
+        let (c, s) = ops::start_turn(snap, &opts.agent, Ts::now(), ttl, &turn)?;
+        Ok((c, (s, ttl)))
+    })?;
+    let todo = match start {
+        Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
+        Start::Replayed => return Ok(TurnOutcome::Replayed(turn)),
+        Start::Claimed(t) => *t,
+    };
+    if process::signalled().is_some() {
+        release(store, &opts.agent, &todo.id)?;
+        return Ok(TurnOutcome::Interrupted(todo.id));
+    }
+    let fin = run_renewed(store, opts, &todo, ttl, &turn);
+    let fin = match fin {
+        Ok(f) => f,
+        Err(e) => {
+            release(store, &opts.agent, &todo.id)?;
+            return Err(e);
+        }
+    };
+    let signalled = process::signalled();
+    let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
+    let closed_fence = match store.archived_todo(&todo.id) {
+        Ok(Some(t)) => Some(t.fence),
+        _ => None,
+    };
+    let end = TurnEnd {
+        todo: todo.id.clone(),
+        fence: todo.fence,
+        turn: turn.clone(),
+        evidence: evidence(&opts.agent, &todo, &turn, &opts.argv, &fin),
+        done,
+        closed_fence,
+    };
+    let ended = store.mutate(|snap| ops::end_turn(snap, &opts.agent, Ts::now(), end))?;
+    Ok(TurnOutcome::Ran(Box::new(TurnReport {
+        turn,
+        todo,
+        exit: fin.exit,
+        timed_out: fin.timed_out,
+        duration: fin.duration,
+        output: fin.tail,
+        ended,
+        signalled,
+    })))
+}
+
+/// Runs the command while a second thread renews the lease every third of its length.
+fn run_renewed(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    todo: &Todo,
+    ttl: Dur,
+    turn: &str,
+) -> Result<Finished> {
+    let env = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
+    let spec = Spec {
+        argv: opts.argv.clone(),
+        env: vec![
+            (
+                OsString::from("LOOPX_DIR"),
+                opts.dir.clone().into_os_string(),
+            ),
+            env("LOOPX_AGENT", &opts.agent),
+            env("LOOPX_TODO_ID", &todo.id),
+            env("LOOPX_TODO_TITLE", &todo.title),
+            env("LOOPX_FENCE", &todo.fence.to_string()),
+            env("LOOPX_TURN", turn),
+        ],
+        cwd: None,
+        stdin: None,
+        echo: opts.echo,
+        forward: true,
+    };
+    let limits = Limits {
+        timeout: to_std(opts.timeout),
+        grace: to_std(opts.grace),
+        ..Limits::default()
+    };
+    std::thread::scope(|s| {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let every = (to_std(ttl) / 3).max(Duration::from_millis(200));
+        s.spawn(move || renew_until(store, opts, todo, ttl, every, &stopped));
+        let fin = process::run(&spec, &limits);
+        drop(stop);
+        fin
+    })
+}
+
+/// Renews the lease until told to stop, or until it is lost (then the end's record says so).
+fn renew_until(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    todo: &Todo,
+    ttl: Dur,
+    every: Duration,
+    stop: &mpsc::Receiver<()>,
+) {
+    while stop.recv_timeout(every) == Err(mpsc::RecvTimeoutError::Timeout) {
+        let r = store.mutate(|snap| {
+            let fence = snap.todos.get(&todo.id).map(|t| t.fence);
+            if fence != Some(todo.fence) {
+                return Err(Error::new(Code::StaleFence, "the lease was taken over"));
+            }
+            let (c, _) = ops::renew(snap, &opts.agent, Ts::now(), ttl, &todo.id)?;
+            Ok((c, ()))
+        });
+        // A lost lease is final; a busy lock or a passing I/O error is tried again.
+        if let Err(e) = r
+            && matches!(
+                e.code,
+                Code::StaleFence | Code::LeaseConflict | Code::NotFound
+            )
+        {
+            return;
+        }
+    }
+}
+
+fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
+    store.mutate(|snap| {
+        let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
+        Ok((c, ()))
+    })
+}
+
+/// The command's evidence: argv, exit code, duration and the tail of its output, all bounded.
+fn evidence(agent: &str, todo: &Todo, turn: &str, argv: &[OsString], fin: &Finished) -> Evidence {
+    let args: Vec<String> = argv
+        .iter()
+        .take(ARGV_KEPT)
+        .map(|a| cut(&a.to_string_lossy(), ARG_CHARS))
+        .collect();
+    let command = cut(&shell_join(&args), bounds::TEXT_MAX);
+    let took = took(fin.duration);
+    let how = match (fin.timed_out, fin.exit) {
+        (true, _) => format!("timed out after {took}"),
+        (false, Exit::Code(c)) => format!("exited {c} after {took}"),
+        (false, Exit::Signal(s)) => format!("killed by signal {s} after {took}"),
+    };
+    let summary = cut(&format!("{} {how}", cut(&command, 200)), bounds::TEXT_MAX);
+    let mut e = Evidence::new(
+        Ts::now(),
+        agent,
+        Some(todo.fence),
+        EvidenceKind::Command,
+        summary,
+    );
+    e.command = Some(command);
+    e.argv = args;
+    e.exit_code = Some(fin.exit.code());
+    e.duration_ms = Some(u64::try_from(fin.duration.as_millis()).unwrap_or(u64::MAX));
+    e.output = (!fin.tail.is_empty()).then(|| cut(&fin.tail, bounds::TEXT_MAX));
+    e.turn = Some(turn.to_string());
+    e.timed_out = fin.timed_out;
+    e
+}
+
+/// Arguments joined as a shell would need them quoted (for people; argv is kept too).
+pub fn shell_join(args: &[String]) -> String {
+    let plain = |a: &str| {
+        !a.is_empty()
+            && a.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    };
+    args.iter()
+        .map(|a| {
+            if plain(a) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks a turn id given by the caller: 1 to 200 characters, letters, digits and `-_.:`.
+pub fn check_turn_id(t: &str) -> Result<String> {
+    let ok = !t.is_empty()
+        && t.chars().count() <= bounds::NAME_MAX
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if !ok {
+        return Err(Error::usage(format!(
+            "`{}` is not a turn id: use 1 to {} letters, digits, `-`, `_`, `.` or `:`",
+            crate::text::escape(&cut(t, 80)),
+            bounds::NAME_MAX
+        )));
+    }
+    Ok(t.to_string())
+}
+
+/// A fresh turn id: `u-` and twelve random base32 characters.
+pub fn fresh_turn_id() -> Result<String> {
+    let mut r = [0u8; 12];
+    getrandom::fill(&mut r).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let body: String = r
+        .iter()
+        .map(|b| ALPHABET[usize::from(b & 31)] as char)
+        .collect();
+    Ok(format!("u-{body}"))
+}
+
+/// A duration for people: `850ms`, `12.3s`.
+pub fn took(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+fn to_std(d: Dur) -> Duration {
+    Duration::from_millis(u64::try_from(d.0).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_join_quotes_what_a_shell_would_split() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(shell_join(&a(&["echo", "hi"])), "echo hi");
+        assert_eq!(shell_join(&a(&["sh", "-c", "a b"])), "sh -c 'a b'");
+        assert_eq!(shell_join(&a(&["it's", ""])), r"'it'\''s' ''");
+    }
+
+    #[test]
+    fn turn_ids_are_checked() {
+        assert!(check_turn_id("run-42:a.b_c").is_ok());
+        for bad in ["", "a b", "x\n", "ü", &"x".repeat(201)] {
+            assert_eq!(check_turn_id(bad).unwrap_err().code, Code::Usage, "{bad:?}");
+        }
+        let f = fresh_turn_id().unwrap();
+        assert!(check_turn_id(&f).is_ok() && f.len() == 14);
+    }
+}
