@@ -222,3 +222,83 @@ fn budget_values_are_bounded() {
     let v = p.fails(&["quota", "show"], "invalid_state");
     assert!(v.to_string().contains("quota.cost_usd"), "{v}");
 }
+
+mod props {
+    //! The budget rules on made-up spends: throttled exactly when a limit is reached, free again
+    //! exactly when it says, and a spend past a limit is one that throttles.
+    use loopx::kernel::model::{Extra, QuotaFile, QuotaPolicy, Spend};
+    use loopx::kernel::quota::{self, Limit};
+    use loopx::kernel::{Dur, Ts};
+    use proptest::prelude::*;
+
+    const NOW: Ts = Ts(1_800_000_000_000);
+
+    fn spends() -> impl Strategy<Value = Vec<Spend>> {
+        prop::collection::vec((0i64..7_200, 1u32..3, 0u64..300, 0u32..400), 0..30).prop_map(|v| {
+            v.into_iter()
+                .map(|(ago, slots, tokens, cents)| Spend {
+                    at: NOW.sub(Dur::from_secs(ago)),
+                    agent: "a".into(),
+                    slots,
+                    turn: None,
+                    tokens: (tokens > 0).then_some(tokens),
+                    cost_usd: (cents > 0).then_some(f64::from(cents) / 100.0),
+                    extra: Extra::new(),
+                })
+                .collect()
+        })
+    }
+
+    fn policy() -> impl Strategy<Value = QuotaPolicy> {
+        (
+            1u32..40,
+            prop::option::of(1u64..2_000),
+            prop::option::of(1u32..5_000),
+        )
+            .prop_map(|(slots, tokens, cents)| QuotaPolicy {
+                slots,
+                window: Dur::from_hours(1),
+                tokens,
+                cost_usd: cents.map(|c| f64::from(c) / 100.0),
+                ..QuotaPolicy::default()
+            })
+    }
+
+    /// Every limit reached (used at or above it) at `now`, from the usage.
+    fn reached(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Vec<Limit> {
+        let u = quota::usage(q, p, now);
+        let mut out = Vec::new();
+        if u.used >= u64::from(u.limit) {
+            out.push(Limit::Slots);
+        }
+        if u.tokens.is_some_and(|b| b.used >= b.limit) {
+            out.push(Limit::Tokens);
+        }
+        if u.cost_usd.is_some_and(|b| b.used >= b.limit - 1e-9) {
+            out.push(Limit::Cost);
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn throttled_exactly_while_a_limit_is_reached(s in spends(), p in policy()) {
+            let q = QuotaFile { spends: s, ..QuotaFile::default() };
+            let spent: Vec<Limit> = quota::spent(&q, &p, NOW).iter().map(|x| x.0).collect();
+            prop_assert_eq!(&spent, &reached(&q, &p, NOW));
+            let t = quota::throttled(&q, &p, NOW);
+            prop_assert_eq!(t.map(|x| x.0), spent.first().copied());
+            if let Some((_, d)) = t {
+                prop_assert!(reached(&q, &p, NOW.add(d)).is_empty(), "free at the time it says");
+                if d.0 > 1 {
+                    prop_assert!(!reached(&q, &p, NOW.add(Dur(d.0 - 1))).is_empty(), "not before");
+                }
+            }
+            for l in quota::over_limit(&q, &p, NOW) {
+                prop_assert!(spent.contains(&l), "{l:?} is past but not spent");
+            }
+            let a = serde_json::to_string(&quota::usage(&q, &p, NOW)).unwrap();
+            prop_assert!(a.len() < 300, "{a}");
+        }
+    }
+}
