@@ -302,3 +302,25 @@ fn an_expired_lease_cleared_or_reclaimed_fires_its_hook() {
     assert_eq!(e["event"], "lease.expired");
     assert_eq!(e["target"], b.as_str());
 }
+
+#[test]
+fn a_hook_that_cannot_start_is_journaled_by_the_command_that_fired_it() {
+    let p = Project::new("hook-nostart");
+    hook_ok(&p, "gate.opened", "true");
+    // No temporary directory for the event JSON: the supervisor cannot start.
+    let mut c = p.cmd(&["gate", "open", "Start?", "--json"]);
+    c.env("LOOPX_OWNER_KEY", p.home.path.join("no-such-key"))
+        .env("TMPDIR", p.root().join("no-such-dir"));
+    let r = run_cmd(&mut c);
+    assert_eq!(r.code, 0, "the change stands: {r:?}");
+    let fails = hook_fails(&p);
+    assert_eq!(fails.len(), 1, "journaled before the command returned");
+    assert_eq!(fails[0]["actor"], "loopx");
+    assert!(
+        fails[0]["data"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot start")),
+        "{}",
+        fails[0]
+    );
+}

@@ -109,9 +109,10 @@ fn status_of(s: &str) -> Option<GoalStatus> {
 
 impl Seal {
     /// The seal of the state a change leaves: `written` names the gates the change wrote (and the
-    /// hook events it set, removed or adopted), and `set` the todos whose lease it set. A gate that disagreed with the last seal keeps its
-    /// sealed entry unless the owner's change wrote it; a decision that is not proven is never
-    /// sealed (it stays pending until the owner decides it).
+    /// hook events it set, removed or adopted), and `set` the todos whose lease it set. A gate
+    /// that disagreed with the last seal keeps its sealed entry unless the owner's change wrote
+    /// it; a decision that is not proven is never sealed (it stays pending until the owner
+    /// decides it).
     pub fn of(
         snap: &Snapshot,
         journal: Option<Mark>,

@@ -40,8 +40,20 @@ pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
             continue;
         }
         let payload = with_root(a.payload, store);
-        // Firing is best effort: the change is committed whatever happens here.
-        let _ = spawn_supervisor(store.root(), a.event, payload.to_string().as_bytes());
+        // The change is committed whatever happens here; a supervisor that cannot start is
+        // journaled as the hook's failure (best effort: that commit fires nothing).
+        if let Err(e) = spawn_supervisor(store.root(), a.event, payload.to_string().as_bytes()) {
+            let failure = HookFailure {
+                event: a.event.to_string(),
+                seq: payload["seq"].as_u64(),
+                exit: None,
+                timed_out: false,
+                error: Some(format!("cannot start `loopx hook run`: {e}")),
+                tail: String::new(),
+            };
+            let now = store.env().now;
+            let _ = store.mutate(|_| Ok((ops::hook_fail(now, &failure), ())));
+        }
     }
 }
 
