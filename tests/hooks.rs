@@ -324,3 +324,42 @@ fn a_hook_that_cannot_start_is_journaled_by_the_command_that_fired_it() {
         fails[0]
     );
 }
+
+#[test]
+fn a_hook_that_causes_its_own_event_does_not_loop() {
+    let p = Project::new("hook-loop");
+    // Each run opens another gate: without the rule, every gate would fire the hook again.
+    let bin = bin();
+    hook_ok(
+        &p,
+        "gate.opened",
+        &format!("echo run >> runs.txt; '{bin}' --agent hooky gate open again >/dev/null"),
+    );
+    p.gate("First?", &[]);
+    wait_for("the hook's own gate", || {
+        p.journal()
+            .iter()
+            .any(|l| l["action"] == "gate.open" && l["actor"] == "hooky")
+            .then_some(())
+    });
+    // A commit inside a hook fires nothing: a later commit's hook still runs, once.
+    p.gate("Second?", &[]);
+    wait_for("two runs", || {
+        let runs = std::fs::read_to_string(p.root().join("runs.txt")).ok()?;
+        (runs.lines().count() >= 2).then_some(())
+    });
+    wait_for("the second hook's own gate", || {
+        (p.journal()
+            .iter()
+            .filter(|l| l["action"] == "gate.open" && l["actor"] == "hooky")
+            .count()
+            == 2)
+            .then_some(())
+    });
+    let runs = std::fs::read_to_string(p.root().join("runs.txt")).unwrap();
+    assert_eq!(
+        runs.lines().count(),
+        2,
+        "one run per gate opened outside a hook"
+    );
+}

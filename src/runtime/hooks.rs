@@ -31,9 +31,16 @@ pub const PAYLOAD_MAX: u64 = 2 * alert::DATA_MAX as u64 + 8_192;
 /// How many of the journal's last lines the supervisor searches for the line it was started for.
 pub const JOURNAL_SCAN: usize = 10_000;
 
+/// The variable a hook's command runs with: the event's name. A commit made where it is set (by
+/// a hook's command) fires no hooks, so a hook that causes its own event cannot loop.
+pub const EVENT_VAR: &str = "LOOPX_EVENT";
+
 /// The commit observer: for each committed line that is an event with a sealed hook, starts a
 /// detached `loopx hook run EVENT` with the event's JSON on its stdin. Never fails the commit.
 pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
+    if std::env::var_os(EVENT_VAR).is_some() {
+        return;
+    }
     let goal = &snap.config.goal.id;
     for a in alert::alerts(goal, events) {
         if alert::sealed_hook(snap, a.event).is_none() {
@@ -180,7 +187,7 @@ pub fn supervise(
     let payload = with_root(alert::payload(event, &snap.config.goal.id, &line), store);
     let spec = Spec {
         argv: vec!["sh".into(), "-c".into(), text.into()],
-        env: vec![(OsString::from("LOOPX_EVENT"), OsString::from(event))],
+        env: vec![(OsString::from(EVENT_VAR), OsString::from(event))],
         cwd: Some(store.root().to_path_buf()),
         stdin: Some(payload.to_string().into_bytes()),
         echo: Echo::None,
