@@ -50,18 +50,23 @@ pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
         // The change is committed whatever happens here; a supervisor that cannot start is
         // journaled as the hook's failure (best effort: that commit fires nothing).
         if let Err(e) = spawn_supervisor(store.root(), a.event, payload.to_string().as_bytes()) {
-            let failure = HookFailure {
-                event: a.event.to_string(),
-                seq: payload["seq"].as_u64(),
-                exit: None,
-                timed_out: false,
-                error: Some(format!("cannot start `loopx hook run`: {e}")),
-                tail: String::new(),
-            };
-            let now = store.env().now;
-            let _ = store.mutate(|_| Ok((ops::hook_fail(now, &failure), ())));
+            not_started(store, a.event, payload["seq"].as_u64(), &e);
         }
     }
+}
+
+/// Journals `hook.fail` for a supervisor that could not start (best effort).
+fn not_started(store: &FileStore, event: &str, seq: Option<u64>, e: &std::io::Error) {
+    let failure = HookFailure {
+        event: event.to_string(),
+        seq,
+        exit: None,
+        timed_out: false,
+        error: Some(format!("cannot start `loopx hook run`: {e}")),
+        tail: String::new(),
+    };
+    let now = store.env().now;
+    let _ = store.mutate(|_| Ok((ops::hook_fail(now, &failure), ())));
 }
 
 /// The payload with the project's root, where the hook runs.
@@ -159,7 +164,8 @@ pub fn read_payload(r: impl Read) -> Vec<u8> {
 /// is, through `sh -c` in the project root, bounded by `timeout`; journals `hook.fail` when it
 /// exits non-zero, times out or cannot start. The hook's stdin is the event's JSON rebuilt from
 /// the journal line whose `seq` the given JSON names (that line must be this event), so a
-/// hand-run `hook run` cannot feed a hook made-up data.
+/// hand-run `hook run` cannot feed a hook made-up data. `now` dates the failure when the clock
+/// cannot be read after the run.
 pub fn supervise(
     store: &FileStore,
     event: &str,
@@ -171,25 +177,47 @@ pub fn supervise(
     let Some(text) = alert::sealed_hook(&snap, event) else {
         return Ok(Ran::NotSealed);
     };
-    let seq = serde_json::from_slice::<Value>(payload)
-        .ok()
-        .and_then(|v| v["seq"].as_u64());
-    let line = match seq {
-        Some(n) => store
-            .journal_tail(JOURNAL_SCAN)?
-            .into_iter()
-            .find(|e| e.seq == n),
-        None => None,
-    };
-    let Some(line) = line.filter(|l| alert::event_of(l) == Some(event)) else {
+    let Some(line) = journal_line(store, event, payload)? else {
         return Ok(Ran::NotInJournal);
     };
-    let payload = with_root(alert::payload(event, &snap.config.goal.id, &line), store);
+    let json = with_root(alert::payload(event, &snap.config.goal.id, &line), store);
+    let Some(failure) = run_hook(text, event, &json, store.root(), timeout, line.seq) else {
+        return Ok(Ran::Ok);
+    };
+    let at = Ts::checked_now().unwrap_or(now);
+    store.mutate(|_| Ok((ops::hook_fail(at, &failure), ())))?;
+    Ok(Ran::Failed(failure))
+}
+
+/// The journal line of `event` whose `seq` the JSON names, among the journal's last lines.
+fn journal_line(store: &FileStore, event: &str, payload: &[u8]) -> Result<Option<Event>> {
+    let Some(seq) = serde_json::from_slice::<Value>(payload)
+        .ok()
+        .and_then(|v| v["seq"].as_u64())
+    else {
+        return Ok(None);
+    };
+    Ok(store
+        .journal_tail(JOURNAL_SCAN)?
+        .into_iter()
+        .find(|e| e.seq == seq)
+        .filter(|l| alert::event_of(l) == Some(event)))
+}
+
+/// Runs a hook's text with `sh -c`; how it failed, or `None` when it exited 0 in time.
+fn run_hook(
+    text: &str,
+    event: &str,
+    json: &Value,
+    root: &Path,
+    timeout: Duration,
+    seq: u64,
+) -> Option<HookFailure> {
     let spec = Spec {
         argv: vec!["sh".into(), "-c".into(), text.into()],
         env: vec![(OsString::from(EVENT_VAR), OsString::from(event))],
-        cwd: Some(store.root().to_path_buf()),
-        stdin: Some(payload.to_string().into_bytes()),
+        cwd: Some(root.to_path_buf()),
+        stdin: Some(json.to_string().into_bytes()),
         echo: Echo::None,
         forward: false,
     };
@@ -202,14 +230,14 @@ pub fn supervise(
     };
     let mut failure = HookFailure {
         event: event.to_string(),
-        seq,
+        seq: Some(seq),
         exit: None,
         timed_out: false,
         error: None,
         tail: String::new(),
     };
     match process::run(&spec, &limits) {
-        Ok(f) if f.exit.success() && !f.timed_out => return Ok(Ran::Ok),
+        Ok(f) if f.exit.success() && !f.timed_out => return None,
         Ok(f) => {
             failure.exit = Some(f.exit.code());
             failure.timed_out = f.timed_out;
@@ -217,8 +245,7 @@ pub fn supervise(
         }
         Err(e) => failure.error = Some(e.message),
     }
-    store.mutate(|_| Ok((ops::hook_fail(now, &failure), ())))?;
-    Ok(Ran::Failed(failure))
+    Some(failure)
 }
 
 #[cfg(test)]
