@@ -167,8 +167,16 @@ fn a_budget_raised_or_removed_by_hand_is_overridden_by_the_seal() {
         let (_, s) = p.no_key(&["quota", "show"]);
         assert_eq!(s["quota"]["tokens"]["limit"], 100, "{s}");
     }
-    // The owner adopts the edit: then it counts.
+    // doctor names it, from the seal and from the owner's last quota.set line.
     std::fs::write(&path, text.replace("tokens = 100", "tokens = 1000000")).unwrap();
+    let (code, d) = p.no_key(&["doctor"]);
+    assert_eq!(code, 6, "{d}");
+    let d = d.to_string();
+    assert!(
+        d.contains("budgets differ") && d.contains("[quota] is"),
+        "{d}"
+    );
+    // The owner adopts the edit: then it counts.
     p.ok(&["owner", "seal", "--adopt"]);
     let a = should_run(&p);
     assert_eq!(a["decision"], "run", "{a}");
