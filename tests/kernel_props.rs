@@ -38,10 +38,11 @@ fn config(status: GoalStatus, slots: u32, min_interval_s: i64) -> Config {
             slots,
             window: Dur::from_hours(24),
             min_interval: Dur::from_secs(min_interval_s),
-            extra: Extra::new(),
+            ..QuotaPolicy::default()
         },
         lease: LeasePolicy::default(),
         agents: BTreeMap::new(),
+        hooks: BTreeMap::new(),
         extra: Extra::new(),
     }
 }

@@ -120,6 +120,12 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         text.push_str(&format!("quarantined: {}: {}\n", p.at(), p.message));
     }
     text.push_str(&format!("quota: {} of {} in {}", u.used, u.limit, u.window));
+    if let Some(b) = u.tokens {
+        text.push_str(&format!("; {} of {} tokens", b.used, b.limit));
+    }
+    if let Some(b) = u.cost_usd {
+        text.push_str(&format!("; ${} of ${}", b.used, b.limit));
+    }
     let j = json!({
         "goal": to_json(g),
         "counts": counts,
@@ -303,6 +309,12 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "\n## Quota\n\n{} of {} slots used in {}\n",
         answer.quota.used, answer.quota.limit, answer.quota.window
     ));
+    if let Some(b) = answer.quota.tokens {
+        md.push_str(&format!("{} of {} tokens\n", b.used, b.limit));
+    }
+    if let Some(b) = answer.quota.cost_usd {
+        md.push_str(&format!("${} of ${}\n", b.used, b.limit));
+    }
     let decision = to_json(&answer.decision);
     md.push_str(&format!(
         "\n## Next\n\nshould-run: {} ({})\n\n    {next}\n",

@@ -118,6 +118,14 @@ actions! {
     /// `monitor poll`: a monitor is overdue (once per due time).
     MonitorOverdue = "monitor.overdue", owner: false;
     // --- end monitors ---
+    // -- alerts --
+    /// `hook set`: the owner approves a hook's command for an event.
+    HookSet = "hook.set", owner: true;
+    /// `hook remove`.
+    HookRemove = "hook.remove", owner: true;
+    /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
+    HookFail = "hook.fail", owner: false;
+    // -- end alerts --
 }
 
 impl Action {
@@ -240,7 +248,9 @@ mod tests {
                 "gate.cancel",
                 "quota.set",
                 "check.approve",
-                "check.revoke"
+                "check.revoke",
+                "hook.set",
+                "hook.remove"
             ]
         );
         let mut listed = crate::kernel::authority::OWNER_ACTIONS.to_vec();

@@ -61,6 +61,8 @@ pub const OWNER_ACTIONS: &[&str] = &[
     // monitors (issue 8)
     Action::CheckApprove.as_str(),
     Action::CheckRevoke.as_str(),
+    Action::HookSet.as_str(),
+    Action::HookRemove.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

@@ -293,6 +293,21 @@ pub fn check_config(c: &Config) -> Checked {
     )?;
     duration("quota.window", q.window, WINDOW_MIN, WINDOW_MAX)?;
     duration("quota.min_interval", q.min_interval, Dur(0), q.window)?;
+    // -- budgets and hooks --
+    if let Some(t) = q.tokens {
+        int("quota.tokens", t, 1, TOKENS_MAX)?;
+    }
+    if let Some(c) = q.cost_usd {
+        cost_usd("quota.cost_usd", c)?;
+        if c <= 0.0 {
+            return Err(Violation::new(
+                "quota.cost_usd",
+                "`quota.cost_usd` must be more than 0 (remove the key for no cost budget)",
+            ));
+        }
+    }
+    crate::kernel::alert::check_hooks(&c.hooks)?;
+    // -- end budgets and hooks --
     duration("lease.ttl", c.lease.ttl, TTL_MIN, TTL_MAX)
 }
 

@@ -26,7 +26,7 @@ pub enum Decision {
     Paused,
     /// No open agent todo at all.
     Idle,
-    /// The window's slots are spent.
+    /// The window's slots, tokens or cost are spent.
     Throttled,
     /// Come back later.
     Wait,
@@ -147,8 +147,9 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     if open.is_empty() {
         return answer(Decision::Idle, "no_open_todos", None, None);
     }
-    if let Some(d) = quota::throttled_for(&snap.quota, &snap.config.quota, now) {
-        return answer(Decision::Throttled, "quota_spent", None, Some(d));
+    // Slots, then tokens, then cost: the reason names the first spent, the wait is until all free.
+    if let Some((limit, d)) = quota::throttled(&snap.quota, &snap.config.quota, now) {
+        return answer(Decision::Throttled, limit.reason(), None, Some(d));
     }
     if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
         return answer(Decision::Wait, "min_interval", None, Some(d));
