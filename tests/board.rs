@@ -1185,3 +1185,44 @@ fn without_owner_authority_owner_actions_are_disabled_with_the_reason() {
     press(&mut a, KeyCode::Char('n'));
     assert_eq!(a.mode, Mode::Normal, "no title prompt without the key");
 }
+
+#[test]
+fn a_new_pending_gate_rings_the_bell_and_the_title_counts_them() {
+    let mut a = App::new("~/src/wx", Theme::dark(), false, now());
+    let load = |a: &mut App, v: Variant| {
+        a.on_event(AppEvent::Loaded(Delta {
+            full: Some(snapshot(v)),
+            at: now(),
+            ..Delta::default()
+        }))
+        .into_iter()
+        .filter(|f| matches!(f, Effect::Bell | Effect::Title(_)))
+        .collect::<Vec<_>>()
+    };
+    // The first load sets the title and never rings: those gates were there already.
+    assert_eq!(
+        load(&mut a, Variant::Normal),
+        [Effect::Title("loopx".into())]
+    );
+    let pending = snapshot(Variant::Gates)
+        .gates
+        .values()
+        .filter(|g| g.effective_status() == loopx::kernel::GateStatus::Pending)
+        .count();
+    assert!(pending >= 2);
+    assert_eq!(
+        load(&mut a, Variant::Gates),
+        [
+            Effect::Bell,
+            Effect::Title(format!("loopx · {pending} gates"))
+        ]
+    );
+    // The same gates again: nothing new, nothing said.
+    assert!(load(&mut a, Variant::Gates).is_empty());
+    // Gates decided: the title follows, no bell.
+    assert_eq!(
+        load(&mut a, Variant::Normal),
+        [Effect::Title("loopx".into())]
+    );
+    assert_eq!(loopx::board::notify::title(1), "loopx · 1 gate");
+}

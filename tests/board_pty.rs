@@ -424,3 +424,78 @@ fn start_goal_guided_asks_on_a_terminal() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_window_title_counts_pending_gates() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let (dir, key) = owned_project("title", "Title the window");
+    let t = Tmux {
+        socket: format!("loopx-test-title-{}", std::process::id()),
+        session: "board".into(),
+    };
+    let cmd = format!(
+        "env LOOPX_OWNER_KEY='{}' '{}' board --dir '{}'; sleep 5",
+        key.display(),
+        BIN,
+        dir.display()
+    );
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let title = || {
+        String::from_utf8_lossy(
+            &t.run(&["display-message", "-p", "-t", &t.session, "#{pane_title}"])
+                .stdout,
+        )
+        .trim()
+        .to_string()
+    };
+    let wait_title = |want: &str| {
+        let start = Instant::now();
+        while title() != want {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the title is `{}`, not `{want}`",
+                title()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    t.wait_for(
+        "no gates: nothing waits on the owner",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    wait_title("loopx");
+    for (i, q) in ["First?", "Second?"].iter().enumerate() {
+        let out = loopx(&dir, &key, &["--agent", "agent-x", "gate", "open", q]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        wait_title(&if i == 0 {
+            "loopx · 1 gate".to_string()
+        } else {
+            "loopx · 2 gates".to_string()
+        });
+    }
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

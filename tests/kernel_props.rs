@@ -38,10 +38,11 @@ fn config(status: GoalStatus, slots: u32, min_interval_s: i64) -> Config {
             slots,
             window: Dur::from_hours(24),
             min_interval: Dur::from_secs(min_interval_s),
-            extra: Extra::new(),
+            ..QuotaPolicy::default()
         },
         lease: LeasePolicy::default(),
         agents: BTreeMap::new(),
+        hooks: BTreeMap::new(),
         extra: Extra::new(),
     }
 }
@@ -119,6 +120,8 @@ fn world() -> impl Strategy<Value = World> {
                     reason: None,
                     status_by: None,
                     fence,
+                    overdue_noted: None,
+                    check: None,
                     lease,
                     extra: Extra::new(),
                 };
@@ -186,7 +189,7 @@ proptest! {
                 prop_assert_eq!(written_todo(&c).map(|x| &x.id), Some(&t.id));
                 prop_assert_eq!(c.events.len(), 1);
                 for r in &ready {
-                    prop_assert!(readiness::pick_key(&t) <= readiness::pick_key(r));
+                    prop_assert!(readiness::pick_key(&t, NOW) <= readiness::pick_key(r, NOW));
                 }
             }
             Err(e) => {

@@ -413,3 +413,19 @@ fn a_runner_killed_outright_takes_its_command_with_it() {
     wait_exit(&mut c);
     until("the orphaned command to be killed", || gone(pid));
 }
+
+#[test]
+fn heartbeat_backs_off_after_failed_turns() {
+    let p = Project::new("beat-backoff");
+    p.add("broken", &[]);
+    let r = p.run(&["heartbeat", "--max-turns", "3", "--", "false"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(
+        lines[0].contains("exited 1") && lines[0].ends_with("next turn in 1s"),
+        "{}",
+        r.stdout
+    );
+    assert!(lines[1].ends_with("next turn in 2s"), "{}", r.stdout);
+    assert_eq!(quota_used(&p), 3);
+}

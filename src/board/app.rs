@@ -137,6 +137,10 @@ pub enum Effect {
     Quit,
     /// Suspend the process (Ctrl-Z).
     Suspend,
+    /// Ring the terminal bell (a new pending gate).
+    Bell,
+    /// Set the window title (the pending count).
+    Title(String),
 }
 
 /// What the board reacts to.
@@ -216,6 +220,8 @@ pub struct App {
     pub activity_scroll: usize,
     /// Set when the board should stop.
     pub quit: bool,
+    /// The bell and window title last given.
+    pub attention: crate::board::notify::Attention,
 }
 
 impl App {
@@ -249,6 +255,7 @@ impl App {
             evidence_scroll: 0,
             activity_scroll: 0,
             quit: false,
+            attention: Default::default(),
         }
     }
 
@@ -334,6 +341,13 @@ impl App {
         }
         self.derive();
         let mut fx = Vec::new();
+        if let Some(snap) = &self.snap {
+            let ring = self.attention.update(snap);
+            if ring.bell {
+                fx.push(Effect::Bell);
+            }
+            fx.extend(ring.title.map(Effect::Title));
+        }
         if let Some(id) = self.selected_todo()
             && (d.evidence_changed.contains(&id)
                 || self.evidence.as_ref().is_none_or(|(e, _)| *e != id))

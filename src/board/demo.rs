@@ -112,6 +112,7 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
             ..LeasePolicy::default()
         },
         agents,
+        hooks: Default::default(),
         extra: Extra::new(),
     };
     store.create(&config, "demo")?;

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod derive;
 pub mod keymap;
 pub mod layout;
+pub mod notify;
 pub mod panes;
 pub mod sealer;
 pub mod term;
@@ -138,6 +139,8 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
             match fx {
                 Effect::Quit => app.quit = true,
                 Effect::Suspend => term.suspend(),
+                Effect::Bell => term.bell(),
+                Effect::Title(t) => term.title(&t),
                 Effect::Reload => {
                     let d = loader.full(Ts::now());
                     pending.extend(app.on_event(AppEvent::Loaded(d)));

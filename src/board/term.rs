@@ -19,6 +19,10 @@ use crate::board::view;
 static TERMINATED: AtomicBool = AtomicBool::new(false);
 static CONTINUED: AtomicBool = AtomicBool::new(false);
 static HOOKS: Once = Once::new();
+/// The window title the board set, if any: the terminal's own was pushed first (XTWINOPS 22) and
+/// is popped back (23) when the terminal is restored.
+static TITLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+static TITLE_PUSHED: AtomicBool = AtomicBool::new(false);
 
 /// True once SIGTERM or SIGHUP arrived: the loop should stop and restore the terminal.
 pub fn terminated() -> bool {
@@ -37,6 +41,21 @@ extern "C" fn on_continue(_: libc::c_int) {
 pub fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
+    if TITLE_PUSHED.swap(false, Ordering::SeqCst) {
+        // Terminals without a title stack ignore this.
+        use std::io::Write as _;
+        let _ = stdout().write_all(b"\x1b[23;0t");
+        let _ = stdout().flush();
+    }
+}
+
+/// Sets the window title, saving the terminal's own first.
+fn set_title(text: &str) {
+    use std::io::Write as _;
+    if !TITLE_PUSHED.swap(true, Ordering::SeqCst) {
+        let _ = stdout().write_all(b"\x1b[22;0t");
+    }
+    let _ = execute!(stdout(), ratatui::crossterm::terminal::SetTitle(text));
 }
 
 fn install_hooks() {
@@ -102,6 +121,22 @@ impl Term {
         Ok(())
     }
 
+    /// Rings the terminal bell (BEL).
+    pub fn bell(&mut self) {
+        use std::io::Write as _;
+        let mut out = stdout();
+        let _ = out.write_all(b"\x07");
+        let _ = out.flush();
+    }
+
+    /// Sets the window title (OSC 0/2); the text is the board's own, never stored text.
+    pub fn title(&mut self, text: &str) {
+        if let Ok(mut t) = TITLE.lock() {
+            *t = Some(text.to_string());
+        }
+        set_title(text);
+    }
+
     /// Ctrl-Z: restores the terminal, stops the process, and sets it up again on `fg`.
     pub fn suspend(&mut self) {
         restore();
@@ -119,6 +154,9 @@ impl Term {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let _ = setup();
+        if let Some(t) = TITLE.lock().ok().and_then(|t| t.clone()) {
+            set_title(&t);
+        }
         // A fresh terminal on a cleared screen redraws everything. (`Terminal::clear` asks the
         // terminal for the cursor position, which races with the input thread reading stdin.)
         let _ = execute!(stdout(), Clear(ClearType::All));

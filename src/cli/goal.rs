@@ -151,6 +151,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         quota,
         lease: LeasePolicy::default(),
         agents: Default::default(),
+        hooks: Default::default(),
         extra: Extra::new(),
     };
     bounds::usage(bounds::check_config(&config))?;

@@ -2,6 +2,8 @@
 
 mod gate;
 mod goal;
+mod hook;
+mod monitor;
 mod owner;
 mod quota;
 mod state;
@@ -99,6 +101,11 @@ pub enum Cmd {
     /// The owner's key: create it, show it, seal the owner's facts.
     #[command(subcommand)]
     Owner(owner::OwnerCmd),
+    // -- alerts --
+    /// Commands the owner runs on events (a gate opened, a budget spent, ...).
+    #[command(subcommand)]
+    Hook(hook::HookCmd),
+    // -- end alerts --
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
     Board {
         /// Show only: every change is off.
@@ -125,6 +132,9 @@ pub enum Cmd {
         #[arg(long, value_name = "NAME|FILE")]
         theme: Option<String>,
     },
+    /// Monitors: watchers' checks (propose, approve, revoke), the list, and `poll`.
+    #[command(subcommand)]
+    Monitor(monitor::MonitorCmd),
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -252,6 +262,8 @@ pub fn main() -> i32 {
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let json = cli.json;
+    // Every commit of this process (CLI, board, runtime) fires the owner's sealed hooks.
+    crate::store::fs::on_commit(crate::runtime::hooks::fire);
     let result = (|| {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
         check_agent_len(&agent)?;
@@ -348,6 +360,8 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::RefreshState) => state::refresh(ctx),
         Some(Cmd::Log(a)) => state::log(ctx, a),
         Some(Cmd::Owner(c)) => owner::run(ctx, c),
+        Some(Cmd::Monitor(c)) => monitor::run(ctx, c),
+        Some(Cmd::Hook(c)) => hook::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();

@@ -1,4 +1,4 @@
-//! `quota`: should-run, spend-slot, show and set.
+//! `quota`: should-run, spend-slot, show and set (slots and the token and cost budgets).
 
 use clap::Subcommand;
 use serde_json::json;
@@ -15,7 +15,7 @@ use crate::text::escape as esc;
 pub enum QuotaCmd {
     /// Whether this agent should run a turn now (exit 0 run, 3 otherwise). Never writes.
     ShouldRun,
-    /// Record a spent turn.
+    /// Record a spent turn (exit 3, still recorded, when it goes past a limit).
     SpendSlot {
         /// Slots spent.
         #[arg(long, default_value_t = 1)]
@@ -43,11 +43,53 @@ pub enum QuotaCmd {
         /// The least time between two spends (0s for none).
         #[arg(long, value_name = "DUR")]
         min_interval: Option<Dur>,
+        /// Tokens per window, or `none` for no token budget.
+        #[arg(long, value_name = "N|none", value_parser = parse_tokens)]
+        tokens: Option<Budget<u64>>,
+        /// US dollars per window, or `none` for no cost budget.
+        #[arg(long, value_name = "X|none", value_parser = parse_cost)]
+        cost_usd: Option<Budget<f64>>,
     },
+}
+
+/// A budget as `quota set` takes it: a value, or `none` to remove it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget<T>(pub Option<T>);
+
+fn parse_tokens(s: &str) -> std::result::Result<Budget<u64>, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Budget(None));
+    }
+    let max = crate::kernel::bounds::TOKENS_MAX;
+    match s.parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(Budget(Some(n))),
+        _ => Err(format!(
+            "give 1 to {max} tokens, or `none` for no token budget"
+        )),
+    }
+}
+
+fn parse_cost(s: &str) -> std::result::Result<Budget<f64>, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Budget(None));
+    }
+    let max = crate::kernel::bounds::COST_USD_MAX;
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= max => Ok(Budget(Some(x))),
+        _ => Err(format!(
+            "give a number of US dollars more than 0 and at most {max}, or `none` for no cost budget"
+        )),
+    }
 }
 
 fn usage_text(u: &Usage) -> String {
     let mut s = format!("{} of {} slots used in {}", u.used, u.limit, u.window);
+    if let Some(b) = u.tokens {
+        s.push_str(&format!("; {} of {} tokens", b.used, b.limit));
+    }
+    if let Some(b) = u.cost_usd {
+        s.push_str(&format!("; ${} of ${}", b.used, b.limit));
+    }
     if let Some(r) = u.resets_at {
         s.push_str(&format!("; the oldest frees at {r}"));
     }
@@ -65,6 +107,12 @@ fn quota_json(
         "used": u.used, "limit": u.limit, "window": u.window, "resets_at": u.resets_at,
         "min_interval": cfg.quota.min_interval,
     });
+    if let Some(b) = u.tokens {
+        j["tokens"] = to_json(&b);
+    }
+    if let Some(b) = u.cost_usd {
+        j["cost_usd"] = to_json(&b);
+    }
     if with_spends {
         j["spends"] = to_json(&quota::in_window(q, &cfg.quota, now).collect::<Vec<_>>());
     }
@@ -125,9 +173,10 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             tokens,
             cost_usd,
         } => {
-            let (recorded, cfg, q) = store.mutate(|snap| {
+            let (recorded, cfg, q, over) = store.mutate(|snap| {
                 let (change, recorded) =
                     ops::spend(snap, &ctx.agent, now, slots, turn, tokens, cost_usd)?;
+                let over = ops::spend_over_limit(&change);
                 let q = change
                     .writes
                     .iter()
@@ -136,21 +185,36 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                         _ => None,
                     })
                     .unwrap_or_else(|| snap.quota.clone());
-                Ok((change, (recorded, snap.config.clone(), q)))
+                Ok((change, (recorded, snap.config.clone(), q, over)))
             })?;
             let j = quota_json(&cfg, &q, now, false);
             let u = quota::usage(&q, &cfg.quota, now);
-            let text = if recorded {
+            let mut text = if recorded {
                 usage_text(&u)
             } else {
                 format!("that turn was recorded already; {}", usage_text(&u))
             };
-            Ok(Out::new("quota", j, text).with("recorded", json!(recorded)))
+            let mut out = Out::new("quota", j, "").with("recorded", json!(recorded));
+            if !over.is_empty() {
+                // Recorded (the turn happened), but past a limit: not now for the next turn.
+                text.push_str(&format!(
+                    "\nover the limit: {} (recorded; the next turn waits)",
+                    over.join(", ")
+                ));
+                out = out.with("over_limit", json!(over));
+                out.exit = 3;
+            }
+            out.text = text;
+            Ok(out)
         }
         QuotaCmd::Show => {
             let snap = store.load()?;
             let u = quota::usage(&snap.quota, &snap.config.quota, now);
             let mut text = usage_text(&u);
+            let q = &snap.config.quota;
+            if q.tokens.is_none() && q.cost_usd.is_none() {
+                text.push_str("; no token or cost budget");
+            }
             if !snap.config.quota.min_interval.is_zero() {
                 text.push_str(&format!(
                     "; at least {} between turns",
@@ -167,15 +231,24 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             slots,
             window,
             min_interval,
+            tokens,
+            cost_usd,
         } => {
-            if slots.is_none() && window.is_none() && min_interval.is_none() {
+            let set = ops::QuotaChange {
+                slots,
+                window,
+                min_interval,
+                tokens: tokens.map(|b| b.0),
+                cost_usd: cost_usd.map(|b| b.0),
+            };
+            if set.is_empty() {
                 return Err(crate::kernel::Error::usage(
-                    "give --slots, --window or --min-interval",
+                    "give --slots, --window, --min-interval, --tokens or --cost-usd",
                 ));
             }
             let owner = crate::kernel::ops::OWNER;
             let (cfg, q) = store.mutate(|snap| {
-                let (c, cfg) = ops::set_quota(snap, owner, now, slots, window, min_interval)?;
+                let (c, cfg) = ops::set_quota(snap, owner, now, set)?;
                 Ok((c, (cfg, snap.quota.clone())))
             })?;
             let u = quota::usage(&q, &cfg.quota, now);

@@ -99,6 +99,20 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
             esc(&should_run::cut(&gate.question, 100))
         ));
     }
+    // Overdue monitors (issue 8).
+    let overdue = crate::kernel::monitor::overdue_list(&snap, now);
+    if !overdue.is_empty() {
+        text.push_str(&format!("overdue monitors: {}\n", overdue.len()));
+    }
+    for o in &overdue {
+        text.push_str(&format!(
+            "  {} every {}, due {}: {}\n",
+            esc(&o.id),
+            o.every,
+            super::rel_time(now, o.due_at),
+            esc(&should_run::cut(&o.title, 100))
+        ));
+    }
     for n in &snap.owner_notes {
         text.push_str(&format!("note: {n}\n"));
     }
@@ -106,6 +120,12 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         text.push_str(&format!("quarantined: {}: {}\n", p.at(), p.message));
     }
     text.push_str(&format!("quota: {} of {} in {}", u.used, u.limit, u.window));
+    if let Some(b) = u.tokens {
+        text.push_str(&format!("; {} of {} tokens", b.used, b.limit));
+    }
+    if let Some(b) = u.cost_usd {
+        text.push_str(&format!("; ${} of ${}", b.used, b.limit));
+    }
     let j = json!({
         "goal": to_json(g),
         "counts": counts,
@@ -116,6 +136,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "quota": to_json(&u),
         "quarantined": snap.quarantined.values().collect::<Vec<_>>(),
         "owner_notes": snap.owner_notes,
+        "overdue": overdue,
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {
@@ -288,6 +309,12 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "\n## Quota\n\n{} of {} slots used in {}\n",
         answer.quota.used, answer.quota.limit, answer.quota.window
     ));
+    if let Some(b) = answer.quota.tokens {
+        md.push_str(&format!("{} of {} tokens\n", b.used, b.limit));
+    }
+    if let Some(b) = answer.quota.cost_usd {
+        md.push_str(&format!("${} of ${}\n", b.used, b.limit));
+    }
     let decision = to_json(&answer.decision);
     md.push_str(&format!(
         "\n## Next\n\nshould-run: {} ({})\n\n    {next}\n",

@@ -550,7 +550,7 @@ fn list(
             .filter(|t| !mine || t.live_lease(now).is_some_and(|l| l.holder == ctx.agent))
             .cloned()
             .collect();
-        v.sort_by(|a, b| readiness::pick_key(a).cmp(&readiness::pick_key(b)));
+        v.sort_by(|a, b| readiness::pick_key(a, now).cmp(&readiness::pick_key(b, now)));
         v
     };
     let todos: Vec<Todo> = todos

@@ -237,11 +237,15 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
     let mut last_wait: Option<String> = None;
     let (stopped, ran) = heartbeat::heartbeat(&store as &(dyn Store + Sync), &opts, |b| {
         let (text, value) = match b {
-            Beat::Ran(r) => {
+            Beat::Ran(r, d) => {
                 last_wait = None;
                 let mut o = report_out(r);
                 // As `turn --json` prints it.
                 o.json.entry("ok").or_insert(json!(true));
+                if !d.is_zero() {
+                    o.text.push_str(&format!("; next turn in {d}"));
+                    o.json.insert("sleep".into(), json!(d));
+                }
                 (o.text, Value::Object(o.json))
             }
             Beat::Waits(a, d) => {

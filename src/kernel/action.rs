@@ -104,6 +104,28 @@ actions! {
     QuotaSet = "quota.set", owner: true;
     /// `quota spend-slot`.
     QuotaSpend = "quota.spend", owner: false;
+    // --- monitors (issue 8) ---
+    /// `monitor propose`: an agent proposes a watcher's check command.
+    CheckPropose = "check.propose", owner: false;
+    /// `monitor approve`: the owner approves a check's exact text (sealed as `check ID SHA256`).
+    CheckApprove = "check.approve", owner: true;
+    /// `monitor revoke`: the owner withdraws a check's approval.
+    CheckRevoke = "check.revoke", owner: true;
+    /// `monitor poll`: a check ran and its result did not change (or it failed to finish).
+    MonitorCheck = "monitor.check", owner: false;
+    /// `monitor poll`: a check's result changed; the todo is ready for an agent.
+    MonitorChange = "monitor.change", owner: false;
+    /// `monitor poll`: a monitor is overdue (once per due time).
+    MonitorOverdue = "monitor.overdue", owner: false;
+    // --- end monitors ---
+    // -- alerts --
+    /// `hook set`: the owner approves a hook's command for an event.
+    HookSet = "hook.set", owner: true;
+    /// `hook remove`.
+    HookRemove = "hook.remove", owner: true;
+    /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
+    HookFail = "hook.fail", owner: false;
+    // -- end alerts --
 }
 
 impl Action {
@@ -224,7 +246,11 @@ mod tests {
                 "gate.approve",
                 "gate.reject",
                 "gate.cancel",
-                "quota.set"
+                "quota.set",
+                "check.approve",
+                "check.revoke",
+                "hook.set",
+                "hook.remove"
             ]
         );
         let mut listed = crate::kernel::authority::OWNER_ACTIONS.to_vec();

@@ -58,6 +58,11 @@ pub const OWNER_ACTIONS: &[&str] = &[
     Action::GoalComplete.as_str(),
     Action::QuotaSet.as_str(),
     Action::TodoReassign.as_str(),
+    // monitors (issue 8)
+    Action::CheckApprove.as_str(),
+    Action::CheckRevoke.as_str(),
+    Action::HookSet.as_str(),
+    Action::HookRemove.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

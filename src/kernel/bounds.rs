@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::kernel::error::{Error, Result};
-use crate::kernel::model::{Config, Evidence, Gate, Lease, QuotaFile, Spend, Todo};
+use crate::kernel::model::{Check, Config, Evidence, Gate, Lease, QuotaFile, Spend, Todo};
 use crate::kernel::time::Dur;
 
 pub use crate::kernel::model::{TTL_MAX, TTL_MIN};
@@ -66,6 +66,14 @@ pub const LOCK_TIMEOUT_MAX_S: u64 = 3_600;
 pub const LOCK_TIMEOUT_DEFAULT_S: u64 = 10;
 /// The largest owner key file, in bytes.
 pub const OWNER_KEY_MAX_BYTES: u64 = 4_096;
+// --- monitors (issue 8) ---
+/// The most bytes of a watcher's check command (`[check] command`).
+pub const CHECK_COMMAND_MAX: usize = 2_048;
+/// The longest a check may run before `monitor poll` stops it (`--timeout`), in seconds.
+pub const CHECK_TIMEOUT_MAX_S: u64 = 3_600;
+/// The most bytes of a check's stdout kept and hashed.
+pub const CHECK_OUTPUT_MAX: usize = 64 * 1024;
+// --- end monitors ---
 
 /// One step of a key path: a key name or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,6 +293,21 @@ pub fn check_config(c: &Config) -> Checked {
     )?;
     duration("quota.window", q.window, WINDOW_MIN, WINDOW_MAX)?;
     duration("quota.min_interval", q.min_interval, Dur(0), q.window)?;
+    // -- budgets and hooks --
+    if let Some(t) = q.tokens {
+        int("quota.tokens", t, 1, TOKENS_MAX)?;
+    }
+    if let Some(c) = q.cost_usd {
+        cost_usd("quota.cost_usd", c)?;
+        if c <= 0.0 {
+            return Err(Violation::new(
+                "quota.cost_usd",
+                "`quota.cost_usd` must be more than 0 (remove the key for no cost budget)",
+            ));
+        }
+    }
+    crate::kernel::alert::check_hooks(&c.hooks)?;
+    // -- end budgets and hooks --
     duration("lease.ttl", c.lease.ttl, TTL_MIN, TTL_MAX)
 }
 
@@ -307,6 +330,44 @@ pub fn check_todo(t: &Todo) -> Checked {
     int("fence", t.fence, 0, FENCE_MAX)?;
     if let Some(l) = &t.lease {
         check_lease(l).map_err(|v| v.under(vec![Key::Name("lease".into())]))?;
+    }
+    if let Some(c) = &t.check {
+        check_check(c).map_err(|v| v.under(vec![Key::Name("check".into())]))?;
+    }
+    Ok(())
+}
+
+/// A watcher's `[check]`: a command of 1 to 2,048 bytes without NUL, an agent, a hex hash.
+pub fn check_check(c: &Check) -> Checked {
+    check_command("command", &c.command)?;
+    agent("proposed_by", &c.proposed_by)?;
+    if let Some(h) = &c.last_hash
+        && (h.len() > HEX_MAX || !h.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(Violation::new(
+            "last_hash",
+            format!("`last_hash` must be hex of at most {HEX_MAX} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A check command: not empty, at most `CHECK_COMMAND_MAX` bytes, no NUL.
+pub fn check_command(key: &str, s: &str) -> Checked {
+    if s.trim().is_empty() {
+        return Err(Violation::new(key, format!("`{key}` cannot be empty")));
+    }
+    if s.len() > CHECK_COMMAND_MAX {
+        return Err(Violation::new(
+            key,
+            format!(
+                "`{key}` is {} bytes long; the most is {CHECK_COMMAND_MAX}",
+                s.len()
+            ),
+        ));
+    }
+    if s.contains('\0') {
+        return Err(Violation::new(key, format!("`{key}` cannot hold a NUL")));
     }
     Ok(())
 }

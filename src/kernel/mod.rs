@@ -1,11 +1,13 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
 pub mod action;
+pub mod alert;
 pub mod authority;
 pub mod bounds;
 pub mod error;
 pub mod id;
 pub mod model;
+pub mod monitor;
 pub mod ops;
 pub mod quota;
 pub mod readiness;

@@ -38,6 +38,15 @@ pub struct Config {
     /// Known agents, by id (free-form tables).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<String, toml::Table>,
+    // -- budgets and alerts (hooks): owner facts, sealed --
+    /// Hook commands by event name (`gate.opened`), run with `sh -c`; they run only as sealed.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::kernel::alert::de_hooks"
+    )]
+    pub hooks: BTreeMap<String, String>,
+    // -- end budgets and alerts --
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -61,6 +70,7 @@ impl Config {
             quota: QuotaPolicy::default(),
             lease: LeasePolicy::default(),
             agents: BTreeMap::new(),
+            hooks: BTreeMap::new(),
             extra: Extra::new(),
         }
     }
@@ -114,6 +124,14 @@ pub struct QuotaPolicy {
     /// The least time between two spends.
     #[serde(default)]
     pub min_interval: Dur,
+    // -- budgets --
+    /// Tokens per window (none: no token budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// US dollars per window (none: no cost budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    // -- end budgets --
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -133,6 +151,8 @@ impl Default for QuotaPolicy {
             slots: default_slots(),
             window: default_window(),
             min_interval: Dur(0),
+            tokens: None,
+            cost_usd: None,
             extra: Extra::new(),
         }
     }
@@ -330,6 +350,14 @@ pub struct Todo {
     /// The last fence granted; kept after the lease ends.
     #[serde(default)]
     pub fence: u64,
+    // --- monitors (issue 8): overdue mark and watcher check ---
+    /// The due time whose overdue period was journaled (`monitor.overdue`), once per due time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overdue_noted: Option<Ts>,
+    /// A watcher: a command `monitor poll` runs while the owner's seal approves its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Box<Check>>,
+    // --- end monitors ---
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
@@ -337,6 +365,8 @@ pub struct Todo {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+pub use crate::kernel::monitor::Check;
 
 fn default_role() -> Role {
     Role::Agent

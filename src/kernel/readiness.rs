@@ -144,9 +144,10 @@ pub fn is_ready(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> bool {
     blockers(snap, todo, agent, now, false).is_empty()
 }
 
-/// The pick order: priority, then oldest, then id.
-pub fn pick_key(t: &Todo) -> (crate::kernel::Priority, Ts, &str) {
-    (t.priority, t.created_at, t.id.as_str())
+/// The pick order at `now`: priority, then a due monitor before other work, then oldest, then id.
+pub fn pick_key(t: &Todo, now: Ts) -> (crate::kernel::Priority, bool, Ts, &str) {
+    let due_monitor = crate::kernel::monitor::is_due(t, now);
+    (t.priority, !due_monitor, t.created_at, t.id.as_str())
 }
 
 /// Ready todos for `agent`, best first.
@@ -156,7 +157,7 @@ pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
         .values()
         .filter(|t| is_ready(snap, t, agent, now))
         .collect();
-    v.sort_by(|a, b| pick_key(a).cmp(&pick_key(b)));
+    v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
 }
 
@@ -165,7 +166,7 @@ pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
     snap.todos
         .values()
         .filter(|t| is_ready(snap, t, agent, now))
-        .min_by(|a, b| pick_key(a).cmp(&pick_key(b)))
+        .min_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)))
 }
 
 /// Todos `agent` holds a live lease on, best first.
@@ -175,7 +176,7 @@ pub fn held<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
         .values()
         .filter(|t| t.live_lease(now).is_some_and(|l| l.holder == agent))
         .collect();
-    v.sort_by(|a, b| pick_key(a).cmp(&pick_key(b)));
+    v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
 }
 

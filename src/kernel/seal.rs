@@ -1,5 +1,6 @@
-//! The owner's seal: the facts only the owner sets (goal status, quota policy, each gate, which
-//! todos are `user` todos, owner-set leases) and the journal's head, signed as one text.
+//! The owner's seal: the facts only the owner sets (goal status, quota policy and budgets, each
+//! gate, which todos are `user` todos, owner-set leases, hooks) and the journal's head, signed as
+//! one text.
 //!
 //! Agents read the seal on every load and act on its values, not on what a file says: a file
 //! that disagrees with it is named, and where the seal cannot be matched the rule fails closed.
@@ -36,7 +37,7 @@ pub struct LeaseFact {
 }
 
 /// The owner's signed facts.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Seal {
     /// The journal's last line when sealed (none for an empty journal).
     pub journal: Option<Mark>,
@@ -52,6 +53,14 @@ pub struct Seal {
     pub blocked: BTreeMap<String, String>,
     /// Leases the owner set or released, by todo id.
     pub leases: BTreeMap<String, LeaseFact>,
+    /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
+    pub checks: BTreeMap<String, String>,
+    // -- budgets and hooks --
+    /// The token and cost budgets (`None` inside: no budget); `None`: a seal from before budgets.
+    pub budget: Option<(Option<u64>, Option<f64>)>,
+    /// Each hook the owner approved: event name to the SHA-256 of its command text.
+    pub hooks: BTreeMap<String, String>,
+    // -- end budgets and hooks --
     /// Gates whose file disagreed with this seal when it was applied (not part of the text).
     pub mismatched: BTreeSet<String>,
 }
@@ -101,10 +110,11 @@ fn status_of(s: &str) -> Option<GoalStatus> {
 }
 
 impl Seal {
-    /// The seal of the state a change leaves: `written` names the gates the change wrote, and
-    /// `set` the todos whose lease it set. A gate that disagreed with the last seal keeps its
-    /// sealed entry unless the owner's change wrote it; a decision that is not proven is never
-    /// sealed (it stays pending until the owner decides it).
+    /// The seal of the state a change leaves: `written` names the gates the change wrote (and the
+    /// hook events it set, removed or adopted), and `set` the todos whose lease it set. A gate
+    /// that disagreed with the last seal keeps its sealed entry unless the owner's change wrote
+    /// it; a decision that is not proven is never sealed (it stays pending until the owner
+    /// decides it).
     pub fn of(
         snap: &Snapshot,
         journal: Option<Mark>,
@@ -159,7 +169,33 @@ impl Seal {
                 })
                 .collect(),
             leases: lease_facts(snap, prev, set),
+            checks: check_facts(snap, prev),
+            budget: Some((q.tokens, q.cost_usd)),
+            hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             mismatched: BTreeSet::new(),
+        }
+    }
+
+    /// Applies an owner change's check approvals and revocations (`check.approve` carries the
+    /// approved text's `sha256` in its data; `check.revoke` drops the todo's line).
+    pub fn apply_check_events(&mut self, events: &[crate::kernel::model::EventDraft]) {
+        use crate::kernel::action::Action;
+        for e in events {
+            match e.action {
+                Action::CheckApprove => {
+                    let sha = e.data.get("sha256").and_then(|v| v.as_str());
+                    if let Some(sha) = sha.filter(|h| is_sha256(h))
+                        && !e.target.is_empty()
+                        && !e.target.contains(char::is_whitespace)
+                    {
+                        self.checks.insert(e.target.clone(), sha.to_string());
+                    }
+                }
+                Action::CheckRevoke => {
+                    self.checks.remove(&e.target);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -174,6 +210,11 @@ impl Seal {
         }
         if let Some((slots, w, mi)) = self.quota {
             s.push_str(&format!("quota {slots} {w} {mi}\n"));
+        }
+        if let Some((t, c)) = self.budget {
+            let t = t.map_or("-".to_string(), |t| t.to_string());
+            let c = c.map_or("-".to_string(), |c| c.to_string());
+            s.push_str(&format!("budget {t} {c}\n"));
         }
         for (id, g) in &self.gates {
             let blocks = if g.blocks.is_empty() {
@@ -192,6 +233,12 @@ impl Seal {
         for (id, f) in &self.leases {
             let h = f.holder.as_deref().unwrap_or("-");
             s.push_str(&format!("lease {id} {} {h}\n", f.fence));
+        }
+        for (id, sha) in &self.checks {
+            s.push_str(&format!("check {id} {sha}\n"));
+        }
+        for (event, hash) in &self.hooks {
+            s.push_str(&format!("hook {event} {hash}\n"));
         }
         s
     }
@@ -244,11 +291,22 @@ impl Seal {
                 ["user", id] => {
                     seal.users.insert(id.to_string());
                 }
+                ["budget", t, c] => {
+                    let t = (*t != "-").then(|| t.parse::<u64>()).transpose();
+                    let c = (*c != "-").then(|| c.parse::<f64>()).transpose();
+                    seal.budget = Some((t.map_err(|_| bad())?, c.map_err(|_| bad())?));
+                }
+                ["hook", event, hash] => {
+                    seal.hooks.insert(event.to_string(), hash.to_string());
+                }
                 ["lease", id, fence, h] => {
                     let holder = (*h != "-").then(|| h.to_string());
                     let fence = fence.parse().map_err(|_| bad())?;
                     seal.leases
                         .insert(id.to_string(), LeaseFact { fence, holder });
+                }
+                ["check", id, h] if is_sha256(h) => {
+                    seal.checks.insert(id.to_string(), h.to_string());
                 }
                 _ => return Err(bad()),
             }
@@ -285,6 +343,48 @@ fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<S
     leases
 }
 
+/// True for 64 lowercase hex digits.
+fn is_sha256(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Approved checks carried over from the last seal, for todos still in the working set (or
+/// quarantined): an owner change that does not approve or revoke a check keeps it as it was.
+fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, String> {
+    prev.map(|p| {
+        p.checks
+            .iter()
+            .filter(|(id, _)| snap.todos.contains_key(*id) || snap.quarantined.contains_key(*id))
+            .map(|(id, h)| (id.clone(), h.clone()))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Budgets as the seal holds them, and a note for each hook the seal does not hold as it is.
+fn apply_budget_and_hooks(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
+    let q = &mut snap.config.quota;
+    if let Some((t, c)) = seal.budget
+        && (q.tokens, q.cost_usd) != (t, c)
+    {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+        notes.push(format!(
+            "loopx.toml's [quota] budgets differ from the owner's seal (tokens {}, cost_usd {}): acting on the seal",
+            show(t.map(|t| t.to_string())),
+            show(c.map(|c| c.to_string()))
+        ));
+        q.tokens = t;
+        q.cost_usd = c;
+    }
+    for (event, text) in &snap.config.hooks {
+        if seal.hooks.get(event) != Some(&crate::kernel::alert::hook_hash(text)) {
+            notes.push(format!(
+                "loopx.toml's hook for `{event}` is not the one the owner sealed: it never runs until the owner runs `loopx hook set` or `loopx owner seal --adopt`"
+            ));
+        }
+    }
+}
+
 /// Where a file disagrees with the owner's seal: what loopx acts on instead.
 pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     let mut notes = Vec::new();
@@ -312,6 +412,7 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
             q.min_interval = Dur(mi);
         }
     }
+    apply_budget_and_hooks(snap, seal, &mut notes);
     apply_gates(snap, seal, &mut notes);
     apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {
@@ -455,13 +556,13 @@ mod tests {
     use super::*;
     use ed25519_dalek::{Signer, SigningKey};
 
-    fn key() -> (SigningKey, OwnerPub) {
+    pub(super) fn key() -> (SigningKey, OwnerPub) {
         let k = SigningKey::from_bytes(&[7u8; 32]);
         let p = OwnerPub(k.verifying_key());
         (k, p)
     }
 
-    fn seal() -> Seal {
+    pub(super) fn seal() -> Seal {
         let mut s = Seal {
             journal: Some(Mark {
                 seq: 4,
@@ -470,8 +571,10 @@ mod tests {
             }),
             goal: Some(("goal-abc".into(), GoalStatus::Paused)),
             quota: Some((3, 86_400_000, 0)),
+            budget: Some((Some(5000), Some(2.5))),
             ..Seal::default()
         };
+        s.hooks.insert("gate.opened".into(), "ef".repeat(32));
         s.gates.insert(
             "g-aaaaaa".into(),
             SealedGate {
@@ -481,6 +584,7 @@ mod tests {
         );
         s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
         s.users.insert("t-bbbbbb".into());
+        s.checks.insert("t-cccccc".into(), "0f".repeat(32));
         s.leases.insert(
             "t-cccccc".into(),
             LeaseFact {
@@ -530,3 +634,7 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+#[path = "seal_budget_tests.rs"]
+mod budget_tests;

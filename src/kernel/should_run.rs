@@ -26,7 +26,7 @@ pub enum Decision {
     Paused,
     /// No open agent todo at all.
     Idle,
-    /// The window's slots are spent.
+    /// The window's slots, tokens or cost are spent.
     Throttled,
     /// Come back later.
     Wait,
@@ -81,6 +81,9 @@ pub struct Answer {
     /// most three, absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_notes: Vec<String>,
+    /// Overdue monitors (issue 8), the latest first: at most three ids, absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overdue: Vec<String>,
 }
 
 /// The most quarantined files named in an answer.
@@ -112,6 +115,11 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .take(MAX_PROBLEMS)
         .map(|n| cut(n, MAX_QUESTION_CHARS))
         .collect();
+    let overdue: Vec<String> = crate::kernel::monitor::overdue_list(snap, now)
+        .into_iter()
+        .take(crate::kernel::monitor::MAX_OVERDUE_LISTED)
+        .map(|o| o.id)
+        .collect();
     let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
         should_run: decision == Decision::Run,
         decision,
@@ -123,6 +131,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
         problems: problems.clone(),
         owner_notes: notes.clone(),
+        overdue: overdue.clone(),
     };
 
     match snap.config.goal.status {
@@ -138,8 +147,9 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     if open.is_empty() {
         return answer(Decision::Idle, "no_open_todos", None, None);
     }
-    if let Some(d) = quota::throttled_for(&snap.quota, &snap.config.quota, now) {
-        return answer(Decision::Throttled, "quota_spent", None, Some(d));
+    // Slots, then tokens, then cost: the reason names the first spent, the wait is until all free.
+    if let Some((limit, d)) = quota::throttled(&snap.quota, &snap.config.quota, now) {
+        return answer(Decision::Throttled, limit.reason(), None, Some(d));
     }
     if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
         return answer(Decision::Wait, "min_interval", None, Some(d));

@@ -26,8 +26,8 @@ pub struct HeartbeatOptions {
 /// One thing the loop did, for its line.
 #[derive(Debug)]
 pub enum Beat<'a> {
-    /// A turn ran.
-    Ran(&'a TurnReport),
+    /// A turn ran, and how long the loop sleeps before the next.
+    Ran(&'a TurnReport, Dur),
     /// Not now: the answer, and how long the loop sleeps.
     Waits(&'a Answer, Dur),
     /// The store was busy: tried again after the wait.
@@ -54,18 +54,22 @@ pub fn heartbeat(
     let mut ran = 0u32;
     // `--every 0s` is no pause between turns, not a wait of nothing when there is nothing to do.
     let pause = opts.every.filter(|d| !d.is_zero());
+    let mut failed = 0u32;
     loop {
         if let Some(s) = process::signalled() {
             return Ok((Stopped::Signal(s), ran));
         }
-        if opts.max_turns.is_some_and(|m| ran >= m) {
-            return Ok((Stopped::MaxTurns, ran));
-        }
         let wait = match run_turn(store, &opts.turn) {
             Ok(TurnOutcome::Ran(r)) => {
                 ran += 1;
-                on_beat(Beat::Ran(&r));
-                opts.every.unwrap_or(Dur(0))
+                failed = if r.exit_code() == 0 { 0 } else { failed + 1 };
+                if opts.max_turns.is_some_and(|m| ran >= m) {
+                    on_beat(Beat::Ran(&r, Dur(0)));
+                    return Ok((Stopped::MaxTurns, ran));
+                }
+                let wait = opts.every.unwrap_or(Dur(0)).max(backoff(failed));
+                on_beat(Beat::Ran(&r, wait));
+                wait
             }
             Ok(TurnOutcome::NotNow(a)) if a.decision == Decision::Paused => {
                 return Ok((Stopped::Goal(a.reason), ran));
@@ -90,6 +94,18 @@ pub fn heartbeat(
     }
 }
 
+/// The wait after `failed` failed turns in a row: none, then 1s, 2s, 4s, ... up to 5 minutes,
+/// so a broken command does not spend the window's slots in a burst.
+pub fn backoff(failed: u32) -> Dur {
+    match failed {
+        0 => Dur(0),
+        n => Dur(1000 << (n - 1).min(9)).min(BACKOFF_MAX),
+    }
+}
+
+/// The longest wait after failed turns.
+pub const BACKOFF_MAX: Dur = Dur(300_000);
+
 /// Sleeps `d`, or less when a signal comes.
 fn sleep(d: Dur) {
     let until = Instant::now() + Duration::from_millis(u64::try_from(d.0).unwrap_or(0));
@@ -99,5 +115,17 @@ fn sleep(d: Dur) {
             return;
         }
         std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_turns_back_off_doubling_to_five_minutes() {
+        let secs: Vec<i64> = (0..12).map(|n| backoff(n).0 / 1000).collect();
+        assert_eq!(secs, [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
     }
 }

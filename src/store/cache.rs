@@ -11,10 +11,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
+use crate::kernel::{Check, Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
 use crate::store::atomic;
 
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
 
@@ -87,6 +87,18 @@ struct Row(
     Option<String>,                  // status_by
     u64,                             // fence
     Option<(String, u64, i64, i64)>, // lease: holder, fence, acquired_at, expires_at
+    Option<i64>,                     // overdue_noted (ms)
+    Option<CheckRow>,                // check
+);
+
+/// A cached check: command, proposed_by, proposed_at, last_hash, last_run_at, last_exit.
+type CheckRow = (
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<i32>,
 );
 
 impl Row {
@@ -95,7 +107,8 @@ impl Row {
             && t.schema_version == crate::kernel::SCHEMA_VERSION
             && t.lease
                 .as_ref()
-                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none());
+                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none())
+            && t.check.as_ref().is_none_or(|c| c.extra.is_empty());
         plain.then(|| {
             Row(
                 t.id.clone(),
@@ -115,6 +128,17 @@ impl Row {
                 t.lease
                     .as_ref()
                     .map(|l| (l.holder.clone(), l.fence, l.acquired_at.0, l.expires_at.0)),
+                t.overdue_noted.map(|x| x.0),
+                t.check.as_ref().map(|c| {
+                    (
+                        c.command.clone(),
+                        c.proposed_by.clone(),
+                        c.proposed_at.0,
+                        c.last_hash.clone(),
+                        c.last_run_at.map(|x| x.0),
+                        c.last_exit,
+                    )
+                }),
             )
         })
     }
@@ -136,6 +160,8 @@ impl Row {
             status_by,
             fence,
             lease,
+            overdue_noted,
+            check,
         ) = self;
         Todo {
             schema_version: crate::kernel::SCHEMA_VERSION,
@@ -153,6 +179,20 @@ impl Row {
             reason,
             status_by,
             fence,
+            overdue_noted: overdue_noted.map(Ts),
+            check: check.map(
+                |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
+                    Box::new(Check {
+                        command,
+                        proposed_by,
+                        proposed_at: Ts(proposed_at),
+                        last_hash,
+                        last_run_at: last_run_at.map(Ts),
+                        last_exit,
+                        extra: Extra::new(),
+                    })
+                },
+            ),
             lease: lease.map(|(holder, fence, acquired_at, expires_at)| Lease {
                 holder,
                 fence,
@@ -342,6 +382,16 @@ mod tests {
             reason: Some("waiting".into()),
             status_by: Some("agent-a".into()),
             fence: 7,
+            overdue_noted: Some(Ts(1_800_000_000_124)),
+            check: Some(Box::new(Check {
+                command: "gh pr view 12 --json state".into(),
+                proposed_by: "agent-a".into(),
+                proposed_at: Ts(1_700_000_000_005),
+                last_hash: Some("ab".repeat(32)),
+                last_run_at: Some(Ts(1_700_000_000_006)),
+                last_exit: Some(-3),
+                extra: Extra::new(),
+            })),
             lease: Some(Lease {
                 holder: "agent-b".into(),
                 fence: 7,
@@ -370,6 +420,11 @@ mod tests {
         let mut t = todo();
         if let Some(l) = t.lease.as_mut() {
             l.extra.insert("mine".into(), toml::Value::Integer(1));
+        }
+        assert!(Row::of(&t).is_none());
+        let mut t = todo();
+        if let Some(c) = t.check.as_mut() {
+            c.extra.insert("mine".into(), toml::Value::Integer(1));
         }
         assert!(Row::of(&t).is_none());
     }

@@ -17,7 +17,9 @@ impl FileStore {
     ///
     /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
-        self.apply_change_on(None, change, None)
+        let events = self.apply_change_on(None, change, None)?;
+        self.committed_unloaded(&events);
+        Ok(events)
     }
 
     /// Commits a change decided on `before` (the caller holds the exclusive lock); an owner
@@ -260,6 +262,7 @@ impl Transaction for FileTx<'_> {
         let events = store.apply_change_on(Some(&snap), change, tail)?;
         drop(_guard);
         store.refresh_cache(&snap, refresh);
+        store.committed(&snap, &events);
         Ok(events)
     }
 }

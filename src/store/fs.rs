@@ -39,6 +39,45 @@ impl Default for Env {
     }
 }
 
+// -- the commit observer (alerts) --
+/// What runs after a transaction commits, with the lock released: the store, the snapshot the
+/// change was decided on, and the lines it committed. The binary sets it once (`cli::run` fires
+/// the owner's hooks), so every face that commits (the CLI, the board, the runtime) fires them.
+pub type OnCommit = fn(&FileStore, &Snapshot, &[Event]);
+
+static ON_COMMIT: std::sync::OnceLock<OnCommit> = std::sync::OnceLock::new();
+
+/// Sets the commit observer of this process (the first call wins; later calls do nothing).
+pub fn on_commit(f: OnCommit) {
+    let _ = ON_COMMIT.set(f);
+}
+
+impl FileStore {
+    /// Tells the commit observer, if any, what a transaction committed.
+    pub(crate) fn committed(&self, snap: &Snapshot, events: &[Event]) {
+        if let Some(f) = ON_COMMIT.get()
+            && !events.is_empty()
+        {
+            f(self, snap, events);
+        }
+    }
+
+    /// `committed` for a commit made without a transaction's snapshot (`doctor --fix`, under
+    /// the lock): loads one only when a line is an event and an observer is set.
+    pub(crate) fn committed_unloaded(&self, events: &[Event]) {
+        let alerting = events
+            .iter()
+            .any(|e| crate::kernel::alert::event_of(e).is_some());
+        if ON_COMMIT.get().is_some()
+            && alerting
+            && let Ok(snap) = self.load_unlocked()
+        {
+            self.committed(&snap, events);
+        }
+    }
+}
+// -- end the commit observer --
+
 /// A project's `.loopx/` on disk.
 #[derive(Debug, Clone)]
 pub struct FileStore {

@@ -126,7 +126,7 @@ impl FileStore {
             .filter(|e| matches!(e.action, Action::TodoReassign | Action::TodoRelease))
             .map(|e| e.target.as_str())
             .collect();
-        let written: Vec<&str> = change
+        let mut written: Vec<&str> = change
             .writes
             .iter()
             .filter_map(|w| match w {
@@ -134,13 +134,25 @@ impl FileStore {
                 _ => None,
             })
             .collect();
-        let s = Seal::of(
+        // Hooks the owner set or removed, and with --adopt every hook as the file has it.
+        written.extend(
+            change
+                .events
+                .iter()
+                .filter(|e| matches!(e.action, Action::HookSet | Action::HookRemove))
+                .map(|e| e.target.as_str()),
+        );
+        if change.adopt_files {
+            written.extend(after.config.hooks.keys().map(String::as_str));
+        }
+        let mut s = Seal::of(
             &after,
             self.journal_mark()?,
             before.seal.as_ref(),
             &written,
             &set,
         );
+        s.apply_check_events(&change.events);
         let sig = key.sign(&s.body());
         Ok(tx::Op::put("owner.seal", s.text(&sig).into_bytes()))
     }

@@ -1,4 +1,5 @@
-//! The todo board: Ready, Claimed (holder, fence, live countdown, expired in red), Waiting, Blocked, Done.
+//! The todo board: Ready, Claimed (holder, fence, live countdown, expired in red), Waiting, Blocked,
+//! Done; an overdue monitor is marked `⚠ OVERDUE`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -145,8 +146,20 @@ fn card_lines<'a>(
         }
         other => esc(&why_text(other, vm.now)).into_owned(),
     };
+    // An overdue monitor (issue 8) is marked before its note, in the warning color.
+    let late = vm
+        .snap
+        .and_then(|s| s.todos.get(&c.id))
+        .and_then(|t| crate::kernel::monitor::overdue(t, vm.now))
+        .filter(|_| !matches!(c.why, Why::Finished(..)));
+    let note = match late {
+        Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::app::ago(l.0)),
+        None => note,
+    };
     let note_style = if expired {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)
+    } else if late.is_some() {
+        t.fg(Role::Warn).add_modifier(Modifier::BOLD)
     } else {
         match &c.why {
             Why::Lease { expires_at, .. } if expires_at.since(vm.now).0 < 60_000 => {

@@ -162,6 +162,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         reason: None,
         status_by: None,
         fence: 0,
+        overdue_noted: None,
+        check: None,
         lease: None,
         extra: Extra::new(),
     };
@@ -603,7 +605,9 @@ pub fn open_gate(
     Ok((c, g))
 }
 
-/// Records a spent turn. The same turn id twice in the window is recorded once.
+/// Records a spent turn. The same turn id twice in the window is recorded once. A spend past a
+/// limit (slots, tokens, cost) is recorded too, with `over_limit` in its line's data
+/// ([`spend_over_limit`] reads it back).
 pub fn spend(
     snap: &Snapshot,
     agent: &str,
@@ -620,6 +624,12 @@ pub fn spend(
         return Err(Error::usage(
             "--cost-usd must be a number from 0 to 1000000000",
         ));
+    }
+    if tokens.is_some_and(|t| t > bounds::TOKENS_MAX) {
+        return Err(Error::usage(format!(
+            "--tokens must be 0 to {}",
+            bounds::TOKENS_MAX
+        )));
     }
     let p = &snap.config.quota;
     let mut c = Change::default();
@@ -640,18 +650,35 @@ pub fn spend(
         extra: Extra::new(),
     });
     bounds::usage(bounds::check_quota(&q))?;
-    c.event(
-        now,
-        agent,
-        Action::QuotaSpend,
-        "quota",
-        json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd}),
-    );
+    // A spend past a limit is still recorded (the turn happened); the line names the limits.
+    let over = quota::over_limit(&q, p, now);
+    let mut data = json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd});
+    if !over.is_empty() {
+        data["over_limit"] = json!(over);
+    }
+    c.event(now, agent, Action::QuotaSpend, "quota", data);
     c.writes.push(Write::Quota(q));
     Ok((c, true))
 }
 
+/// The limits a spend's change went past (`over_limit` of its `quota.spend` line).
+pub fn spend_over_limit(c: &Change) -> Vec<String> {
+    c.events
+        .iter()
+        .filter(|e| e.action == Action::QuotaSpend)
+        .filter_map(|e| e.data.get("over_limit")?.as_array().cloned())
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+mod hooks;
 mod owner;
 mod turn;
+pub use hooks::*;
 pub use owner::*;
 pub use turn::*;
+
+// monitors (issue 8)
+mod monitor;
+pub use monitor::*;

@@ -199,35 +199,59 @@ pub fn set_goal_status(
     Ok((c, cfg))
 }
 
-/// Owner: changes the quota policy.
+/// What `quota set` changes; `None` keeps a value. A budget is `Some(None)` to remove it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QuotaChange {
+    /// Slots per window.
+    pub slots: Option<u32>,
+    /// The window.
+    pub window: Option<Dur>,
+    /// The least time between spends.
+    pub min_interval: Option<Dur>,
+    /// Tokens per window (`Some(None)`: no token budget).
+    pub tokens: Option<Option<u64>>,
+    /// US dollars per window (`Some(None)`: no cost budget).
+    pub cost_usd: Option<Option<f64>>,
+}
+
+impl QuotaChange {
+    /// True when it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == QuotaChange::default()
+    }
+}
+
+/// Owner: changes the quota policy and the budgets.
 pub fn set_quota(
     snap: &Snapshot,
     owner: &str,
     now: Ts,
-    slots: Option<u32>,
-    window: Option<Dur>,
-    min_interval: Option<Dur>,
+    set: QuotaChange,
 ) -> Result<(Change, Config)> {
-    if window.is_some_and(|w| w < Dur::from_secs(1)) {
+    if set.window.is_some_and(|w| w < Dur::from_secs(1)) {
         return Err(Error::usage("--window must be at least 1s"));
     }
-    if min_interval.is_some_and(|m| m.0 < 0) {
+    if set.min_interval.is_some_and(|m| m.0 < 0) {
         return Err(Error::usage("--min-interval cannot be negative"));
     }
     let mut cfg = snap.config.clone();
-    if let Some(s) = slots {
-        cfg.quota.slots = s;
-    }
-    if let Some(w) = window {
-        cfg.quota.window = w;
-    }
-    if let Some(m) = min_interval {
-        cfg.quota.min_interval = m;
-    }
+    let q = &mut cfg.quota;
+    q.slots = set.slots.unwrap_or(q.slots);
+    q.window = set.window.unwrap_or(q.window);
+    q.min_interval = set.min_interval.unwrap_or(q.min_interval);
+    q.tokens = set.tokens.unwrap_or(q.tokens);
+    q.cost_usd = set.cost_usd.unwrap_or(q.cost_usd);
     bounds::usage(bounds::check_config(&cfg))?;
+    let q = &cfg.quota;
     let mut c = Change::by_owner();
-    c.event(now, owner, Action::QuotaSet, "quota",
-        json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval}));
+    c.event(
+        now,
+        owner,
+        Action::QuotaSet,
+        "quota",
+        json!({"slots": q.slots, "window": q.window, "min_interval": q.min_interval,
+               "tokens": q.tokens, "cost_usd": q.cost_usd}),
+    );
     c.writes.push(Write::Config(cfg.clone()));
     Ok((c, cfg))
 }

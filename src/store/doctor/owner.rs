@@ -166,7 +166,12 @@ fn config_as_signed(cfg: &Config, last: &LastSigned, out: &mut Vec<Finding>) {
         ));
     }
     if let Some((n, data)) = &last.quota {
-        let now = serde_json::json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval});
+        let mut now = serde_json::json!({"slots": cfg.quota.slots, "window": cfg.quota.window, "min_interval": cfg.quota.min_interval});
+        // Budgets are compared where the owner's line names them (a line before budgets does not).
+        if data.get("tokens").is_some() || data.get("cost_usd").is_some() {
+            now["tokens"] = serde_json::json!(cfg.quota.tokens);
+            now["cost_usd"] = serde_json::json!(cfg.quota.cost_usd);
+        }
         if now != *data {
             out.push(Finding::error(
                 ".loopx/loopx.toml",

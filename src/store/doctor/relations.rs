@@ -18,6 +18,25 @@ pub(super) fn check(s: &State, now: Ts, out: &mut Vec<Finding>) {
     }
     durations(s, out);
     spends(s, now, out);
+    overdue(s, now, out);
+}
+
+/// Overdue monitors (a warning: the state is healthy, the work is late).
+fn overdue(s: &State, now: Ts, out: &mut Vec<Finding>) {
+    for t in &s.todos {
+        let v = &t.value;
+        if let (Some(late), Some(every)) = (crate::kernel::monitor::overdue(v, now), v.every) {
+            out.push(Finding::warning(
+                t.file(),
+                key_line(&t.path, None, "next_due_at"),
+                format!(
+                    "monitor {} is overdue: due {} ago, every {every}; run it (or `loopx monitor poll` for a check)",
+                    crate::text::escape(&v.id),
+                    Dur(late.0 / 1000 * 1000)
+                ),
+            ));
+        }
+    }
 }
 
 /// A todo both in `todos/` and `archive/`: an interrupted archive.

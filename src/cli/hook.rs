@@ -1,0 +1,164 @@
+//! `hook`: the owner sets, removes and lists the commands run for events (alerts); the hidden
+//! `hook run` supervisor runs one.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{Ctx, Out, env_text};
+use crate::kernel::{Result, alert, ops};
+use crate::runtime::hooks::{self, Ran};
+use crate::store::{Store, StoreExt};
+use crate::text::escape as esc;
+
+/// `hook ...`.
+#[derive(Debug, Subcommand)]
+pub enum HookCmd {
+    /// Owner: run a command (through `sh -c`, in the project root, the event's JSON on stdin)
+    /// when an event happens. Events: gate.opened, gate.decided, lease.expired, lease.reclaimed,
+    /// monitor.overdue, monitor.changed, goal.paused, goal.completed, budget.spent.
+    Set {
+        /// The event.
+        event: String,
+        /// The command, after `--`: one word is shell text (`-- 'cat > /tmp/gate.json'`);
+        /// several are the command's words, quoted for the shell (`-- notify-send "a gate"`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Owner: remove an event's hook.
+    Remove {
+        /// The event.
+        event: String,
+    },
+    /// Every hook, and whether the owner's seal holds it (a hook runs only then).
+    List,
+    /// Run an event's hook now (loopx starts this itself after a commit).
+    #[command(hide = true)]
+    Run {
+        /// The event.
+        event: String,
+    },
+}
+
+/// The text run with `sh -c`: one word as it is (shell text), several as words quoted for the
+/// shell, so `-- notify-send loopx "a gate waits"` runs exactly those three words.
+pub fn shell_text(words: &[String]) -> String {
+    if let [one] = words {
+        return one.clone();
+    }
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c))
+    };
+    words
+        .iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {
+    snap.config
+        .hooks
+        .iter()
+        .map(|(e, c)| {
+            json!({"event": e, "command": c, "sealed": alert::sealed_hook(snap, e).is_some(),
+                   "known": alert::is_event(e)})
+        })
+        .collect()
+}
+
+/// Runs `hook ...`.
+pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
+    let store = ctx.store()?;
+    let now = ctx.now;
+    let owner = ops::OWNER;
+    match c {
+        HookCmd::Set { event, command } => {
+            let text = shell_text(&command);
+            let (cfg, notes) =
+                store.mutate_noted(|snap| ops::hook_set(snap, owner, now, &event, &text))?;
+            let sha = alert::hook_hash(&text);
+            Ok(Out::new(
+                "hook",
+                json!({"event": event, "command": text, "sha256": sha, "sealed": true}),
+                format!("hook for {}: {} (sealed)", esc(&event), esc(&text)),
+            )
+            .with("hooks", json!(cfg.hooks.len()))
+            .noted(notes))
+        }
+        HookCmd::Remove { event } => {
+            let (_, notes) =
+                store.mutate_noted(|snap| ops::hook_remove(snap, owner, now, &event))?;
+            Ok(Out::new(
+                "removed",
+                json!(event),
+                format!("removed the hook for {}", esc(&event)),
+            )
+            .noted(notes))
+        }
+        HookCmd::List => {
+            let snap = store.load()?;
+            let list = hook_json(&snap);
+            let mut text = String::new();
+            for (e, c) in &snap.config.hooks {
+                let state = if alert::sealed_hook(&snap, e).is_some() {
+                    "sealed"
+                } else {
+                    "NOT SEALED: never runs"
+                };
+                text.push_str(&format!("{} ({state}): {}\n", esc(e), esc(c)));
+            }
+            if list.is_empty() {
+                text.push_str("no hooks; set one with `loopx hook set EVENT -- COMMAND`\n");
+            }
+            text.push_str(&format!("events: {}", alert::names()));
+            let events: Vec<&str> = alert::EVENTS.iter().map(|(n, _)| *n).collect();
+            Ok(Out::new("hooks", json!(list), text)
+                .with("events", json!(events))
+                .noted(snap.owner_notes.clone()))
+        }
+        HookCmd::Run { event } => {
+            let timeout = hooks::timeout_from(env_text(hooks::TIMEOUT_VAR)?.as_deref())?;
+            let payload = hooks::read_payload(std::io::stdin().lock());
+            let ran = hooks::supervise(&store, &event, &payload, timeout, now)?;
+            let (word, exit) = match &ran {
+                Ran::Ok => ("ran", 0),
+                Ran::NotSealed => ("not_sealed", 3),
+                Ran::NotInJournal => ("not_in_journal", 3),
+                Ran::Failed(_) => ("failed", 1),
+            };
+            let mut out = Out::new("hook", json!(word), format!("{}: {word}", esc(&event)));
+            if let Ran::Failed(f) = &ran {
+                out = out.with(
+                    "failure",
+                    json!({"exit": f.exit, "timed_out": f.timed_out, "error": f.error}),
+                );
+            }
+            out.exit = exit;
+            Ok(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_text;
+
+    #[test]
+    fn one_word_is_shell_text_and_several_are_quoted_words() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(shell_text(&w(&["cat > f.json"])), "cat > f.json");
+        assert_eq!(
+            shell_text(&w(&["notify-send", "loopx", "a gate's here", ""])),
+            "notify-send loopx 'a gate'\\''s here' ''"
+        );
+        assert_eq!(shell_text(&w(&["echo", "$HOME", ">"])), "echo '$HOME' '>'");
+    }
+}

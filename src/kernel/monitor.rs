@@ -1,0 +1,208 @@
+//! Monitors: when a recurring todo is due and overdue, and whether a watcher's check may run.
+//!
+//! Pure rules of a snapshot and a clock. A recurring todo (`every`) is due at `next_due_at`, or,
+//! never done, at once (its `created_at`). It is overdue once more than `every` has passed since
+//! it was due without a done (or a watcher's run) moving `next_due_at` on.
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::kernel::authority::to_hex;
+use crate::kernel::model::{Extra, GoalStatus, Snapshot, Status, Todo};
+use crate::kernel::time::{Dur, Ts};
+
+/// A watcher's check: a text run with `sh -c`, and what its last run gave.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    /// The command text; runs only while `owner.seal` holds its SHA-256 for this todo.
+    pub command: String,
+    /// The agent that proposed it.
+    pub proposed_by: String,
+    /// When it was proposed.
+    pub proposed_at: Ts,
+    /// SHA-256 (hex) of the last result (exit code and stdout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_hash: Option<String>,
+    /// When it last ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_at: Option<Ts>,
+    /// Its last exit code (128 plus the signal when a signal or the timeout ended it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit: Option<i32>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The most overdue ids should-run lists.
+pub const MAX_OVERDUE_LISTED: usize = 3;
+
+/// True for a recurring todo (a monitor).
+pub fn is_monitor(t: &Todo) -> bool {
+    t.every.is_some()
+}
+
+/// When a monitor is due: `next_due_at`, or its `created_at` when it was never done.
+pub fn due_at(t: &Todo) -> Option<Ts> {
+    t.every?;
+    Some(t.next_due_at.unwrap_or(t.created_at))
+}
+
+/// True for a monitor that is due at `now` (its due time has come).
+pub fn is_due(t: &Todo, now: Ts) -> bool {
+    due_at(t).is_some_and(|d| d <= now)
+}
+
+/// How long an open monitor has been due, when that is more than its `every`: then it is overdue.
+pub fn overdue(t: &Todo, now: Ts) -> Option<Dur> {
+    let every = t.every?;
+    if t.status != Status::Open {
+        return None;
+    }
+    let late = now.since(due_at(t)?);
+    (late > every).then_some(late)
+}
+
+/// An overdue monitor, as status and should-run show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overdue {
+    /// The todo.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// When it was due.
+    pub due_at: Ts,
+    /// Its cadence.
+    pub every: Dur,
+    /// Seconds since it was due.
+    pub late_s: i64,
+}
+
+/// Every overdue monitor, the latest first (then by id).
+pub fn overdue_list(snap: &Snapshot, now: Ts) -> Vec<Overdue> {
+    let mut v: Vec<Overdue> = snap
+        .todos
+        .values()
+        .filter_map(|t| {
+            let late = overdue(t, now)?;
+            Some(Overdue {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                due_at: due_at(t)?,
+                every: t.every?,
+                late_s: late.0 / 1000,
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
+    v
+}
+
+/// The overdue monitors whose current due time has not been journaled yet (`monitor.overdue`).
+pub fn overdue_unnoted(snap: &Snapshot, now: Ts) -> Vec<&Todo> {
+    snap.todos
+        .values()
+        .filter(|t| overdue(t, now).is_some() && t.overdue_noted != due_at(t))
+        .collect()
+}
+
+/// SHA-256 (hex) of a text: what the owner's seal holds for an approved check command.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    to_hex(&sha2::Sha256::digest(bytes))
+}
+
+/// The hash of a check's result: its exit code, whether stdout was cut, and stdout.
+pub fn result_hash(exit: i32, truncated: bool, stdout: &[u8]) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(format!("exit {exit} truncated {truncated}\n").as_bytes());
+    h.update(stdout);
+    to_hex(&h.finalize())
+}
+
+/// Whether a todo's check may run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// The seal holds this command's SHA-256 for this todo.
+    Approved,
+    /// The todo has no check.
+    NoCheck,
+    /// There is no valid owner seal (no owner key, or the seal is missing, stale or edited).
+    NoSeal,
+    /// The owner never approved a check on this todo, or revoked it.
+    NotApproved,
+    /// The command text differs from the one the owner approved.
+    Changed,
+}
+
+impl Approval {
+    /// A short phrase for people.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Approval::Approved => "approved",
+            Approval::NoCheck => "no check",
+            Approval::NoSeal => "unapproved: no valid owner seal",
+            Approval::NotApproved => "unapproved: waiting for `loopx monitor approve`",
+            Approval::Changed => "unapproved: the command changed since the owner approved it",
+        }
+    }
+}
+
+/// Whether `t`'s check is approved: the SHA-256 of its current text equals the sealed one.
+pub fn approval(snap: &Snapshot, t: &Todo) -> Approval {
+    let Some(c) = &t.check else {
+        return Approval::NoCheck;
+    };
+    let Some(seal) = &snap.seal else {
+        return Approval::NoSeal;
+    };
+    match seal.checks.get(&t.id) {
+        None => Approval::NotApproved,
+        Some(h) if *h == sha256_hex(c.command.as_bytes()) => Approval::Approved,
+        Some(_) => Approval::Changed,
+    }
+}
+
+/// What `monitor poll` does with one todo's check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Run it now.
+    Run,
+    /// Leave it; why.
+    Skip(String),
+    /// Not due yet (not listed).
+    Later(Ts),
+}
+
+/// The step for `t`'s check at `now`: run an approved check of an open monitor that is due, not
+/// leased, and not waiting for an agent after a changed result.
+pub fn step(snap: &Snapshot, t: &Todo, now: Ts) -> Option<Step> {
+    let c = t.check.as_ref()?;
+    if t.every.is_none() {
+        return Some(Step::Skip("not a recurring todo (no `every`)".into()));
+    }
+    if t.status != Status::Open {
+        return Some(Step::Skip(format!("status is {}", t.status.as_str())));
+    }
+    let a = approval(snap, t);
+    if a != Approval::Approved {
+        return Some(Step::Skip(a.describe().into()));
+    }
+    if snap.config.goal.status != GoalStatus::Active {
+        return Some(Step::Skip("the goal is not active".into()));
+    }
+    if let Some(l) = t.live_lease(now) {
+        return Some(Step::Skip(format!("leased by {}", l.holder)));
+    }
+    match (t.next_due_at, c.last_run_at) {
+        (Some(due), _) if now < due => Some(Step::Later(due)),
+        // It ran at or after the due time it set itself: its change waits for an agent.
+        (Some(due), Some(ran)) if ran >= due => Some(Step::Skip(
+            "its last result changed: waiting for an agent to mark it done".into(),
+        )),
+        _ => Some(Step::Run),
+    }
+}
+
+#[cfg(test)]
+mod tests;

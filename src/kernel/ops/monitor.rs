@@ -1,0 +1,236 @@
+//! Monitor mutations: proposing a watcher's check (agents), approving and revoking it (the
+//! owner), and recording what `monitor poll` saw (a check's result, an overdue monitor).
+
+use serde_json::json;
+
+use super::{Change, Write, next_due, todo};
+use crate::kernel::action::Action;
+use crate::kernel::bounds;
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::model::*;
+use crate::kernel::monitor::{self, Approval};
+use crate::kernel::time::{Dur, Ts};
+
+/// Proposes `command` as `id`'s check: it replaces any earlier one and runs only once the owner
+/// approves this exact text. Only a recurring todo may carry a check.
+pub fn propose_check(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    id: &str,
+    command: &str,
+) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    if t.every.is_none() {
+        return Err(Error::usage(format!(
+            "{id} is not a recurring todo: only a monitor can carry a check"
+        ))
+        .hint("add one with `loopx todo add \"...\" --every 1h`"));
+    }
+    bounds::usage(bounds::check_command("check command", command))?;
+    t.check = Some(Box::new(Check {
+        command: command.to_string(),
+        proposed_by: agent.to_string(),
+        proposed_at: now,
+        last_hash: None,
+        last_run_at: None,
+        last_exit: None,
+        extra: Extra::new(),
+    }));
+    t.updated_at = now;
+    bounds::usage(bounds::check_todo(&t))?;
+    let mut c = Change::default();
+    let sha = monitor::sha256_hex(command.as_bytes());
+    c.event(
+        now,
+        agent,
+        Action::CheckPropose,
+        id,
+        json!({"command": command, "sha256": sha}),
+    );
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Owner: approves the exact text of `id`'s check; the store seals its SHA-256. With `expect`,
+/// the text's SHA-256 must start with it (the text the owner read is the one approved).
+pub fn approve_check(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    expect: Option<&str>,
+) -> Result<(Change, String)> {
+    let t = todo(snap, id)?;
+    let Some(check) = &t.check else {
+        return Err(Error::new(Code::NotFound, format!("{id} has no check"))
+            .hint("an agent proposes one with `loopx monitor propose ID -- COMMAND`"));
+    };
+    let sha = monitor::sha256_hex(check.command.as_bytes());
+    if let Some(e) = expect
+        && (e.len() < 8 || !sha.starts_with(&e.to_ascii_lowercase()))
+    {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!("{id}'s check is now sha256 {sha}, not {e}: its text changed"),
+        )
+        .hint("read it again with `loopx monitor list`, then approve with its new --sha"));
+    }
+    let mut c = Change::by_owner();
+    c.event(
+        now,
+        owner,
+        Action::CheckApprove,
+        id,
+        json!({"sha256": sha, "command": check.command, "proposed_by": check.proposed_by}),
+    );
+    Ok((c, sha))
+}
+
+/// Owner: withdraws the approval of `id`'s check (the seal drops its line).
+pub fn revoke_check(snap: &Snapshot, owner: &str, now: Ts, id: &str) -> Result<(Change, String)> {
+    let sealed = snap.seal.as_ref().and_then(|s| s.checks.get(id));
+    let Some(sha) = sealed.cloned() else {
+        return Err(Error::new(
+            Code::NotFound,
+            format!("{id} has no approved check"),
+        ));
+    };
+    let mut c = Change::by_owner();
+    c.event(now, owner, Action::CheckRevoke, id, json!({"sha256": sha}));
+    Ok((c, sha))
+}
+
+/// What one run of a check gave.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// SHA-256 of the command text that ran.
+    pub command_sha: String,
+    /// The check's `last_run_at` when the poll decided to run it.
+    pub seen_last_run: Option<Ts>,
+    /// The exit code (128 plus the signal for a signal).
+    pub exit: i32,
+    /// True when the timeout stopped it.
+    pub timed_out: bool,
+    /// The result's hash (see `monitor::result_hash`).
+    pub hash: String,
+    /// The last lines of its output.
+    pub tail: String,
+    /// How long it ran.
+    pub duration: Dur,
+}
+
+/// What recording a run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// The result was the same as last time (or the check did not finish): rescheduled.
+    Unchanged,
+    /// A first or changed result: evidence appended, the todo ready for an agent now.
+    Changed,
+    /// It timed out: rescheduled, the last result kept.
+    TimedOut,
+}
+
+/// Records a check's run in one change: the check's last run, and the next due time. A changed
+/// result (or the first) appends evidence and makes the todo due now; the same result puts it
+/// off by `every`. Refused (`lease_conflict`) when another poll recorded first, the command
+/// changed, or its approval went while it ran.
+pub fn record_check(
+    snap: &Snapshot,
+    actor: &str,
+    now: Ts,
+    id: &str,
+    ran: &Ran,
+) -> Result<(Change, Todo, Recorded)> {
+    let mut t = todo(snap, id)?.clone();
+    let (Some(every), Some(check)) = (t.every, t.check.as_deref().cloned()) else {
+        return Err(raced(id, "it is no longer a monitor with a check"));
+    };
+    if monitor::sha256_hex(check.command.as_bytes()) != ran.command_sha
+        || monitor::approval(snap, &t) != Approval::Approved
+    {
+        return Err(raced(
+            id,
+            "its command or its approval changed while it ran",
+        ));
+    }
+    if check.last_run_at != ran.seen_last_run {
+        return Err(raced(id, "another poll recorded it first"));
+    }
+    let recorded = if ran.timed_out {
+        Recorded::TimedOut
+    } else if check.last_hash.as_deref() == Some(ran.hash.as_str()) {
+        Recorded::Unchanged
+    } else {
+        Recorded::Changed
+    };
+    let mut c = Change::default();
+    let mut check = check;
+    check.last_run_at = Some(now);
+    check.last_exit = Some(ran.exit);
+    if recorded != Recorded::TimedOut {
+        check.last_hash = Some(ran.hash.clone());
+    }
+    t.next_due_at = Some(match recorded {
+        Recorded::Changed => now,
+        _ => next_due(now, every)?,
+    });
+    t.check = Some(Box::new(check.clone()));
+    t.updated_at = now;
+    bounds::usage(bounds::check_todo(&t))?;
+    let data = json!({"exit": ran.exit, "timed_out": ran.timed_out, "sha256": ran.hash,
+        "changed": recorded == Recorded::Changed, "duration_ms": ran.duration.0,
+        "next_due_at": t.next_due_at});
+    if recorded == Recorded::Changed {
+        let mut e = Evidence::new(
+            now,
+            actor,
+            None,
+            EvidenceKind::Command,
+            format!("check result changed (exit {})", ran.exit),
+        );
+        e.command = Some(check.command.clone());
+        e.exit_code = Some(ran.exit);
+        e.sha256 = Some(ran.hash.clone());
+        e.output = (!ran.tail.is_empty()).then(|| ran.tail.clone());
+        e.duration_ms = Some(ran.duration.0.max(0) as u64);
+        bounds::usage(bounds::check_evidence(&e))?;
+        c.writes.push(Write::Evidence(t.id.clone(), e));
+        c.event(now, actor, Action::MonitorChange, id, data);
+    } else {
+        c.event(now, actor, Action::MonitorCheck, id, data);
+    }
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t, recorded))
+}
+
+fn raced(id: &str, why: &str) -> Error {
+    Error::new(
+        Code::LeaseConflict,
+        format!("{id}'s check run was not recorded: {why}"),
+    )
+}
+
+/// Journals `monitor.overdue` once per due time for each overdue monitor not noted yet, and
+/// marks it (`overdue_noted`); the ids noted. An empty change when there is none.
+pub fn note_overdue(snap: &Snapshot, actor: &str, now: Ts) -> (Change, Vec<String>) {
+    let mut c = Change::default();
+    let mut ids = Vec::new();
+    for t in monitor::overdue_unnoted(snap, now) {
+        let (Some(due), Some(late)) = (monitor::due_at(t), monitor::overdue(t, now)) else {
+            continue;
+        };
+        let mut t = t.clone();
+        t.overdue_noted = Some(due);
+        c.event(
+            now,
+            actor,
+            Action::MonitorOverdue,
+            &t.id,
+            json!({"due_at": due, "every": t.every, "late_s": late.0 / 1000}),
+        );
+        ids.push(t.id.clone());
+        c.writes.push(Write::Todo(t));
+    }
+    (c, ids)
+}
