@@ -533,3 +533,12 @@ fn a_turn_id_whose_runner_died_says_how_to_free_it() {
     let (code, v) = turn(&p, &["--turn", "job-9"], "true");
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn the_turns_line_never_runs_on_from_output_with_no_newline() {
+    let p = Project::new("red-no-newline");
+    p.add("work", &[]);
+    let r = p.run(&["turn", "--", "printf", "no newline"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.starts_with("no newline\nturn "), "{r:?}");
+}

@@ -182,7 +182,9 @@ fn report_out(r: &TurnReport) -> Out {
         Ended::Refused(_) => "refused",
         Ended::Replayed => "replayed",
     };
-    let mut out = Out::new("turn", json!(r.turn), line(r, ended))
+    // The command's last line of output may have no newline: ours starts a line of its own.
+    let nl = if process::take_stdout_mid_line() { "\n" } else { "" };
+    let mut out = Out::new("turn", json!(r.turn), format!("{nl}{}", line(r, ended)))
         .with("todo", json!({"id": r.todo.id, "title": r.todo.title}))
         .with("fence", json!(r.todo.fence))
         .with("exit_code", json!(r.exit.code()))

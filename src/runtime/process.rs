@@ -321,6 +321,7 @@ fn reader(
             match (echo, is_stdout) {
                 (Echo::Through, true) => {
                     let _ = std::io::stdout().lock().write_all(chunk);
+                    STDOUT_MID_LINE.store(chunk.last() != Some(&b'\n'), Ordering::SeqCst);
                 }
                 (Echo::Through | Echo::Stderr, _) => {
                     let _ = std::io::stderr().lock().write_all(chunk);
@@ -478,6 +479,15 @@ fn signal_group(pgid: i32, sig: i32) {
             libc::kill(-pgid, sig);
         }
     }
+}
+
+/// True when the output copied to this process's stdout (`Echo::Through`) ended mid-line.
+static STDOUT_MID_LINE: AtomicBool = AtomicBool::new(false);
+
+/// True when a command's output copied to this process's stdout ended without a newline since
+/// the last call: the line printed next should start on a line of its own.
+pub fn take_stdout_mid_line() -> bool {
+    STDOUT_MID_LINE.swap(false, Ordering::SeqCst)
 }
 
 /// The process group of the command SIGINT and SIGTERM are forwarded to (0: none).
