@@ -4,3 +4,4 @@ pub mod heartbeat;
 pub mod hooks;
 pub mod process;
 pub mod turn;
+pub mod watch;

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::kernel::{Code, Error, Result};
+use crate::runtime::watch;
 
 /// Where the command's output is copied as it comes (it is captured either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,7 +127,7 @@ pub struct Running {
     out: Arc<Mutex<Captured>>,
     readers: mpsc::Receiver<()>,
     n_readers: usize,
-    /// The write end of the pipe the command's watch reads (see [`watch_runner`]).
+    /// The write end of the pipe the command's watch reads (see [`watch::die_with_parent`]).
     watch: Option<OwnedFd>,
 }
 
@@ -156,8 +157,8 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
-    let (watch_r, watch_w) = pipe()?;
-    die_with_parent(&mut cmd, watch_r.as_raw_fd());
+    let (watch_r, watch_w) = watch::pipe()?;
+    watch::die_with_parent(&mut cmd, watch_r.as_raw_fd());
     let spawned = cmd.spawn();
     drop(watch_r);
     let mut child = spawned.map_err(|e| {
@@ -200,101 +201,6 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         n_readers,
         watch: Some(watch_w),
     })
-}
-
-/// The command is killed if this process dies first (a `kill -9`, the OOM killer), and so is
-/// the rest of its group (see [`watch_runner`]): a turn never outlives its runner, whose lease
-/// then lapses.
-fn die_with_parent(cmd: &mut Command, watch: RawFd) {
-    // SAFETY: getpid before the fork; in the child only prctl, getppid and what `watch_runner`
-    // calls, all async-signal-safe.
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent died between the fork and the prctl.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other(
-                    "loopx ended before the command started",
-                ));
-            }
-            watch_runner(watch)
-        });
-    }
-}
-
-/// Leaves a watch in the command's group, before its program starts: a process (forked twice,
-/// so it is no child of the command's) that blocks reading `watch`, a pipe whose write end only
-/// the runner holds. End of file means the runner died without saying the command is over: the
-/// watch kills its whole group. The runner writes one byte when the command ended, and the
-/// watch leaves quietly.
-///
-/// # Safety
-/// Only in a forked child before exec: it calls only async-signal-safe functions.
-unsafe fn watch_runner(watch: RawFd) -> std::io::Result<()> {
-    // SAFETY: fork, waitpid and _exit are async-signal-safe; the middle process exits at once,
-    // and the command waits for it, so the watch is reparented and no child of the command.
-    unsafe {
-        match libc::fork() {
-            -1 => return Err(std::io::Error::last_os_error()),
-            0 => {
-                if libc::fork() == 0 {
-                    watch_and_kill(watch);
-                }
-                libc::_exit(0);
-            }
-            middle => {
-                while libc::waitpid(middle, std::ptr::null_mut(), 0) == -1
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The watch itself: every descriptor but `watch` closed (the command's pipes, and the one
-/// `spawn` waits on), SIGINT and SIGTERM ignored (the group's SIGKILL still ends it).
-unsafe fn watch_and_kill(watch: RawFd) -> ! {
-    // SAFETY: dup2, close, sigaction, read, kill and _exit are async-signal-safe.
-    unsafe {
-        libc::dup2(watch, 0);
-        if libc::syscall(libc::SYS_close_range, 1, libc::c_uint::MAX, 0) != 0 {
-            for fd in 1..4096 {
-                libc::close(fd);
-            }
-        }
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = libc::SIG_IGN;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-        let mut byte = 0u8;
-        let n = loop {
-            let n = libc::read(0, (&raw mut byte).cast(), 1);
-            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break n;
-            }
-        };
-        if n == 0 {
-            libc::kill(0, libc::SIGKILL);
-        }
-        libc::_exit(0)
-    }
-}
-
-/// A pipe, both ends closed on exec.
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds`, which we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(Error::new(Code::Io, format!("cannot make a pipe: {e}")));
-    }
-    // SAFETY: both descriptors are fresh and owned by nothing else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// Copies one stream into the capture (and the echo) until it ends.
