@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::kernel::{Code, Error, Result};
-use crate::runtime::watch;
+use crate::runtime::watch::{self, Watch};
 
 /// Where the command's output is copied as it comes (it is captured either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,8 +126,8 @@ pub struct Running {
     out: Arc<Mutex<Captured>>,
     readers: mpsc::Receiver<()>,
     n_readers: usize,
-    /// The write end of the pipe the command's watch reads (see [`watch::die_with_parent`]).
-    watch: Option<OwnedFd>,
+    /// What kills the rest of the group if this process dies first.
+    watch: Option<Watch>,
 }
 
 #[derive(Default)]
@@ -157,17 +156,15 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
-    let (watch_r, watch_w) = watch::pipe()?;
-    watch::die_with_parent(&mut cmd, watch_r.as_raw_fd());
-    let spawned = cmd.spawn();
-    drop(watch_r);
-    let mut child = spawned.map_err(|e| {
+    watch::die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| {
         Error::new(
             Code::Io,
             format!("cannot run `{}`: {e}", prog.to_string_lossy()),
         )
         .hint("check the command's name and that it is on PATH")
     })?;
+    let watch = Watch::start(child.id() as i32);
     if spec.forward {
         CHILD_GROUP.store(child.id() as i32, Ordering::SeqCst);
         // A signal that came before the group was known to the handler is passed on now.
@@ -199,7 +196,7 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         out,
         readers,
         n_readers,
-        watch: Some(watch_w),
+        watch,
     })
 }
 
@@ -304,8 +301,8 @@ impl Running {
             CHILD_GROUP.store(0, Ordering::SeqCst);
         }
         // The command is over: its watch leaves the group alone.
-        if let Some(w) = self.watch.take() {
-            let _ = std::fs::File::from(w).write_all(b"x");
+        if let Some(w) = self.watch.as_mut() {
+            w.disarm();
         }
         // Reaped only now: until here the group's id could not be reused.
         let status = self

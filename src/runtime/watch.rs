@@ -1,17 +1,17 @@
 //! The command's watch: the command dies with its runner, and so does the rest of its group.
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::kernel::{Code, Error, Result};
 
-/// The command is killed if this process dies first (a `kill -9`, the OOM killer), and so is
-/// the rest of its group (see [`watch_runner`]): a turn never outlives its runner, whose lease
-/// then lapses.
-pub fn die_with_parent(cmd: &mut Command, watch: RawFd) {
-    // SAFETY: getpid before the fork; in the child only prctl, getppid and what `watch_runner`
-    // calls, all async-signal-safe.
+/// The command is killed if this process dies first (a `kill -9`, the OOM killer): a turn never
+/// outlives its runner, whose lease then lapses. The rest of its group is the [`Watch`]'s.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: getpid before the fork; in the child only prctl and getppid, both
+    // async-signal-safe.
     let parent = unsafe { libc::getpid() };
     unsafe {
         cmd.pre_exec(move || {
@@ -24,57 +24,82 @@ pub fn die_with_parent(cmd: &mut Command, watch: RawFd) {
                     "loopx ended before the command started",
                 ));
             }
-            watch_runner(watch)
+            Ok(())
         });
     }
 }
 
-/// Leaves a watch in the command's group, before its program starts: a process (forked twice,
-/// so it is no child of the command's) that blocks reading `watch`, a pipe whose write end only
-/// the runner holds. End of file means the runner died without saying the command is over: the
-/// watch kills its whole group. The runner writes one byte when the command ended, and the
-/// watch leaves quietly.
-///
-/// # Safety
-/// Only in a forked child before exec: it calls only async-signal-safe functions.
-unsafe fn watch_runner(watch: RawFd) -> std::io::Result<()> {
-    // SAFETY: fork, waitpid and _exit are async-signal-safe; the middle process exits at once,
-    // and the command waits for it, so the watch is reparented and no child of the command.
-    unsafe {
-        match libc::fork() {
-            -1 => return Err(std::io::Error::last_os_error()),
-            0 => {
-                if libc::fork() == 0 {
-                    watch_and_kill(watch);
-                }
-                libc::_exit(0);
-            }
-            middle => {
-                while libc::waitpid(middle, std::ptr::null_mut(), 0) == -1
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                }
-            }
-        }
-    }
-    Ok(())
+/// A child of this process that joins the command's process group and blocks reading a pipe
+/// whose write end only this process holds. End of file means this process died without saying
+/// the command is over: the watch kills the whole group (what the command started, too). Told
+/// the command ended ([`Watch::disarm`]), it leaves quietly; either way this process reaps it.
+#[derive(Debug)]
+pub struct Watch {
+    pid: libc::pid_t,
+    tell: Option<OwnedFd>,
 }
 
-/// The watch itself: every descriptor but `watch` closed (the command's pipes, and the one
-/// `spawn` waits on), SIGINT and SIGTERM ignored (the group's SIGKILL still ends it).
-unsafe fn watch_and_kill(watch: RawFd) -> ! {
-    // SAFETY: dup2, close, sigaction, read, kill and _exit are async-signal-safe.
+impl Watch {
+    /// Starts the watch of the process group `pgid`; `None` when no process can be made (the
+    /// command still dies with its runner, its children may not).
+    pub fn start(pgid: i32) -> Option<Watch> {
+        let (read, tell) = pipe().ok()?;
+        // SAFETY: the child calls only async-signal-safe functions and never returns.
+        match unsafe { libc::fork() } {
+            -1 => None,
+            0 => unsafe { watch_and_kill(read.as_raw_fd(), pgid) },
+            pid => Some(Watch {
+                pid,
+                tell: Some(tell),
+            }),
+        }
+    }
+
+    /// The command is over: the watch leaves its group alone.
+    pub fn disarm(&mut self) {
+        if let Some(w) = self.tell.take() {
+            let _ = std::fs::File::from(w).write_all(b"x");
+        }
+    }
+}
+
+impl Drop for Watch {
+    /// Not disarmed, the watch kills the group; either way it ends at once and is reaped.
+    fn drop(&mut self) {
+        drop(self.tell.take());
+        // SAFETY: waitpid on our own child; it exits as soon as its pipe has a byte or ends.
+        while unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) } == -1
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+    }
+}
+
+/// The watch itself: in the group `pgid` (or gone, if the group is), every descriptor but `read`
+/// closed (the runner's own pipes and terminal), SIGINT and SIGTERM ignored (the group's SIGKILL
+/// still ends it).
+///
+/// # Safety
+/// Only in a child just forked: it calls only async-signal-safe functions.
+unsafe fn watch_and_kill(read: RawFd, pgid: i32) -> ! {
+    // SAFETY: sigaction, setpgid, prctl, dup2, close, read, kill and _exit are
+    // async-signal-safe.
     unsafe {
-        libc::dup2(watch, 0);
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_IGN;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        // Not in the group (it ended already), or without its pipe, it has nothing to watch;
+        // `kill(0)` below must never reach the runner's own group.
+        if libc::setpgid(0, pgid) != 0 || libc::dup2(read, 0) != 0 {
+            libc::_exit(0);
+        }
+        // Named for `ps` and `pgrep`: it is no second runner.
+        libc::prctl(libc::PR_SET_NAME, c"loopx-watch".as_ptr());
         if libc::syscall(libc::SYS_close_range, 1, libc::c_uint::MAX, 0) != 0 {
             for fd in 1..4096 {
                 libc::close(fd);
             }
         }
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = libc::SIG_IGN;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
         let mut byte = 0u8;
         let n = loop {
             let n = libc::read(0, (&raw mut byte).cast(), 1);
@@ -90,7 +115,7 @@ unsafe fn watch_and_kill(watch: RawFd) -> ! {
 }
 
 /// A pipe, both ends closed on exec.
-pub fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into `fds`, which we then own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
