@@ -183,7 +183,11 @@ fn report_out(r: &TurnReport) -> Out {
         Ended::Replayed => "replayed",
     };
     // The command's last line of output may have no newline: ours starts a line of its own.
-    let nl = if process::take_stdout_mid_line() { "\n" } else { "" };
+    let nl = if process::take_stdout_mid_line() {
+        "\n"
+    } else {
+        ""
+    };
     let mut out = Out::new("turn", json!(r.turn), format!("{nl}{}", line(r, ended)))
         .with("todo", json!({"id": r.todo.id, "title": r.todo.title}))
         .with("fence", json!(r.todo.fence))
