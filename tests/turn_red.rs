@@ -542,3 +542,49 @@ fn the_turns_line_never_runs_on_from_output_with_no_newline() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with("no newline\nturn "), "{r:?}");
 }
+
+#[test]
+fn a_lease_that_lapsed_while_the_store_was_busy_still_takes_the_evidence() {
+    // --ttl 1s, and the store stays busy longer than that: no renewal gets through, and no one
+    // else claims the todo. The fence did not move: the turn's evidence lands.
+    let p = Project::new("red-lapsed");
+    let id = p.add("work", &[]);
+    let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
+    let mut c = p.cmd(&[
+        "--json",
+        "turn",
+        "--ttl",
+        "1s",
+        "--complete-on-success",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    c.env("LOOPX_LOCK_TIMEOUT", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    until("the command to start", || {
+        p.root().join("started").is_file()
+    });
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    std::fs::write(p.root().join("go"), "").unwrap();
+    lock.unlock().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let v = parse_json(&r, "turn");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(v["ended"], "done", "{v}");
+    assert_eq!(p.show(&id)["status"], "done");
+}

@@ -183,7 +183,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         done,
         closed_fence,
     };
-    let ended = record_end(store, &opts.agent, end, ttl)?;
+    let ended = record_end(store, &opts.agent, end)?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -269,11 +269,13 @@ fn renew_until(
     }
 }
 
-/// Records the end of a turn, trying again while the store is busy: the command ran, and its
-/// record is what frees the lease. Past the lease's length it would be refused anyway, and a
-/// signal that comes while it tries stops it.
-fn record_end(store: &(dyn Store + Sync), agent: &str, end: TurnEnd, ttl: Dur) -> Result<Ended> {
-    let until = std::time::Instant::now() + to_std(ttl);
+/// How long the end of a turn is tried again while the store is busy.
+const END_RETRY: Duration = Duration::from_secs(300);
+
+/// Records the end of a turn, trying again while the store is busy (for [`END_RETRY`]): the
+/// command ran, and its record is what frees the lease. A signal that comes meanwhile stops it.
+fn record_end(store: &(dyn Store + Sync), agent: &str, end: TurnEnd) -> Result<Ended> {
+    let until = std::time::Instant::now() + END_RETRY;
     let signals = process::signal_count();
     let id = end.todo.clone();
     loop {

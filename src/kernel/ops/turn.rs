@@ -165,13 +165,9 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
         Some(t) if t.role == Role::Agent && t.lease.is_none() && t.fence == end.fence => {
             closed(agent, now, end)
         }
-        Some(t) => match check_lease(t, agent, now, Some(end.fence)) {
-            Ok(()) if t.role == Role::User => given_back(snap, agent, now, t, owners(&t.id)),
-            Ok(()) => match record(snap, agent, now, end.clone()) {
-                Ok(r) => r,
-                Err(e) => given_back(snap, agent, now, t, e),
-            },
-            Err(e) => (Change::default(), Ended::Refused(e)),
+        Some(t) => match lapsed(t, agent, now, &end) {
+            Some(live) => kept(&snap.after(&[Write::Todo(live)]), agent, now, end),
+            None => kept(snap, agent, now, end),
         },
         None if end.closed_fence == Some(end.fence) => closed(agent, now, end),
         None => (Change::default(), Ended::Refused(gone(snap, &end.todo))),
@@ -180,6 +176,40 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
     c.events.splice(0..0, work.events);
     c.owner |= work.owner;
     Ok((c, ended))
+}
+
+/// The record of a turn whose todo is in the working set: under its live lease, else refused.
+fn kept(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) {
+    let Some(t) = snap.todos.get(&end.todo) else {
+        return (Change::default(), Ended::Refused(gone(snap, &end.todo)));
+    };
+    match check_lease(t, agent, now, Some(end.fence)) {
+        Ok(()) if t.role == Role::User => given_back(snap, agent, now, t, owners(&t.id)),
+        Ok(()) => match record(snap, agent, now, end.clone()) {
+            Ok(r) => r,
+            Err(e) => given_back(snap, agent, now, t, e),
+        },
+        Err(e) => (Change::default(), Ended::Refused(e)),
+    }
+}
+
+/// This turn's lease, lapsed (its renewals could not be written in time) with no one claiming
+/// since, made live again for the record: the fence did not move, so the work is still the
+/// current holder's. `None` for any other lease.
+fn lapsed(t: &Todo, agent: &str, now: Ts, end: &TurnEnd) -> Option<Todo> {
+    let l = t.lease.as_ref()?;
+    let ours = l.holder == agent
+        && l.fence == end.fence
+        && t.fence == end.fence
+        && l.turn.as_deref() == Some(end.turn.as_str());
+    if !ours || l.is_live(now) {
+        return None;
+    }
+    let mut live = t.clone();
+    if let Some(l) = live.lease.as_mut() {
+        l.expires_at = now.add(Dur(1));
+    }
+    Some(live)
 }
 
 /// A record the rules refuse though the lease held: the evidence is refused, the lease given
@@ -497,6 +527,25 @@ mod tests {
         let after = snap.after(&c.writes);
         let (c, ended) = end_turn(&after, AGENT, now, end(&t, false)).unwrap();
         assert!(matches!(ended, Ended::Replayed) && c.writes.is_empty());
+    }
+
+    #[test]
+    fn a_lease_that_lapsed_with_no_one_claiming_still_takes_the_record() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        // Five minutes of lease, and the renewals never got through: the end comes later.
+        let later = now.add(Dur::from_mins(10));
+        let (c, ended) = end_turn(&snap, AGENT, later, end(&t, true)).unwrap();
+        assert!(matches!(ended, Ended::Done), "{ended:?}");
+        assert_eq!(kinds(&c), ["evidence", "archive", "quota"]);
+        // Claimed by another agent meanwhile: the fence moved, the record is refused.
+        let (c, _) = claim(&snap, "bob", later, Dur::from_mins(5), Some(&t.id)).unwrap();
+        let taken = snap.after(&c.writes);
+        let (_, ended) = end_turn(&taken, AGENT, later, end(&t, true)).unwrap();
+        assert!(
+            matches!(&ended, Ended::Refused(e) if e.code == Code::StaleFence),
+            "{ended:?}"
+        );
     }
 
     #[test]
