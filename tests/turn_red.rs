@@ -588,3 +588,33 @@ fn a_lease_that_lapsed_while_the_store_was_busy_still_takes_the_evidence() {
     assert_eq!(v["ended"], "done", "{v}");
     assert_eq!(p.show(&id)["status"], "done");
 }
+
+#[test]
+fn a_running_turns_lease_that_lapsed_is_renewed_again_once_the_store_frees() {
+    let p = Project::new("red-revive");
+    p.add("work", &[]);
+    let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
+    let mut c = p.cmd(&["--json", "turn", "--ttl", "1s", "--", "sh", "-c", script]);
+    c.env("LOOPX_LOCK_TIMEOUT", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    until("the command to start", || {
+        p.root().join("started").is_file()
+    });
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    // No renewal gets through for longer than the lease lasts: it lapses...
+    std::thread::sleep(Duration::from_millis(2500));
+    lock.unlock().unwrap();
+    let list = || p.run(&["todo", "list"]).stdout;
+    // ...and the runner holds it again as soon as it can write, for the rest of the run.
+    until("the lease to be live again", || list().contains("left]"));
+    std::fs::write(p.root().join("go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -232,7 +232,7 @@ fn run_renewed(
     std::thread::scope(|s| {
         let (stop, stopped) = mpsc::channel::<()>();
         let every = (to_std(ttl) / 3).max(Duration::from_millis(200));
-        s.spawn(move || renew_until(store, opts, todo, ttl, every, &stopped));
+        s.spawn(move || renew_until(store, opts, todo, (ttl, turn), every, &stopped));
         let fin = process::run(&spec, &limits);
         drop(stop);
         fin
@@ -244,18 +244,17 @@ fn renew_until(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     todo: &Todo,
-    ttl: Dur,
+    (ttl, turn): (Dur, &str),
     every: Duration,
     stop: &mpsc::Receiver<()>,
 ) {
     while stop.recv_timeout(every) == Err(mpsc::RecvTimeoutError::Timeout) {
         let r = store.mutate(|snap| {
-            let fence = snap.todos.get(&todo.id).map(|t| t.fence);
-            if fence != Some(todo.fence) {
-                return Err(Error::new(Code::StaleFence, "the lease was taken over"));
-            }
-            let (c, _) = ops::renew(snap, &opts.agent, Ts::now(), ttl, &todo.id)?;
-            Ok((c, ()))
+            let this = (todo.id.as_str(), todo.fence, turn);
+            Ok((
+                ops::renew_turn(snap, &opts.agent, Ts::now(), ttl, this)?,
+                (),
+            ))
         });
         // A lost lease is final; a busy lock or a passing I/O error is tried again.
         if let Err(e) = r

@@ -6,7 +6,9 @@ use serde_json::json;
 use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
-use crate::kernel::ops::{Change, Update, Write, check_lease, claim, release, spend, update};
+use crate::kernel::ops::{
+    Change, Update, Write, check_lease, claim, release, renew, spend, update,
+};
 use crate::kernel::quota;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::time::{Dur, Ts};
@@ -165,7 +167,7 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
         Some(t) if t.role == Role::Agent && t.lease.is_none() && t.fence == end.fence => {
             closed(agent, now, end)
         }
-        Some(t) => match lapsed(t, agent, now, &end) {
+        Some(t) => match lapsed(t, agent, now, end.fence, &end.turn) {
             Some(live) => kept(&snap.after(&[Write::Todo(live)]), agent, now, end),
             None => kept(snap, agent, now, end),
         },
@@ -176,6 +178,29 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
     c.events.splice(0..0, work.events);
     c.owner |= work.owner;
     Ok((c, ended))
+}
+
+/// Renews a running turn's lease: live, or lapsed with no one claiming since (the fence did not
+/// move). A lease taken over, given up or gone is an error, and the renewals stop.
+pub fn renew_turn(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    ttl: Dur,
+    (id, fence, turn): (&str, u64, &str),
+) -> Result<Change> {
+    let t = snap
+        .todos
+        .get(id)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("{id} left the working set")))?;
+    if t.fence != fence {
+        return Err(Error::new(Code::StaleFence, "the lease was taken over"));
+    }
+    let (c, _) = match lapsed(t, agent, now, fence, turn) {
+        Some(live) => renew(&snap.after(&[Write::Todo(live)]), agent, now, ttl, id)?,
+        None => renew(snap, agent, now, ttl, id)?,
+    };
+    Ok(c)
 }
 
 /// The record of a turn whose todo is in the working set: under its live lease, else refused.
@@ -196,12 +221,12 @@ fn kept(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) 
 /// This turn's lease, lapsed (its renewals could not be written in time) with no one claiming
 /// since, made live again for the record: the fence did not move, so the work is still the
 /// current holder's. `None` for any other lease.
-fn lapsed(t: &Todo, agent: &str, now: Ts, end: &TurnEnd) -> Option<Todo> {
+fn lapsed(t: &Todo, agent: &str, now: Ts, fence: u64, turn: &str) -> Option<Todo> {
     let l = t.lease.as_ref()?;
     let ours = l.holder == agent
-        && l.fence == end.fence
-        && t.fence == end.fence
-        && l.turn.as_deref() == Some(end.turn.as_str());
+        && l.fence == fence
+        && t.fence == fence
+        && l.turn.as_deref() == Some(turn);
     if !ours || l.is_live(now) {
         return None;
     }
@@ -546,6 +571,23 @@ mod tests {
             matches!(&ended, Ended::Refused(e) if e.code == Code::StaleFence),
             "{ended:?}"
         );
+    }
+
+    #[test]
+    fn a_running_turns_lapsed_lease_is_renewed_while_no_one_claimed() {
+        let (snap, now) = world();
+        let (snap, t) = started(&snap, now);
+        let later = now.add(Dur::from_mins(10));
+        let ttl = Dur::from_mins(5);
+        let c = renew_turn(&snap, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap();
+        let after = snap.after(&c.writes);
+        assert!(after.todos[&t.id].live_lease(later).is_some());
+        // Another turn's lease, or a moved fence, is not this turn's to renew.
+        assert!(renew_turn(&snap, AGENT, later, ttl, (&t.id, t.fence, "u-2")).is_err());
+        let (c, _) = claim(&snap, "bob", later, ttl, Some(&t.id)).unwrap();
+        let taken = snap.after(&c.writes);
+        let e = renew_turn(&taken, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap_err();
+        assert_eq!(e.code, Code::StaleFence);
     }
 
     #[test]
