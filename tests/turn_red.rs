@@ -618,3 +618,18 @@ fn a_running_turns_lease_that_lapsed_is_renewed_again_once_the_store_frees() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn a_command_that_stops_its_groups_watch_does_not_hang_the_runner() {
+    let p = Project::new("red-stop-watch");
+    p.add("work", &[]);
+    // Hostile: stop every other process of its own group (the watch among them), then exit.
+    let script = "ps -eo pid=,pgid=,comm= | awk -v g=$$ '$2 == g && $1 != g {print $1}' > stopped; \
+                  kill -STOP $(cat stopped); exit 0";
+    let mut c = spawn(&p, &["--json", "turn", "--", "sh", "-c", script]);
+    assert_eq!(wait_exit(&mut c), 0);
+    assert!(
+        !pids(&p, "stopped").is_empty(),
+        "the watch was not in the command's group"
+    );
+}

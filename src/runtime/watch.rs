@@ -1,6 +1,5 @@
 //! The command's watch: the command dies with its runner, and so does the rest of its group.
 
-use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -31,12 +30,15 @@ pub fn die_with_parent(cmd: &mut Command) {
 
 /// A child of this process that joins the command's process group and blocks reading a pipe
 /// whose write end only this process holds. End of file means this process died without saying
-/// the command is over: the watch kills the whole group (what the command started, too). Told
-/// the command ended ([`Watch::disarm`]), it leaves quietly; either way this process reaps it.
+/// the command is over: the watch kills the whole group (what the command started, too). Once
+/// the command ended, [`Watch::disarm`] kills the watch alone; dropped armed, it kills the group.
+/// Either way this process reaps it, and SIGKILL ends it even stopped: nothing waits on it.
 #[derive(Debug)]
 pub struct Watch {
     pid: libc::pid_t,
-    tell: Option<OwnedFd>,
+    pgid: i32,
+    _tell: OwnedFd,
+    armed: bool,
 }
 
 impl Watch {
@@ -50,33 +52,45 @@ impl Watch {
             0 => unsafe { watch_and_kill(read.as_raw_fd(), pgid) },
             pid => Some(Watch {
                 pid,
-                tell: Some(tell),
+                pgid,
+                _tell: tell,
+                armed: true,
             }),
         }
     }
 
-    /// The command is over: the watch leaves its group alone.
+    /// The command is over: the watch goes, and leaves the rest of its group alone.
     pub fn disarm(&mut self) {
-        if let Some(w) = self.tell.take() {
-            let _ = std::fs::File::from(w).write_all(b"x");
+        if std::mem::replace(&mut self.armed, false) {
+            self.end(self.pid);
+        }
+    }
+
+    /// Sends SIGKILL to `target` (the watch, or its whole group) and reaps the watch.
+    fn end(&self, target: libc::pid_t) {
+        // SAFETY: kill and waitpid on our own child (or its group, whose leader the runner has
+        // not reaped yet, so its id is not reused).
+        unsafe {
+            libc::kill(target, libc::SIGKILL);
+            while libc::waitpid(self.pid, std::ptr::null_mut(), 0) == -1
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+            }
         }
     }
 }
 
 impl Drop for Watch {
-    /// Not disarmed, the watch kills the group; either way it ends at once and is reaped.
     fn drop(&mut self) {
-        drop(self.tell.take());
-        // SAFETY: waitpid on our own child; it exits as soon as its pipe has a byte or ends.
-        while unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) } == -1
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {}
+        if std::mem::replace(&mut self.armed, false) {
+            self.end(-self.pgid);
+        }
     }
 }
 
 /// The watch itself: in the group `pgid` (or gone, if the group is), every descriptor but `read`
-/// closed (the runner's own pipes and terminal), SIGINT and SIGTERM ignored (the group's SIGKILL
-/// still ends it).
+/// closed (the runner's own pipes and terminal), the signals a group gets to stop or suspend it
+/// ignored (the group's SIGKILL still ends it).
 ///
 /// # Safety
 /// Only in a child just forked: it calls only async-signal-safe functions.
@@ -86,8 +100,16 @@ unsafe fn watch_and_kill(read: RawFd, pgid: i32) -> ! {
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = libc::SIG_IGN;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+        ] {
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
         // Not in the group (it ended already), or without its pipe, it has nothing to watch;
         // `kill(0)` below must never reach the runner's own group.
         if libc::setpgid(0, pgid) != 0 || libc::dup2(read, 0) != 0 {
