@@ -94,6 +94,8 @@ pub struct TurnReport {
     pub ended: Ended,
     /// The signal (SIGINT or SIGTERM) loopx got and passed on, if any.
     pub signalled: Option<i32>,
+    /// The limits (`slots`, `tokens`, `cost_usd`) the turn's spend went past, if any.
+    pub over_limit: Vec<String>,
 }
 
 impl TurnReport {
@@ -183,7 +185,11 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         done,
         closed_fence,
     };
-    let ended = store.mutate(|snap| ops::end_turn(snap, &opts.agent, Ts::now(), end))?;
+    let (ended, over_limit) = store.mutate(|snap| {
+        let (c, ended) = ops::end_turn(snap, &opts.agent, Ts::now(), end)?;
+        let over = ops::spend_over_limit(&c);
+        Ok((c, (ended, over)))
+    })?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -193,6 +199,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         output: fin.tail,
         ended,
         signalled,
+        over_limit,
     })))
 }
 
