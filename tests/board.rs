@@ -1226,3 +1226,17 @@ fn a_new_pending_gate_rings_the_bell_and_the_title_counts_them() {
     );
     assert_eq!(loopx::board::notify::title(1), "loopx · 1 gate");
 }
+
+#[test]
+fn the_quota_view_names_a_spent_token_budget() {
+    let mut s = snapshot(Variant::Gates);
+    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    assert!(!q.throttled && q.spent.is_none());
+    s.config.quota.tokens = Some(10);
+    for sp in &mut s.quota.spends {
+        sp.tokens = Some(1);
+    }
+    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    assert!(q.throttled);
+    assert_eq!(q.spent, Some("tokens"));
+}

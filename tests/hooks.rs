@@ -363,3 +363,20 @@ fn a_hook_that_causes_its_own_event_does_not_loop() {
         "one run per gate opened outside a hook"
     );
 }
+
+#[test]
+fn a_watched_result_that_changed_fires_its_hook() {
+    let p = Project::new("hook-monitor");
+    let id = p.add("watch the PR", &["--every", "1h"]);
+    let r = p.run(&["--json", "monitor", "propose", &id, "--", "echo open"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    p.ok(&["monitor", "approve", &id]);
+    hook_ok(&p, "monitor.changed", "cat > changed.json");
+    let v = p.ok_as("poller", &["monitor", "poll"]);
+    assert_eq!(v["ran"][0]["result"], "changed", "{v}");
+    let got = wait_for("the monitor.changed hook", || {
+        read_json(&p.root().join("changed.json"))
+    });
+    assert_eq!(got["event"], "monitor.changed", "{got}");
+    assert_eq!(got["target"], id.as_str(), "{got}");
+}

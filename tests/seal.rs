@@ -459,3 +459,15 @@ fn a_forged_cache_row_is_named_by_doctor_and_fixed() {
     let (code, v) = p.no_key(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn an_owner_adopted_quota_edit_is_healthy_and_a_later_one_is_not() {
+    let p = Project::new("seal-adopt-doctor");
+    p.ok(&["quota", "set", "--slots", "20"]);
+    edit(&p, "loopx.toml", "slots = 20", "slots = 30");
+    assert_eq!(p.json(&["doctor"]).0, 6);
+    p.ok(&["owner", "seal", "--adopt"]);
+    p.ok(&["doctor"]);
+    edit(&p, "loopx.toml", "slots = 30", "slots = 31");
+    assert_eq!(p.json(&["doctor"]).0, 6);
+}

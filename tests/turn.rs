@@ -429,3 +429,27 @@ fn heartbeat_backs_off_after_failed_turns() {
     assert!(lines[1].ends_with("next turn in 2s"), "{}", r.stdout);
     assert_eq!(quota_used(&p), 3);
 }
+
+#[test]
+fn a_turn_past_the_slot_limit_says_so_and_is_recorded() {
+    let p = Project::new("turn-over");
+    p.add("a", &[]);
+    p.ok(&["quota", "set", "--slots", "1"]);
+    // Another spend lands while the turn runs: the turn's own slot goes past the limit.
+    let (code, v) = turn(
+        &p,
+        &[],
+        r#""$LX" --agent other quota spend-slot >/dev/null"#,
+    );
+    assert_eq!(code, 0, "the command's exit code: {v}");
+    assert_eq!(v["over_limit"], serde_json::json!(["slots"]), "{v}");
+    assert_eq!(quota_used(&p), 2, "the turn happened: its slot is recorded");
+    // Now the window is spent: should-run says not now, and nothing runs.
+    let (code, v) = turn(&p, &[], "touch ran");
+    assert_eq!(
+        (code, v["reason"].as_str()),
+        (3, Some("quota_spent")),
+        "{v}"
+    );
+    assert!(!p.root().join("ran").exists());
+}

@@ -267,6 +267,8 @@ pub struct QuotaView {
     pub next_free: Option<Ts>,
     /// True when the window is spent.
     pub throttled: bool,
+    /// Which limit is spent (`slots`, `tokens`, `cost_usd`), when throttled.
+    pub spent: Option<&'static str>,
     /// Slots spent per bucket across the window, oldest first.
     pub buckets: Vec<u64>,
 }
@@ -275,7 +277,7 @@ pub struct QuotaView {
 pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
     let p = &snap.config.quota;
     let u = quota::usage(&snap.quota, p, now);
-    let thr = quota::throttled_for(&snap.quota, p, now);
+    let thr = quota::throttled(&snap.quota, p, now);
     let n = n.max(1);
     let mut buckets = vec![0u64; n];
     let win = p.window.0.max(1);
@@ -291,8 +293,9 @@ pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
         used: u.used,
         limit: u.limit,
         window: u.window,
-        next_free: thr.map(|d| now.add(d)).or(u.resets_at),
+        next_free: thr.map(|(_, d)| now.add(d)).or(u.resets_at),
         throttled: thr.is_some(),
+        spent: thr.map(|(l, _)| l.as_str()),
         buckets,
     }
 }

@@ -198,6 +198,13 @@ fn report_out(r: &TurnReport) -> Out {
     if let Exit::Signal(s) = r.exit {
         out = out.with("signal", json!(s));
     }
+    if !r.over_limit.is_empty() {
+        out = out.with("over_limit", json!(r.over_limit));
+        out.text.push_str(&format!(
+            "; its slot went past the window's {} limit",
+            r.over_limit.join(" and ")
+        ));
+    }
     if let Ended::Refused(e) = &r.ended {
         out = out.with("ok", json!(false)).with(
             "error",

@@ -94,6 +94,8 @@ pub struct TurnReport {
     pub ended: Ended,
     /// The signal (SIGINT or SIGTERM) loopx got and passed on, if any.
     pub signalled: Option<i32>,
+    /// The limits (`slots`, `tokens`, `cost_usd`) the turn's spend went past, if any.
+    pub over_limit: Vec<String>,
 }
 
 impl TurnReport {
@@ -183,7 +185,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         done,
         closed_fence,
     };
-    let ended = record_end(store, &opts.agent, end)?;
+    let (ended, over_limit) = record_end(store, &opts.agent, end)?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -193,6 +195,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         output: fin.tail,
         ended,
         signalled,
+        over_limit,
     })))
 }
 
@@ -271,14 +274,24 @@ fn renew_until(
 /// How long the end of a turn is tried again while the store is busy.
 const END_RETRY: Duration = Duration::from_secs(300);
 
-/// Records the end of a turn, trying again while the store is busy (for [`END_RETRY`]): the
-/// command ran, and its record is what frees the lease. A signal that comes meanwhile stops it.
-fn record_end(store: &(dyn Store + Sync), agent: &str, end: TurnEnd) -> Result<Ended> {
+/// Records the end of a turn (and the limits its spend went past), trying again while the store
+/// is busy (for [`END_RETRY`]): the command ran, and its record is what frees the lease. A
+/// signal that comes meanwhile stops it.
+fn record_end(
+    store: &(dyn Store + Sync),
+    agent: &str,
+    end: TurnEnd,
+) -> Result<(Ended, Vec<String>)> {
     let until = std::time::Instant::now() + END_RETRY;
     let signals = process::signal_count();
     let id = end.todo.clone();
     loop {
-        match store.mutate(|snap| ops::end_turn(snap, agent, Ts::now(), end.clone())) {
+        let r = store.mutate(|snap| {
+            let (c, ended) = ops::end_turn(snap, agent, Ts::now(), end.clone())?;
+            let over = ops::spend_over_limit(&c);
+            Ok((c, (ended, over)))
+        });
+        match r {
             Err(e)
                 if e.code == Code::Busy
                     && std::time::Instant::now() < until

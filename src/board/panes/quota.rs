@@ -40,7 +40,12 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     ])];
     let next = match q.next_free {
         Some(at) if q.throttled => {
-            format!("FULL: next in {}", countdown(at.since(vm.now).0))
+            let what = match q.spent {
+                Some("tokens") => "TOKENS SPENT",
+                Some("cost_usd") => "COST SPENT",
+                _ => "FULL",
+            };
+            format!("{what}: next in {}", countdown(at.since(vm.now).0))
         }
         Some(at) => format!("frees in {}", countdown(at.since(vm.now).0)),
         None => "no spend in the window".into(),

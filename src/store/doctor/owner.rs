@@ -95,6 +95,9 @@ struct LastSigned {
     goal: Option<(usize, GoalStatus)>,
     quota: Option<(usize, serde_json::Value)>,
     opened: Vec<(usize, String)>,
+    /// The owner adopted the files as they were (`owner seal --adopt`): from then on the seal,
+    /// which doctor checks on its own, says what the goal and quota must be.
+    adopted: bool,
 }
 
 /// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature.
@@ -134,6 +137,11 @@ fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> 
             "goal.complete" => last.goal = Some((n, GoalStatus::Complete)),
             "quota.set" => last.quota = Some((n, ev.data.clone())),
             "gate.open" => last.opened.push((n, ev.target.clone())),
+            "owner.seal" if ev.data.get("adopt") == Some(&serde_json::json!(true)) => {
+                last.goal = None;
+                last.quota = None;
+                last.adopted = true;
+            }
             _ => {}
         }
     }
@@ -153,7 +161,7 @@ fn config_as_signed(cfg: &Config, last: &LastSigned, out: &mut Vec<Finding>) {
     let (line, want) = last
         .goal
         .map_or((None, GoalStatus::Active), |(n, s)| (Some(n), s));
-    if cfg.goal.status != want {
+    if cfg.goal.status != want && (line.is_some() || !last.adopted) {
         out.push(Finding::error(
             ".loopx/loopx.toml",
             None,

@@ -1,0 +1,296 @@
+//! The board's normal-mode actions: panes, gate decisions, reassign and release, input and
+//! picks, and the selection.
+
+use super::*;
+
+impl App {
+    pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Help => self.mode = Mode::Help { scroll: 0 },
+            Action::NextPane | Action::PrevPane => {
+                let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
+                let n = Pane::ALL.len();
+                let j = if action == Action::NextPane {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.focus = Pane::ALL[j];
+                return self.selection_changed();
+            }
+            Action::Up => return self.move_sel(-1),
+            Action::Down => return self.move_sel(1),
+            Action::PageUp => return self.move_sel(-10),
+            Action::PageDown => return self.move_sel(10),
+            Action::Top => return self.move_sel(i64::MIN / 2),
+            Action::Bottom => return self.move_sel(i64::MAX / 2),
+            Action::Left | Action::Right => {
+                let i = self.col.index() as i64 + if action == Action::Left { -1 } else { 1 };
+                self.col = Column::ALL[i.clamp(0, 4) as usize];
+                return self.selection_changed();
+            }
+            Action::Open => {
+                if self.focus == Pane::Gates && self.selected_gate().is_some()
+                    || self.focus != Pane::Gates && self.selected_todo().is_some()
+                {
+                    self.mode = Mode::Detail { scroll: 0 };
+                } else {
+                    self.say("nothing selected", false);
+                }
+            }
+            Action::Filter => self.mode = Mode::Filter,
+            Action::Back => {
+                if !self.filter.is_empty() {
+                    self.filter.clear();
+                    self.derive();
+                    return self.selection_changed();
+                }
+                self.message = None;
+            }
+            Action::Reload => return vec![Effect::Reload],
+            Action::Approve | Action::Reject => self.gate_action(action),
+            Action::Reassign => self.reassign(),
+            Action::Release => self.release(),
+            Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
+                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAction::Pause),
+                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAction::Resume),
+                Some(GoalStatus::Complete) => {
+                    self.say("the goal is complete; nothing to pause", true)
+                }
+                None => self.say("no goal loaded", true),
+            },
+            Action::AddTodo => {
+                self.mode = Mode::Input {
+                    purpose: InputFor::TodoTitle,
+                    text: String::new(),
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    pub(super) fn gate_action(&mut self, action: Action) {
+        let Some(g) = self.selected_gate_ref() else {
+            self.say("no gate selected", true);
+            return;
+        };
+        if g.effective_status() != GateStatus::Pending {
+            let msg = format!("{} is {} already", g.id, g.status.as_str());
+            self.say(msg, true);
+            return;
+        }
+        let id = g.id.clone();
+        let options = g.options.clone();
+        self.mode = match action {
+            Action::Reject => Mode::Input {
+                purpose: InputFor::RejectReason(id),
+                text: String::new(),
+            },
+            _ if !options.is_empty() => Mode::Picker {
+                purpose: PickFor::GateOption(id),
+                choices: options,
+                sel: 0,
+            },
+            _ => Mode::Confirm(OwnerAction::Approve {
+                gate: id,
+                option: None,
+            }),
+        };
+    }
+
+    pub(super) fn reassign(&mut self) {
+        let Some(id) = self.selected_todo() else {
+            self.say("no todo selected", true);
+            return;
+        };
+        let Some(snap) = &self.snap else { return };
+        let Some(t) = snap.todos.get(&id) else {
+            self.say(format!("{id} is not in the working set"), true);
+            return;
+        };
+        if t.role != Role::Agent || t.status != Status::Open {
+            self.say(
+                format!("{id} is not an open agent todo; only those take a lease"),
+                true,
+            );
+            return;
+        }
+        let holder = t.lease.as_ref().map(|l| l.holder.clone());
+        let choices: Vec<String> = derive::known_agents(snap, &self.journal)
+            .into_iter()
+            .filter(|a| Some(a) != holder.as_ref())
+            .collect();
+        if choices.is_empty() {
+            self.say("no other known agent to reassign to", true);
+            return;
+        }
+        self.mode = Mode::Picker {
+            purpose: PickFor::Agent(id),
+            choices,
+            sel: 0,
+        };
+    }
+
+    pub(super) fn release(&mut self) {
+        let Some(id) = self.selected_todo() else {
+            self.say("no todo selected", true);
+            return;
+        };
+        let holder = self
+            .snap
+            .as_ref()
+            .and_then(|s| s.todos.get(&id))
+            .and_then(|t| t.lease.clone());
+        match holder {
+            Some(l) => {
+                self.mode = Mode::Confirm(OwnerAction::Release {
+                    todo: id,
+                    holder: l.holder,
+                })
+            }
+            None => self.say(format!("{id} has no lease to release"), true),
+        }
+    }
+
+    pub(super) fn input_done(
+        &mut self,
+        action: Action,
+        purpose: InputFor,
+        text: String,
+    ) -> Vec<Effect> {
+        if action != Action::Submit {
+            self.mode = Mode::Normal;
+            self.say("cancelled: nothing changed", false);
+            return Vec::new();
+        }
+        let text = text.trim().to_string();
+        if text.is_empty() {
+            self.say("type something first (Esc cancels)", true);
+            self.mode = Mode::Input { purpose, text };
+            return Vec::new();
+        }
+        self.mode = match purpose {
+            InputFor::RejectReason(gate) => {
+                Mode::Confirm(OwnerAction::Reject { gate, reason: text })
+            }
+            InputFor::TodoTitle => {
+                let (priority, title) = split_priority(&text);
+                Mode::Confirm(OwnerAction::AddTodo { title, priority })
+            }
+        };
+        Vec::new()
+    }
+
+    pub(super) fn picked(
+        &mut self,
+        action: Action,
+        purpose: PickFor,
+        choices: Vec<String>,
+        sel: usize,
+    ) -> Vec<Effect> {
+        match action {
+            Action::Up | Action::Down => {
+                let n = choices.len().max(1);
+                let sel = if action == Action::Up {
+                    (sel + n - 1) % n
+                } else {
+                    (sel + 1) % n
+                };
+                self.mode = Mode::Picker {
+                    purpose,
+                    choices,
+                    sel,
+                };
+            }
+            Action::Submit => {
+                let Some(choice) = choices.get(sel).cloned() else {
+                    self.mode = Mode::Normal;
+                    return Vec::new();
+                };
+                self.mode = Mode::Confirm(match purpose {
+                    PickFor::Agent(todo) => OwnerAction::Reassign { todo, to: choice },
+                    PickFor::GateOption(gate) => OwnerAction::Approve {
+                        gate,
+                        option: Some(choice),
+                    },
+                });
+            }
+            _ => {
+                self.mode = Mode::Normal;
+                self.say("cancelled: nothing changed", false);
+            }
+        }
+        Vec::new()
+    }
+
+    pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
+        let step = |cur: usize, len: usize| -> usize {
+            if len == 0 {
+                return 0;
+            }
+            (cur as i64).saturating_add(by).clamp(0, len as i64 - 1) as usize
+        };
+        match self.focus {
+            Pane::Gates => {
+                self.gate_sel = step(self.gate_sel, self.gate_ids.len());
+                self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
+            }
+            Pane::Todos => {
+                let c = self.col.index();
+                self.col_sel[c] = step(self.col_sel[c], self.columns.cols[c].len());
+                self.sel_ids[c] = self.columns.cols[c]
+                    .get(self.col_sel[c])
+                    .map(|k| k.id.clone());
+                return self.selection_changed();
+            }
+            Pane::Evidence => {
+                let n = self
+                    .evidence
+                    .as_ref()
+                    .and_then(|(_, r)| r.as_ref().ok())
+                    .map_or(0, Vec::len);
+                self.evidence_scroll = step(self.evidence_scroll, n);
+            }
+            Pane::Activity => {
+                // Down goes toward the newest (the bottom), so it lowers the scroll-back.
+                let n = self.journal.len();
+                let cur = n.saturating_sub(1).saturating_sub(self.activity_scroll);
+                let next = step(cur, n);
+                self.activity_scroll = n.saturating_sub(1).saturating_sub(next);
+            }
+        }
+        Vec::new()
+    }
+
+    pub(super) fn selection_changed(&mut self) -> Vec<Effect> {
+        match self.selected_todo() {
+            Some(id) if self.evidence.as_ref().is_none_or(|(e, _)| *e != id) => {
+                self.evidence_scroll = 0;
+                vec![Effect::LoadEvidence(id)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The selected card of the focused column.
+    pub fn selected_card(&self) -> Option<&derive::Card> {
+        let c = self.col.index();
+        self.columns.cols[c].get(self.col_sel[c])
+    }
+
+    /// The id of the selected todo (of the focused column).
+    pub fn selected_todo(&self) -> Option<String> {
+        self.selected_card().map(|c| c.id.clone())
+    }
+
+    /// The id of the selected gate.
+    pub fn selected_gate(&self) -> Option<String> {
+        self.gate_ids.get(self.gate_sel).cloned()
+    }
+
+    pub(super) fn selected_gate_ref(&self) -> Option<&crate::kernel::Gate> {
+        let id = self.gate_ids.get(self.gate_sel)?;
+        self.snap.as_ref()?.gates.get(id)
+    }
+}
