@@ -97,6 +97,38 @@ fn pids(p: &Project, file: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Starts loopx with `ARGS` (piped output), waiting at most 1 s for the lock each time.
+fn spawn_waiting_1s(p: &Project, args: &[&str]) -> Child {
+    let mut c = p.cmd(args);
+    c.env("LOOPX_LOCK_TIMEOUT", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// Holds the project's lock (as another loopx process would) until dropped.
+fn hold_lock(p: &Project) -> std::fs::File {
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.lx("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
+/// Waits for a `loopx --json turn` started with piped output; its run and its JSON answer.
+fn finish(child: Child) -> (Run, Value) {
+    let out = child.wait_with_output().unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let v = parse_json(&r, "turn");
+    (r, v)
+}
+
 #[test]
 fn a_runner_killed_outright_takes_the_commands_children_with_it() {
     let p = Project::new("red-kill9-tree");
@@ -142,39 +174,27 @@ fn a_busy_store_at_the_end_of_a_turn_still_records_it() {
     p.add("more", &[]);
     // When the command ends, another process holds the lock longer than loopx waits for it.
     let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
-    let mut c = p.cmd(&[
-        "--json",
-        "turn",
-        "--complete-on-success",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
-    c.env("LOOPX_LOCK_TIMEOUT", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
+    let child = spawn_waiting_1s(
+        &p,
+        &[
+            "--json",
+            "turn",
+            "--complete-on-success",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
     until("the command to start", || {
         p.root().join("started").is_file()
     });
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.lx("lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = hold_lock(&p);
     std::fs::write(p.root().join("go"), "").unwrap();
     // Held for longer than LOOPX_LOCK_TIMEOUT: loopx's first try at its record is busy.
     std::thread::sleep(Duration::from_millis(2500));
     lock.unlock().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    let v = parse_json(&r, "turn");
+    let (r, v) = finish(child);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(v["ended"], "done", "{v}");
     assert_eq!(p.show(&id)["status"], "done");
@@ -336,12 +356,7 @@ fn a_signal_before_the_command_starts_runs_nothing_and_holds_nothing() {
     let p = Project::new("red-early-term");
     p.add("work", &[]);
     // loopx waits for the lock at its start; SIGTERM comes while it waits.
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.lx("lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = hold_lock(&p);
     let c = spawn(&p, &["--json", "turn", "--", "touch", "ran"]);
     until("loopx to wait for the lock", || {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", c.id()));
@@ -352,13 +367,7 @@ fn a_signal_before_the_command_starts_runs_nothing_and_holds_nothing() {
     signal(c.id() as i32, 15);
     std::thread::sleep(Duration::from_millis(200));
     lock.unlock().unwrap();
-    let out = c.wait_with_output().unwrap();
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    let v = parse_json(&r, "turn");
+    let (r, v) = finish(c);
     assert_eq!(r.code, 128 + 15, "{r:?}");
     assert_eq!(v["ok"], false);
     assert!(!p.root().join("ran").exists(), "the command ran");
@@ -420,19 +429,13 @@ fn busy_end_then_ctrl_c(tag: &str, cmd: &str) {
     let p = Project::new(tag);
     let id = p.add("work", &[]);
     let script = "echo $$ > pid; while [ ! -f go ]; do sleep 0.05; done";
-    let mut c = p.cmd(&["--json", cmd, "--ttl", "1h", "--", "sh", "-c", script]);
-    c.env("LOOPX_LOCK_TIMEOUT", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
+    let mut child = spawn_waiting_1s(
+        &p,
+        &["--json", cmd, "--ttl", "1h", "--", "sh", "-c", script],
+    );
     until("the command to start", || p.root().join("pid").is_file());
     let pid = pids(&p, "pid")[0];
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.lx("lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = hold_lock(&p);
     std::fs::write(p.root().join("go"), "").unwrap();
     until("the command to end", || gone(pid));
     signal(child.id() as i32, 2);
@@ -550,40 +553,28 @@ fn a_lease_that_lapsed_while_the_store_was_busy_still_takes_the_evidence() {
     let p = Project::new("red-lapsed");
     let id = p.add("work", &[]);
     let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
-    let mut c = p.cmd(&[
-        "--json",
-        "turn",
-        "--ttl",
-        "1s",
-        "--complete-on-success",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
-    c.env("LOOPX_LOCK_TIMEOUT", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
+    let child = spawn_waiting_1s(
+        &p,
+        &[
+            "--json",
+            "turn",
+            "--ttl",
+            "1s",
+            "--complete-on-success",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
     until("the command to start", || {
         p.root().join("started").is_file()
     });
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.lx("lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = hold_lock(&p);
     std::thread::sleep(Duration::from_millis(2500));
     std::fs::write(p.root().join("go"), "").unwrap();
     lock.unlock().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    let v = parse_json(&r, "turn");
+    let (r, v) = finish(child);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(v["ended"], "done", "{v}");
     assert_eq!(p.show(&id)["status"], "done");
@@ -594,20 +585,14 @@ fn a_running_turns_lease_that_lapsed_is_renewed_again_once_the_store_frees() {
     let p = Project::new("red-revive");
     p.add("work", &[]);
     let script = "touch started; while [ ! -f go ]; do sleep 0.05; done";
-    let mut c = p.cmd(&["--json", "turn", "--ttl", "1s", "--", "sh", "-c", script]);
-    c.env("LOOPX_LOCK_TIMEOUT", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
+    let child = spawn_waiting_1s(
+        &p,
+        &["--json", "turn", "--ttl", "1s", "--", "sh", "-c", script],
+    );
     until("the command to start", || {
         p.root().join("started").is_file()
     });
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.lx("lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = hold_lock(&p);
     // No renewal gets through for longer than the lease lasts: it lapses...
     std::thread::sleep(Duration::from_millis(2500));
     lock.unlock().unwrap();
