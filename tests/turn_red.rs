@@ -618,3 +618,26 @@ fn a_command_that_stops_its_groups_watch_does_not_hang_the_runner() {
         "the watch was not in the command's group"
     );
 }
+
+#[test]
+fn every_bad_flag_of_turn_and_heartbeat_says_what_to_do() {
+    let p = Project::new("red-hints");
+    p.add("work", &[]);
+    let bad: [&[&str]; 6] = [
+        &["turn", "--timeout", "8d"],
+        &["turn", "--grace", "2h"],
+        &["turn", "--ttl", "8d"],
+        &["turn", "--turn", "has space"],
+        &["heartbeat", "--every", "2d"],
+        &["heartbeat", "--ttl", "0s"],
+    ];
+    for args in bad {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--", "true"]);
+        let r = run_cmd(&mut p.cmd(&a));
+        let v = parse_json(&r, &args.join(" "));
+        assert_eq!(r.code, 2, "{args:?}: {v}");
+        assert!(v["error"]["hint"].is_string(), "{args:?}: no hint: {v}");
+    }
+}

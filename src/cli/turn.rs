@@ -72,13 +72,15 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         ("--grace", a.grace, Dur::from_secs(3600)),
     ] {
         if d < Dur::from_secs(1) || d > max {
-            return Err(Error::usage(format!(
-                "{name} must be from 1s to {max}, not {d}"
-            )));
+            return Err(
+                Error::usage(format!("{name} must be from 1s to {max}, not {d}"))
+                    .hint(format!("give it like `{name} 30m`")),
+            );
         }
     }
     if let Some(t) = a.ttl {
-        check_ttl(t)?;
+        check_ttl(t)
+            .map_err(|e| e.hint("give it like `--ttl 30m`, or leave it out for the project's"))?;
     }
     check_program(&a.cmd[0])?;
     let root = root
@@ -238,7 +240,7 @@ fn line(r: &TurnReport, ended: &str) -> String {
 pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
     let store = ctx.store()?;
     if h.every.is_some_and(|d| d > Dur::from_secs(86_400)) {
-        return Err(Error::usage("--every must be at most 1d"));
+        return Err(Error::usage("--every must be at most 1d").hint("give it like `--every 10m`"));
     }
     let opts = HeartbeatOptions {
         turn: options(ctx, store.root(), h.args)?,

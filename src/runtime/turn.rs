@@ -385,7 +385,8 @@ pub fn check_turn_id(t: &str) -> Result<String> {
             "`{}` is not a turn id: use 1 to {} letters, digits, `-`, `_`, `.` or `:`",
             crate::text::escape(&cut(t, 80)),
             bounds::NAME_MAX
-        )));
+        ))
+        .hint("give it like `--turn run-42`, or leave it out for a fresh one"));
     }
     Ok(t.to_string())
 }
