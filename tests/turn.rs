@@ -144,9 +144,13 @@ fn a_turn_should_run_refuses_runs_nothing_and_exits_3() {
 fn a_lease_reassigned_mid_run_refuses_the_evidence_with_stale_fence() {
     let p = Project::new("turn-stale");
     let id = p.add("contested", &[]);
-    // The owner gives the todo to bob while the turn runs.
-    let script = r#""$LX" todo reassign "$LOOPX_TODO_ID" --to bob >/dev/null"#;
-    let (code, v) = turn(&p, &["--complete-on-success"], script);
+    // The owner gives the todo to bob while the turn runs (with the key named: a command never
+    // inherits its name).
+    let script = format!(
+        r#"LOOPX_OWNER_KEY='{}' "$LX" todo reassign "$LOOPX_TODO_ID" --to bob >/dev/null"#,
+        p.key.display()
+    );
+    let (code, v) = turn(&p, &["--complete-on-success"], &script);
     assert_eq!(code, 4, "{v}");
     assert_eq!(v["ok"], false);
     assert_eq!(v["ended"], "refused");
@@ -237,7 +241,11 @@ fn heartbeat_stops_when_the_goal_is_paused() {
     let p = Project::new("beat-pause");
     p.ok(&["todo", "add", "one"]);
     p.ok(&["todo", "add", "two"]);
-    // The first turn pauses the goal (the owner's key is in this environment).
+    // The first turn pauses the goal, as the owner (a command never inherits the key's name).
+    let pause = format!(
+        r#"LOOPX_OWNER_KEY='{}' "$LX" goal pause --reason enough >/dev/null"#,
+        p.key.display()
+    );
     let mut c = spawn(
         &p,
         &[
@@ -246,7 +254,7 @@ fn heartbeat_stops_when_the_goal_is_paused() {
             "--",
             "sh",
             "-c",
-            r#""$LX" goal pause --reason enough >/dev/null"#,
+            &pause,
         ],
     );
     assert_eq!(wait_exit(&mut c), 0);

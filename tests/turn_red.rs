@@ -641,3 +641,22 @@ fn every_bad_flag_of_turn_and_heartbeat_says_what_to_do() {
         assert!(v["error"]["hint"].is_string(), "{args:?}: no hint: {v}");
     }
 }
+
+#[test]
+fn a_turns_command_never_gets_the_owners_key_from_the_runners_environment() {
+    // The owner runs heartbeat in a shell that names the key (docs/security.md: name it with
+    // LOOPX_OWNER_KEY only in the owner's shell); the agent's command must not sign as owner.
+    let p = Project::new("red-no-key");
+    p.add("work", &[]);
+    let script = r#"echo "${LOOPX_OWNER_KEY-unset}" > key; "$LX" goal pause --reason mine >/dev/null 2>&1; echo $? > code"#;
+    let (code, v) = turn(&p, &[], script);
+    assert_eq!(code, 0, "{v}");
+    let read = |f: &str| std::fs::read_to_string(p.root().join(f)).unwrap();
+    assert_eq!(read("key").trim(), "unset");
+    assert_eq!(
+        read("code").trim(),
+        "7",
+        "the agent's command signed an owner change"
+    );
+    assert_eq!(p.ok(&["status"])["goal"]["status"], "active");
+}

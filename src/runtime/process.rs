@@ -32,7 +32,7 @@ pub enum Echo {
 pub struct Spec {
     /// The program and its arguments (not run through a shell).
     pub argv: Vec<OsString>,
-    /// Variables added to the inherited environment.
+    /// Variables added to the inherited environment (which never passes `LOOPX_OWNER_KEY` on).
     pub env: Vec<(OsString, OsString)>,
     /// The working directory (default: this process's).
     pub cwd: Option<PathBuf>,
@@ -144,6 +144,8 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     };
     let mut cmd = Command::new(prog);
     cmd.args(args)
+        // What loopx runs is never handed the owner's key by name (docs/security.md).
+        .env_remove("LOOPX_OWNER_KEY")
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .stdin(if spec.stdin.is_some() {
