@@ -2,5 +2,6 @@
 
 pub mod heartbeat;
 pub mod hooks;
+pub mod monitor;
 pub mod process;
 pub mod turn;
