@@ -17,7 +17,7 @@ median() { # command... -> median ms
 
 echo "| project | \`true\` ms | \`loopx turn -- true\` ms | added ms | one transaction (\`quota spend-slot\`) ms |"
 echo "| --- | --- | --- | --- | --- |"
-for n in 1 1000; do
+for n in 1 100 1000; do
   d=$work/p$n
   python3 benches/gen.py "$d" --loopx "$L" --open "$n" --gates 0 --owner >/dev/null
   # Enough slots in a short window that every run may spend one.

@@ -1,16 +1,14 @@
 //! `monitor`: watchers' checks (propose, the owner's approve and revoke), the list of monitors,
 //! and `poll`, which runs approved checks that are due without spending an agent's turn.
 
-use std::time::{Duration, Instant};
-
 use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, rel_time};
-use crate::kernel::monitor::{self, Approval, Step};
-use crate::kernel::ops::{self, Ran, Recorded};
-use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, bounds};
-use crate::runtime::process::{self, Echo, Limits, Spec};
+use crate::kernel::monitor::{self, Approval};
+use crate::kernel::ops::{self, Recorded};
+use crate::kernel::{Dur, Result, Snapshot, Todo, Ts};
+use crate::runtime::monitor::Checked;
 use crate::store::{FileStore, Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -158,165 +156,67 @@ fn list(store: &FileStore, now: Ts) -> Result<Out> {
     Ok(Out::new("monitors", json!(j), text).noted(snap.owner_notes.clone()))
 }
 
-/// What one poll decided and did.
-#[derive(Default)]
-struct Report {
-    ran: Vec<Value>,
-    skipped: Vec<Value>,
-    overdue: Vec<String>,
-    next_due_at: Option<Ts>,
-    text: Vec<String>,
-}
-
-impl Report {
-    fn skip(&mut self, id: &str, why: &str) {
-        self.skipped.push(json!({"id": id, "reason": why}));
-        self.text
-            .push(format!("{}: skipped: {}", esc(id), esc(why)));
-    }
-}
-
-/// The checks to run now, and the report of those skipped or not due.
-fn plan(snap: &Snapshot, now: Ts, report: &mut Report) -> Vec<String> {
-    let mut run = Vec::new();
-    for t in snap.todos.values() {
-        match monitor::step(snap, t, now) {
-            Some(Step::Run) => run.push(t.id.clone()),
-            Some(Step::Skip(why)) => report.skip(&t.id, &why),
-            Some(Step::Later(at)) => {
-                report.next_due_at = Some(report.next_due_at.map_or(at, |n| n.min(at)));
-            }
-            None => {}
-        }
-    }
-    run
-}
-
-/// `monitor poll`: one load when nothing is due; otherwise the poll lock, a fresh load, the
-/// overdue notes, and each due check run outside the store's lock and recorded in its own
-/// transaction.
+/// `monitor poll`, as text and JSON.
 fn poll(ctx: &Ctx, store: &FileStore, timeout: Dur) -> Result<Out> {
-    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
-        return Err(Error::usage(format!(
-            "--timeout must be 1s to 1h, not {timeout}"
-        )));
+    let p = crate::runtime::monitor::poll(store, &ctx.agent, ctx.now, timeout)?;
+    let mut text = Vec::new();
+    let mut skipped = Vec::new();
+    for (id, why) in &p.skipped {
+        skipped.push(json!({"id": id, "reason": why}));
+        text.push(format!("{}: skipped: {}", esc(id), esc(why)));
     }
-    let snap = store.load()?;
-    let mut report = Report::default();
-    let due = plan(&snap, ctx.now, &mut report);
-    let unnoted = !monitor::overdue_unnoted(&snap, ctx.now).is_empty();
-    if due.is_empty() && !unnoted {
-        return Ok(finish(report, snap.owner_notes));
+    for id in &p.overdue_noted {
+        text.push(format!("{}: overdue (journaled)", esc(id)));
     }
-    let Some(_guard) = poll_lock(store)? else {
-        for id in &due {
-            report.skip(id, "another `monitor poll` is running");
-        }
-        return Ok(finish(report, snap.owner_notes));
-    };
-    // Under the poll lock, from a fresh snapshot: a poll that just finished is seen.
-    let snap = store.load()?;
-    let mut report = Report::default();
-    let due = plan(&snap, ctx.now, &mut report);
-    let actor = ctx.agent.as_str();
-    if !monitor::overdue_unnoted(&snap, ctx.now).is_empty() {
-        report.overdue = store.mutate(|s| Ok(ops::note_overdue(s, actor, ctx.now)))?;
-        for id in &report.overdue {
-            report
-                .text
-                .push(format!("{}: overdue (journaled)", esc(id)));
-        }
+    let ran: Vec<Value> = p
+        .ran
+        .iter()
+        .map(|c| {
+            let (item, line) = checked(c, timeout);
+            text.push(line);
+            item
+        })
+        .collect();
+    if p.ran.is_empty() && p.overdue_noted.is_empty() {
+        let next = p
+            .next_due_at
+            .map(|d| format!("; next due at {d}"))
+            .unwrap_or_default();
+        text.insert(0, format!("no check due{next}"));
     }
-    let started = Instant::now();
-    for id in due {
-        if let Some(t) = snap.todos.get(&id) {
-            run_one(ctx, store, t, timeout, started, &mut report);
-        }
+    let j = json!({"ran": ran, "skipped": skipped, "overdue_noted": p.overdue_noted,
+        "next_due_at": p.next_due_at});
+    let mut out = Out::new("poll", j, text.join("\n"));
+    if let Some(Value::Object(m)) = out.json.remove("poll") {
+        out.json = m;
     }
-    Ok(finish(report, snap.owner_notes))
+    Ok(out.noted(p.owner_notes))
 }
 
-/// The poll lock (`.loopx/cache/monitor.lock`), or `None` when another poll holds it.
-fn poll_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
-    let dir = store.path("cache");
-    // The cache directory is made when first needed; a link or a file there is refused.
-    let _ = std::fs::create_dir(&dir);
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-        return Err(Error::new(
-            Code::InvalidState,
-            ".loopx/cache is not a directory".to_string(),
-        )
-        .hint("run `loopx doctor`"));
-    }
-    match crate::store::lock::acquire(&dir.join("monitor.lock"), true, Duration::ZERO) {
-        Ok(g) => Ok(Some(g)),
-        Err(e) if e.code == Code::Busy => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Runs one check with `sh -c` in the project root, bounded, and records what it gave.
-fn run_one(ctx: &Ctx, store: &FileStore, t: &Todo, timeout: Dur, started: Instant, r: &mut Report) {
-    let Some(check) = &t.check else {
-        return;
-    };
-    let spec = Spec {
-        argv: vec!["sh".into(), "-c".into(), check.command.clone().into()],
-        cwd: Some(store.root().to_path_buf()),
-        echo: Echo::None,
-        ..Spec::default()
-    };
-    let limits = Limits {
-        timeout: Duration::from_millis(timeout.0.max(0) as u64),
-        grace: Duration::from_secs(2),
-        tail_lines: 20,
-        tail_bytes: 2_000,
-        keep_bytes: bounds::CHECK_OUTPUT_MAX,
-    };
-    let fin = match process::run(&spec, &limits) {
-        Ok(f) => f,
-        Err(e) => return r.skip(&t.id, &format!("could not start: {}", e.message)),
-    };
-    let exit = fin.exit.code();
-    let ran = Ran {
-        command_sha: monitor::sha256_hex(check.command.as_bytes()),
-        seen_last_run: check.last_run_at,
-        exit,
-        timed_out: fin.timed_out,
-        hash: monitor::result_hash(exit, fin.stdout_truncated, &fin.stdout),
-        tail: fin.tail.clone(),
-        duration: Dur(fin.duration.as_millis().min(i64::MAX as u128) as i64),
-    };
-    // The clock read once when the poll began, moved on by the time the checks took.
-    let elapsed = Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64);
-    let at = ctx.now.add(elapsed);
-    let id = t.id.clone();
-    let res = store.mutate(|s| {
-        let (c, t, rec) = ops::record_check(s, &ctx.agent, at, &id, &ran)?;
-        Ok((c, (t, rec)))
-    });
-    let mut item = json!({"id": id, "exit": exit, "timed_out": fin.timed_out,
-        "duration_ms": ran.duration.0, "stdout_truncated": fin.stdout_truncated});
-    let text = match res {
-        Ok((t, rec)) => {
+/// One check that ran: its JSON and its line.
+fn checked(c: &Checked, timeout: Dur) -> (Value, String) {
+    let (id, exit) = (&c.id, c.exit);
+    let mut item = json!({"id": id, "exit": exit, "timed_out": c.timed_out,
+        "duration_ms": c.duration.0, "stdout_truncated": c.stdout_truncated});
+    let text = match &c.recorded {
+        Ok((rec, next)) => {
             let word = match rec {
                 Recorded::Changed => "changed",
                 Recorded::Unchanged => "unchanged",
                 Recorded::TimedOut => "timed_out",
             };
             item["result"] = json!(word);
-            item["next_due_at"] = json!(t.next_due_at);
-            let when = t.next_due_at.map(|d| rel_time(at, d)).unwrap_or_default();
+            item["next_due_at"] = json!(next);
+            let when = next.map(|d| rel_time(c.at, d)).unwrap_or_default();
             match rec {
-                Recorded::Changed => format!(
-                    "{}: changed (exit {exit}): ready for an agent now",
-                    esc(&id)
-                ),
+                Recorded::Changed => {
+                    format!("{}: changed (exit {exit}): ready for an agent now", esc(id))
+                }
                 Recorded::Unchanged => {
-                    format!("{}: unchanged (exit {exit}); next {when}", esc(&id))
+                    format!("{}: unchanged (exit {exit}); next {when}", esc(id))
                 }
                 Recorded::TimedOut => {
-                    format!("{}: timed out after {timeout}; next {when}", esc(&id))
+                    format!("{}: timed out after {timeout}; next {when}", esc(id))
                 }
             }
         }
@@ -325,29 +225,10 @@ fn run_one(ctx: &Ctx, store: &FileStore, t: &Todo, timeout: Dur, started: Instan
             item["error"] = json!(e.message);
             format!(
                 "{}: ran (exit {exit}), not recorded: {}",
-                esc(&id),
+                esc(id),
                 esc(&e.message)
             )
         }
     };
-    r.text.push(text);
-    r.ran.push(item);
-}
-
-fn finish(r: Report, notes: Vec<String>) -> Out {
-    let mut text = r.text;
-    if r.ran.is_empty() && r.overdue.is_empty() {
-        let next = r
-            .next_due_at
-            .map(|d| format!("; next due at {d}"))
-            .unwrap_or_default();
-        text.insert(0, format!("no check due{next}"));
-    }
-    let j = json!({"ran": r.ran, "skipped": r.skipped, "overdue_noted": r.overdue,
-        "next_due_at": r.next_due_at});
-    let mut out = Out::new("poll", j, text.join("\n"));
-    if let Some(Value::Object(m)) = out.json.remove("poll") {
-        out.json = m;
-    }
-    out.noted(notes)
+    (item, text)
 }

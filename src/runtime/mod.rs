@@ -2,6 +2,7 @@
 
 pub mod heartbeat;
 pub mod hooks;
+pub mod monitor;
 pub mod process;
 pub mod turn;
 pub mod watch;

@@ -1,0 +1,185 @@
+//! `monitor poll`: runs the approved checks that are due, bounded, outside the store's lock, and
+//! records each result in its own transaction; never spends quota.
+
+use std::time::{Duration, Instant};
+
+use crate::kernel::monitor::{self, Step};
+use crate::kernel::ops::{self, Ran, Recorded};
+use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, bounds};
+use crate::runtime::process::{self, Echo, Limits, Spec};
+use crate::store::{FileStore, Store, StoreExt};
+
+/// One check that ran.
+#[derive(Debug)]
+pub struct Checked {
+    /// The todo.
+    pub id: String,
+    /// Its exit code (128 plus a signal).
+    pub exit: i32,
+    /// True when the timeout stopped it.
+    pub timed_out: bool,
+    /// How long it ran.
+    pub duration: Dur,
+    /// True when its stdout was longer than what is hashed.
+    pub stdout_truncated: bool,
+    /// When it was recorded.
+    pub at: Ts,
+    /// What was recorded (and when the todo is due next), or why nothing was.
+    pub recorded: std::result::Result<(Recorded, Option<Ts>), Error>,
+}
+
+/// What one poll decided and did.
+#[derive(Debug, Default)]
+pub struct Poll {
+    /// The checks that ran, in order.
+    pub ran: Vec<Checked>,
+    /// Checks not run: the todo and why.
+    pub skipped: Vec<(String, String)>,
+    /// Monitors journaled as overdue by this poll.
+    pub overdue_noted: Vec<String>,
+    /// When the next check is due, if none is now.
+    pub next_due_at: Option<Ts>,
+    /// Where files disagree with the owner's seal.
+    pub owner_notes: Vec<String>,
+}
+
+impl Poll {
+    fn skip(&mut self, id: &str, why: &str) {
+        self.skipped.push((id.to_string(), why.to_string()));
+    }
+}
+
+/// The checks to run now, and the report of those skipped or not due.
+fn plan(snap: &Snapshot, now: Ts, report: &mut Poll) -> Vec<String> {
+    let mut run = Vec::new();
+    for t in snap.todos.values() {
+        match monitor::step(snap, t, now) {
+            Some(Step::Run) => run.push(t.id.clone()),
+            Some(Step::Skip(why)) => report.skip(&t.id, &why),
+            Some(Step::Later(at)) => {
+                report.next_due_at = Some(report.next_due_at.map_or(at, |n| n.min(at)));
+            }
+            None => {}
+        }
+    }
+    run
+}
+
+/// One load when nothing is due; otherwise the poll lock, a fresh load, the overdue notes, and
+/// each due check run outside the store's lock and recorded in its own transaction, as `agent`.
+pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Poll> {
+    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
+        return Err(Error::usage(format!(
+            "--timeout must be 1s to 1h, not {timeout}"
+        )));
+    }
+    let snap = store.load()?;
+    let mut report = Poll::default();
+    let due = plan(&snap, now, &mut report);
+    let unnoted = !monitor::overdue_unnoted(&snap, now).is_empty();
+    report.owner_notes = snap.owner_notes.clone();
+    if due.is_empty() && !unnoted {
+        return Ok(report);
+    }
+    let Some(_guard) = poll_lock(store)? else {
+        for id in &due {
+            report.skip(id, "another `monitor poll` is running");
+        }
+        return Ok(report);
+    };
+    // Under the poll lock, from a fresh snapshot: a poll that just finished is seen.
+    let snap = store.load()?;
+    let mut report = Poll {
+        owner_notes: snap.owner_notes.clone(),
+        ..Poll::default()
+    };
+    let due = plan(&snap, now, &mut report);
+    if !monitor::overdue_unnoted(&snap, now).is_empty() {
+        report.overdue_noted = store.mutate(|s| Ok(ops::note_overdue(s, agent, now)))?;
+    }
+    let started = Instant::now();
+    for id in due {
+        if let Some(t) = snap.todos.get(&id) {
+            run_one(store, agent, now, t, timeout, started, &mut report);
+        }
+    }
+    Ok(report)
+}
+
+/// The poll lock (`.loopx/cache/monitor.lock`), or `None` when another poll holds it.
+fn poll_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
+    let dir = store.path("cache");
+    // The cache directory is made when first needed; a link or a file there is refused.
+    let _ = std::fs::create_dir(&dir);
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::new(
+            Code::InvalidState,
+            ".loopx/cache is not a directory".to_string(),
+        )
+        .hint("run `loopx doctor`"));
+    }
+    match crate::store::lock::acquire(&dir.join("monitor.lock"), true, Duration::ZERO) {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.code == Code::Busy => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs one check with `sh -c` in the project root, bounded, and records what it gave.
+fn run_one(
+    store: &FileStore,
+    agent: &str,
+    now: Ts,
+    t: &Todo,
+    timeout: Dur,
+    started: Instant,
+    r: &mut Poll,
+) {
+    let Some(check) = &t.check else {
+        return;
+    };
+    let spec = Spec {
+        argv: vec!["sh".into(), "-c".into(), check.command.clone().into()],
+        cwd: Some(store.root().to_path_buf()),
+        echo: Echo::None,
+        ..Spec::default()
+    };
+    let limits = Limits {
+        timeout: Duration::from_millis(timeout.0.max(0) as u64),
+        grace: Duration::from_secs(2),
+        tail_lines: 20,
+        tail_bytes: 2_000,
+        keep_bytes: bounds::CHECK_OUTPUT_MAX,
+    };
+    let fin = match process::run(&spec, &limits) {
+        Ok(f) => f,
+        Err(e) => return r.skip(&t.id, &format!("could not start: {}", e.message)),
+    };
+    let exit = fin.exit.code();
+    let ran = Ran {
+        command_sha: monitor::sha256_hex(check.command.as_bytes()),
+        seen_last_run: check.last_run_at,
+        exit,
+        timed_out: fin.timed_out,
+        hash: monitor::result_hash(exit, fin.stdout_truncated, &fin.stdout),
+        tail: fin.tail.clone(),
+        duration: Dur(fin.duration.as_millis().min(i64::MAX as u128) as i64),
+    };
+    // The clock read once when the poll began, moved on by the time the checks took.
+    let elapsed = Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64);
+    let at = now.add(elapsed);
+    let id = t.id.clone();
+    let recorded = store.mutate(|s| {
+        let (c, t, rec) = ops::record_check(s, agent, at, &id, &ran)?;
+        Ok((c, (rec, t.next_due_at)))
+    });
+    r.ran.push(Checked {
+        id,
+        exit,
+        timed_out: fin.timed_out,
+        duration: ran.duration,
+        stdout_truncated: fin.stdout_truncated,
+        at,
+        recorded,
+    });
+}
