@@ -199,10 +199,10 @@ fn an_edited_command_does_not_run_until_approved_again() {
     // The owner approves the text it read (its sha256), and then it runs.
     let sha = list_sha(&p, &id);
     p.fails(
-        &["monitor", "approve", &id, "--sha", "0123456789ab"],
+        &["monitor", "approve", &id, "--sha", "0123456789abcdef"],
         "lease_conflict",
     );
-    p.ok(&["monitor", "approve", &id, "--sha", &sha[..12]]);
+    p.ok(&["monitor", "approve", &id, "--sha", &sha[..16]]);
     let v = poll(&p);
     assert_eq!(result_of(&v, &id).as_deref(), Some("changed"), "{v}");
     assert!(exists(&p, "c.txt"));

@@ -1,0 +1,88 @@
+//! Red team: attacks on watchers' checks, budgets and hooks through the real binary, each a
+//! defect that was found and fixed.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// `monitor propose ID -- WORDS...` as agent-a, with `--json` before the `--`.
+fn propose(p: &Project, id: &str, words: &[&str]) -> (i32, Value) {
+    let mut a = vec![
+        "--json", "--agent", "agent-a", "monitor", "propose", id, "--",
+    ];
+    a.extend_from_slice(words);
+    let r = p.run(&a);
+    let v = parse_json(&r, "monitor propose");
+    (r.code, v)
+}
+
+/// A recurring todo with a proposed check, as agent-a.
+fn watcher(p: &Project, words: &[&str]) -> (String, i32, Value) {
+    let id = p.add("watch", &["--every", "1h"]);
+    let (code, v) = propose(p, &id, words);
+    (id, code, v)
+}
+
+#[test]
+fn a_check_that_shows_other_text_than_it_runs_is_refused() {
+    let p = Project::new("red-newline");
+    // `monitor list` shows a newline as `\n`: the owner would read `true #\ntouch pwned` as one
+    // comment, but `sh -c` runs `touch pwned` on the second line.
+    let (_, code, v) = watcher(&p, &["true #\ntouch pwned"]);
+    assert_eq!(code, 2, "{v}");
+    assert_err(&v, "usage");
+    // The same text written into the todo file by hand is never approved nor run.
+    let (id2, code, _) = watcher(&p, &["true #XXtouch pwned2"]);
+    assert_eq!(code, 0);
+    let path = p.lx(&format!("todos/{id2}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("#XX"), "{text}");
+    std::fs::write(&path, text.replace("#XX", "#\\n")).unwrap();
+    let (code, v) = p.json(&["monitor", "approve", &id2]);
+    assert_ne!(
+        code, 0,
+        "the owner approved a text with a hidden newline: {v}"
+    );
+    p.ok_as("poller", &["monitor", "poll"]);
+    assert!(!p.root().join("pwned2").exists(), "a hidden line ran");
+    // A tab, an escape and a bidi override are refused too; plain text is not.
+    for bad in ["true\tx", "true \u{1b}[8m x", "true \u{202e} x"] {
+        let (_, code, v) = watcher(&p, &[bad]);
+        assert_eq!(code, 2, "{bad:?}: {v}");
+    }
+    let (_, code, v) = watcher(&p, &["gh pr view 12 --json state | jq -r .state"]);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn the_owner_s_sha_prefix_is_too_long_to_forge() {
+    let p = Project::new("red-sha");
+    let (id, code, v) = watcher(&p, &["touch ran.txt"]);
+    assert_eq!(code, 0, "{v}");
+    let sha = v["check"]["sha256"].as_str().unwrap().to_string();
+    // 8 or 12 hex digits are 32 or 48 bits: an agent finds another text with the same prefix
+    // (minutes on one core for 8) and swaps it in before the owner approves.
+    for short in [&sha[..8], &sha[..12], &sha[..15]] {
+        let (code, v) = p.json(&["monitor", "approve", &id, "--sha", short]);
+        assert_eq!(code, 2, "{short}: {v}");
+        assert_err(&v, "usage");
+    }
+    let r = p.run_as("agent-a", &["monitor", "list"]);
+    assert!(r.stdout.contains(&sha[..16]), "{}", r.stdout);
+    p.ok(&["monitor", "approve", &id, "--sha", &sha[..16]]);
+}
+
+#[test]
+fn a_cost_budget_below_a_millionth_is_refused() {
+    let p = Project::new("red-cost");
+    // Costs are summed in millionths of a dollar: a smaller budget is 0, a paused goal.
+    for tiny in ["0.0000001", "1e-9", "0.0000009"] {
+        let (code, v) = p.json(&["quota", "set", "--cost-usd", tiny]);
+        assert_eq!(code, 2, "{tiny}: {v}");
+    }
+    p.ok(&["quota", "set", "--cost-usd", "0.000001"]);
+    p.add("work", &[]);
+    let (code, v) = p.json_as("agent-a", &["quota", "should-run"]);
+    assert_eq!((code, &v["decision"]), (0, &Value::from("run")), "{v}");
+}
