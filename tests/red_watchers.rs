@@ -86,3 +86,36 @@ fn a_cost_budget_below_a_millionth_is_refused() {
     let (code, v) = p.json_as("agent-a", &["quota", "should-run"]);
     assert_eq!((code, &v["decision"]), (0, &Value::from("run")), "{v}");
 }
+
+/// True when one of the answer's `owner_notes` (or an adopt's `differences`) shows `text`.
+fn notes_show(v: &Value, text: &str) -> bool {
+    let notes = v["owner_notes"].as_array().into_iter().flatten();
+    let diffs = v["seal"]["differences"].as_array().into_iter().flatten();
+    notes
+        .chain(diffs)
+        .any(|n| n.as_str().is_some_and(|n| n.contains(text)))
+}
+
+#[test]
+fn the_owner_sees_a_hand_added_hook_s_text_before_and_when_adopting_it() {
+    let p = Project::new("red-adopt");
+    // An agent adds a hook by hand and breaks the seal: loopx tells the owner to adopt.
+    let cfg = p.lx("loopx.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[hooks]\n\"gate.decided\" = \"touch evil.txt\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, v) = p.no_key(&["status"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(notes_show(&v, "touch evil.txt"), "{v}");
+    let mut seal = std::fs::read_to_string(p.lx("owner.seal")).unwrap();
+    seal.push_str("junk\n");
+    std::fs::write(p.lx("owner.seal"), seal).unwrap();
+    let (_, v) = p.no_key(&["status"]);
+    assert!(
+        notes_show(&v, "touch evil.txt"),
+        "with a broken seal nothing shows the hook the adopt will seal: {v}"
+    );
+    // The adopt says what it sealed.
+    let v = p.ok(&["owner", "seal", "--adopt"]);
+    assert!(notes_show(&v, "touch evil.txt"), "{v}");
+}

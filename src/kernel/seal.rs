@@ -378,9 +378,7 @@ fn apply_budget_and_hooks(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<Stri
     }
     for (event, text) in &snap.config.hooks {
         if seal.hooks.get(event) != Some(&crate::kernel::alert::hook_hash(text)) {
-            notes.push(format!(
-                "loopx.toml's hook for `{event}` is not the one the owner sealed: it never runs until the owner runs `loopx hook set` or `loopx owner seal --adopt`"
-            ));
+            notes.push(crate::kernel::alert::unsealed_note(event, text));
         }
     }
 }
@@ -531,9 +529,11 @@ fn fail_closed(g: &mut Gate) {
 /// The goal counts as paused: the project has an owner key but no valid seal.
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
-    vec![format!(
+    let mut notes = vec![format!(
         "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"
-    )]
+    )];
+    notes.extend(crate::kernel::alert::adopt_notes(snap));
+    notes
 }
 
 /// The time a seal is due again on a board that holds the key.
