@@ -119,3 +119,26 @@ fn the_owner_sees_a_hand_added_hook_s_text_before_and_when_adopting_it() {
     let v = p.ok(&["owner", "seal", "--adopt"]);
     assert!(notes_show(&v, "touch evil.txt"), "{v}");
 }
+
+#[test]
+fn a_hook_that_shows_other_text_than_it_runs_is_refused() {
+    let p = Project::new("red-hook-newline");
+    let r = p.run(&[
+        "--json",
+        "hook",
+        "set",
+        "gate.opened",
+        "--",
+        "true #\ntouch evil.txt",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    // Added by hand, it is never shown to the owner for adoption as one comment.
+    let cfg = p.lx("loopx.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[hooks]\n\"gate.opened\" = \"true #\\ntouch evil.txt\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, v) = p.json(&["owner", "seal", "--adopt"]);
+    assert_eq!(code, 6, "{v}");
+    p.run_as("agent-a", &["gate", "open", "ship?"]);
+    assert!(!p.root().join("evil.txt").exists());
+}

@@ -191,12 +191,14 @@ pub fn payload(name: &str, goal: &str, e: &Event) -> Value {
     })
 }
 
-/// Checks `[hooks]`: how many, each name and each command text.
+/// Checks `[hooks]`: how many, each name and each command text (no control character: the owner
+/// reads the text the shell runs).
 pub fn check_hooks(hooks: &BTreeMap<String, String>) -> Checked {
     bounds::count("hooks", hooks.len(), HOOKS_MAX)?;
     for (name, text) in hooks {
         bounds::required_text("hooks", name, HOOK_NAME_MAX)?;
         bounds::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
+        bounds::plain_command(&format!("hooks.{name}"), text)?;
     }
     Ok(())
 }
