@@ -142,3 +142,36 @@ fn a_hook_that_shows_other_text_than_it_runs_is_refused() {
     p.run_as("agent-a", &["gate", "open", "ship?"]);
     assert!(!p.root().join("evil.txt").exists());
 }
+
+/// Waits (at most a minute) until `f` holds.
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..1200 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
+
+#[test]
+fn deleting_the_cache_while_a_poll_runs_does_not_let_a_second_poll_run_its_check() {
+    let p = Project::new("red-cache-lock");
+    let check = "echo run >> runs.txt; while [ ! -f go ]; do sleep 0.05; done";
+    let (id, code, v) = watcher(&p, &[check]);
+    assert_eq!(code, 0, "{v}");
+    p.ok(&["monitor", "approve", &id]);
+    let mut first = p.cmd(&["--agent", "poller", "monitor", "poll"]);
+    let mut first = first.stdout(std::process::Stdio::null()).spawn().unwrap();
+    let runs = p.root().join("runs.txt");
+    wait_until("the first poll's check", || runs.exists());
+    // The cache is never authoritative: docs/state-format.md says delete it at any time.
+    if p.lx("cache").exists() {
+        std::fs::remove_dir_all(p.lx("cache")).unwrap();
+    }
+    let v = p.ok_as("poller", &["monitor", "poll", "--timeout", "1s"]);
+    std::fs::write(p.root().join("go"), "").unwrap();
+    first.wait().unwrap();
+    let n = std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert_eq!(n, 1, "two polls ran one check: {v}");
+}
