@@ -175,3 +175,50 @@ fn deleting_the_cache_while_a_poll_runs_does_not_let_a_second_poll_run_its_check
     let n = std::fs::read_to_string(&runs).unwrap().lines().count();
     assert_eq!(n, 1, "two polls ran one check: {v}");
 }
+
+#[test]
+fn a_forged_owner_line_does_not_run_the_owner_s_hook() {
+    use sha2::Digest;
+    use std::io::Write;
+    let p = Project::new("red-forged");
+    let r = p.run(&[
+        "--json",
+        "hook",
+        "set",
+        "goal.completed",
+        "--",
+        "touch done.txt",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // An agent appends a `goal.complete` line with the chain right but no owner signature.
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last = text.lines().last().unwrap();
+    let prev: Value = serde_json::from_str(last).unwrap();
+    let seq = prev["seq"].as_u64().unwrap() + 1;
+    let line = serde_json::json!({"seq": seq, "at": prev["at"], "actor": "owner",
+        "action": "goal.complete", "target": "goal", "data": {}, "tx": seq, "files": [],
+        "prev": loopx::kernel::authority::to_hex(&sha2::Sha256::digest(last.as_bytes()))});
+    std::fs::write(&path, format!("{text}{line}\n")).unwrap();
+    let mut c = p.cmd(&["hook", "run", "goal.completed", "--json"]);
+    c.env("LOOPX_OWNER_KEY", p.home.path.join("no-such-key"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(serde_json::json!({"seq": seq}).to_string().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let last = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        last.ends_with(&format!("{line}\n")),
+        "the forged line was cut"
+    );
+    assert!(
+        !p.root().join("done.txt").exists(),
+        "an agent's forged owner line ran the owner's hook: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
