@@ -222,3 +222,26 @@ fn a_forged_owner_line_does_not_run_the_owner_s_hook() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn doctor_fix_journals_a_hook_that_cannot_start_without_waiting_on_its_own_lock() {
+    let p = Project::new("red-doctor-hook");
+    let r = p.run(&["--json", "hook", "set", "lease.expired", "--", "true"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let id = p.add("work", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &id, "--ttl", "1s"]);
+    // Let the lease lapse (a wait for the clock, not a measure of speed).
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    // No temporary directory for the event JSON: the supervisor cannot start, so doctor, which
+    // committed the event, journals the failure itself (it held the store's lock meanwhile).
+    let mut c = p.cmd(&["doctor", "--fix", "--json"]);
+    c.env("TMPDIR", p.root().join("no-such-dir"));
+    let r = run_cmd(&mut c);
+    assert!(r.stdout.contains("cleared the expired lease"), "{r:?}");
+    let fails = p
+        .journal()
+        .iter()
+        .filter(|e| e["action"] == "hook.fail")
+        .count();
+    assert_eq!(fails, 1, "the hook's failure was lost");
+}
