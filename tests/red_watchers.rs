@@ -245,3 +245,30 @@ fn doctor_fix_journals_a_hook_that_cannot_start_without_waiting_on_its_own_lock(
         .count();
     assert_eq!(fails, 1, "the hook's failure was lost");
 }
+
+#[test]
+fn a_check_revoked_while_an_earlier_check_of_the_poll_runs_does_not_run() {
+    let p = Project::new("red-revoke-race");
+    let mut ids = Vec::new();
+    for n in ["one", "two"] {
+        let check =
+            format!("touch started-{n}; while [ ! -f go ]; do sleep 0.05; done; touch ran-{n}");
+        let (id, code, v) = watcher(&p, &[&check]);
+        assert_eq!(code, 0, "{v}");
+        p.ok(&["monitor", "approve", &id]);
+        ids.push((n, id));
+    }
+    let mut poll = p.cmd(&["--agent", "poller", "monitor", "poll"]);
+    let mut poll = poll.stdout(std::process::Stdio::null()).spawn().unwrap();
+    let started = |n: &str| p.root().join(format!("started-{n}")).exists();
+    wait_until("a check", || started("one") || started("two"));
+    // The owner revokes the check that has not started yet; then the first one ends.
+    let (later, id) = ids.iter().find(|(n, _)| !started(n)).unwrap();
+    p.ok(&["monitor", "revoke", id]);
+    std::fs::write(p.root().join("go"), "").unwrap();
+    poll.wait().unwrap();
+    assert!(
+        !p.root().join(format!("ran-{later}")).exists(),
+        "a check ran after the owner revoked it"
+    );
+}

@@ -98,12 +98,32 @@ pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Pol
         report.overdue_noted = store.mutate(|s| Ok(ops::note_overdue(s, agent, now)))?;
     }
     let started = Instant::now();
+    let mut snap = Some(snap);
     for id in due {
-        if let Some(t) = snap.todos.get(&id) {
-            run_one(store, agent, now, t, timeout, started, &mut report);
+        // Decided again on a fresh load just before it runs: while the checks before it ran,
+        // the owner may have revoked it, or an agent leased it.
+        let fresh = match snap.take().map_or_else(|| store.load(), Ok) {
+            Ok(s) => s,
+            Err(e) => {
+                report.skip(&id, &format!("could not load the project: {}", e.message));
+                continue;
+            }
+        };
+        let Some(t) = fresh.todos.get(&id) else {
+            continue;
+        };
+        match monitor::step(&fresh, t, now.add(elapsed(started))) {
+            Some(Step::Run) => run_one(store, agent, now, t, timeout, started, &mut report),
+            Some(Step::Skip(why)) => report.skip(&id, &why),
+            _ => {}
         }
     }
     Ok(report)
+}
+
+/// The time since `started`, as a duration of the kernel's clock.
+fn elapsed(started: Instant) -> Dur {
+    Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64)
 }
 
 /// The poll lock: a flock on the `.loopx` directory itself, or `None` when another poll holds
@@ -160,8 +180,7 @@ fn run_one(
         duration: Dur(fin.duration.as_millis().min(i64::MAX as u128) as i64),
     };
     // The clock read once when the poll began, moved on by the time the checks took.
-    let elapsed = Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64);
-    let at = now.add(elapsed);
+    let at = now.add(elapsed(started));
     let id = t.id.clone();
     let recorded = store.mutate(|s| {
         let (c, t, rec) = ops::record_check(s, agent, at, &id, &ran)?;
