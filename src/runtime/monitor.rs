@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::monitor::{self, Step};
 use crate::kernel::ops::{self, Ran, Recorded};
-use crate::kernel::{Dur, Error, Result, Snapshot, Todo, Ts, bounds};
+use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, bounds};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{FileStore, Store, StoreExt};
 
@@ -128,14 +128,41 @@ fn elapsed(started: Instant) -> Dur {
 
 /// The poll lock: a flock on the `.loopx` directory itself, or `None` when another poll holds
 /// it. Not a file in `cache/`, which may be deleted at any time, and with it the lock a running
-/// poll holds (a second poll would then lock a new file and run the same checks).
-fn poll_lock(store: &FileStore) -> Result<Option<std::fs::File>> {
+/// poll holds (a second poll would then lock a new file and run the same checks). Where a
+/// directory cannot be locked (flock emulated on a network file system), `cache/monitor.lock`.
+fn poll_lock(store: &FileStore) -> Result<Option<Guard>> {
     let dir = store.dir();
     let f = std::fs::File::open(dir).map_err(|e| Error::io(dir, &e))?;
     match f.try_lock() {
-        Ok(()) => Ok(Some(f)),
+        Ok(()) => Ok(Some(Guard::Dir(f))),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(dir, &e)),
+        Err(std::fs::TryLockError::Error(_)) => Ok(cache_lock(store)?.map(Guard::File)),
+    }
+}
+
+/// A held poll lock: the open file whose drop releases it (never read).
+#[allow(dead_code)]
+enum Guard {
+    Dir(std::fs::File),
+    File(crate::store::lock::Guard),
+}
+
+/// The poll lock in `.loopx/cache/monitor.lock`, or `None` when another poll holds it.
+fn cache_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
+    let dir = store.path("cache");
+    // The cache directory is made when first needed; a link or a file there is refused.
+    let _ = std::fs::create_dir(&dir);
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::new(
+            Code::InvalidState,
+            ".loopx/cache is not a directory".to_string(),
+        )
+        .hint("run `loopx doctor`"));
+    }
+    match crate::store::lock::acquire(&dir.join("monitor.lock"), true, Duration::ZERO) {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.code == Code::Busy => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
