@@ -272,3 +272,18 @@ fn a_check_revoked_while_an_earlier_check_of_the_poll_runs_does_not_run() {
         "a check ran after the owner revoked it"
     );
 }
+
+#[test]
+fn a_hand_raised_budget_is_named_before_the_owner_adopts_it() {
+    let p = Project::new("red-budget-note");
+    p.ok(&["quota", "set", "--tokens", "100"]);
+    let cfg = p.lx("loopx.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(text.contains("tokens = 100\n"), "{text}");
+    std::fs::write(&cfg, text.replace("tokens = 100\n", "tokens = 999999\n")).unwrap();
+    // The owner is told "if you made those edits yourself, run --adopt": it must see what they are.
+    let v = p.ok(&["owner", "seal"]);
+    assert!(notes_show(&v, "999999"), "{v}");
+    let (_, v) = p.no_key(&["quota", "should-run"]);
+    assert_eq!(v["quota"]["tokens"]["limit"], 100, "{v}");
+}

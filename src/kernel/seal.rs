@@ -367,11 +367,18 @@ fn apply_budget_and_hooks(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<Stri
     if let Some((t, c)) = seal.budget
         && (q.tokens, q.cost_usd) != (t, c)
     {
-        let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+        let show = |t: Option<u64>, c: Option<f64>| {
+            let none = || "none".to_string();
+            let (t, c) = (
+                t.map_or_else(none, |t| t.to_string()),
+                c.map_or_else(none, |c| c.to_string()),
+            );
+            format!("tokens {t}, cost_usd {c}")
+        };
         notes.push(format!(
-            "loopx.toml's [quota] budgets differ from the owner's seal (tokens {}, cost_usd {}): acting on the seal",
-            show(t.map(|t| t.to_string())),
-            show(c.map(|c| c.to_string()))
+            "loopx.toml's [quota] budgets differ from the owner's seal (the file: {}; the seal: {}): acting on the seal",
+            show(q.tokens, q.cost_usd),
+            show(t, c)
         ));
         q.tokens = t;
         q.cost_usd = c;
