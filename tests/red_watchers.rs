@@ -46,12 +46,27 @@ fn a_check_that_shows_other_text_than_it_runs_is_refused() {
     );
     p.ok_as("poller", &["monitor", "poll"]);
     assert!(!p.root().join("pwned2").exists(), "a hidden line ran");
-    // A tab, an escape and a bidi override are refused too; plain text is not.
-    for bad in ["true\tx", "true \u{1b}[8m x", "true \u{202e} x"] {
+    // A tab, an escape and a bidi override are refused too; so are spaces the shell does not
+    // split on (`x=1<NBSP>#;touch pwned` reads as a comment but runs `touch pwned`) and
+    // invisible characters. Plain text is not.
+    let (_, code, v) = watcher(&p, &["x=1\u{a0}#;touch pwned3"]);
+    assert_eq!(code, 2, "{v}");
+    for bad in [
+        "true\tx",
+        "true \u{1b}[8m x",
+        "true \u{202e} x",
+        "true\u{2003}x",
+        "true\u{3000}x",
+        "true\u{200b}x",
+        "true\u{feff}x",
+        "true\u{ad}x",
+    ] {
         let (_, code, v) = watcher(&p, &[bad]);
         assert_eq!(code, 2, "{bad:?}: {v}");
     }
     let (_, code, v) = watcher(&p, &["gh pr view 12 --json state | jq -r .state"]);
+    assert_eq!(code, 0, "{v}");
+    let (_, code, v) = watcher(&p, &["test -f \"résumé.txt\""]);
     assert_eq!(code, 0, "{v}");
 }
 

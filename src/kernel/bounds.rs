@@ -374,13 +374,23 @@ pub fn check_command(key: &str, s: &str) -> Checked {
     plain_command(key, s)
 }
 
-/// A command text the owner approves by reading it: no control or bidi character. Shown escaped,
-/// a newline reads as `\n` (in a comment, say) while `sh -c` runs a new line.
+/// A command text the owner approves by reading it: no control or bidi character, no space but
+/// U+0020, nothing invisible. Shown escaped, a newline reads as `\n` (in a comment, say) while
+/// `sh -c` runs a new line; `x=1<NBSP>#;touch f` reads as a comment, but the shell does not split
+/// on a no-break space, so `#` starts no comment and `touch f` runs.
 pub fn plain_command(key: &str, s: &str) -> Checked {
-    if s.chars().any(crate::text::is_unsafe) {
+    let hidden = |c: char| {
+        crate::text::is_unsafe(c)
+            || (c.is_whitespace() && c != ' ')
+            || matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    };
+    if let Some(c) = s.chars().find(|c| hidden(*c)) {
         return Err(Violation::new(
             key,
-            format!("`{key}` cannot hold a NUL, a newline, a tab or another control character"),
+            format!(
+                "`{key}` cannot hold U+{:04X}: no control character, space other than U+0020 or invisible character (the text shown would not be the text run)",
+                c as u32
+            ),
         ));
     }
     Ok(())
