@@ -27,7 +27,7 @@ pub enum MonitorCmd {
     Approve {
         /// The todo's id or a unique prefix.
         id: String,
-        /// Approve only if the text's SHA-256 starts with this (8 or more hex digits).
+        /// Approve only if the text's SHA-256 starts with this (16 or more hex digits).
         #[arg(long, value_name = "HEX")]
         sha: Option<String>,
     },
@@ -62,9 +62,9 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
             let text = format!(
                 "{}: check proposed (sha256 {}); it runs once the owner approves it with `loopx monitor approve {} --sha {}`",
                 esc(&t.id),
-                &sha[..12],
+                &sha[..monitor::SHA_PREFIX_MIN],
                 esc(&t.id),
-                &sha[..12]
+                &sha[..monitor::SHA_PREFIX_MIN]
             );
             let j = json!({"id": t.id, "command": command, "sha256": sha, "approved": false});
             Ok(Out::new("check", j, text).noted(notes))
@@ -81,7 +81,7 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
                 "{}: approved `{}` (sha256 {})",
                 esc(&id),
                 esc(&cmd),
-                &sha[..12]
+                &sha[..monitor::SHA_PREFIX_MIN]
             );
             let j = json!({"id": id, "command": cmd, "sha256": sha, "approved": true});
             Ok(Out::new("check", j, text).noted(notes))
@@ -92,7 +92,11 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
                 let (c, sha) = ops::revoke_check(snap, owner, now, &id)?;
                 Ok((c, (id, sha)))
             })?;
-            let text = format!("{}: approval revoked (was sha256 {})", esc(&id), &sha[..12]);
+            let text = format!(
+                "{}: approval revoked (was sha256 {})",
+                esc(&id),
+                &sha[..monitor::SHA_PREFIX_MIN]
+            );
             let j = json!({"id": id, "sha256": sha, "approved": false});
             Ok(Out::new("check", j, text).noted(notes))
         }
@@ -129,7 +133,7 @@ fn list_line(snap: &Snapshot, t: &Todo, now: Ts) -> String {
         s.push_str(&format!(
             "\n    check ({}, sha256 {}): {}",
             a.describe(),
-            &sha[..12],
+            &sha[..monitor::SHA_PREFIX_MIN],
             esc(&c.command)
         ));
         if let (Some(at), Some(x)) = (c.last_run_at, c.last_exit) {

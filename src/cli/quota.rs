@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
-use crate::kernel::{Config, Dur, QuotaFile, Result, ops};
+use crate::kernel::{Config, Dur, QuotaFile, Result, bounds, ops};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -73,11 +73,11 @@ fn parse_cost(s: &str) -> std::result::Result<Budget<f64>, String> {
     if s.eq_ignore_ascii_case("none") {
         return Ok(Budget(None));
     }
-    let max = crate::kernel::bounds::COST_USD_MAX;
+    let (min, max) = (bounds::COST_BUDGET_MIN, bounds::COST_USD_MAX);
     match s.parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 && x <= max => Ok(Budget(Some(x))),
+        Ok(x) if x.is_finite() && (min..=max).contains(&x) => Ok(Budget(Some(x))),
         _ => Err(format!(
-            "give a number of US dollars more than 0 and at most {max}, or `none` for no cost budget"
+            "give a number of US dollars from 0.000001 to {max}, or `none` for no cost budget"
         )),
     }
 }

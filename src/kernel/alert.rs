@@ -11,6 +11,7 @@ use crate::kernel::authority::to_hex;
 use crate::kernel::bounds::{self, Checked};
 use crate::kernel::model::{Event, Snapshot};
 use crate::kernel::seal::Seal;
+use crate::text::escape;
 
 /// Every event a hook can be set for, with what fires it.
 pub const EVENTS: &[(&str, &str)] = &[
@@ -98,6 +99,31 @@ pub fn sealed_hook<'a>(snap: &'a Snapshot, event: &str) -> Option<&'a str> {
     (*sealed == hook_hash(text)).then_some(text.as_str())
 }
 
+/// The note for a hook the seal does not hold as it is: its text, so the owner can judge it.
+pub fn unsealed_note(event: &str, text: &str) -> String {
+    format!(
+        "loopx.toml's hook for `{}` (`{}`) is not the one the owner sealed: it never runs until the owner runs `loopx hook set` or `loopx owner seal --adopt`",
+        escape(event),
+        escape(text)
+    )
+}
+
+/// A note for each hook in `loopx.toml` where there is no valid seal: `owner seal --adopt` then
+/// seals every one as it is, so the owner reads their texts first (and in the adopt's answer).
+pub fn adopt_notes(snap: &Snapshot) -> Vec<String> {
+    snap.config
+        .hooks
+        .iter()
+        .map(|(event, text)| {
+            format!(
+                "loopx.toml's hook for `{}` runs `{}`: no seal vouches for it, and `loopx owner seal --adopt` seals it as it is",
+                escape(event),
+                escape(text)
+            )
+        })
+        .collect()
+}
+
 /// One event to fire: its name and the JSON its hook receives on stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alert {
@@ -165,12 +191,14 @@ pub fn payload(name: &str, goal: &str, e: &Event) -> Value {
     })
 }
 
-/// Checks `[hooks]`: how many, each name and each command text.
+/// Checks `[hooks]`: how many, each name and each command text (no control character: the owner
+/// reads the text the shell runs).
 pub fn check_hooks(hooks: &BTreeMap<String, String>) -> Checked {
     bounds::count("hooks", hooks.len(), HOOKS_MAX)?;
     for (name, text) in hooks {
         bounds::required_text("hooks", name, HOOK_NAME_MAX)?;
         bounds::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
+        bounds::plain_command(&format!("hooks.{name}"), text)?;
     }
     Ok(())
 }

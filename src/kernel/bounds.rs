@@ -32,6 +32,9 @@ pub const SPENDS_MAX: usize = 100_000;
 pub const TOKENS_MAX: u64 = 1_000_000_000_000;
 /// The most US dollars one spend may record.
 pub const COST_USD_MAX: f64 = 1_000_000_000.0;
+/// The smallest cost budget: one millionth of a dollar, what spends are summed in (a smaller one
+/// counts as 0, a paused goal).
+pub const COST_BUDGET_MIN: f64 = 0.000_001;
 /// The highest fence: 2^53 - 1, so every fence is exact as a JSON number.
 pub const FENCE_MAX: u64 = (1 << 53) - 1;
 /// The most characters of a todo title, a success criterion or a goal id.
@@ -299,10 +302,10 @@ pub fn check_config(c: &Config) -> Checked {
     }
     if let Some(c) = q.cost_usd {
         cost_usd("quota.cost_usd", c)?;
-        if c <= 0.0 {
+        if c < COST_BUDGET_MIN {
             return Err(Violation::new(
                 "quota.cost_usd",
-                "`quota.cost_usd` must be more than 0 (remove the key for no cost budget)",
+                "`quota.cost_usd` must be at least 0.000001 (remove the key for no cost budget)",
             ));
         }
     }
@@ -337,7 +340,8 @@ pub fn check_todo(t: &Todo) -> Checked {
     Ok(())
 }
 
-/// A watcher's `[check]`: a command of 1 to 2,048 bytes without NUL, an agent, a hex hash.
+/// A watcher's `[check]`: a command of 1 to 2,048 bytes without control characters, an agent, a
+/// hex hash.
 pub fn check_check(c: &Check) -> Checked {
     check_command("command", &c.command)?;
     agent("proposed_by", &c.proposed_by)?;
@@ -352,7 +356,8 @@ pub fn check_check(c: &Check) -> Checked {
     Ok(())
 }
 
-/// A check command: not empty, at most `CHECK_COMMAND_MAX` bytes, no NUL.
+/// A check command: not empty, at most `CHECK_COMMAND_MAX` bytes, no control character (see
+/// `crate::text::is_unsafe`).
 pub fn check_command(key: &str, s: &str) -> Checked {
     if s.trim().is_empty() {
         return Err(Violation::new(key, format!("`{key}` cannot be empty")));
@@ -366,8 +371,27 @@ pub fn check_command(key: &str, s: &str) -> Checked {
             ),
         ));
     }
-    if s.contains('\0') {
-        return Err(Violation::new(key, format!("`{key}` cannot hold a NUL")));
+    plain_command(key, s)
+}
+
+/// A command text the owner approves by reading it: no control or bidi character, no space but
+/// U+0020, nothing invisible. Shown escaped, a newline reads as `\n` (in a comment, say) while
+/// `sh -c` runs a new line; `x=1<NBSP>#;touch f` reads as a comment, but the shell does not split
+/// on a no-break space, so `#` starts no comment and `touch f` runs.
+pub fn plain_command(key: &str, s: &str) -> Checked {
+    let hidden = |c: char| {
+        crate::text::is_unsafe(c)
+            || (c.is_whitespace() && c != ' ')
+            || matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    };
+    if let Some(c) = s.chars().find(|c| hidden(*c)) {
+        return Err(Violation::new(
+            key,
+            format!(
+                "`{key}` cannot hold U+{:04X}: no control character, space other than U+0020 or invisible character (the text shown would not be the text run)",
+                c as u32
+            ),
+        ));
     }
     Ok(())
 }

@@ -34,6 +34,11 @@ pub struct Check {
     pub extra: Extra,
 }
 
+/// The fewest hex digits of a check's SHA-256 `monitor approve --sha` takes, and the digits
+/// shown: 64 bits, so an agent cannot find another text with the same prefix to swap in (8
+/// digits take minutes on one core).
+pub const SHA_PREFIX_MIN: usize = 16;
+
 /// The most overdue ids should-run lists.
 pub const MAX_OVERDUE_LISTED: usize = 3;
 

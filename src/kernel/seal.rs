@@ -367,20 +367,25 @@ fn apply_budget_and_hooks(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<Stri
     if let Some((t, c)) = seal.budget
         && (q.tokens, q.cost_usd) != (t, c)
     {
-        let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+        let show = |t: Option<u64>, c: Option<f64>| {
+            let none = || "none".to_string();
+            let (t, c) = (
+                t.map_or_else(none, |t| t.to_string()),
+                c.map_or_else(none, |c| c.to_string()),
+            );
+            format!("tokens {t}, cost_usd {c}")
+        };
         notes.push(format!(
-            "loopx.toml's [quota] budgets differ from the owner's seal (tokens {}, cost_usd {}): acting on the seal",
-            show(t.map(|t| t.to_string())),
-            show(c.map(|c| c.to_string()))
+            "loopx.toml's [quota] budgets differ from the owner's seal (the file: {}; the seal: {}): acting on the seal",
+            show(q.tokens, q.cost_usd),
+            show(t, c)
         ));
         q.tokens = t;
         q.cost_usd = c;
     }
     for (event, text) in &snap.config.hooks {
         if seal.hooks.get(event) != Some(&crate::kernel::alert::hook_hash(text)) {
-            notes.push(format!(
-                "loopx.toml's hook for `{event}` is not the one the owner sealed: it never runs until the owner runs `loopx hook set` or `loopx owner seal --adopt`"
-            ));
+            notes.push(crate::kernel::alert::unsealed_note(event, text));
         }
     }
 }
@@ -531,9 +536,11 @@ fn fail_closed(g: &mut Gate) {
 /// The goal counts as paused: the project has an owner key but no valid seal.
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
-    vec![format!(
+    let mut notes = vec![format!(
         "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"
-    )]
+    )];
+    notes.extend(crate::kernel::alert::adopt_notes(snap));
+    notes
 }
 
 /// The time a seal is due again on a board that holds the key.

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::kernel::alert;
+use crate::kernel::authority::event_proven;
 use crate::kernel::ops::{self, HookFailure};
 use crate::kernel::{Error, Event, Result, Snapshot, Ts};
 use crate::runtime::process::{self, Echo, Limits, Spec};
@@ -189,7 +190,9 @@ pub fn supervise(
     Ok(Ran::Failed(failure))
 }
 
-/// The journal line of `event` whose `seq` the JSON names, among the journal's last lines.
+/// The journal line of `event` whose `seq` the JSON names, among the journal's last lines. An
+/// owner action's line must carry the owner's signature: an agent can append a line with the
+/// chain right, but not sign one, so it cannot make the owner's `goal.completed` hook run.
 fn journal_line(store: &FileStore, event: &str, payload: &[u8]) -> Result<Option<Event>> {
     let Some(seq) = serde_json::from_slice::<Value>(payload)
         .ok()
@@ -197,11 +200,13 @@ fn journal_line(store: &FileStore, event: &str, payload: &[u8]) -> Result<Option
     else {
         return Ok(None);
     };
+    let key = store.owner_pub()?;
     Ok(store
         .journal_tail(JOURNAL_SCAN)?
         .into_iter()
         .find(|e| e.seq == seq)
-        .filter(|l| alert::event_of(l) == Some(event)))
+        .filter(|l| alert::event_of(l) == Some(event))
+        .filter(|l| !l.action.is_owner() || event_proven(l, key.as_ref())))
 }
 
 /// Runs a hook's text with `sh -c`; how it failed, or `None` when it exited 0 in time.

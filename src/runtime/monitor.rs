@@ -98,16 +98,57 @@ pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Pol
         report.overdue_noted = store.mutate(|s| Ok(ops::note_overdue(s, agent, now)))?;
     }
     let started = Instant::now();
+    let mut snap = Some(snap);
     for id in due {
-        if let Some(t) = snap.todos.get(&id) {
-            run_one(store, agent, now, t, timeout, started, &mut report);
+        // Decided again on a fresh load just before it runs: while the checks before it ran,
+        // the owner may have revoked it, or an agent leased it.
+        let fresh = match snap.take().map_or_else(|| store.load(), Ok) {
+            Ok(s) => s,
+            Err(e) => {
+                report.skip(&id, &format!("could not load the project: {}", e.message));
+                continue;
+            }
+        };
+        let Some(t) = fresh.todos.get(&id) else {
+            continue;
+        };
+        match monitor::step(&fresh, t, now.add(elapsed(started))) {
+            Some(Step::Run) => run_one(store, agent, now, t, timeout, started, &mut report),
+            Some(Step::Skip(why)) => report.skip(&id, &why),
+            _ => {}
         }
     }
     Ok(report)
 }
 
-/// The poll lock (`.loopx/cache/monitor.lock`), or `None` when another poll holds it.
-fn poll_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
+/// The time since `started`, as a duration of the kernel's clock.
+fn elapsed(started: Instant) -> Dur {
+    Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64)
+}
+
+/// The poll lock: a flock on the `.loopx` directory itself, or `None` when another poll holds
+/// it. Not a file in `cache/`, which may be deleted at any time, and with it the lock a running
+/// poll holds (a second poll would then lock a new file and run the same checks). Where a
+/// directory cannot be locked (flock emulated on a network file system), `cache/monitor.lock`.
+fn poll_lock(store: &FileStore) -> Result<Option<Guard>> {
+    let dir = store.dir();
+    let f = std::fs::File::open(dir).map_err(|e| Error::io(dir, &e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(Guard::Dir(f))),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(_)) => Ok(cache_lock(store)?.map(Guard::File)),
+    }
+}
+
+/// A held poll lock: the open file whose drop releases it (never read).
+#[allow(dead_code)]
+enum Guard {
+    Dir(std::fs::File),
+    File(crate::store::lock::Guard),
+}
+
+/// The poll lock in `.loopx/cache/monitor.lock`, or `None` when another poll holds it.
+fn cache_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
     let dir = store.path("cache");
     // The cache directory is made when first needed; a link or a file there is refused.
     let _ = std::fs::create_dir(&dir);
@@ -166,8 +207,7 @@ fn run_one(
         duration: Dur(fin.duration.as_millis().min(i64::MAX as u128) as i64),
     };
     // The clock read once when the poll began, moved on by the time the checks took.
-    let elapsed = Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64);
-    let at = now.add(elapsed);
+    let at = now.add(elapsed(started));
     let id = t.id.clone();
     let recorded = store.mutate(|s| {
         let (c, t, rec) = ops::record_check(s, agent, at, &id, &ran)?;

@@ -16,10 +16,10 @@ impl FileStore {
     /// staged, its journal lines appended (the commit point), then the files put in place.
     ///
     /// An owner change is signed with the owner's key, and refused (exit 7, nothing written) without it.
+    /// The caller tells the commit observer (`committed_unloaded`) once it released the lock: a
+    /// hook that cannot start is journaled through the lock.
     pub fn apply_change(&self, change: Change) -> Result<Vec<Event>> {
-        let events = self.apply_change_on(None, change, None)?;
-        self.committed_unloaded(&events);
-        Ok(events)
+        self.apply_change_on(None, change, None)
     }
 
     /// Commits a change decided on `before` (the caller holds the exclusive lock); an owner

@@ -62,15 +62,15 @@ impl FileStore {
         }
     }
 
-    /// `committed` for a commit made without a transaction's snapshot (`doctor --fix`, under
-    /// the lock): loads one only when a line is an event and an observer is set.
+    /// `committed` for a commit made without a transaction's snapshot (`doctor --fix`, once it
+    /// released the lock): loads one only when a line is an event and an observer is set.
     pub(crate) fn committed_unloaded(&self, events: &[Event]) {
         let alerting = events
             .iter()
             .any(|e| crate::kernel::alert::event_of(e).is_some());
         if ON_COMMIT.get().is_some()
             && alerting
-            && let Ok(snap) = self.load_unlocked()
+            && let Ok(snap) = self.load()
         {
             self.committed(&snap, events);
         }

@@ -136,3 +136,32 @@ fn limits_leave_room_for_sums() {
     assert!(EVERY_MAX <= Dur::MAX && WINDOW_MAX <= Dur::MAX && TTL_MAX <= Dur::MAX);
     assert!(FENCE_MAX < i64::MAX as u64);
 }
+
+#[test]
+fn a_command_shows_the_text_it_runs() {
+    for ok in [
+        "true",
+        "gh pr view 12 | jq -r .state",
+        "test -f résumé.txt",
+        "echo '日本'",
+    ] {
+        assert_eq!(plain_command("c", ok), Ok(()), "{ok:?}");
+    }
+    for bad in [
+        "a\nb",
+        "a\tb",
+        "a\0b",
+        "a\u{1b}b",
+        "a\u{85}b",
+        "a\u{202e}b",
+        "x=1\u{a0}#;b",
+        "a\u{2003}b",
+        "a\u{3000}b",
+        "a\u{200b}b",
+        "a\u{2060}b",
+        "a\u{feff}b",
+        "a\u{ad}b",
+    ] {
+        assert!(plain_command("c", bad).is_err(), "{bad:?}");
+    }
+}

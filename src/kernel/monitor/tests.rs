@@ -169,11 +169,15 @@ fn only_the_sealed_text_is_approved() {
 fn approval_with_an_expected_sha_refuses_another_text() {
     let s = snap(vec![with_check(todo("t-aaaaaa", Some(HOUR)), "echo hi")]);
     let sha = sha256_hex(b"echo hi");
-    assert!(ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(&sha[..12])).is_ok());
-    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("deadbeefdead")).unwrap_err();
+    assert!(ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(&sha[..16])).is_ok());
+    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("deadbeefdeadbeef")).unwrap_err();
     assert_eq!(e.code.exit_code(), 4);
-    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("")).unwrap_err();
-    assert_eq!(e.code.exit_code(), 4, "a too short prefix proves nothing");
+    for short in ["", &sha[..8], &sha[..15]] {
+        let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(short)).unwrap_err();
+        assert_eq!(e.code.exit_code(), 2, "a too short prefix proves nothing");
+    }
+    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("not hex at all!!")).unwrap_err();
+    assert_eq!(e.code.exit_code(), 2);
 }
 
 #[test]

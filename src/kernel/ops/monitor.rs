@@ -53,7 +53,8 @@ pub fn propose_check(
 }
 
 /// Owner: approves the exact text of `id`'s check; the store seals its SHA-256. With `expect`,
-/// the text's SHA-256 must start with it (the text the owner read is the one approved).
+/// the text's SHA-256 must start with it, at least [`monitor::SHA_PREFIX_MIN`] hex digits (the
+/// text the owner read is the one approved).
 pub fn approve_check(
     snap: &Snapshot,
     owner: &str,
@@ -68,7 +69,16 @@ pub fn approve_check(
     };
     let sha = monitor::sha256_hex(check.command.as_bytes());
     if let Some(e) = expect
-        && (e.len() < 8 || !sha.starts_with(&e.to_ascii_lowercase()))
+        && (e.len() < monitor::SHA_PREFIX_MIN || !e.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(Error::usage(format!(
+            "--sha must be at least {} hex digits of the text's SHA-256, not `{e}`",
+            monitor::SHA_PREFIX_MIN
+        ))
+        .hint("copy it from `loopx monitor list`"));
+    }
+    if let Some(e) = expect
+        && !sha.starts_with(&e.to_ascii_lowercase())
     {
         return Err(Error::new(
             Code::LeaseConflict,

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::files::{DIRS, entries, is_real_dir};
-use crate::kernel::{Error, Result, Ts};
+use crate::kernel::{Error, Event, Result, Ts};
 use crate::store::fs::FileStore;
 use crate::store::parse::shown;
 use crate::store::{Store, atomic, journal};
@@ -22,7 +22,7 @@ const UNLOCKED_TEMP_AGE: Duration = Duration::from_secs(60);
 
 /// Repairs what is safe, under the exclusive lock; returns what it did.
 pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
-    let _g = store.lock(true)?;
+    let g = store.lock(true)?;
     let mut did = Vec::new();
     // First finish a commit a crash interrupted: its staged files are not leftovers.
     if let Some(what) = store.recover_noted()? {
@@ -38,7 +38,10 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
     }
     cut_torn_tails(store, &mut did)?;
     remove_archived_copies(store, &mut did);
-    clear_expired_leases(store, now, &mut did)?;
+    let events = clear_expired_leases(store, now, &mut did)?;
+    // Hooks fire once the lock is free (a supervisor that cannot start is journaled through it).
+    drop(g);
+    store.committed_unloaded(&events);
     Ok(did)
 }
 
@@ -140,17 +143,19 @@ fn remove_archived_copies(store: &FileStore, did: &mut Vec<String>) {
     }
 }
 
-/// Clears expired leases through the store, journaled as `doctor`.
-fn clear_expired_leases(store: &FileStore, now: Ts, did: &mut Vec<String>) -> Result<()> {
+/// Clears expired leases through the store, journaled as `doctor`; the lines committed.
+fn clear_expired_leases(store: &FileStore, now: Ts, did: &mut Vec<String>) -> Result<Vec<Event>> {
     match store.load_unlocked() {
         Ok(snap) => {
             let change = crate::kernel::ops::expire_leases(&snap, "doctor", now);
             for e in &change.events {
                 did.push(format!("cleared the expired lease on {}", e.target));
             }
-            store.apply_change(change)?;
+            store.apply_change(change)
         }
-        Err(e) => did.push(format!("left expired leases alone: {}", e.message)),
+        Err(e) => {
+            did.push(format!("left expired leases alone: {}", e.message));
+            Ok(Vec::new())
+        }
     }
-    Ok(())
 }
