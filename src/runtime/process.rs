@@ -146,6 +146,8 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     cmd.args(args)
         // What loopx runs is never handed the owner's key by name (docs/security.md).
         .env_remove("LOOPX_OWNER_KEY")
+        // Only a hook's own command keeps its commits from firing hooks (it sets this in `env`).
+        .env_remove("LOOPX_EVENT")
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .stdin(if spec.stdin.is_some() {
