@@ -253,6 +253,7 @@ decided_at = "{1}""#,
         quarantined: Default::default(),
         owner_notes: Vec::new(),
         seal: None,
+        agents: Default::default(),
     }
 }
 

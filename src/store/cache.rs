@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::kernel::{Check, Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
 use crate::store::atomic;
 
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
 
@@ -89,7 +89,11 @@ struct Row(
     Option<(String, u64, i64, i64)>, // lease: holder, fence, acquired_at, expires_at
     Option<i64>,                     // overdue_noted (ms)
     Option<CheckRow>,                // check
+    Option<Box<RouteRow>>,           // routing: requires, reviews, exclude_agents
 );
+
+/// A cached todo's routing (issue 9): requires, reviews, exclude_agents.
+type RouteRow = (Vec<String>, Option<String>, Vec<String>);
 
 /// A cached check: command, proposed_by, proposed_at, last_hash, last_run_at, last_exit.
 type CheckRow = (
@@ -139,6 +143,7 @@ impl Row {
                         c.last_exit,
                     )
                 }),
+                route_row(t),
             )
         })
     }
@@ -162,7 +167,9 @@ impl Row {
             lease,
             overdue_noted,
             check,
+            route,
         ) = self;
+        let (requires, reviews, exclude_agents) = route.map(|r| *r).unwrap_or_default();
         Todo {
             schema_version: crate::kernel::SCHEMA_VERSION,
             id,
@@ -180,6 +187,9 @@ impl Row {
             status_by,
             fence,
             overdue_noted: overdue_noted.map(Ts),
+            requires,
+            reviews,
+            exclude_agents,
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -204,6 +214,18 @@ impl Row {
             extra: Extra::new(),
         }
     }
+}
+
+/// The routing fields of a todo, when it has any.
+fn route_row(t: &Todo) -> Option<Box<RouteRow>> {
+    let none = t.requires.is_empty() && t.reviews.is_none() && t.exclude_agents.is_empty();
+    (!none).then(|| {
+        Box::new((
+            t.requires.clone(),
+            t.reviews.clone(),
+            t.exclude_agents.clone(),
+        ))
+    })
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -383,6 +405,9 @@ mod tests {
             status_by: Some("agent-a".into()),
             fence: 7,
             overdue_noted: Some(Ts(1_800_000_000_124)),
+            requires: vec!["code.rust".into()],
+            reviews: Some("t-zzzzzz".into()),
+            exclude_agents: vec!["agent-c".into()],
             check: Some(Box::new(Check {
                 command: "gh pr view 12 --json state".into(),
                 proposed_by: "agent-a".into(),
