@@ -77,7 +77,11 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
             let info =
                 store.mutate(|snap| agents::set(snap, &ctx.agent, now, capability, clear))?;
             let snap = store.load()?;
-            Ok(Out::new("agent", agent_json(&snap, &info.id, now), line(&snap, &info.id)))
+            Ok(Out::new(
+                "agent",
+                agent_json(&snap, &info.id, now),
+                line(&snap, &info.id),
+            ))
         }
         AgentCmd::Show { id } => {
             let snap = store.load()?;
@@ -109,13 +113,20 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                 } else if capability.is_empty() {
                     None
                 } else {
-                    Some(Some(agents::check_capabilities("--capability", &capability)?))
+                    Some(Some(agents::check_capabilities(
+                        "--capability",
+                        &capability,
+                    )?))
                 },
                 slots: slots.map(|s| s.0),
             };
             store.mutate(|snap| agents::fix(snap, ops::OWNER, now, &id, f))?;
             let snap = store.load()?;
-            Ok(Out::new("agent", agent_json(&snap, &id, now), line(&snap, &id)))
+            Ok(Out::new(
+                "agent",
+                agent_json(&snap, &id, now),
+                line(&snap, &id),
+            ))
         }
     }
 }
@@ -199,7 +210,9 @@ pub fn review_of(
     if !snap.todos.contains_key(&id)
         && let Some(t) = store.archived_todo(&id)?
         && t.status == Status::Done
-        && let Some(by) = t.status_by.filter(|b| crate::kernel::id::check_agent(b).is_ok())
+        && let Some(by) = t
+            .status_by
+            .filter(|b| crate::kernel::id::check_agent(b).is_ok())
         && !exclude.contains(&by)
     {
         exclude.push(by);
@@ -208,7 +221,10 @@ pub fn review_of(
 }
 
 /// For a review todo: the last entries of the reviewed todo's evidence, as JSON and text lines.
-pub fn reviews_evidence(store: &FileStore, t: &crate::kernel::Todo) -> Result<Option<(Value, String)>> {
+pub fn reviews_evidence(
+    store: &FileStore,
+    t: &crate::kernel::Todo,
+) -> Result<Option<(Value, String)>> {
     let Some(r) = &t.reviews else {
         return Ok(None);
     };
@@ -218,7 +234,12 @@ pub fn reviews_evidence(store: &FileStore, t: &crate::kernel::Todo) -> Result<Op
         text.push_str(" no evidence yet");
     }
     for e in ev.iter().rev() {
-        text.push_str(&format!("\n    {} {}: {}", e.at, esc(&e.agent), esc(&e.summary)));
+        text.push_str(&format!(
+            "\n    {} {}: {}",
+            e.at,
+            esc(&e.agent),
+            esc(&e.summary)
+        ));
     }
     Ok(Some((to_json(&ev), text)))
 }
@@ -230,7 +251,10 @@ pub fn routing_text(t: &crate::kernel::Todo) -> String {
         s.push_str(&format!("\n  requires: {}", esc(&t.requires.join(", "))));
     }
     if !t.exclude_agents.is_empty() {
-        s.push_str(&format!("\n  excluded: {}", esc(&t.exclude_agents.join(", "))));
+        s.push_str(&format!(
+            "\n  excluded: {}",
+            esc(&t.exclude_agents.join(", "))
+        ));
     }
     s
 }

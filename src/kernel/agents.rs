@@ -160,13 +160,7 @@ pub struct Fix {
 }
 
 /// Owner: fixes an agent's capabilities and slots in `loopx.toml` (`agent.fix`, signed, sealed).
-pub fn fix(
-    snap: &Snapshot,
-    owner: &str,
-    now: Ts,
-    agent: &str,
-    f: Fix,
-) -> Result<(Change, Config)> {
+pub fn fix(snap: &Snapshot, owner: &str, now: Ts, agent: &str, f: Fix) -> Result<(Change, Config)> {
     crate::kernel::id::check_agent(agent)?;
     if f == Fix::default() {
         return Err(Error::usage("nothing to fix")

@@ -597,8 +597,10 @@ mod tests {
         s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
         s.users.insert("t-bbbbbb".into());
         s.checks.insert("t-cccccc".into(), "0f".repeat(32));
-        s.agents
-            .insert("exec".into(), (Some(3), Some(vec!["a".into(), "b.c".into()])));
+        s.agents.insert(
+            "exec".into(),
+            (Some(3), Some(vec!["a".into(), "b.c".into()])),
+        );
         s.agents.insert("eval".into(), (None, None));
         s.leases.insert(
             "t-cccccc".into(),
