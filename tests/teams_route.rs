@@ -261,3 +261,25 @@ fn a_turn_that_finishes_a_todo_excludes_its_agent_from_the_review() {
     let (_, a) = should_run(&p, "other");
     assert_eq!(a["todo"]["id"], review.as_str(), "{a}");
 }
+
+#[test]
+fn state_md_lists_the_reviewed_todos_evidence() {
+    let p = Project::new("route-state");
+    let t = p.add("build", &[]);
+    let review = p.add("review", &["--reviews", &t]);
+    p.ok_as("exec", &["todo", "claim", &t]);
+    finish(&p, "exec", &t, "built with `make`\nline two");
+    p.ok_as("eval", &["todo", "claim", &review]);
+    let r = p.run_as("eval", &["refresh-state"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let md = std::fs::read_to_string(p.lx("STATE.md")).expect("STATE.md");
+    assert!(
+        md.contains(&format!("## Reviewing {t} for {review}")),
+        "{md}"
+    );
+    assert!(md.contains("built with"), "{md}");
+    assert!(
+        !md.contains("\nline two"),
+        "stored text stays on its line: {md}"
+    );
+}

@@ -244,6 +244,24 @@ pub fn reviews_evidence(
     Ok(Some((to_json(&ev), text)))
 }
 
+/// STATE.md's section for the review todos an agent holds: the reviewed todo's last evidence.
+pub fn reviews_md(store: &FileStore, held: &[&crate::kernel::Todo]) -> Result<String> {
+    let mut md = String::new();
+    for t in held {
+        let Some(r) = &t.reviews else { continue };
+        md.push_str(&format!("\n## Reviewing {} for {}\n\n", esc(r), esc(&t.id)));
+        let ev = store.evidence_tail(r, REVIEWS_EVIDENCE)?;
+        if ev.is_empty() {
+            md.push_str("no evidence\n");
+        }
+        for e in ev.iter().rev() {
+            let s = crate::kernel::should_run::cut(&e.summary, 120);
+            md.push_str(&format!("- {} {}: {}\n", e.at, esc(&e.agent), esc(&s)));
+        }
+    }
+    Ok(md)
+}
+
 /// A todo's routing in one text line (requires, excluded agents), empty when it has none.
 pub fn routing_text(t: &crate::kernel::Todo) -> String {
     let mut s = String::new();

@@ -248,6 +248,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
             ));
         }
     }
+    md.push_str(&super::agent::reviews_md(&store, &held)?);
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
         md.push_str(&format!(
