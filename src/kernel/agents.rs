@@ -95,6 +95,10 @@ pub fn slots_cap(snap: &Snapshot, agent: &str) -> Option<u32> {
 /// Review todos of `done` still open, with `finisher` added to their `exclude_agents`: the
 /// writes `update` adds when `done` is finished, in the same transaction.
 pub fn exclude_finisher(snap: &Snapshot, done: &str, finisher: &str, now: Ts) -> Vec<Todo> {
+    if crate::kernel::id::is_reserved_actor(finisher) {
+        // The owner (a `user` todo) or loopx itself: no agent to keep off the review.
+        return Vec::new();
+    }
     snap.todos
         .values()
         .filter(|t| t.reviews.as_deref() == Some(done) && !t.status.is_final())

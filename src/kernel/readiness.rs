@@ -182,15 +182,21 @@ fn routing(snap: &Snapshot, todo: &Todo, agent: &str, out: &mut Vec<Blocker>) {
 }
 
 /// True when `todo` is this agent's kind of work: no capability it lacks, no exclusion.
+/// Allocates nothing: should-run and the pick call it on every open todo.
 pub fn is_yours(snap: &Snapshot, todo: &Todo, agent: &str) -> bool {
-    let mut out = Vec::new();
-    routing(snap, todo, agent, &mut out);
-    out.is_empty()
+    if todo.requires.is_empty() && todo.exclude_agents.is_empty() {
+        return true;
+    }
+    if crate::kernel::agents::excluded(todo, agent) {
+        return false;
+    }
+    let have = crate::kernel::agents::capabilities(snap, agent);
+    todo.requires.iter().all(|r| have.contains(r))
 }
 
 /// True when `todo` is ready for `agent`: nothing blocks it and nobody holds a live lease.
 pub fn is_ready(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> bool {
-    blockers(snap, todo, agent, now, false).is_empty()
+    is_yours(snap, todo, agent) && blockers(snap, todo, agent, now, false).is_empty()
 }
 
 /// The pick order at `now`: priority, then a due monitor before other work, then oldest, then id.
