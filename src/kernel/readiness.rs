@@ -184,14 +184,19 @@ fn routing(snap: &Snapshot, todo: &Todo, agent: &str, out: &mut Vec<Blocker>) {
 /// True when `todo` is this agent's kind of work: no capability it lacks, no exclusion.
 /// Allocates nothing: should-run and the pick call it on every open todo.
 pub fn is_yours(snap: &Snapshot, todo: &Todo, agent: &str) -> bool {
+    yours(
+        todo,
+        agent,
+        crate::kernel::agents::capabilities(snap, agent),
+    )
+}
+
+/// `is_yours` with the agent's capabilities `have` looked up once for many todos.
+pub fn yours(todo: &Todo, agent: &str, have: &[String]) -> bool {
     if todo.requires.is_empty() && todo.exclude_agents.is_empty() {
         return true;
     }
-    if crate::kernel::agents::excluded(todo, agent) {
-        return false;
-    }
-    let have = crate::kernel::agents::capabilities(snap, agent);
-    todo.requires.iter().all(|r| have.contains(r))
+    !crate::kernel::agents::excluded(todo, agent) && todo.requires.iter().all(|r| have.contains(r))
 }
 
 /// True when `todo` is ready for `agent`: nothing blocks it and nobody holds a live lease.
@@ -207,10 +212,11 @@ pub fn pick_key(t: &Todo, now: Ts) -> (crate::kernel::Priority, bool, Ts, &str) 
 
 /// Ready todos for `agent`, best first.
 pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
     let mut v: Vec<&Todo> = snap
         .todos
         .values()
-        .filter(|t| is_ready(snap, t, agent, now))
+        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
         .collect();
     v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
@@ -218,9 +224,10 @@ pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
 
 /// The best ready todo for `agent`, if any.
 pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
     snap.todos
         .values()
-        .filter(|t| is_ready(snap, t, agent, now))
+        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
         .min_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)))
 }
 

@@ -160,9 +160,10 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     }
     // Only this agent's kind of work counts: a todo needing capabilities it lacks, or one it is
     // excluded from, never clears for it (no `wait` or `ask` on other agents' work).
+    let have = crate::kernel::agents::capabilities(snap, agent);
     let open: Vec<_> = open
         .into_iter()
-        .filter(|t| readiness::is_yours(snap, t, agent))
+        .filter(|t| readiness::yours(t, agent, have))
         .collect();
     if open.is_empty() {
         return answer(Decision::Idle, "no_work_for_you", None, None);
