@@ -283,3 +283,40 @@ fn state_md_lists_the_reviewed_todos_evidence() {
         "stored text stays on its line: {md}"
     );
 }
+
+#[test]
+fn refresh_state_tells_an_agent_with_no_work_to_wait_not_to_add() {
+    let p = Project::new("route-next");
+    p.add("plan", &["--requires", "plan"]);
+    let v = p.ok_as("coder", &["refresh-state"]);
+    assert_eq!(v["decision"], "idle");
+    let next = v["next"].as_str().unwrap_or_default();
+    assert!(next.contains("agent show"), "{v}");
+    assert!(!next.contains("todo add"), "{v}");
+}
+
+#[test]
+fn the_owner_adopts_a_hand_edit_of_agents_with_seal_adopt() {
+    let p = Project::new("route-adopt");
+    p.add("one", &[]);
+    let cfg = std::fs::read_to_string(p.lx("loopx.toml")).expect("read config");
+    std::fs::write(
+        p.lx("loopx.toml"),
+        cfg + "\n[agents.capped]\nslots = 1\nnote = \"kept\"\n",
+    )
+    .expect("edit config");
+    p.ok_as("capped", &["quota", "spend-slot"]);
+    let (_, a) = should_run(&p, "capped");
+    assert_eq!(a["decision"], "run", "not sealed, so ignored: {a}");
+    p.ok(&["owner", "seal", "--adopt"]);
+    let (_, a) = should_run(&p, "capped");
+    assert_eq!(a["reason"], "agent_slots_spent", "{a}");
+    assert!(a.get("owner_notes").is_none(), "{a}");
+    let seal = std::fs::read_to_string(p.lx("owner.seal")).expect("seal");
+    assert!(seal.contains("\nagent capped 1 -\n"), "{seal}");
+    // Other keys of the table are kept through owner changes.
+    p.ok(&["agent", "fix", "capped", "--capability", "ops"]);
+    let cfg = std::fs::read_to_string(p.lx("loopx.toml")).expect("read config");
+    assert!(cfg.contains("note = \"kept\""), "{cfg}");
+    assert!(cfg.contains("slots = 1"), "{cfg}");
+}
