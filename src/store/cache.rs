@@ -168,7 +168,7 @@ impl Row {
             route,
         ) = self;
         let (requires, reviews, exclude_agents) = match route {
-            Some(r) => parse_route(&r)?,
+            Some(r) => parse_route(r)?,
             None => Default::default(),
         };
         Some(Todo {
@@ -240,7 +240,15 @@ fn route_cacheable(t: &Todo) -> bool {
 }
 
 /// A routing string back to `requires`, `reviews`, `exclude_agents`; None when it is not one.
-fn parse_route(r: &str) -> Option<(Vec<String>, Option<String>, Vec<String>)> {
+fn parse_route(mut r: String) -> Option<(Vec<String>, Option<String>, Vec<String>)> {
+    // The common case, one requirement and nothing else: the string itself becomes it.
+    if let Some(req) = r.strip_suffix(";;")
+        && !req.is_empty()
+        && !req.contains([',', ';'])
+    {
+        r.truncate(req.len());
+        return Some((vec![r], None, Vec::new()));
+    }
     let mut parts = r.split(';');
     let (req, rev, ex) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
@@ -497,8 +505,16 @@ mod tests {
             Row::of(&t).is_none(),
             "a value with a separator is not cached"
         );
-        assert_eq!(parse_route("a;b"), None);
-        assert_eq!(parse_route("a;b;c;d"), None);
-        assert_eq!(parse_route(";;"), Some((Vec::new(), None, Vec::new())));
+        assert_eq!(parse_route("a;b".into()), None);
+        assert_eq!(parse_route("a;b;c;d".into()), None);
+        assert_eq!(
+            parse_route(";;".into()),
+            Some((Vec::new(), None, Vec::new()))
+        );
+        assert_eq!(
+            parse_route("a;;".into()),
+            Some((vec!["a".into()], None, Vec::new()))
+        );
+        assert_eq!(parse_route("a;;;".into()), None);
     }
 }
