@@ -129,3 +129,67 @@ fn sealed_facts_round_trip_and_override_hand_edits() {
     assert_eq!(slots_cap(&s, "x"), Some(2));
     assert_eq!(slots_cap(&s, "y"), None);
 }
+
+mod props {
+    use super::*;
+    use crate::kernel::should_run::{Decision, decide};
+    use proptest::prelude::*;
+
+    const CAPS: [&str; 4] = ["a", "b.c", "d-e", "f_9"];
+
+    fn caps_of(mask: u8) -> Vec<String> {
+        (0..4)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| CAPS[i].to_string())
+            .collect()
+    }
+
+    proptest! {
+        /// With nothing else blocking, a todo is ready for an agent exactly when the agent has
+        /// every capability it requires (the owner's fixed list replacing its own) and is not
+        /// excluded; should-run runs one of those, or says `no_work_for_you` when there is none.
+        #[test]
+        fn only_an_agents_own_work_is_offered(
+            own in 0u8..16,
+            fixed in proptest::option::of(0u8..16),
+            todos in proptest::collection::vec((0u8..16, any::<bool>()), 1..8),
+        ) {
+            let mut s = snap(Vec::new());
+            let (c, _) = set(&s, "ag", T0, caps_of(own), true).expect("set");
+            s = s.after(&c.writes);
+            if let Some(f) = fixed {
+                let (c, _) = fix(&s, "owner", T0, "ag", Fix {
+                    capabilities: Some(Some(caps_of(f))),
+                    slots: None,
+                }).expect("fix");
+                s = s.after(&c.writes);
+            }
+            let have = fixed.unwrap_or(own);
+            for (n, (req, excl)) in todos.iter().enumerate() {
+                let mut t = todo(&format!("t-aaaaa{}", (b'a' + n as u8) as char), &[]);
+                t.requires = caps_of(*req);
+                if *excl {
+                    t.exclude_agents = vec!["ag".into()];
+                }
+                s.todos.insert(t.id.clone(), t);
+            }
+            let mut any = false;
+            for t in s.todos.values() {
+                let req = todos[(t.id.as_bytes()[7] - b'a') as usize].0;
+                let want = req & !have == 0 && t.exclude_agents.is_empty();
+                any |= want;
+                prop_assert_eq!(readiness::is_ready(&s, t, "ag", T0), want, "{:?}", t);
+                prop_assert_eq!(readiness::is_yours(&s, t, "ag"), want);
+            }
+            let a = decide(&s, "ag", T0);
+            if any {
+                prop_assert_eq!(a.decision, Decision::Run);
+                let id = a.todo.map(|b| b.id).unwrap_or_default();
+                prop_assert!(readiness::is_ready(&s, &s.todos[&id], "ag", T0));
+            } else {
+                prop_assert_eq!(a.decision, Decision::Idle);
+                prop_assert_eq!(a.reason, "no_work_for_you");
+            }
+        }
+    }
+}
