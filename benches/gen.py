@@ -9,6 +9,8 @@ p.add_argument("--open", type=int, default=100)
 p.add_argument("--archived", type=int, default=0)
 p.add_argument("--evidence", type=int, default=0, help="entries on the first todo")
 p.add_argument("--gates", type=int, default=3)
+p.add_argument("--caps", type=int, default=0,
+               help="each open todo requires one of N capabilities; agents cap0..capN-1 declare one each")
 p.add_argument("--owner", action="store_true", help="run `owner init` last (LOOPX_OWNER_KEY names the key)")
 a = p.parse_args()
 
@@ -26,7 +28,8 @@ def new_id(prefix):
             return i
 
 def todo(i, status, n):
-    return f'''schema_version = 1
+    req = f'requires = ["cap{n % a.caps}"]\n' if a.caps and status == "open" else ""
+    return req + f'''schema_version = 1
 id = "{i}"
 title = "benchmark todo number {n} with a realistic title"
 role = "agent"
@@ -63,6 +66,11 @@ if a.evidence and open_ids:
         for n in range(a.evidence):
             f.write(json.dumps({"at": "2026-11-01T00:00:00.000Z", "agent": "gen", "fence": 1,
                                 "kind": "note", "summary": f"step {n} passed"}) + "\n")
+if a.caps:
+    os.makedirs(os.path.join(L, "agents"), exist_ok=True)
+    for k in range(a.caps):
+        with open(os.path.join(L, "agents", f"cap{k}.toml"), "w") as f:
+            f.write(f'id = "cap{k}"\ncapabilities = ["cap{k}"]\nupdated_at = "2026-11-01T00:00:00.000Z"\n')
 if a.owner:
     subprocess.run([a.loopx, "--dir", a.dir, "owner", "init"], check=True, stdout=subprocess.DEVNULL)
 print(L)

@@ -253,6 +253,7 @@ decided_at = "{1}""#,
         quarantined: Default::default(),
         owner_notes: Vec::new(),
         seal: None,
+        agents: Default::default(),
     }
 }
 
@@ -1239,4 +1240,32 @@ fn the_quota_view_names_a_spent_token_budget() {
     let q = loopx::board::derive::quota_view(&s, now(), 20);
     assert!(q.throttled);
     assert_eq!(q.spent, Some("tokens"));
+}
+
+/// The screen's text, row by row.
+fn text_of(t: &Terminal<TestBackend>) -> String {
+    let b = t.backend().buffer();
+    let w = b.area.width as usize;
+    let cells: Vec<&str> = b.content().iter().map(|c| c.symbol()).collect();
+    cells
+        .chunks(w)
+        .map(|r| r.concat())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_todos_detail_shows_who_may_take_it() {
+    let mut a = app(Variant::Normal);
+    if let Some(t) = a.snap.as_mut().and_then(|s| s.todos.get_mut("t-bbbbb1")) {
+        t.requires = vec!["code.rust".into()];
+        t.reviews = Some("t-aaaaa1".into());
+        t.exclude_agents = vec!["agent-z".into()];
+    }
+    on_claimed(&mut a);
+    press(&mut a, KeyCode::Enter);
+    let text = text_of(&screen(&a, 120, 40));
+    assert!(text.contains("requires  code.rust"), "{text}");
+    assert!(text.contains("reviews  t-aaaaa1"), "{text}");
+    assert!(text.contains("excluded  agent-z"), "{text}");
 }

@@ -186,6 +186,9 @@ fn change(snap: &Snapshot, s: &Step, now: Ts, n: &mut u8) -> Change {
                 depends_on,
                 every: None,
                 blocked_by_gate: None,
+                requires: Vec::new(),
+                reviews: None,
+                exclude_agents: Vec::new(),
             };
             ops::add_todo(snap, "agent-0", now, new).expect("add").0
         })

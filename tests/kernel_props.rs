@@ -121,6 +121,9 @@ fn world() -> impl Strategy<Value = World> {
                     status_by: None,
                     fence,
                     overdue_noted: None,
+                    requires: Vec::new(),
+                    reviews: None,
+                    exclude_agents: Vec::new(),
                     check: None,
                     lease,
                     extra: Extra::new(),
@@ -158,7 +161,7 @@ fn world() -> impl Strategy<Value = World> {
                     .collect(),
                 extra: Extra::new(),
             };
-            World { snap: Snapshot { config: config(goal, slots, min_interval), todos, gates: gs, quota, archived: HashMap::new(), quarantined: Default::default(), owner_notes: Vec::new(), seal: None } }
+            World { snap: Snapshot { config: config(goal, slots, min_interval), todos, gates: gs, quota, archived: HashMap::new(), quarantined: Default::default(), owner_notes: Vec::new(), seal: None, agents: Default::default() } }
         })
 }
 

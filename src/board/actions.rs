@@ -199,6 +199,9 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
                         depends_on: Vec::new(),
                         every: None,
                         blocked_by_gate: None,
+                        requires: Vec::new(),
+                        reviews: None,
+                        exclude_agents: Vec::new(),
                     },
                 )
             })?;

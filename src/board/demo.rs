@@ -82,8 +82,9 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
     let store = FileStore::at(root);
     let mut agents = std::collections::BTreeMap::new();
     for a in ["agent-a", "agent-b", "agent-c"] {
-        let mut t = toml::Table::new();
-        t.insert("runtime".into(), toml::Value::String("simulated".into()));
+        let mut t = crate::kernel::model::AgentPolicy::default();
+        t.extra
+            .insert("runtime".into(), toml::Value::String("simulated".into()));
         agents.insert(a.to_string(), t);
     }
     let config = Config {
@@ -137,6 +138,9 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                     depends_on,
                     every: None,
                     blocked_by_gate: None,
+                    requires: Vec::new(),
+                    reviews: None,
+                    exclude_agents: Vec::new(),
                 },
             )
         })?;
@@ -156,6 +160,9 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                 depends_on: Vec::new(),
                 every: None,
                 blocked_by_gate: None,
+                requires: Vec::new(),
+                reviews: None,
+                exclude_agents: Vec::new(),
             },
         )
     })?;

@@ -300,11 +300,13 @@ pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
     }
 }
 
-/// Agents the owner may reassign to: configured ones, lease holders, and agents seen in the journal.
+/// Agents the owner may reassign to: configured ones, declared ones (`agents/`), lease holders,
+/// and agents seen in the journal.
 ///
 /// Only valid agent ids: reserved names (`owner`, `gate:ID`, ...) are never offered.
 pub fn known_agents(snap: &Snapshot, journal: &[crate::kernel::Event]) -> Vec<String> {
     let mut v: Vec<String> = snap.config.agents.keys().cloned().collect();
+    v.extend(snap.agents.keys().cloned());
     for t in snap.todos.values() {
         if let Some(l) = &t.lease {
             v.push(l.holder.clone());

@@ -177,6 +177,9 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
                     depends_on: vec![],
                     every: None,
                     blocked_by_gate: None,
+                    requires: Vec::new(),
+                    reviews: None,
+                    exclude_agents: Vec::new(),
                 },
             )
         })?;

@@ -1,5 +1,6 @@
 //! The command-line face: clap definitions, dispatch, and the text and JSON output.
 
+mod agent;
 mod gate;
 mod goal;
 mod hook;
@@ -106,6 +107,11 @@ pub enum Cmd {
     #[command(subcommand)]
     Hook(hook::HookCmd),
     // -- end alerts --
+    // -- routing (issue 9) --
+    /// Agents' capabilities: declare them, show them; the owner fixes them and per-agent slots.
+    #[command(subcommand)]
+    Agent(agent::AgentCmd),
+    // -- end routing --
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
     Board {
         /// Show only: every change is off.
@@ -362,6 +368,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Owner(c)) => owner::run(ctx, c),
         Some(Cmd::Monitor(c)) => monitor::run(ctx, c),
         Some(Cmd::Hook(c)) => hook::run(ctx, c),
+        Some(Cmd::Agent(c)) => agent::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();

@@ -152,6 +152,10 @@ fn next_command(a: &Answer, held: Option<&str>) -> String {
             None => "loopx todo claim".into(),
         },
         Decision::Paused => "stop: the goal is not active".into(),
+        // Routing (issue 9): the open work is other agents' (capabilities, exclusions).
+        Decision::Idle if a.reason == "no_work_for_you" => {
+            "sleep 300; loopx quota should-run (the open work needs other capabilities: loopx agent show)".into()
+        }
         Decision::Idle => "loopx todo add \"...\" (or ask the owner to complete the goal)".into(),
         Decision::Throttled | Decision::Wait => {
             format!(
@@ -248,6 +252,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
             ));
         }
     }
+    md.push_str(&super::agent::reviews_md(&store, &held)?);
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
         md.push_str(&format!(

@@ -39,6 +39,15 @@ pub enum TodoCmd {
         /// A pending gate that blocks it.
         #[arg(long, value_name = "ID")]
         blocked_by_gate: Option<String>,
+        /// A capability an agent needs to be offered it (repeatable; all are needed).
+        #[arg(long, value_name = "CAP")]
+        requires: Vec<String>,
+        /// Make it the review of todo ID: ready when ID is done; ID's finisher never claims it.
+        #[arg(long, value_name = "ID")]
+        reviews: Option<String>,
+        /// An agent that may never claim it (repeatable).
+        #[arg(long, value_name = "AGENT")]
+        exclude_agent: Vec<String>,
     },
     /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
     List {
@@ -147,14 +156,21 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             depends_on,
             every,
             blocked_by_gate,
+            requires,
+            reviews,
+            exclude_agent,
         } => {
             bounds::usage(bounds::count(
                 "--depends-on",
                 depends_on.len(),
                 bounds::DEPENDS_MAX,
             ))?;
+            let requires = crate::kernel::agents::check_capabilities("--requires", &requires)?;
+            let exclude_agents = super::agent::check_excluded(&exclude_agent)?;
             let new_id = store.fresh_id(Kind::Todo)?;
             let t = store.mutate(|snap| {
+                let (reviews, exclude_agents) =
+                    super::agent::review_of(&store, snap, reviews.as_deref(), exclude_agents)?;
                 let deps = depends_on
                     .iter()
                     .map(|d| store.resolve_todo(snap, d))
@@ -180,6 +196,9 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                         depends_on: deps,
                         every,
                         blocked_by_gate: gate,
+                        requires,
+                        reviews,
+                        exclude_agents,
                     },
                 )
             })?;
@@ -208,7 +227,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 t.fence,
                 l.map(|l| l.expires_at.to_string()).unwrap_or_default()
             );
-            Ok(Out::new("todo", to_json(&t), text).noted(notes))
+            let mut out = Out::new("todo", to_json(&t), text).noted(notes);
+            if let Some((j, text)) = super::agent::reviews_evidence(&store, &t)? {
+                out = out.with("reviews_evidence", j);
+                out.text.push_str(&text);
+            }
+            Ok(out)
         }
         TodoCmd::Renew { id, ttl } => {
             let t = store.mutate(|snap| {
@@ -613,5 +637,11 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
     let mut j = to_json(&t);
     j["blockers"] = json!(blockers.iter().map(|b| b.describe()).collect::<Vec<_>>());
     j["evidence"] = to_json(&evidence);
-    Ok(Out::new("todo", j, text))
+    text.push_str(&super::agent::routing_text(&t));
+    let mut out = Out::new("todo", j, text);
+    if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {
+        out = out.with("reviews_evidence", j);
+        out.text.push_str(&text);
+    }
+    Ok(out)
 }

@@ -126,6 +126,12 @@ actions! {
     /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
     HookFail = "hook.fail", owner: false;
     // -- end alerts --
+    // -- routing (issue 9) --
+    /// `agent set`: an agent declares its capabilities (`agents/ID.toml`).
+    AgentSet = "agent.set", owner: false;
+    /// `agent fix`: the owner fixes an agent's capabilities and slots (`[agents.ID]`, sealed).
+    AgentFix = "agent.fix", owner: true;
+    // -- end routing --
 }
 
 impl Action {
@@ -250,7 +256,8 @@ mod tests {
                 "check.approve",
                 "check.revoke",
                 "hook.set",
-                "hook.remove"
+                "hook.remove",
+                "agent.fix"
             ]
         );
         let mut listed = crate::kernel::authority::OWNER_ACTIONS.to_vec();

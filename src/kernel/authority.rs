@@ -63,6 +63,8 @@ pub const OWNER_ACTIONS: &[&str] = &[
     Action::CheckRevoke.as_str(),
     Action::HookSet.as_str(),
     Action::HookRemove.as_str(),
+    // routing (issue 9)
+    Action::AgentFix.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

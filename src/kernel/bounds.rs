@@ -162,6 +162,63 @@ impl Bounded for Gate {
     }
 }
 
+// -- routing (issue 9) --
+impl Bounded for crate::kernel::model::AgentInfo {
+    fn check_bounds(&self) -> Checked {
+        agent("id", &self.id)?;
+        caps("capabilities", &self.capabilities)
+    }
+}
+
+/// At most 32 capabilities, each 1 to 64 of `[a-z0-9_.-]`.
+fn caps(key: &str, c: &[String]) -> Checked {
+    if crate::kernel::agents::caps_in_bounds(c) {
+        return Ok(());
+    }
+    Err(Violation::new(
+        key,
+        format!(
+            "`{key}` must be at most {} names of 1 to {} of a-z 0-9 _ . -",
+            crate::kernel::agents::CAPS_MAX,
+            crate::kernel::agents::CAP_LEN_MAX
+        ),
+    ))
+}
+
+/// A todo's routing fields: `requires`, `reviews`, `exclude_agents`.
+fn check_routing(t: &Todo) -> Checked {
+    caps("requires", &t.requires)?;
+    opt_text("reviews", &t.reviews, REF_MAX)?;
+    count(
+        "exclude_agents",
+        t.exclude_agents.len(),
+        crate::kernel::agents::EXCLUDE_MAX,
+    )?;
+    each("exclude_agents", &t.exclude_agents, |a| {
+        agent("exclude_agents", a)
+    })
+}
+
+/// `[agents.ID]`: capabilities in bounds, slots 1 to 100,000.
+fn check_agents(c: &Config) -> Checked {
+    for (id, p) in &c.agents {
+        let key = format!("agents.{id}");
+        if let Some(cs) = &p.capabilities {
+            caps(&format!("{key}.capabilities"), cs)?;
+        }
+        if let Some(s) = p.slots {
+            int(
+                &format!("{key}.slots"),
+                u64::from(s),
+                u64::from(SLOTS_MIN),
+                u64::from(SLOTS_MAX),
+            )?;
+        }
+    }
+    Ok(())
+}
+// -- end routing --
+
 impl Bounded for QuotaFile {
     fn check_bounds(&self) -> Checked {
         check_quota(self)
@@ -311,6 +368,7 @@ pub fn check_config(c: &Config) -> Checked {
     }
     crate::kernel::alert::check_hooks(&c.hooks)?;
     // -- end budgets and hooks --
+    check_agents(c)?;
     duration("lease.ttl", c.lease.ttl, TTL_MIN, TTL_MAX)
 }
 
@@ -337,7 +395,7 @@ pub fn check_todo(t: &Todo) -> Checked {
     if let Some(c) = &t.check {
         check_check(c).map_err(|v| v.under(vec![Key::Name("check".into())]))?;
     }
-    Ok(())
+    check_routing(t)
 }
 
 /// A watcher's `[check]`: a command of 1 to 2,048 bytes without control characters, an agent, a

@@ -1,6 +1,7 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
 pub mod action;
+pub mod agents;
 pub mod alert;
 pub mod authority;
 pub mod bounds;

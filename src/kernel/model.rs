@@ -34,9 +34,9 @@ pub struct Config {
     /// Lease defaults.
     #[serde(default)]
     pub lease: LeasePolicy,
-    /// Known agents, by id (free-form tables).
+    /// Known agents, by id: the owner's fixed capabilities and slots (sealed), other keys kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub agents: BTreeMap<String, toml::Table>,
+    pub agents: BTreeMap<String, AgentPolicy>,
     // -- budgets and alerts (hooks): owner facts, sealed --
     /// Hook commands by event name (`gate.opened`), run with `sh -c`; they run only as sealed.
     #[serde(
@@ -357,6 +357,17 @@ pub struct Todo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<Check>>,
     // --- end monitors ---
+    // --- routing (issue 9): capabilities and separation of duties ---
+    /// Capabilities an agent needs to be offered it (all of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// The todo this one reviews: it depends on it, and its finisher may never claim this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviews: Option<String>,
+    /// Agents that may never claim it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_agents: Vec<String>,
+    // --- end routing ---
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
@@ -537,5 +548,46 @@ pub struct QuotaFile {
 
 mod records;
 pub use records::*;
+
+// --- routing (issue 9): agents' capabilities and the owner's per-agent limits ---
+/// `[agents.ID]` in `loopx.toml`: what the owner fixed for one agent (sealed), other keys kept.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct AgentPolicy {
+    /// Capabilities the owner fixed: they replace the agent's own declaration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+    /// The most slots this agent may spend in the quota window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl AgentPolicy {
+    /// True when the owner fixed nothing here.
+    pub fn is_unset(&self) -> bool {
+        self.capabilities.is_none() && self.slots.is_none()
+    }
+}
+
+/// `agents/ID.toml`: an agent's own declaration of what it can do.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AgentInfo {
+    /// The file's schema version.
+    #[serde(default = "schema")]
+    pub schema_version: u32,
+    /// The agent's id (the file's name).
+    pub id: String,
+    /// What it says it can do.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// When it last said so.
+    pub updated_at: Ts,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+// --- end routing ---
 
 pub use crate::kernel::snapshot::{Problem, Snapshot, TxFile, TxOp};

@@ -192,6 +192,40 @@ pub fn over_limit(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Vec<Limit> {
     out
 }
 
+// -- routing (issue 9): per-agent slots --
+/// Slots `agent` spent inside the window at `now`.
+pub fn agent_used(q: &QuotaFile, p: &QuotaPolicy, agent: &str, now: Ts) -> u64 {
+    in_window(q, p, now)
+        .filter(|s| s.agent == agent)
+        .map(|s| u64::from(s.slots))
+        .sum()
+}
+
+/// When `agent`'s own spends in the window reach the owner's `cap` for it: how long until its
+/// use is under the cap again, as its oldest spends leave the window. None when under.
+pub fn agent_throttled(
+    q: &QuotaFile,
+    p: &QuotaPolicy,
+    agent: &str,
+    cap: u32,
+    now: Ts,
+) -> Option<Dur> {
+    let mut spends: Vec<&Spend> = in_window(q, p, now).filter(|s| s.agent == agent).collect();
+    let mut used: u64 = spends.iter().map(|s| u64::from(s.slots)).sum();
+    if used < u64::from(cap) {
+        return None;
+    }
+    spends.sort_by_key(|s| s.at);
+    for s in spends {
+        used -= u64::from(s.slots);
+        if used < u64::from(cap) {
+            return Some(s.at.add(p.window).since(now));
+        }
+    }
+    Some(p.window)
+}
+// -- end routing --
+
 /// When the window's spend is at the limit: how long until one slot frees. None when not throttled.
 pub fn throttled_for(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Option<Dur> {
     let mut spends: Vec<&Spend> = in_window(q, p, now).collect();

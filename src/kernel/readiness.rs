@@ -37,6 +37,18 @@ pub enum Blocker {
         /// When it becomes due.
         until: Ts,
     },
+    // -- routing (issue 9) --
+    /// The agent lacks capabilities the todo requires: not this agent's work.
+    Capability {
+        /// The capabilities it lacks.
+        missing: Vec<String>,
+    },
+    /// The agent may never claim it (it finished the todo this one reviews, or is named).
+    Excluded {
+        /// The agent.
+        agent: String,
+    },
+    // -- end routing --
     /// Another live lease.
     Leased {
         /// Who holds it.
@@ -56,7 +68,14 @@ impl Blocker {
                 !matches!((status, role), (Some(Status::Open), Some(Role::Agent)))
             }
             Blocker::NotDue { .. } | Blocker::Leased { .. } => false,
+            // Never cleared for this agent, by anyone: should-run skips such todos instead.
+            Blocker::Capability { .. } | Blocker::Excluded { .. } => false,
         }
+    }
+
+    /// True when the todo is not this agent's work at all (capabilities, exclusion).
+    pub fn not_yours(&self) -> bool {
+        matches!(self, Blocker::Capability { .. } | Blocker::Excluded { .. })
     }
 
     /// When it clears by itself, if known.
@@ -80,6 +99,12 @@ impl Blocker {
             Blocker::Gate { id } => format!("gate {id} is pending"),
             Blocker::NotDue { until } => format!("not due until {until}"),
             Blocker::Leased { holder, until } => format!("leased by {holder} until {until}"),
+            Blocker::Capability { missing } => {
+                format!("needs capabilities you lack: {}", missing.join(", "))
+            }
+            Blocker::Excluded { agent } => {
+                format!("{agent} may not claim it (separation of duties)")
+            }
         }
     }
 }
@@ -106,6 +131,7 @@ pub fn blockers(
             status: todo.status,
         });
     }
+    routing(snap, todo, agent, &mut out);
     for dep in &todo.depends_on {
         let status = snap.status_of(dep);
         if status != Some(Status::Done) {
@@ -139,9 +165,43 @@ pub fn blockers(
     out
 }
 
+/// The routing blockers: capabilities `agent` lacks, and an exclusion of `agent`.
+fn routing(snap: &Snapshot, todo: &Todo, agent: &str, out: &mut Vec<Blocker>) {
+    if todo.requires.is_empty() && todo.exclude_agents.is_empty() {
+        return;
+    }
+    if crate::kernel::agents::excluded(todo, agent) {
+        out.push(Blocker::Excluded {
+            agent: agent.to_string(),
+        });
+    }
+    let missing = crate::kernel::agents::missing(snap, todo, agent);
+    if !missing.is_empty() {
+        out.push(Blocker::Capability { missing });
+    }
+}
+
+/// True when `todo` is this agent's kind of work: no capability it lacks, no exclusion.
+/// Allocates nothing: should-run and the pick call it on every open todo.
+pub fn is_yours(snap: &Snapshot, todo: &Todo, agent: &str) -> bool {
+    yours(
+        todo,
+        agent,
+        crate::kernel::agents::capabilities(snap, agent),
+    )
+}
+
+/// `is_yours` with the agent's capabilities `have` looked up once for many todos.
+pub fn yours(todo: &Todo, agent: &str, have: &[String]) -> bool {
+    if todo.requires.is_empty() && todo.exclude_agents.is_empty() {
+        return true;
+    }
+    !crate::kernel::agents::excluded(todo, agent) && todo.requires.iter().all(|r| have.contains(r))
+}
+
 /// True when `todo` is ready for `agent`: nothing blocks it and nobody holds a live lease.
 pub fn is_ready(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> bool {
-    blockers(snap, todo, agent, now, false).is_empty()
+    is_yours(snap, todo, agent) && blockers(snap, todo, agent, now, false).is_empty()
 }
 
 /// The pick order at `now`: priority, then a due monitor before other work, then oldest, then id.
@@ -152,10 +212,11 @@ pub fn pick_key(t: &Todo, now: Ts) -> (crate::kernel::Priority, bool, Ts, &str) 
 
 /// Ready todos for `agent`, best first.
 pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
     let mut v: Vec<&Todo> = snap
         .todos
         .values()
-        .filter(|t| is_ready(snap, t, agent, now))
+        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
         .collect();
     v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
@@ -163,9 +224,10 @@ pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
 
 /// The best ready todo for `agent`, if any.
 pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
     snap.todos
         .values()
-        .filter(|t| is_ready(snap, t, agent, now))
+        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
         .min_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)))
 }
 
@@ -206,9 +268,12 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
         );
     }
     let (mut gated, mut leased, mut later, mut deps, mut mine) = (0, 0, 0, 0, 0);
+    let (mut lacking, mut excluded) = (0, 0);
     for t in &open {
         for b in blockers(snap, t, agent, now, false) {
             match b {
+                Blocker::Capability { .. } => lacking += 1,
+                Blocker::Excluded { .. } => excluded += 1,
                 Blocker::Gate { .. } => gated += 1,
                 Blocker::Leased { holder, .. } if holder == agent => mine += 1,
                 Blocker::Leased { .. } => leased += 1,
@@ -224,6 +289,8 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
         (gated, "waiting on a pending gate"),
         (deps, "waiting on a dependency"),
         (later, "not due yet"),
+        (lacking, "needing capabilities you lack"),
+        (excluded, "that you may not claim"),
     ]
     .iter()
     .filter(|(n, _)| *n > 0)

@@ -61,6 +61,8 @@ pub struct Seal {
     /// Each hook the owner approved: event name to the SHA-256 of its command text.
     pub hooks: BTreeMap<String, String>,
     // -- end budgets and hooks --
+    /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`; routing, issue 9).
+    pub agents: crate::kernel::agents::AgentFacts,
     /// Gates whose file disagreed with this seal when it was applied (not part of the text).
     pub mismatched: BTreeSet<String>,
 }
@@ -172,6 +174,7 @@ impl Seal {
             checks: check_facts(snap, prev),
             budget: Some((q.tokens, q.cost_usd)),
             hooks: crate::kernel::alert::hook_facts(snap, prev, written),
+            agents: crate::kernel::agents::facts(&snap.config),
             mismatched: BTreeSet::new(),
         }
     }
@@ -240,6 +243,10 @@ impl Seal {
         for (event, hash) in &self.hooks {
             s.push_str(&format!("hook {event} {hash}\n"));
         }
+        for (id, f) in &self.agents {
+            let (slots, caps) = crate::kernel::agents::fact_fields(f);
+            s.push_str(&format!("agent {id} {slots} {caps}\n"));
+        }
         s
     }
 
@@ -304,6 +311,10 @@ impl Seal {
                     let fence = fence.parse().map_err(|_| bad())?;
                     seal.leases
                         .insert(id.to_string(), LeaseFact { fence, holder });
+                }
+                ["agent", id, slots, caps] => {
+                    let f = crate::kernel::agents::parse_fields(slots, caps).ok_or_else(bad)?;
+                    seal.agents.insert(id.to_string(), f);
                 }
                 ["check", id, h] if is_sha256(h) => {
                     seal.checks.insert(id.to_string(), h.to_string());
@@ -418,6 +429,7 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
         }
     }
     apply_budget_and_hooks(snap, seal, &mut notes);
+    crate::kernel::agents::apply_sealed(snap, &seal.agents, &mut notes);
     apply_gates(snap, seal, &mut notes);
     apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {
@@ -592,6 +604,11 @@ mod tests {
         s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
         s.users.insert("t-bbbbbb".into());
         s.checks.insert("t-cccccc".into(), "0f".repeat(32));
+        s.agents.insert(
+            "exec".into(),
+            (Some(3), Some(vec!["a".into(), "b.c".into()])),
+        );
+        s.agents.insert("eval".into(), (None, None));
         s.leases.insert(
             "t-cccccc".into(),
             LeaseFact {

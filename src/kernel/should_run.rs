@@ -84,6 +84,11 @@ pub struct Answer {
     /// Overdue monitors (issue 8), the latest first: at most three ids, absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overdue: Vec<String>,
+    // -- routing (issue 9) --
+    /// This agent's own slots in the window and the owner's cap; absent without a cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_slots: Option<quota::Budget<u64>>,
+    // -- end routing --
 }
 
 /// The most quarantined files named in an answer.
@@ -120,6 +125,11 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .take(crate::kernel::monitor::MAX_OVERDUE_LISTED)
         .map(|o| o.id)
         .collect();
+    let cap = crate::kernel::agents::slots_cap(snap, agent);
+    let agent_slots = cap.map(|limit| quota::Budget {
+        used: quota::agent_used(&snap.quota, &snap.config.quota, agent, now),
+        limit: u64::from(limit),
+    });
     let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
         should_run: decision == Decision::Run,
         decision,
@@ -132,6 +142,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         problems: problems.clone(),
         owner_notes: notes.clone(),
         overdue: overdue.clone(),
+        agent_slots,
     };
 
     match snap.config.goal.status {
@@ -147,9 +158,24 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
     if open.is_empty() {
         return answer(Decision::Idle, "no_open_todos", None, None);
     }
+    // Only this agent's kind of work counts: a todo needing capabilities it lacks, or one it is
+    // excluded from, never clears for it (no `wait` or `ask` on other agents' work).
+    let have = crate::kernel::agents::capabilities(snap, agent);
+    let open: Vec<_> = open
+        .into_iter()
+        .filter(|t| readiness::yours(t, agent, have))
+        .collect();
+    if open.is_empty() {
+        return answer(Decision::Idle, "no_work_for_you", None, None);
+    }
     // Slots, then tokens, then cost: the reason names the first spent, the wait is until all free.
     if let Some((limit, d)) = quota::throttled(&snap.quota, &snap.config.quota, now) {
         return answer(Decision::Throttled, limit.reason(), None, Some(d));
+    }
+    if let Some(d) =
+        cap.and_then(|c| quota::agent_throttled(&snap.quota, &snap.config.quota, agent, c, now))
+    {
+        return answer(Decision::Throttled, "agent_slots_spent", None, Some(d));
     }
     if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
         return answer(Decision::Wait, "min_interval", None, Some(d));

@@ -108,6 +108,8 @@ pub struct Snapshot {
     pub owner_notes: Vec<String>,
     /// The owner's seal this snapshot was checked against, when valid.
     pub seal: Option<crate::kernel::seal::Seal>,
+    /// Agents' own declarations (`agents/ID.toml`), by id (routing, issue 9).
+    pub agents: BTreeMap<String, crate::kernel::model::AgentInfo>,
 }
 
 impl Snapshot {
@@ -125,6 +127,7 @@ impl Snapshot {
             quarantined: BTreeMap::new(),
             owner_notes: Vec::new(),
             seal: None,
+            agents: BTreeMap::new(),
         }
     }
 
@@ -147,6 +150,9 @@ impl Snapshot {
                 Write::Config(c) => s.config = c.clone(),
                 Write::Quota(q) => s.quota = q.clone(),
                 Write::Evidence(..) => {}
+                Write::Agent(a) => {
+                    s.agents.insert(a.id.clone(), a.clone());
+                }
             }
         }
         s

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::kernel::{Check, Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
 use crate::store::atomic;
 
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
 
@@ -89,6 +89,7 @@ struct Row(
     Option<(String, u64, i64, i64)>, // lease: holder, fence, acquired_at, expires_at
     Option<i64>,                     // overdue_noted (ms)
     Option<CheckRow>,                // check
+    Option<String>,                  // routing: "requires;reviews;exclude_agents" (see route_row)
 );
 
 /// A cached check: command, proposed_by, proposed_at, last_hash, last_run_at, last_exit.
@@ -108,7 +109,8 @@ impl Row {
             && t.lease
                 .as_ref()
                 .is_none_or(|l| l.extra.is_empty() && l.turn.is_none())
-            && t.check.as_ref().is_none_or(|c| c.extra.is_empty());
+            && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
+            && route_cacheable(t);
         plain.then(|| {
             Row(
                 t.id.clone(),
@@ -139,11 +141,12 @@ impl Row {
                         c.last_exit,
                     )
                 }),
+                route_row(t),
             )
         })
     }
 
-    fn into_todo(self) -> Todo {
+    fn into_todo(self) -> Option<Todo> {
         let Row(
             id,
             title,
@@ -162,8 +165,13 @@ impl Row {
             lease,
             overdue_noted,
             check,
+            route,
         ) = self;
-        Todo {
+        let (requires, reviews, exclude_agents) = match route {
+            Some(r) => parse_route(r)?,
+            None => Default::default(),
+        };
+        Some(Todo {
             schema_version: crate::kernel::SCHEMA_VERSION,
             id,
             title,
@@ -180,6 +188,9 @@ impl Row {
             status_by,
             fence,
             overdue_noted: overdue_noted.map(Ts),
+            requires,
+            reviews,
+            exclude_agents,
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -202,8 +213,56 @@ impl Row {
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
-        }
+        })
     }
+}
+
+/// The routing fields of a todo, when it has any, as one string: `requires;reviews;exclude_agents`
+/// with lists comma-joined (one JSON string parses several times faster than nested arrays). No
+/// capability, todo id or agent id holds `;` or `,`; a todo whose values would is not cached.
+fn route_row(t: &Todo) -> Option<String> {
+    let none = t.requires.is_empty() && t.reviews.is_none() && t.exclude_agents.is_empty();
+    (!none).then(|| {
+        format!(
+            "{};{};{}",
+            t.requires.join(","),
+            t.reviews.as_deref().unwrap_or(""),
+            t.exclude_agents.join(",")
+        )
+    })
+}
+
+/// True when a todo's routing survives `route_row` and `parse_route` unchanged.
+fn route_cacheable(t: &Todo) -> bool {
+    let plain = |v: &str| !v.is_empty() && !v.contains([';', ',']);
+    t.requires.iter().chain(&t.exclude_agents).all(|v| plain(v))
+        && t.reviews.as_deref().is_none_or(plain)
+}
+
+/// A routing string back to `requires`, `reviews`, `exclude_agents`; None when it is not one.
+fn parse_route(mut r: String) -> Option<(Vec<String>, Option<String>, Vec<String>)> {
+    // The common case, one requirement and nothing else: the string itself becomes it.
+    if let Some(req) = r.strip_suffix(";;")
+        && !req.is_empty()
+        && !req.contains([',', ';'])
+    {
+        r.truncate(req.len());
+        return Some((vec![r], None, Vec::new()));
+    }
+    let mut parts = r.split(';');
+    let (req, rev, ex) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let list = |s: &str| -> Vec<String> {
+        if s.is_empty() {
+            Vec::new()
+        } else {
+            s.split(',').map(str::to_string).collect()
+        }
+    };
+    let rev = (!rev.is_empty()).then(|| rev.to_string());
+    Some((list(req), rev, list(ex)))
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -241,7 +300,7 @@ impl Cache {
                 // gets: a forged or stale row out of range is dropped (a miss).
                 f.entries
                     .into_iter()
-                    .map(|Entry(k, r)| (r.0.clone(), (k, r.into_todo())))
+                    .filter_map(|Entry(k, r)| Some((r.0.clone(), (k, r.into_todo()?))))
                     .filter(|(_, (_, t))| crate::kernel::bounds::check_todo(t).is_ok())
                     .collect()
             })
@@ -383,6 +442,9 @@ mod tests {
             status_by: Some("agent-a".into()),
             fence: 7,
             overdue_noted: Some(Ts(1_800_000_000_124)),
+            requires: vec!["code.rust".into()],
+            reviews: Some("t-zzzzzz".into()),
+            exclude_agents: vec!["agent-c".into()],
             check: Some(Box::new(Check {
                 command: "gh pr view 12 --json state".into(),
                 proposed_by: "agent-a".into(),
@@ -409,7 +471,7 @@ mod tests {
         let t = todo();
         let json = serde_json::to_vec(&Row::of(&t).unwrap()).unwrap();
         let back: Row = serde_json::from_slice(&json).unwrap();
-        assert_eq!(back.into_todo(), t);
+        assert_eq!(back.into_todo(), Some(t));
     }
 
     #[test]
@@ -427,5 +489,32 @@ mod tests {
             c.extra.insert("mine".into(), toml::Value::Integer(1));
         }
         assert!(Row::of(&t).is_none());
+    }
+
+    #[test]
+    fn routing_round_trips_and_a_bad_route_string_is_a_miss() {
+        let mut t = todo();
+        t.requires = vec!["a".into(), "b.c".into()];
+        t.reviews = None;
+        t.exclude_agents = vec!["x@y".into(), "z".into()];
+        let json = serde_json::to_vec(&Row::of(&t).unwrap()).unwrap();
+        let back: Row = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back.into_todo(), Some(t.clone()));
+        t.exclude_agents = vec!["a,b".into()];
+        assert!(
+            Row::of(&t).is_none(),
+            "a value with a separator is not cached"
+        );
+        assert_eq!(parse_route("a;b".into()), None);
+        assert_eq!(parse_route("a;b;c;d".into()), None);
+        assert_eq!(
+            parse_route(";;".into()),
+            Some((Vec::new(), None, Vec::new()))
+        );
+        assert_eq!(
+            parse_route("a;;".into()),
+            Some((vec!["a".into()], None, Vec::new()))
+        );
+        assert_eq!(parse_route("a;;;".into()), None);
     }
 }

@@ -124,6 +124,13 @@ impl FileStore {
                 line.push(b'\n');
                 ops.push(tx::Op::append(format!("evidence/{id}.jsonl"), line));
             }
+            Write::Agent(a) => {
+                id::check_agent(&a.id)?;
+                ops.push(tx::Op::put(
+                    format!("agents/{}.toml", a.id),
+                    parse::encode(&a)?.into_bytes(),
+                ));
+            }
         }
         Ok(())
     }

@@ -71,7 +71,7 @@ impl FileStore {
 
     /// Refuses state directories that are symlinks (they could lead out of `.loopx/`).
     pub(super) fn check_no_symlinks(&self) -> Result<()> {
-        for sub in ["todos", "archive", "gates", "evidence", "cache"] {
+        for sub in ["todos", "archive", "gates", "evidence", "cache", "agents"] {
             let p = self.dir().join(sub);
             if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
                 return Err(parse::symlink_error(&p));
@@ -203,6 +203,7 @@ impl FileStore {
             g.proven = gate_proven_by(g, &proofs, key.as_ref());
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
+        let agents = self.read_agents(&mut quarantined)?;
         let mut archived = HashMap::new();
         for t in todos.values() {
             for dep in &t.depends_on {
@@ -228,9 +229,37 @@ impl FileStore {
                 quarantined,
                 owner_notes: Vec::new(),
                 seal: None,
+                agents,
             },
             refresh,
         ))
+    }
+
+    /// Reads agents' own declarations (`agents/ID.toml`); a file that cannot be read is
+    /// quarantined (as `agents/ID`) and that agent has no declared capabilities.
+    pub(super) fn read_agents(
+        &self,
+        quarantined: &mut BTreeMap<String, Problem>,
+    ) -> Result<BTreeMap<String, crate::kernel::model::AgentInfo>> {
+        let mut out = BTreeMap::new();
+        for (stem, entry) in self.state_files("agents")? {
+            let path = entry.path();
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, &e)),
+            };
+            match self.read_state(&path, &stem, &meta) {
+                Ok(Some(a)) => {
+                    out.insert(stem, a);
+                }
+                Ok(None) => {}
+                Err(p) => {
+                    quarantined.insert(format!("agents/{stem}"), p);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Reads every gate; a gate file that cannot be read counts as a pending global gate (fail

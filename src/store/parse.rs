@@ -197,6 +197,12 @@ impl Named for crate::kernel::Todo {
     }
 }
 
+impl Named for crate::kernel::model::AgentInfo {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
 impl Named for crate::kernel::Gate {
     fn id(&self) -> &str {
         &self.id

@@ -257,7 +257,7 @@ pub fn safe_rel(rel: &str) -> bool {
         "owner.seal",
         ".gitignore",
     ];
-    const DIRS: &[&str] = &["todos", "archive", "gates", "evidence"];
+    const DIRS: &[&str] = &["todos", "archive", "gates", "evidence", "agents"];
     match rel.split_once('/') {
         None => TOP.contains(&rel),
         Some((d, name)) => {
@@ -497,7 +497,7 @@ fn cut_from(dir: &Path, first: u64, last_seq: u64) -> Result<bool> {
 /// Removes the staged files of an uncommitted transaction, wherever they are.
 fn remove_staged(dir: &Path, tx: u64) {
     let suffix = format!("{}tx{tx}", atomic::TEMP_MARK);
-    for sub in ["", "todos", "archive", "gates", "evidence"] {
+    for sub in ["", "todos", "archive", "gates", "evidence", "agents"] {
         let Ok(rd) = fs::read_dir(dir.join(sub)) else {
             continue;
         };

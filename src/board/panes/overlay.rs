@@ -157,6 +157,16 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             if !td.depends_on.is_empty() {
                 lines.push(kv("depends on", td.depends_on.join(", ")));
             }
+            // Routing (issue 9): who may take it.
+            if !td.requires.is_empty() {
+                lines.push(kv("requires", td.requires.join(", ")));
+            }
+            if let Some(r) = &td.reviews {
+                lines.push(kv("reviews", r.clone()));
+            }
+            if !td.exclude_agents.is_empty() {
+                lines.push(kv("excluded", td.exclude_agents.join(", ")));
+            }
             if let Some(l) = &td.lease {
                 let left = l.expires_at.since(vm.now).0;
                 let state = if left > 0 {

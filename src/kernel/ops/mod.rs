@@ -25,6 +25,8 @@ pub enum Write {
     Quota(QuotaFile),
     /// Append to `evidence/ID.jsonl`.
     Evidence(String, Evidence),
+    /// Write `agents/ID.toml` (routing, issue 9).
+    Agent(AgentInfo),
 }
 
 /// What a mutation changes: files to write and journal events, applied together under the lock.
@@ -133,6 +135,14 @@ pub struct NewTodo {
     pub every: Option<Dur>,
     /// A gate that should block it.
     pub blocked_by_gate: Option<String>,
+    // --- routing (issue 9) ---
+    /// Capabilities an agent needs.
+    pub requires: Vec<String>,
+    /// The todo it reviews (resolved; also added to `depends_on`).
+    pub reviews: Option<String>,
+    /// Agents that may never claim it.
+    pub exclude_agents: Vec<String>,
+    // --- end routing ---
 }
 
 /// Adds a todo (and puts it on a gate's `blocks` list when asked).
@@ -144,6 +154,12 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         && every < Dur::from_secs(1)
     {
         return Err(Error::usage("--every must be at least 1s"));
+    }
+    let mut new = new;
+    if let Some(r) = &new.reviews
+        && !new.depends_on.contains(r)
+    {
+        new.depends_on.push(r.clone());
     }
     let t = Todo {
         schema_version: SCHEMA_VERSION,
@@ -163,6 +179,9 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         fence: 0,
         overdue_noted: None,
         check: None,
+        requires: new.requires,
+        reviews: new.reviews,
+        exclude_agents: new.exclude_agents,
         lease: None,
         extra: Extra::new(),
     };
@@ -190,7 +209,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         Action::TodoAdd,
         &t.id,
         json!({"title": t.title, "priority": t.priority, "role": t.role,
-               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate}),
+               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate,
+               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents}),
     );
     Ok((c, t))
 }
@@ -479,14 +499,18 @@ pub fn update(
         t.reason = Some(r.clone());
     }
     bounds::usage(bounds::check_todo(&t))?;
-    c.event(
-        now,
-        agent,
-        action,
-        &t.id,
-        json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
-               "next_due_at": t.next_due_at}),
-    );
+    let mut data = json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
+               "next_due_at": t.next_due_at});
+    // -- routing (issue 9): the finisher of a todo may never claim its reviews --
+    if action == Action::TodoDone {
+        let reviews = crate::kernel::agents::exclude_finisher(snap, &t.id, agent, now);
+        if !reviews.is_empty() {
+            data["reviews_excluded"] = json!(reviews.iter().map(|r| &r.id).collect::<Vec<_>>());
+        }
+        c.writes.extend(reviews.into_iter().map(Write::Todo));
+    }
+    // -- end routing --
+    c.event(now, agent, action, &t.id, data);
     c.writes.push(if archive {
         Write::Archive(t.clone())
     } else {

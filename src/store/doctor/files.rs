@@ -11,7 +11,7 @@ use crate::store::parse::{self, Named, shown};
 use crate::store::{atomic, journal};
 
 /// The state directories inside `.loopx/`.
-pub(super) const DIRS: [&str; 5] = ["todos", "archive", "gates", "evidence", "cache"];
+pub(super) const DIRS: [&str; 6] = ["todos", "archive", "gates", "evidence", "cache", "agents"];
 
 /// A parsed state file and where it is.
 pub(super) struct Doc<T> {
@@ -70,6 +70,8 @@ pub(super) fn read_all(store: &FileStore, out: &mut Vec<Finding>) -> State {
     let archived = read_named::<Todo>(&d.join("archive"), out);
     let gates = read_named::<Gate>(&d.join("gates"), out);
     let quota = read_quota(store, out);
+    // Agents' declarations (routing, issue 9): each file checked on its own.
+    read_named::<crate::kernel::model::AgentInfo>(&d.join("agents"), out);
     let known: HashSet<&str> = todos
         .iter()
         .chain(&archived)

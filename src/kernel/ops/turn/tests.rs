@@ -14,6 +14,9 @@ fn new_todo() -> NewTodo {
         depends_on: vec![],
         every: None,
         blocked_by_gate: None,
+        requires: Vec::new(),
+        reviews: None,
+        exclude_agents: Vec::new(),
     }
 }
 
@@ -55,6 +58,7 @@ fn kinds(c: &Change) -> Vec<&'static str> {
             Write::Quota(_) => "quota",
             Write::Gate(_) => "gate",
             Write::Config(_) => "config",
+            Write::Agent(_) => "agent",
         })
         .collect()
 }
