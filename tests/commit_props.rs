@@ -186,6 +186,8 @@ fn change(snap: &Snapshot, s: &Step, now: Ts, n: &mut u8) -> Change {
                 depends_on,
                 every: None,
                 blocked_by_gate: None,
+                body: None,
+                links: Vec::new(),
             };
             ops::add_todo(snap, "agent-0", now, new).expect("add").0
         })

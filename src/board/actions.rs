@@ -199,6 +199,8 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
                         depends_on: Vec::new(),
                         every: None,
                         blocked_by_gate: None,
+                        body: None,
+                        links: Vec::new(),
                     },
                 )
             })?;

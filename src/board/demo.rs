@@ -137,6 +137,8 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                     depends_on,
                     every: None,
                     blocked_by_gate: None,
+                    body: None,
+                    links: Vec::new(),
                 },
             )
         })?;
@@ -156,6 +158,8 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                 depends_on: Vec::new(),
                 every: None,
                 blocked_by_gate: None,
+                body: None,
+                links: Vec::new(),
             },
         )
     })?;

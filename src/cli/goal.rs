@@ -177,6 +177,8 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
                     depends_on: vec![],
                     every: None,
                     blocked_by_gate: None,
+                    body: None,
+                    links: Vec::new(),
                 },
             )
         })?;

@@ -8,6 +8,10 @@ mod owner;
 mod quota;
 mod state;
 mod todo;
+// teams (issue 9)
+mod evidence;
+mod roster;
+mod todo_edit;
 mod turn;
 
 use std::io::{IsTerminal, Write as _};

@@ -1,4 +1,5 @@
-//! `todo`: add, list, show, claim, renew, update, release, reopen and reassign.
+//! `todo`: add, list, show, claim, renew, update, release, reopen, reassign (handoff and edit:
+//! `todo_edit.rs`).
 
 use std::path::Path;
 use std::process::Command;
@@ -6,6 +7,7 @@ use std::process::Command;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use super::todo_edit::{self, ContextArgs};
 use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::bounds;
 use crate::kernel::id::{self, Kind};
@@ -39,6 +41,9 @@ pub enum TodoCmd {
         /// A pending gate that blocks it.
         #[arg(long, value_name = "ID")]
         blocked_by_gate: Option<String>,
+        /// Body and links.
+        #[command(flatten)]
+        context: ContextArgs,
     },
     /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
     List {
@@ -96,6 +101,10 @@ pub enum TodoCmd {
         #[arg(long, value_name = "DUR")]
         ttl: Option<Dur>,
     },
+    /// Pass your lease to a named agent with a new fence; the note becomes evidence.
+    Handoff(todo_edit::HandoffArgs),
+    /// Change a todo's title, priority, body, links or dependencies (its creator, or the owner).
+    Edit(todo_edit::EditArgs),
 }
 
 /// `todo update` arguments.
@@ -147,7 +156,9 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             depends_on,
             every,
             blocked_by_gate,
+            context,
         } => {
+            let (body, links) = context.read(ctx)?;
             bounds::usage(bounds::count(
                 "--depends-on",
                 depends_on.len(),
@@ -180,6 +191,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                         depends_on: deps,
                         every,
                         blocked_by_gate: gate,
+                        body,
+                        links,
                     },
                 )
             })?;
@@ -202,11 +215,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             })?;
             let l = t.lease.as_ref();
             let text = format!(
-                "{} claimed: {} (fence {}, lease until {})",
+                "{} claimed: {} (fence {}, lease until {}){}",
                 esc(&t.id),
                 esc(&t.title),
                 t.fence,
-                l.map(|l| l.expires_at.to_string()).unwrap_or_default()
+                l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
+                todo_edit::context_text(&t)
             );
             Ok(Out::new("todo", to_json(&t), text).noted(notes))
         }
@@ -250,6 +264,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 format!("{} is open again", esc(&t.id)),
             ))
         }
+        TodoCmd::Handoff(a) => todo_edit::handoff(ctx, &store, a),
+        TodoCmd::Edit(a) => todo_edit::edit(ctx, &store, a),
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
             let owner = crate::kernel::ops::OWNER;
@@ -587,7 +603,7 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
         readiness::blockers(&snap, &t, &ctx.agent, ctx.now, true)
     };
     let evidence = store.evidence_tail(&id, 10)?;
-    let mut text = line(&t, ctx.now);
+    let mut text = line(&t, ctx.now) + &todo_edit::context_text(&t);
     if !t.depends_on.is_empty() {
         text.push_str(&format!(
             "\n  depends on: {}",

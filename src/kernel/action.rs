@@ -126,6 +126,12 @@ actions! {
     /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
     HookFail = "hook.fail", owner: false;
     // -- end alerts --
+    // -- teams (issue 9) --
+    /// `todo handoff`: the holder passes its lease to a named agent with a new fence.
+    TodoHandoff = "todo.handoff", owner: false;
+    /// `todo edit`: title, priority, body, links or dependencies (signed when the owner's).
+    TodoEdit = "todo.edit", owner: false;
+    // -- end teams --
 }
 
 impl Action {

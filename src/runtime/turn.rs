@@ -125,7 +125,7 @@ impl TurnReport {
 /// store.mutate(|snap| {
 ///     let new = ops::NewTodo {
 ///         id, title: "Write it".into(), role: Role::Agent, priority: Priority::P2,
-///         depends_on: vec![], every: None, blocked_by_gate: None,
+///         depends_on: vec![], every: None, blocked_by_gate: None, body: None, links: vec![],
 ///     };
 ///     ops::add_todo(snap, "me", Ts::now(), new)
 /// })?;

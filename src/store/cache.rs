@@ -107,8 +107,12 @@ impl Row {
             && t.schema_version == crate::kernel::SCHEMA_VERSION
             && t.lease
                 .as_ref()
-                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none())
-            && t.check.as_ref().is_none_or(|c| c.extra.is_empty());
+                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none() && l.handoff_from.is_none())
+            && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
+            // A todo with a body or links is parsed from its file each time (rare, and kept
+            // out of the fixed row).
+            && t.body.is_none()
+            && t.links.is_empty();
         plain.then(|| {
             Row(
                 t.id.clone(),
@@ -180,6 +184,8 @@ impl Row {
             status_by,
             fence,
             overdue_noted: overdue_noted.map(Ts),
+            body: None,
+            links: Vec::new(),
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -199,6 +205,7 @@ impl Row {
                 acquired_at: Ts(acquired_at),
                 expires_at: Ts(expires_at),
                 turn: None,
+                handoff_from: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
@@ -398,8 +405,11 @@ mod tests {
                 acquired_at: Ts(1_700_000_000_003),
                 expires_at: Ts(1_700_000_000_004),
                 turn: None,
+                handoff_from: None,
                 extra: Extra::new(),
             }),
+            body: None,
+            links: Vec::new(),
             extra: Extra::new(),
         }
     }
@@ -426,6 +436,16 @@ mod tests {
         if let Some(c) = t.check.as_mut() {
             c.extra.insert("mine".into(), toml::Value::Integer(1));
         }
+        assert!(Row::of(&t).is_none());
+    }
+
+    #[test]
+    fn todos_with_a_body_or_links_are_not_cached() {
+        let mut t = todo();
+        t.body = Some("why".into());
+        assert!(Row::of(&t).is_none());
+        let mut t = todo();
+        t.links = vec!["https://example.com/1".into()];
         assert!(Row::of(&t).is_none());
     }
 }

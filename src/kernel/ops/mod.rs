@@ -133,6 +133,12 @@ pub struct NewTodo {
     pub every: Option<Dur>,
     /// A gate that should block it.
     pub blocked_by_gate: Option<String>,
+    // -- teams: todo context --
+    /// What the work is, at length.
+    pub body: Option<String>,
+    /// URLs it refers to.
+    pub links: Vec<String>,
+    // -- end teams --
 }
 
 /// Adds a todo (and puts it on a gate's `blocks` list when asked).
@@ -163,6 +169,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         fence: 0,
         overdue_noted: None,
         check: None,
+        body: new.body,
+        links: new.links,
         lease: None,
         extra: Extra::new(),
     };
@@ -190,7 +198,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         Action::TodoAdd,
         &t.id,
         json!({"title": t.title, "priority": t.priority, "role": t.role,
-               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate}),
+               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate,
+               "body": t.body.is_some(), "links": t.links}),
     );
     Ok((c, t))
 }
@@ -219,6 +228,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         acquired_at: now,
         expires_at: now.add(ttl),
         turn: None,
+        handoff_from: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -236,6 +246,10 @@ pub fn claim(
     let ttl = check_ttl(ttl)?;
     let mut c = Change::default();
     let Some(id) = id else {
+        // A todo handed to this agent comes first: the claim takes it up (teams).
+        if let Some(t) = handed_to(snap, agent, now) {
+            return claim(snap, agent, now, ttl, Some(&t.id));
+        }
         let Some(best) = readiness::best(snap, agent, now) else {
             let (why, hint) = readiness::why_none_ready(snap, agent, now);
             return Err(Error::new(Code::NothingReady, why).hint(hint));
@@ -263,14 +277,12 @@ pub fn claim(
     let mut t = cur.clone();
     if let Some(l) = t.lease.as_mut().filter(|l| l.is_live(now)) {
         l.expires_at = now.add(ttl);
+        let mut data = json!({"fence": t.fence, "expires_at": l.expires_at});
+        if let Some(from) = l.handoff_from.take() {
+            data["handoff_from"] = json!(from);
+        }
         t.updated_at = now;
-        c.event(
-            now,
-            agent,
-            Action::TodoRenew,
-            &t.id,
-            json!({"fence": t.fence, "expires_at": l.expires_at}),
-        );
+        c.event(now, agent, Action::TodoRenew, &t.id, data);
     } else {
         grant_claim(&mut c, &mut t, agent, now, ttl)?;
     }
@@ -376,6 +388,7 @@ pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Resul
     let mut c = Change::default();
     if let Some(l) = t.lease.as_mut() {
         l.expires_at = now.add(ttl);
+        l.handoff_from = None;
         c.event(
             now,
             agent,
@@ -606,6 +619,9 @@ pub fn open_gate(
 
 mod hooks;
 mod owner;
+// teams: hand-off and edit (issue 9)
+mod team;
+pub use team::*;
 mod spend;
 mod turn;
 pub use hooks::*;

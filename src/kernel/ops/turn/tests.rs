@@ -14,6 +14,8 @@ fn new_todo() -> NewTodo {
         depends_on: vec![],
         every: None,
         blocked_by_gate: None,
+        body: None,
+        links: Vec::new(),
     }
 }
 
