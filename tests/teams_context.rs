@@ -366,6 +366,11 @@ fn the_roster_shows_working_idle_and_stale_agents() {
     assert_eq!(state.as_deref(), Some("stale"));
     let text = p.run(&["agents"]).stdout;
     assert!(text.contains("stale") && text.contains("alice"), "{text}");
+    // Carol takes the lapsed lease over: no todo names Alice now, the journal still says stale.
+    let c = claim(&p, "carol", &t, &[]);
+    assert_eq!(c["lease"]["holder"], "carol");
+    assert_eq!(roster_state(&p, "alice").as_deref(), Some("stale"));
+    assert_eq!(roster_state(&p, "carol").as_deref(), Some("working"));
     // Alice writes again: idle.
     p.ok_as("alice", &["todo", "add", "Back at it"]);
     assert_eq!(roster_state(&p, "alice").as_deref(), Some("idle"));

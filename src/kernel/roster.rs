@@ -58,10 +58,44 @@ pub struct AgentRow {
     pub stale_since: Option<Ts>,
 }
 
-/// The roster at `now`: one row per agent in `seen` (agent to its last journal time) or holding
-/// a lease (live or expired), reserved names left out; working first, then by last seen (newest
-/// first), then by id.
-pub fn roster(snap: &Snapshot, seen: &BTreeMap<String, Ts>, now: Ts) -> Vec<AgentRow> {
+/// What the journal says of each agent: its latest line, and its latest lease that lapsed and was
+/// then taken over (`reclaimed_from` of a claim) or cleared (`lease.expire`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    /// Agent to the time of its latest journal line.
+    pub last: BTreeMap<String, Ts>,
+    /// Agent to the latest expiry of a lease of its that lapsed, as the journal recorded it.
+    pub lapsed: BTreeMap<String, Ts>,
+}
+
+impl Seen {
+    /// Adds one journal line: its actor and time, and any lapsed lease it records.
+    pub fn add(&mut self, actor: &str, at: Ts, action: &str, data: &serde_json::Value) {
+        let e = self.last.entry(actor.to_string()).or_insert(at);
+        *e = (*e).max(at);
+        if let Some((holder, exp)) = lapsed_of(action, data) {
+            let e = self.lapsed.entry(holder).or_insert(exp);
+            *e = (*e).max(exp);
+        }
+    }
+}
+
+/// The holder and expiry of a lapsed lease a journal line records, if any.
+pub fn lapsed_of(action: &str, data: &serde_json::Value) -> Option<(String, Ts)> {
+    let (holder, at) = match action {
+        "todo.claim" => {
+            let r = data.get("reclaimed_from")?;
+            (r.get("holder")?, r.get("expired_at")?)
+        }
+        "lease.expire" => (data.get("holder")?, data.get("expired_at")?),
+        _ => return None,
+    };
+    Some((holder.as_str()?.to_string(), at.as_str()?.parse().ok()?))
+}
+
+/// The roster at `now`: one row per agent the journal names (`seen`) or holding a lease (live or
+/// expired), reserved names left out; working first, then by last seen (newest first), then by id.
+pub fn roster(snap: &Snapshot, seen: &Seen, now: Ts) -> Vec<AgentRow> {
     let mut rows: BTreeMap<&str, AgentRow> = BTreeMap::new();
     let blank = |a: &str, last: Option<Ts>| AgentRow {
         agent: a.to_string(),
@@ -75,13 +109,18 @@ pub fn roster(snap: &Snapshot, seen: &BTreeMap<String, Ts>, now: Ts) -> Vec<Agen
         state: AgentState::Idle,
         stale_since: None,
     };
-    for (a, at) in seen {
+    for (a, at) in &seen.last {
         if !id::is_reserved_actor(a) {
             rows.insert(a, blank(a, Some(*at)));
         }
     }
-    // The latest expired lease of each agent without a live one.
-    let mut expired: BTreeMap<&str, Ts> = BTreeMap::new();
+    // The latest expired lease of each agent: still in a todo file, or lapsed in the journal.
+    let mut expired: BTreeMap<&str, Ts> = seen
+        .lapsed
+        .iter()
+        .filter(|(a, _)| rows.contains_key(a.as_str()))
+        .map(|(a, t)| (a.as_str(), *t))
+        .collect();
     for t in snap.todos.values() {
         let Some(l) = &t.lease else { continue };
         if id::is_reserved_actor(&l.holder) {
@@ -184,12 +223,18 @@ mod tests {
             cost_usd: Some(0.5),
             extra: Extra::new(),
         });
-        let mut seen = BTreeMap::new();
-        seen.insert("ann".to_string(), NOW.sub(Dur::from_mins(3)));
-        seen.insert("bob".to_string(), NOW.sub(Dur::from_mins(4)));
-        seen.insert("cat".to_string(), NOW.sub(Dur::from_mins(1)));
-        seen.insert("dan".to_string(), NOW.sub(Dur::from_mins(9)));
-        seen.insert("owner".to_string(), NOW);
+        let mut seen = Seen::default();
+        let none = serde_json::Value::Null;
+        seen.add("ann", NOW.sub(Dur::from_mins(3)), "todo.renew", &none);
+        seen.add("bob", NOW.sub(Dur::from_mins(4)), "todo.renew", &none);
+        seen.add("cat", NOW.sub(Dur::from_mins(1)), "todo.add", &none);
+        seen.add("dan", NOW.sub(Dur::from_mins(9)), "todo.claim", &none);
+        seen.add("owner", NOW, "goal.pause", &none);
+        // Eve's lease lapsed and was taken over: stale, though no todo names her now.
+        seen.add("eve", NOW.sub(Dur::from_mins(20)), "todo.claim", &none);
+        let reclaim = serde_json::json!({"fence": 2, "reclaimed_from":
+            {"holder": "eve", "fence": 1, "expired_at": NOW.sub(Dur::from_mins(10))}});
+        seen.add("dan", NOW.sub(Dur::from_mins(9)), "todo.claim", &reclaim);
         let r = roster(&snap, &seen, NOW);
         let states: Vec<(&str, AgentState)> =
             r.iter().map(|r| (r.agent.as_str(), r.state)).collect();
@@ -200,6 +245,7 @@ mod tests {
                 ("cat", AgentState::Idle),
                 ("bob", AgentState::Stale),
                 ("dan", AgentState::Idle),
+                ("eve", AgentState::Stale),
             ]
         );
         assert_eq!((r[0].turns, r[0].slots, r[0].tokens), (1, 2, 10));

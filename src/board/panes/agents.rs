@@ -1,7 +1,5 @@
 //! The agents overlay: the roster computed from the board's snapshot and journal tail.
 
-use std::collections::BTreeMap;
-
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -13,18 +11,17 @@ use super::{block, title};
 use crate::board::app::ago;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
-use crate::kernel::roster::{self, AgentState};
-use crate::kernel::{Event, Ts};
+use crate::kernel::Event;
+use crate::kernel::roster::{self, AgentState, Seen};
 use crate::text::escape as esc;
 
-/// The latest time of each actor in these journal events.
-pub fn seen(journal: &[Event]) -> BTreeMap<String, Ts> {
-    let mut m: BTreeMap<String, Ts> = BTreeMap::new();
+/// The latest time of each actor in these journal events, and the lapsed leases they record.
+pub fn seen(journal: &[Event]) -> Seen {
+    let mut s = Seen::default();
     for e in journal {
-        let at = m.entry(e.actor.clone()).or_insert(e.at);
-        *at = (*at).max(e.at);
+        s.add(&e.actor, e.at, e.action.as_str(), &e.data);
     }
-    m
+    s
 }
 
 /// Draws the roster: state, agent, last seen, leases, turns in the window.
