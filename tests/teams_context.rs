@@ -93,6 +93,28 @@ fn a_handoff_moves_the_lease_with_a_new_fence_and_the_note_as_evidence() {
 }
 
 #[test]
+fn the_receivers_turn_runs_the_handed_todo_first() {
+    let p = Project::new("handoff-turn");
+    let t = p.add("Handed", &["--priority", "P3"]);
+    p.add("Better by priority", &["--priority", "P0"]);
+    claim(&p, "alice", &t, &[]);
+    p.ok_as("alice", &["todo", "handoff", &t, "--to", "bob"]);
+    let r = p.run(&[
+        "--agent",
+        "bob",
+        "--json",
+        "turn",
+        "--complete-on-success",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let v = parse_json(&r, "turn");
+    assert_eq!(v["todo"]["id"], t.as_str(), "{v}");
+    assert_eq!(p.show(&t)["status"], "done");
+}
+
+#[test]
 fn a_handoff_is_refused_to_reserved_names_and_from_non_holders() {
     let p = Project::new("handoff-refused");
     let t = p.add("Work", &[]);

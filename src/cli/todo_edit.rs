@@ -14,7 +14,7 @@ use crate::text::escape as esc;
 /// A todo's body and links, as `todo add` and `todo edit` take them.
 #[derive(Debug, Args, Default)]
 pub struct ContextArgs {
-    /// What the work is, at length (Markdown or plain text).
+    /// What the work is, at length (Markdown or plain text); `todo edit --body ''` removes it.
     #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
     pub body: Option<String>,
     /// Read the body from a regular file (not a link, not a FIFO).
