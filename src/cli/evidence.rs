@@ -161,6 +161,24 @@ fn line(id: &str, e: &Evidence) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn best_is_the_extreme_and_the_earliest_of_its_ties(
+            runs in proptest::collection::vec((0i64..20, -5i32..5), 1..30),
+        ) {
+            let all: Vec<_> = runs.iter().map(|(at, v)| metric(*at, f64::from(*v))).collect();
+            for how in [Best::Min, Best::Max] {
+                let i = pick_best(&all, how).unwrap();
+                let values = runs.iter().map(|(_, v)| *v);
+                let want = if how == Best::Min { values.min() } else { values.max() }.unwrap();
+                prop_assert_eq!(runs[i].1, want);
+                let earliest = runs.iter().filter(|(_, v)| *v == want).map(|(at, _)| *at).min();
+                prop_assert_eq!(Some(runs[i].0), earliest);
+            }
+        }
+    }
 
     fn metric(at: i64, v: f64) -> (String, Evidence) {
         let mut e = Evidence::new(Ts(at), "a", None, EvidenceKind::Metric, format!("m={v}"));

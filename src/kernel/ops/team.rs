@@ -191,6 +191,19 @@ fn check_no_cycle(snap: &Snapshot, id: &str, deps: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_link_has_a_scheme_and_no_space_or_control(s in "\\PC{0,40}", c in any::<char>()) {
+            let url = format!("https://example.com/{s}{c}");
+            let ok = bounds::link("links", &url).is_ok();
+            let clean = !url.chars().any(|ch| ch.is_whitespace() || crate::text::is_unsafe(ch));
+            prop_assert_eq!(ok, clean);
+            let bare = format!("example.com/{s}");
+            prop_assert!(bounds::link("links", &bare).is_err());
+        }
+    }
     use crate::kernel::error::Code;
     use crate::kernel::ops::{NewTodo, add_todo, claim};
 
