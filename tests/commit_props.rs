@@ -189,6 +189,8 @@ fn change(snap: &Snapshot, s: &Step, now: Ts, n: &mut u8) -> Change {
                 requires: Vec::new(),
                 reviews: None,
                 exclude_agents: Vec::new(),
+                body: None,
+                links: Vec::new(),
             };
             ops::add_todo(snap, "agent-0", now, new).expect("add").0
         })

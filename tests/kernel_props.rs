@@ -102,7 +102,7 @@ fn world() -> impl Strategy<Value = World> {
                 let mut fence = 0;
                 let lease = s.lease.map(|(h, exp)| {
                     fence = 3;
-                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, extra: Extra::new() }
+                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, handoff_from: None, extra: Extra::new() }
                 });
                 let t = Todo {
                     schema_version: 1,
@@ -125,6 +125,8 @@ fn world() -> impl Strategy<Value = World> {
                     reviews: None,
                     exclude_agents: Vec::new(),
                     check: None,
+                    body: None,
+                    links: Vec::new(),
                     lease,
                     extra: Extra::new(),
                 };

@@ -202,6 +202,8 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
                         requires: Vec::new(),
                         reviews: None,
                         exclude_agents: Vec::new(),
+                        body: None,
+                        links: Vec::new(),
                     },
                 )
             })?;

@@ -82,6 +82,11 @@ pub enum Mode {
         /// Lines scrolled.
         scroll: u16,
     },
+    /// The agents' roster (teams).
+    Agents {
+        /// Lines scrolled.
+        scroll: u16,
+    },
     /// Typing the filter.
     Filter,
     /// A text input.
@@ -403,7 +408,9 @@ impl App {
                 v.push(Scope::Always);
                 v
             }
-            Mode::Help { .. } | Mode::Detail { .. } => vec![Scope::Overlay, Scope::Always],
+            Mode::Help { .. } | Mode::Detail { .. } | Mode::Agents { .. } => {
+                vec![Scope::Overlay, Scope::Always]
+            }
             Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],
             Mode::Picker { .. } => vec![Scope::Picker, Scope::Always],
             Mode::Confirm(_) => vec![Scope::Confirm, Scope::Always],
@@ -450,6 +457,11 @@ impl App {
                 Mode::Detail { scroll } => {
                     self.mode = overlay(action, scroll)
                         .map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
+                    Vec::new()
+                }
+                Mode::Agents { scroll } => {
+                    self.mode = overlay(action, scroll)
+                        .map_or(Mode::Normal, |s| Mode::Agents { scroll: s });
                     Vec::new()
                 }
                 Mode::Filter => {

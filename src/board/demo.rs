@@ -141,6 +141,8 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                     requires: Vec::new(),
                     reviews: None,
                     exclude_agents: Vec::new(),
+                    body: None,
+                    links: Vec::new(),
                 },
             )
         })?;
@@ -163,6 +165,8 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                 requires: Vec::new(),
                 reviews: None,
                 exclude_agents: Vec::new(),
+                body: None,
+                links: Vec::new(),
             },
         )
     })?;

@@ -57,6 +57,8 @@ pub enum Action {
     Cancel,
     /// Finish the text or the choice.
     Submit,
+    /// Show the agents' roster.
+    Agents,
 }
 
 /// Where a binding applies.
@@ -265,6 +267,14 @@ pub const KEYMAP: &[Binding] = &[
         Action::Open,
         "details of the selection",
         Some("details"),
+        false,
+    ),
+    b(
+        Scope::Global,
+        &[k('w')],
+        Action::Agents,
+        "the agents: working, idle or stale",
+        None,
         false,
     ),
     b(

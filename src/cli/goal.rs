@@ -180,6 +180,8 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
                     requires: Vec::new(),
                     reviews: None,
                     exclude_agents: Vec::new(),
+                    body: None,
+                    links: Vec::new(),
                 },
             )
         })?;

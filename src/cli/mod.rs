@@ -9,6 +9,10 @@ mod owner;
 mod quota;
 mod state;
 mod todo;
+// teams (issue 9)
+mod evidence;
+mod roster;
+mod todo_edit;
 mod turn;
 
 use std::io::{IsTerminal, Write as _};
@@ -141,6 +145,13 @@ pub enum Cmd {
     /// Monitors: watchers' checks (propose, approve, revoke), the list, and `poll`.
     #[command(subcommand)]
     Monitor(monitor::MonitorCmd),
+    // -- teams (issue 9) --
+    /// Every agent seen: last seen, leases held, turns and spend in the window, state.
+    Agents,
+    /// Evidence across todos: filter it, and find the best run of a metric.
+    #[command(subcommand)]
+    Evidence(evidence::EvidenceCmd),
+    // -- end teams --
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -369,6 +380,8 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Monitor(c)) => monitor::run(ctx, c),
         Some(Cmd::Hook(c)) => hook::run(ctx, c),
         Some(Cmd::Agent(c)) => agent::run(ctx, c),
+        Some(Cmd::Agents) => roster::run(ctx),
+        Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();

@@ -250,6 +250,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
                 left(now, l.expires_at),
                 safe(&t.title)
             ));
+            md.push_str(&context_md(t));
         }
     }
     md.push_str(&super::agent::reviews_md(&store, &held)?);
@@ -333,7 +334,8 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "objective": g.objective,
         "goal_status": g.status,
         "leases": held.iter().map(|t| json!({"id": t.id, "title": cut(&t.title), "fence": t.fence,
-            "expires_at": t.lease.as_ref().map(|l| l.expires_at)})).collect::<Vec<_>>(),
+            "expires_at": t.lease.as_ref().map(|l| l.expires_at), "body": t.body, "links": t.links,
+            "handoff_from": t.lease.as_ref().and_then(|l| l.handoff_from.as_deref())})).collect::<Vec<_>>(),
         "ready": ready.iter().take(5).map(|t| json!({"id": t.id, "title": cut(&t.title), "priority": t.priority})).collect::<Vec<_>>(),
         "ready_more": ready.len().saturating_sub(5),
         "questions": answer.questions,
@@ -476,4 +478,35 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
         pos = next;
         new.iter().map(to_json).for_each(|v| show(&v));
     }
+}
+
+/// The most body lines STATE.md shows per todo.
+const BODY_LINES: usize = 40;
+
+/// A held todo's hand-off, links and body under its line in STATE.md: escaped, the body as an
+/// indented code block so it adds no Markdown structure.
+fn context_md(t: &crate::kernel::Todo) -> String {
+    let mut s = String::new();
+    if let Some(f) = t.lease.as_ref().and_then(|l| l.handoff_from.as_deref()) {
+        s.push_str(&format!("  handed over by {}\n", esc(f)));
+    }
+    for l in &t.links {
+        s.push_str(&format!("  link: {}\n", esc(l)));
+    }
+    if let Some(b) = &t.body {
+        s.push_str("  body:\n\n");
+        let n = b.lines().count();
+        for l in b.lines().take(BODY_LINES) {
+            s.push_str(&format!("      {}\n", esc(l)));
+        }
+        if n > BODY_LINES {
+            s.push_str(&format!(
+                "\n  ({} more lines: `loopx todo show {}`)\n",
+                n - BODY_LINES,
+                esc(&t.id)
+            ));
+        }
+        s.push('\n');
+    }
+    s
 }

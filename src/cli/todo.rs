@@ -1,4 +1,5 @@
-//! `todo`: add, list, show, claim, renew, update, release, reopen and reassign.
+//! `todo`: add, list, show, claim, renew, update, release, reopen, reassign (handoff and edit:
+//! `todo_edit.rs`).
 
 use std::path::Path;
 use std::process::Command;
@@ -6,6 +7,7 @@ use std::process::Command;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use super::todo_edit::{self, ContextArgs};
 use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::bounds;
 use crate::kernel::id::{self, Kind};
@@ -48,6 +50,9 @@ pub enum TodoCmd {
         /// An agent that may never claim it (repeatable).
         #[arg(long, value_name = "AGENT")]
         exclude_agent: Vec<String>,
+        /// Body and links.
+        #[command(flatten)]
+        context: ContextArgs,
     },
     /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
     List {
@@ -105,6 +110,10 @@ pub enum TodoCmd {
         #[arg(long, value_name = "DUR")]
         ttl: Option<Dur>,
     },
+    /// Pass your lease to a named agent with a new fence; the note becomes evidence.
+    Handoff(todo_edit::HandoffArgs),
+    /// Change a todo's title, priority, body, links or dependencies (its creator, or the owner).
+    Edit(todo_edit::EditArgs),
 }
 
 /// `todo update` arguments.
@@ -159,7 +168,9 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             requires,
             reviews,
             exclude_agent,
+            context,
         } => {
+            let (body, links) = context.read(ctx)?;
             bounds::usage(bounds::count(
                 "--depends-on",
                 depends_on.len(),
@@ -199,6 +210,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                         requires,
                         reviews,
                         exclude_agents,
+                        body,
+                        links,
                     },
                 )
             })?;
@@ -221,11 +234,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             })?;
             let l = t.lease.as_ref();
             let text = format!(
-                "{} claimed: {} (fence {}, lease until {})",
+                "{} claimed: {} (fence {}, lease until {}){}",
                 esc(&t.id),
                 esc(&t.title),
                 t.fence,
-                l.map(|l| l.expires_at.to_string()).unwrap_or_default()
+                l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
+                todo_edit::context_text(&t)
             );
             let mut out = Out::new("todo", to_json(&t), text).noted(notes);
             if let Some((j, text)) = super::agent::reviews_evidence(&store, &t)? {
@@ -274,6 +288,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 format!("{} is open again", esc(&t.id)),
             ))
         }
+        TodoCmd::Handoff(a) => todo_edit::handoff(ctx, &store, a),
+        TodoCmd::Edit(a) => todo_edit::edit(ctx, &store, a),
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
             let owner = crate::kernel::ops::OWNER;
@@ -611,7 +627,7 @@ fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
         readiness::blockers(&snap, &t, &ctx.agent, ctx.now, true)
     };
     let evidence = store.evidence_tail(&id, 10)?;
-    let mut text = line(&t, ctx.now);
+    let mut text = line(&t, ctx.now) + &todo_edit::context_text(&t);
     if !t.depends_on.is_empty() {
         text.push_str(&format!(
             "\n  depends on: {}",

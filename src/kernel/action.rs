@@ -132,6 +132,12 @@ actions! {
     /// `agent fix`: the owner fixes an agent's capabilities and slots (`[agents.ID]`, sealed).
     AgentFix = "agent.fix", owner: true;
     // -- end routing --
+    // -- teams (issue 9) --
+    /// `todo handoff`: the holder passes its lease to a named agent with a new fence.
+    TodoHandoff = "todo.handoff", owner: false;
+    /// `todo edit`: title, priority, body, links or dependencies (signed when the owner's).
+    TodoEdit = "todo.edit", owner: false;
+    // -- end teams --
 }
 
 impl Action {

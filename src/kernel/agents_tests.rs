@@ -19,6 +19,8 @@ fn todo(id: &str, requires: &[&str]) -> Todo {
             depends_on: Vec::new(),
             every: None,
             blocked_by_gate: None,
+            body: None,
+            links: Vec::new(),
             requires: requires.iter().map(|s| s.to_string()).collect(),
             reviews: None,
             exclude_agents: Vec::new(),

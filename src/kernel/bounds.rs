@@ -77,6 +77,18 @@ pub const CHECK_TIMEOUT_MAX_S: u64 = 3_600;
 /// The most bytes of a check's stdout kept and hashed.
 pub const CHECK_OUTPUT_MAX: usize = 64 * 1024;
 // --- end monitors ---
+// --- teams: todo context (issue 9) ---
+/// The most characters of a todo's `body`.
+pub const BODY_MAX: usize = 16_000;
+/// The most bytes `--body-file` reads.
+pub const BODY_FILE_MAX_BYTES: u64 = 64 * 1024;
+/// The most links a todo has.
+pub const LINKS_MAX: usize = 20;
+/// The most characters of one link.
+pub const LINK_MAX: usize = 2_000;
+/// The most entries `evidence list` shows (`--limit`).
+pub const EVIDENCE_LIST_MAX: usize = 10_000;
+// --- end teams ---
 
 /// One step of a key path: a key name or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -375,6 +387,9 @@ pub fn check_config(c: &Config) -> Checked {
 fn check_lease(l: &Lease) -> Checked {
     agent("holder", &l.holder)?;
     opt_text("turn", &l.turn, NAME_MAX)?;
+    if let Some(f) = &l.handoff_from {
+        agent("handoff_from", f)?;
+    }
     int("fence", l.fence, 0, FENCE_MAX)
 }
 
@@ -395,7 +410,38 @@ pub fn check_todo(t: &Todo) -> Checked {
     if let Some(c) = &t.check {
         check_check(c).map_err(|v| v.under(vec![Key::Name("check".into())]))?;
     }
-    check_routing(t)
+    check_routing(t)?;
+    opt_text("body", &t.body, BODY_MAX)?;
+    count("links", t.links.len(), LINKS_MAX)?;
+    each("links", &t.links, |l| link("links", l))?;
+    Ok(())
+}
+
+/// A link: `scheme://rest`, a scheme of letters, digits, `+`, `-` or `.`, at most `LINK_MAX`
+/// characters, no white space or control character.
+pub fn link(key: &str, s: &str) -> Checked {
+    text(key, s, LINK_MAX)?;
+    let ok_scheme = |sc: &str| {
+        sc.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && sc
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    };
+    let well_formed = s
+        .split_once("://")
+        .is_some_and(|(sc, rest)| ok_scheme(sc) && !rest.is_empty());
+    if !well_formed
+        || s.chars()
+            .any(|c| c.is_whitespace() || crate::text::is_unsafe(c))
+    {
+        return Err(Violation::new(
+            key,
+            format!(
+                "`{key}` must be a URL like https://host/path, with no spaces or control characters"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A watcher's `[check]`: a command of 1 to 2,048 bytes without control characters, an agent, a

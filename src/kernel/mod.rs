@@ -12,6 +12,7 @@ pub mod monitor;
 pub mod ops;
 pub mod quota;
 pub mod readiness;
+pub mod roster;
 pub mod seal;
 pub mod should_run;
 pub mod snapshot;

@@ -295,6 +295,11 @@ pub struct Lease {
     /// The `loopx turn` running under it, if one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
+    // -- teams: hand-off --
+    /// The agent that handed this lease over (`todo handoff`), until the receiver claims it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_from: Option<String>,
+    // -- end teams --
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -368,6 +373,14 @@ pub struct Todo {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_agents: Vec<String>,
     // --- end routing ---
+    // --- teams: todo context (issue 9) ---
+    /// What the work is, at length (Markdown or plain text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// URLs of an issue, a pull request or a document (`scheme://...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
+    // --- end teams ---
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,

@@ -126,7 +126,7 @@ impl TurnReport {
 ///     let new = ops::NewTodo {
 ///         id, title: "Write it".into(), role: Role::Agent, priority: Priority::P2,
 ///         depends_on: vec![], every: None, blocked_by_gate: None,
-///         requires: vec![], reviews: None, exclude_agents: vec![],
+///         requires: vec![], reviews: None, exclude_agents: vec![], body: None, links: vec![],
 ///     };
 ///     ops::add_todo(snap, "me", Ts::now(), new)
 /// })?;

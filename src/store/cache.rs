@@ -108,8 +108,12 @@ impl Row {
             && t.schema_version == crate::kernel::SCHEMA_VERSION
             && t.lease
                 .as_ref()
-                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none())
+                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none() && l.handoff_from.is_none())
             && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
+            // A todo with a body or links is parsed from its file each time (rare, and kept
+            // out of the fixed row).
+            && t.body.is_none()
+            && t.links.is_empty()
             && route_cacheable(t);
         plain.then(|| {
             Row(
@@ -191,6 +195,8 @@ impl Row {
             requires,
             reviews,
             exclude_agents,
+            body: None,
+            links: Vec::new(),
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -210,6 +216,7 @@ impl Row {
                 acquired_at: Ts(acquired_at),
                 expires_at: Ts(expires_at),
                 turn: None,
+                handoff_from: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
@@ -460,8 +467,11 @@ mod tests {
                 acquired_at: Ts(1_700_000_000_003),
                 expires_at: Ts(1_700_000_000_004),
                 turn: None,
+                handoff_from: None,
                 extra: Extra::new(),
             }),
+            body: None,
+            links: Vec::new(),
             extra: Extra::new(),
         }
     }
@@ -516,5 +526,15 @@ mod tests {
             Some((vec!["a".into()], None, Vec::new()))
         );
         assert_eq!(parse_route("a;;;".into()), None);
+    }
+
+    #[test]
+    fn todos_with_a_body_or_links_are_not_cached() {
+        let mut t = todo();
+        t.body = Some("why".into());
+        assert!(Row::of(&t).is_none());
+        let mut t = todo();
+        t.links = vec!["https://example.com/1".into()];
+        assert!(Row::of(&t).is_none());
     }
 }

@@ -554,6 +554,14 @@ impl Store for FileStore {
             .collect())
     }
 
+    fn evidence_all(
+        &self,
+        only: Option<&str>,
+        keep: super::evidence::Keep<'_>,
+    ) -> Result<Vec<(String, Evidence)>> {
+        self.evidence_scan(only, keep)
+    }
+
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
         let p = self.journal_path();
         let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;

@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod cache;
 mod commit;
 pub mod doctor;
+pub mod evidence;
 pub mod fs;
 pub mod journal;
 mod load;
@@ -12,6 +13,7 @@ pub mod logs;
 pub mod owner;
 pub mod parse;
 mod sealing;
+pub mod seen;
 pub mod tx;
 pub mod view;
 
@@ -48,6 +50,13 @@ pub trait Store {
 
     /// The last `n` journal events, oldest first.
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>>;
+
+    /// Every evidence entry `keep` accepts, across todos (or only `only`'s), as (todo id, entry).
+    fn evidence_all(
+        &self,
+        only: Option<&str>,
+        keep: evidence::Keep<'_>,
+    ) -> Result<Vec<(String, Evidence)>>;
 }
 
 /// One change in the making: the snapshot it decides on, and the commit of what it decided.

@@ -7,6 +7,7 @@ impl App {
     pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Help => self.mode = Mode::Help { scroll: 0 },
+            Action::Agents => self.mode = Mode::Agents { scroll: 0 },
             Action::NextPane | Action::PrevPane => {
                 let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = Pane::ALL.len();

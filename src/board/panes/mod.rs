@@ -1,6 +1,7 @@
 //! One file per pane, plus the shared helpers for borders, selection and truncation.
 
 pub mod activity;
+pub mod agents;
 pub mod evidence;
 pub mod gates;
 pub mod objective;

@@ -31,6 +31,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         Mode::Normal | Mode::Filter => {}
         Mode::Help { scroll } => help(f, area, vm, *scroll),
         Mode::Detail { scroll } => detail(f, area, vm, *scroll),
+        Mode::Agents { scroll } => super::agents::render(f, area, vm, *scroll),
         Mode::Confirm(a) => confirm(f, area, vm, &esc(&a.describe())),
         Mode::Input { purpose, text } => input(f, area, vm, purpose, text),
         Mode::Picker {
@@ -197,6 +198,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
                 "created",
                 format!("by {} at {}", td.created_by, td.created_at),
             ));
+            context_lines(&mut lines, td, vm);
         } else {
             lines.push(kv("state", why_text(&card.why, vm.now)));
         }
@@ -325,4 +327,27 @@ pub fn picker(
     )));
     let b = block(title(name, t), true, t);
     f.render_widget(Paragraph::new(lines).block(b).style(t.base()), r);
+}
+
+/// A todo's hand-off, links and body in the detail view (escaped: they come from files).
+fn context_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &ViewModel) {
+    let t = vm.theme;
+    if let Some(f) = td.lease.as_ref().and_then(|l| l.handoff_from.as_deref()) {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:>12}  ", "handed by"), t.dim()),
+            Span::styled(esc(f).into_owned(), t.fg(Role::Fg)),
+        ]));
+    }
+    for l in &td.links {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:>12}  ", "link"), t.dim()),
+            Span::styled(esc(l).into_owned(), t.fg(Role::Accent)),
+        ]));
+    }
+    if let Some(b) = &td.body {
+        lines.push(Line::raw(""));
+        for l in b.lines() {
+            lines.push(Line::styled(format!("  {}", esc(l)), t.fg(Role::Fg)));
+        }
+    }
 }

@@ -80,6 +80,7 @@ fn todo_bounds_name_the_key() {
         acquired_at: Ts(0),
         expires_at: Ts(1),
         turn: None,
+        handoff_from: None,
         extra: Extra::new(),
     });
     assert_eq!(check_todo(&t).unwrap_err().path(), "lease.holder");

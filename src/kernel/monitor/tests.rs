@@ -277,6 +277,7 @@ fn a_leased_or_paused_monitor_is_skipped() {
         acquired_at: T0,
         expires_at: T0.add(HOUR),
         turn: None,
+        handoff_from: None,
         extra: Extra::new(),
     });
     let mut s = snap(vec![t]);

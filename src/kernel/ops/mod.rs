@@ -143,6 +143,12 @@ pub struct NewTodo {
     /// Agents that may never claim it.
     pub exclude_agents: Vec<String>,
     // --- end routing ---
+    // -- teams: todo context --
+    /// What the work is, at length.
+    pub body: Option<String>,
+    /// URLs it refers to.
+    pub links: Vec<String>,
+    // -- end teams --
 }
 
 /// Adds a todo (and puts it on a gate's `blocks` list when asked).
@@ -182,6 +188,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         requires: new.requires,
         reviews: new.reviews,
         exclude_agents: new.exclude_agents,
+        body: new.body,
+        links: new.links,
         lease: None,
         extra: Extra::new(),
     };
@@ -210,7 +218,8 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         &t.id,
         json!({"title": t.title, "priority": t.priority, "role": t.role,
                "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate,
-               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents}),
+               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents,
+               "body": t.body.is_some(), "links": t.links}),
     );
     Ok((c, t))
 }
@@ -239,6 +248,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         acquired_at: now,
         expires_at: now.add(ttl),
         turn: None,
+        handoff_from: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -256,6 +266,10 @@ pub fn claim(
     let ttl = check_ttl(ttl)?;
     let mut c = Change::default();
     let Some(id) = id else {
+        // A todo handed to this agent comes first: the claim takes it up (teams).
+        if let Some(t) = handed_to(snap, agent, now) {
+            return claim(snap, agent, now, ttl, Some(&t.id));
+        }
         let Some(best) = readiness::best(snap, agent, now) else {
             let (why, hint) = readiness::why_none_ready(snap, agent, now);
             return Err(Error::new(Code::NothingReady, why).hint(hint));
@@ -283,14 +297,12 @@ pub fn claim(
     let mut t = cur.clone();
     if let Some(l) = t.lease.as_mut().filter(|l| l.is_live(now)) {
         l.expires_at = now.add(ttl);
+        let mut data = json!({"fence": t.fence, "expires_at": l.expires_at});
+        if let Some(from) = l.handoff_from.take() {
+            data["handoff_from"] = json!(from);
+        }
         t.updated_at = now;
-        c.event(
-            now,
-            agent,
-            Action::TodoRenew,
-            &t.id,
-            json!({"fence": t.fence, "expires_at": l.expires_at}),
-        );
+        c.event(now, agent, Action::TodoRenew, &t.id, data);
     } else {
         grant_claim(&mut c, &mut t, agent, now, ttl)?;
     }
@@ -396,6 +408,7 @@ pub fn renew(snap: &Snapshot, agent: &str, now: Ts, ttl: Dur, id: &str) -> Resul
     let mut c = Change::default();
     if let Some(l) = t.lease.as_mut() {
         l.expires_at = now.add(ttl);
+        l.handoff_from = None;
         c.event(
             now,
             agent,
@@ -630,6 +643,9 @@ pub fn open_gate(
 
 mod hooks;
 mod owner;
+// teams: hand-off and edit (issue 9)
+mod team;
+pub use team::*;
 mod spend;
 mod turn;
 pub use hooks::*;

@@ -17,6 +17,8 @@ fn new_todo() -> NewTodo {
         requires: Vec::new(),
         reviews: None,
         exclude_agents: Vec::new(),
+        body: None,
+        links: Vec::new(),
     }
 }
 
