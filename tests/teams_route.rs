@@ -320,3 +320,18 @@ fn the_owner_adopts_a_hand_edit_of_agents_with_seal_adopt() {
     assert!(cfg.contains("note = \"kept\""), "{cfg}");
     assert!(cfg.contains("slots = 1"), "{cfg}");
 }
+
+#[test]
+fn the_roster_shows_each_agents_capabilities() {
+    let p = Project::new("route-roster");
+    p.ok_as("bob", &["agent", "set", "--capability", "code"]);
+    let v = p.ok(&["agents"]);
+    let bob = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "bob")
+        .cloned()
+        .unwrap();
+    assert_eq!(bob["capabilities"], serde_json::json!(["code"]), "{v}");
+}

@@ -105,7 +105,7 @@ pub fn roster(snap: &Snapshot, seen: &Seen, now: Ts) -> Vec<AgentRow> {
         slots: 0,
         tokens: 0,
         cost_usd: 0.0,
-        capabilities: Vec::new(),
+        capabilities: crate::kernel::agents::capabilities(snap, a).to_vec(),
         state: AgentState::Idle,
         stale_since: None,
     };
