@@ -2,7 +2,7 @@
 
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
-use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Role, Ts};
+use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Ts};
 use crate::store::{FileStore, Store, StoreExt};
 
 /// Something the owner asks for on the board.
@@ -192,18 +192,8 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
                     who,
                     now,
                     ops::NewTodo {
-                        id: id.clone(),
-                        title: title.clone(),
-                        role: Role::Agent,
                         priority: *priority,
-                        depends_on: Vec::new(),
-                        every: None,
-                        blocked_by_gate: None,
-                        requires: Vec::new(),
-                        reviews: None,
-                        exclude_agents: Vec::new(),
-                        body: None,
-                        links: Vec::new(),
+                        ..ops::NewTodo::new(id.clone(), title.clone())
                     },
                 )
             })?;

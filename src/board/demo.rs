@@ -131,18 +131,9 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                 "demo",
                 now.sub(Dur::from_mins(120 - i as i64)),
                 NewTodo {
-                    id: id.clone(),
-                    title: title.to_string(),
-                    role: Role::Agent,
                     priority: *p,
                     depends_on,
-                    every: None,
-                    blocked_by_gate: None,
-                    requires: Vec::new(),
-                    reviews: None,
-                    exclude_agents: Vec::new(),
-                    body: None,
-                    links: Vec::new(),
+                    ..NewTodo::new(id.clone(), title.to_string())
                 },
             )
         })?;
@@ -155,18 +146,9 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
             "demo",
             now.sub(Dur::from_mins(100)),
             NewTodo {
-                id: uid.clone(),
-                title: "Owner: pick the app icon".into(),
                 role: Role::User,
                 priority: Priority::P3,
-                depends_on: Vec::new(),
-                every: None,
-                blocked_by_gate: None,
-                requires: Vec::new(),
-                reviews: None,
-                exclude_agents: Vec::new(),
-                body: None,
-                links: Vec::new(),
+                ..NewTodo::new(uid.clone(), "Owner: pick the app icon")
             },
         )
     })?;

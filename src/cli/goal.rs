@@ -11,8 +11,7 @@ use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops::{self, NewTodo};
 use crate::kernel::{
-    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result, Role,
-    SCHEMA_VERSION,
+    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, QuotaPolicy, Result, SCHEMA_VERSION,
 };
 use crate::store::{FileStore, Store, StoreExt};
 use crate::text::escape as esc;
@@ -164,27 +163,8 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     let mut added = Vec::new();
     for title in first {
         let id = store.fresh_id(Kind::Todo)?;
-        let t = store.mutate(|snap| {
-            ops::add_todo(
-                snap,
-                &ctx.agent,
-                now,
-                NewTodo {
-                    id,
-                    title,
-                    role: Role::Agent,
-                    priority: Priority::P2,
-                    depends_on: vec![],
-                    every: None,
-                    blocked_by_gate: None,
-                    requires: Vec::new(),
-                    reviews: None,
-                    exclude_agents: Vec::new(),
-                    body: None,
-                    links: Vec::new(),
-                },
-            )
-        })?;
+        let t =
+            store.mutate(|snap| ops::add_todo(snap, &ctx.agent, now, NewTodo::new(id, title)))?;
         added.push(t.id);
     }
     let mut text = format!(

@@ -1,7 +1,7 @@
 //! Unit tests of the routing rules: capabilities, exclusion, the owner's sealed facts.
 
 use super::*;
-use crate::kernel::model::{Config, Priority, Role, Status};
+use crate::kernel::model::{Config, Status};
 use crate::kernel::readiness;
 
 const T0: Ts = Ts(1_800_000_000_000);
@@ -12,18 +12,8 @@ fn todo(id: &str, requires: &[&str]) -> Todo {
         "a",
         T0,
         crate::kernel::ops::NewTodo {
-            id: id.into(),
-            title: "t".into(),
-            role: Role::Agent,
-            priority: Priority::P2,
-            depends_on: Vec::new(),
-            every: None,
-            blocked_by_gate: None,
-            body: None,
-            links: Vec::new(),
             requires: requires.iter().map(|s| s.to_string()).collect(),
-            reviews: None,
-            exclude_agents: Vec::new(),
+            ..crate::kernel::ops::NewTodo::new(id, "t")
         },
     )
     .expect("add");

@@ -176,26 +176,9 @@ mod tests {
 
     fn todo_leased(id: &str, holder: &str, expires: Ts) -> Todo {
         let s = Snapshot::new(Config::new("g-aaaaaa", "goal", NOW));
-        let (_, mut t) = crate::kernel::ops::add_todo(
-            &s,
-            "x",
-            NOW,
-            crate::kernel::ops::NewTodo {
-                id: id.into(),
-                title: "t".into(),
-                role: Role::Agent,
-                priority: Priority::P2,
-                depends_on: vec![],
-                every: None,
-                blocked_by_gate: None,
-                requires: vec![],
-                reviews: None,
-                exclude_agents: vec![],
-                body: None,
-                links: vec![],
-            },
-        )
-        .unwrap();
+        let (_, mut t) =
+            crate::kernel::ops::add_todo(&s, "x", NOW, crate::kernel::ops::NewTodo::new(id, "t"))
+                .unwrap();
         t.lease = Some(Lease {
             holder: holder.into(),
             fence: 1,

@@ -113,7 +113,7 @@ impl TurnReport {
 /// its evidence, done (when asked and it succeeded) or release, and one slot keyed by the turn.
 ///
 /// ```
-/// use loopx::kernel::{Config, Priority, Role, Ts, id::Kind, ops};
+/// use loopx::kernel::{Config, Ts, id::Kind, ops};
 /// use loopx::runtime::turn::{TurnOptions, TurnOutcome, run_turn};
 /// use loopx::store::{FileStore, Store, StoreExt};
 ///
@@ -122,14 +122,7 @@ impl TurnReport {
 /// let store = FileStore::at(&root);
 /// store.create(&Config::new("g-doc", "Ship the report", Ts::now()), "me")?;
 /// let id = store.fresh_id(Kind::Todo)?;
-/// store.mutate(|snap| {
-///     let new = ops::NewTodo {
-///         id, title: "Write it".into(), role: Role::Agent, priority: Priority::P2,
-///         depends_on: vec![], every: None, blocked_by_gate: None,
-///         requires: vec![], reviews: None, exclude_agents: vec![], body: None, links: vec![],
-///     };
-///     ops::add_todo(snap, "me", Ts::now(), new)
-/// })?;
+/// store.mutate(|snap| ops::add_todo(snap, "me", Ts::now(), ops::NewTodo::new(id, "Write it")))?;
 ///
 /// let mut opts = TurnOptions::new(&root, "agent-1", vec!["true".into()]);
 /// opts.complete_on_success = true;

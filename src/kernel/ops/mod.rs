@@ -151,6 +151,26 @@ pub struct NewTodo {
     // -- end teams --
 }
 
+impl NewTodo {
+    /// An agent todo `id` titled `title`, P2, with nothing else set.
+    pub fn new(id: impl Into<String>, title: impl Into<String>) -> NewTodo {
+        NewTodo {
+            id: id.into(),
+            title: title.into(),
+            role: Role::Agent,
+            priority: Priority::P2,
+            depends_on: Vec::new(),
+            every: None,
+            blocked_by_gate: None,
+            requires: Vec::new(),
+            reviews: None,
+            exclude_agents: Vec::new(),
+            body: None,
+            links: Vec::new(),
+        }
+    }
+}
+
 /// Adds a todo (and puts it on a gate's `blocks` list when asked).
 pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(Change, Todo)> {
     if new.title.trim().is_empty() {

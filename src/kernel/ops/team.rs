@@ -214,20 +214,7 @@ mod tests {
                 &s,
                 "alice",
                 Ts(1_700_000_000_000),
-                NewTodo {
-                    id: id.to_string(),
-                    title: format!("do {id}"),
-                    role: Role::Agent,
-                    priority: Priority::P2,
-                    depends_on: vec![],
-                    every: None,
-                    blocked_by_gate: None,
-                    requires: vec![],
-                    reviews: None,
-                    exclude_agents: vec![],
-                    body: None,
-                    links: vec![],
-                },
+                NewTodo::new(id.to_string(), format!("do {id}")),
             )
             .unwrap();
             s.todos.insert(t.id.clone(), t);

@@ -6,20 +6,7 @@ use crate::kernel::ops::{NewTodo, add_todo};
 const AGENT: &str = "a1";
 
 fn new_todo() -> NewTodo {
-    NewTodo {
-        id: "t-aaaaaa".into(),
-        title: "work".into(),
-        role: Role::Agent,
-        priority: Priority::P2,
-        depends_on: vec![],
-        every: None,
-        blocked_by_gate: None,
-        requires: Vec::new(),
-        reviews: None,
-        exclude_agents: Vec::new(),
-        body: None,
-        links: Vec::new(),
-    }
+    NewTodo::new("t-aaaaaa", "work")
 }
 
 fn world() -> (Snapshot, Ts) {
@@ -131,10 +118,7 @@ fn a_todo_the_command_closed_itself_keeps_the_evidence() {
 #[test]
 fn turns_running_hold_their_slots_until_they_end() {
     let (mut snap, now) = world();
-    let new = NewTodo {
-        id: "t-bbbbbb".into(),
-        ..new_todo()
-    };
+    let new = NewTodo::new("t-bbbbbb", "work");
     let (c, _) = add_todo(&snap, "me", now, new).unwrap();
     snap = snap.after(&c.writes);
     snap.config.quota.slots = 1;
