@@ -4,54 +4,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
 
+use common::turns::*;
 use common::*;
 use serde_json::Value;
-
-/// Runs `loopx --json ARGS -- sh -c SCRIPT` (the shell sees `$LX`, the loopx binary).
-fn turn(p: &Project, args: &[&str], script: &str) -> (i32, Value) {
-    let mut a = vec!["--json", "turn"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--", "sh", "-c", script]);
-    let mut c = p.cmd(&a);
-    c.env("LX", bin());
-    let r = run_cmd(&mut c);
-    let v = parse_json(&r, "turn");
-    (r.code, v)
-}
-
-fn evidence(p: &Project, id: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(p.lx(&format!("evidence/{id}.jsonl"))).unwrap_or_default();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn quota_used(p: &Project) -> u64 {
-    p.ok(&["quota", "show"])["quota"]["used"].as_u64().unwrap()
-}
-
-/// Waits (bounded) until `f` holds.
-fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < end, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn gone(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.is_empty()
-        || stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-}
 
 #[test]
 fn a_turn_that_succeeds_records_evidence_marks_done_and_spends_one_slot() {
@@ -198,39 +155,8 @@ fn bad_input_to_turn_is_refused_before_anything_is_claimed() {
     assert_eq!(quota_used(&p), 0);
 }
 
-fn spawn(p: &Project, args: &[&str]) -> Child {
-    let mut c: Command = p.cmd(args);
-    c.env("LX", bin())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c.spawn().unwrap()
-}
-
-fn wait_exit(child: &mut Child) -> i32 {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s.code().unwrap_or(-1);
-        }
-        assert!(Instant::now() < end, "loopx did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn leased(p: &Project) -> bool {
     p.ok(&["todo", "list"]).to_string().contains("\"holder\"")
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill has no memory effects.
-    unsafe {
-        libc_kill(child.id() as i32, sig);
-    }
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 const SIGINT: i32 = 2;
@@ -310,7 +236,7 @@ fn ctrl_c_releases(sig: i32, tag: &str) {
         .trim()
         .parse()
         .unwrap();
-    signal(&c, sig);
+    signal(c.id() as i32, sig);
     assert_eq!(wait_exit(&mut c), 0, "heartbeat exits cleanly");
     until("the command to go", || gone(pid));
     assert!(!leased(&p), "the lease is still held");
@@ -337,7 +263,7 @@ fn turn_passes_sigterm_to_the_command_first() {
     let script = "trap 'echo cleaned > cleaned; exit 5' TERM; echo $$ > pid; sleep 60 & wait";
     let mut c = spawn(&p, &["--json", "turn", "--", "sh", "-c", script]);
     until("the turn to start", || p.root().join("pid").is_file());
-    signal(&c, SIGTERM);
+    signal(c.id() as i32, SIGTERM);
     assert_eq!(wait_exit(&mut c), 5, "the command's own exit code");
     assert!(Path::new(&p.root().join("cleaned")).is_file());
     assert!(!leased(&p));
@@ -417,7 +343,7 @@ fn a_runner_killed_outright_takes_its_command_with_it() {
         .trim()
         .parse()
         .unwrap();
-    signal(&c, 9);
+    signal(c.id() as i32, 9);
     wait_exit(&mut c);
     until("the orphaned command to be killed", || gone(pid));
 }

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+pub mod turns;
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_loopx")
