@@ -181,18 +181,8 @@ fn read_named<T: serde::de::DeserializeOwned + Named>(
         return Vec::new();
     }
     let mut docs = Vec::new();
-    for (name, path) in entries(dir) {
-        let Some(stem) = name
-            .strip_suffix(".toml")
-            .filter(|_| !name.starts_with('.'))
-        else {
-            continue;
-        };
-        if !is_regular(&path) {
-            out.push(not_regular(&path));
-            continue;
-        }
-        match parse::read_named::<T>(&path, stem) {
+    for (stem, path) in regular_files(dir, ".toml", out) {
+        match parse::read_named::<T>(&path, &stem) {
             Ok(Some(value)) => docs.push(Doc { value, path }),
             Ok(None) => {}
             Err(e) => out.push(Finding::from_error(&e, &shown(&path))),
@@ -201,23 +191,30 @@ fn read_named<T: serde::de::DeserializeOwned + Named>(
     docs
 }
 
+/// The `STEM.SUFFIX` files of a directory (no dotfiles), as (stem, path); anything there that is
+/// not a regular file is a finding.
+fn regular_files(dir: &Path, suffix: &str, out: &mut Vec<Finding>) -> Vec<(String, PathBuf)> {
+    let mut files = Vec::new();
+    for (name, path) in entries(dir) {
+        let Some(stem) = name.strip_suffix(suffix).filter(|_| !name.starts_with('.')) else {
+            continue;
+        };
+        if is_regular(&path) {
+            files.push((stem.to_string(), path));
+        } else {
+            out.push(not_regular(&path));
+        }
+    }
+    files
+}
+
 /// Every evidence log parses line by line, and belongs to a todo that exists.
 fn check_evidence(d: &Path, known: &HashSet<&str>, out: &mut Vec<Finding>) {
     let dir = d.join("evidence");
     if !is_real_dir(&dir) {
         return;
     }
-    for (name, path) in entries(&dir) {
-        let Some(stem) = name
-            .strip_suffix(".jsonl")
-            .filter(|_| !name.starts_with('.'))
-        else {
-            continue;
-        };
-        if !is_regular(&path) {
-            out.push(not_regular(&path));
-            continue;
-        }
+    for (stem, path) in regular_files(&dir, ".jsonl", out) {
         match parse::read_bytes(&path) {
             Ok(Some(bytes)) => check_jsonl(out, &shown(&path), &bytes, |l| {
                 serde_json::from_slice::<Evidence>(l).map(|_| ())
@@ -225,7 +222,7 @@ fn check_evidence(d: &Path, known: &HashSet<&str>, out: &mut Vec<Finding>) {
             Ok(None) => continue,
             Err(e) => out.push(Finding::from_error(&e, &shown(&path))),
         }
-        if !known.contains(stem) {
+        if !known.contains(stem.as_str()) {
             out.push(Finding::warning(
                 shown(&path),
                 None,
