@@ -7,6 +7,7 @@
 pub mod board;
 pub mod cli;
 pub mod kernel;
+pub mod mcp;
 pub mod runtime;
 pub mod store;
 pub mod text;

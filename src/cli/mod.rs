@@ -14,6 +14,7 @@ mod evidence;
 mod roster;
 mod todo_edit;
 mod turn;
+mod turn_step;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -152,6 +153,9 @@ pub enum Cmd {
     #[command(subcommand)]
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
+    /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
+    #[command(after_help = "Example (the agent id comes from --agent or LOOPX_AGENT):\n  loopx --agent claude mcp")]
+    Mcp,
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -382,6 +386,10 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Agent(c)) => agent::run(ctx, c),
         Some(Cmd::Agents) => roster::run(ctx),
         Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
+        Some(Cmd::Mcp) => {
+            crate::mcp::serve(ctx)?;
+            Ok(Out::default())
+        }
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();
@@ -399,17 +407,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
 fn emit(json: bool, fields: Map<String, Value>, text: &str) {
     let mut stdout = std::io::stdout().lock();
     if json {
-        let mut obj = Map::new();
-        obj.insert(
-            "ok".into(),
-            fields.get("ok").cloned().unwrap_or(Value::Bool(true)),
-        );
-        for (k, v) in fields {
-            if k != "ok" {
-                obj.insert(k, v);
-            }
-        }
-        let _ = writeln!(stdout, "{}", Value::Object(obj));
+        let _ = writeln!(stdout, "{}", answer_json(fields));
     } else if !text.is_empty() {
         // Stored text in `text` is escaped where it is formatted; this is the backstop, so no
         // control character but a newline or tab ever reaches the terminal.
@@ -417,28 +415,63 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
     }
 }
 
+/// A command's `--json` answer: `ok` first (true unless the command said otherwise), then its fields.
+pub fn answer_json(fields: Map<String, Value>) -> Value {
+    let mut obj = Map::new();
+    obj.insert(
+        "ok".into(),
+        fields.get("ok").cloned().unwrap_or(Value::Bool(true)),
+    );
+    for (k, v) in fields {
+        if k != "ok" {
+            obj.insert(k, v);
+        }
+    }
+    Value::Object(obj)
+}
+
+/// An error's `--json` answer: `{"ok": false, "error": {...}}`.
+pub fn error_json(e: &Error) -> Value {
+    let mut err = json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint});
+    if let Some(l) = &e.location {
+        err["file"] = json!(l.file);
+        err["line"] = json!(l.line);
+    }
+    if let Some(d) = &e.details {
+        err["details"] = (**d).clone();
+    }
+    json!({"ok": false, "error": err})
+}
+
 /// Prints an error: JSON on stdout with `--json`, and a line for people on stderr.
 pub fn emit_error(json: bool, e: &Error) {
     if json {
-        let mut err = json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint});
-        if let Some(l) = &e.location {
-            err["file"] = json!(l.file);
-            err["line"] = json!(l.line);
-        }
-        if let Some(d) = &e.details {
-            err["details"] = (**d).clone();
-        }
-        let _ = writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            json!({"ok": false, "error": err})
-        );
+        let _ = writeln!(std::io::stdout().lock(), "{}", error_json(e));
     }
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "loopx: {}", crate::text::escape(&e.message));
     if let Some(h) = &e.hint {
         let _ = writeln!(stderr, "  hint: {}", crate::text::escape(h));
     }
+}
+
+/// Runs one command line inside this process, as `--json` would answer it: the JSON answer and
+/// the exit code. The MCP face calls the CLI's commands through this.
+pub fn call(ctx: &Ctx, argv: &[String]) -> (Value, i32) {
+    let parsed = Cli::try_parse_from(argv).map_err(|e| {
+        let detail = e.to_string();
+        let first = detail.lines().next().unwrap_or("bad arguments");
+        Error::usage(first.trim_start_matches("error: ").to_string())
+    });
+    match parsed.and_then(|cli| dispatch(ctx, cli.cmd)) {
+        Ok(out) => (answer_json(out.json), out.exit),
+        Err(e) => (error_json(&e), e.code.exit_code()),
+    }
+}
+
+/// Writes STATE.md, as `refresh-state` does, and gives its text.
+pub fn state_md(ctx: &Ctx) -> Result<String> {
+    state::refresh(ctx).map(|o| o.text)
 }
 
 /// True when standard input is a terminal a person can answer at.

@@ -42,7 +42,11 @@ pub struct TurnArgs {
 
 /// `turn`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Turn {
+    /// `start` or `end`: the two halves, for a host that is itself the turn.
+    #[command(subcommand)]
+    step: Option<super::turn_step::TurnStep>,
     /// The turn's id (default: a fresh one); the same id twice is recorded once.
     #[arg(long, value_name = "ID")]
     turn: Option<String>,
@@ -132,6 +136,9 @@ fn check_program(prog: &OsString) -> Result<()> {
 
 /// Runs `turn`.
 pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
+    if let Some(step) = t.step {
+        return super::turn_step::run(ctx, step);
+    }
     let store = ctx.store()?;
     let mut opts = options(ctx, store.root(), t.args)?;
     opts.turn = t.turn;

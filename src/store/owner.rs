@@ -156,8 +156,24 @@ pub fn create(path: &Path) -> Result<OwnerKey> {
     })
 }
 
+/// Set once a face that serves agents only (`loopx mcp`) starts: no owner change is signed in
+/// this process, whatever key the environment points at.
+static AGENTS_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every owner change in this process fail with exit 7, for good.
+pub fn forbid() {
+    AGENTS_ONLY.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// The key to sign an owner change with, checked against the project's `owner.pub` (exit 7 otherwise).
 pub fn signer_for(project_pub: Option<&OwnerPub>) -> Result<OwnerKey> {
+    if AGENTS_ONLY.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(Error::new(
+            Code::Denied,
+            "only the owner can do this, and the owner's acts are not offered to agents here",
+        )
+        .hint("the owner decides in the board or with `loopx` in their own shell"));
+    }
     let path = secret_path()?;
     let Some(key) = load()? else {
         return Err(Error::new(

@@ -1,0 +1,226 @@
+//! `turn start` and `turn end`: the turn runner's two halves, for a host that is itself the turn
+//! (an agent session, a hook, the MCP server), with the runner's guarantees: one claim under a
+//! turn id, one record and one slot for it, however often either half is called.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{Ctx, Out, quota::answer_out, to_json};
+use crate::kernel::ops::{self, Ended, Start, TurnEnd, check_ttl};
+use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Snapshot, Ts, bounds};
+use crate::runtime::turn::{check_turn_id, fresh_turn_id};
+use crate::store::{Store, StoreExt};
+use crate::text::escape as esc;
+
+/// `turn start` / `turn end`.
+#[derive(Debug, Subcommand)]
+pub enum TurnStep {
+    /// Begin a turn you run yourself: should-run, then the claim, under a turn id.
+    #[command(after_help = "Example:\n  loopx --agent claude turn start --turn t-42 --json")]
+    Start(StartArgs),
+    /// End a turn begun with `turn start`: evidence, done or release, and one slot.
+    #[command(
+        after_help = "Example:\n  loopx --agent claude turn end --turn t-42 --done --summary \"tests pass\""
+    )]
+    End(EndArgs),
+}
+
+/// `turn start`.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The turn's id (default: a fresh one); starting it again after its end claims nothing.
+    #[arg(long, value_name = "ID")]
+    turn: Option<String>,
+    /// The lease's length (renew it with `todo renew` while you work).
+    #[arg(long, value_name = "DUR")]
+    ttl: Option<Dur>,
+}
+
+/// `turn end`.
+#[derive(Debug, Args)]
+pub struct EndArgs {
+    /// The id `turn start` gave.
+    #[arg(long, value_name = "ID")]
+    turn: String,
+    /// The turn's todo (default: the one whose lease names the turn).
+    #[arg(long, value_name = "ID")]
+    todo: Option<String>,
+    /// The fence `turn start` gave (default: the lease's).
+    #[arg(long)]
+    fence: Option<u64>,
+    /// Mark the todo done; otherwise the lease is given back.
+    #[arg(long)]
+    done: bool,
+    /// What the turn did or proved (the evidence's text).
+    #[arg(long, value_name = "TEXT")]
+    summary: Option<String>,
+    /// The turn's own exit code, if it has one (0 is success).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    exit_code: Option<i32>,
+}
+
+/// Runs `turn start` or `turn end`.
+pub fn run(ctx: &Ctx, step: TurnStep) -> Result<Out> {
+    match step {
+        TurnStep::Start(a) => start(ctx, a),
+        TurnStep::End(a) => end(ctx, a),
+    }
+}
+
+fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
+    let turn = match &a.turn {
+        Some(t) => check_turn_id(t)?,
+        None => fresh_turn_id()?,
+    };
+    if let Some(t) = a.ttl {
+        check_ttl(t).map_err(|e| e.hint("give it like `--ttl 30m`"))?;
+    }
+    let store = ctx.store()?;
+    let (start, resumed) = store.mutate(|snap| {
+        // Started already by this agent (a retry after a lost answer): the same claim again.
+        if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
+            return Ok((ops::Change::default(), (Start::Claimed(Box::new(t)), true)));
+        }
+        let ttl = a.ttl.unwrap_or(snap.config.lease.ttl);
+        let (c, s) = ops::start_turn(snap, &ctx.agent, ctx.now, ttl, &turn)?;
+        Ok((c, (s, false)))
+    })?;
+    Ok(match start {
+        Start::NotNow(answer) => answer_out(&answer).with("turn", json!(turn)),
+        Start::Replayed => Out::new(
+            "turn",
+            json!(turn),
+            format!("turn {} was recorded already; nothing claimed", esc(&turn)),
+        )
+        .with("replayed", json!(true)),
+        Start::Claimed(t) => {
+            let text = format!(
+                "turn {}: claimed {} \"{}\" (fence {}); end it with `loopx turn end --turn {}`",
+                esc(&turn),
+                t.id,
+                esc(&t.title),
+                t.fence,
+                esc(&turn)
+            );
+            let out = Out::new("turn", json!(turn), text)
+                .with("fence", json!(t.fence))
+                .with("todo", to_json(&t));
+            if resumed {
+                out.with("resumed", json!(true))
+            } else {
+                out
+            }
+        }
+    })
+}
+
+fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
+    let turn = check_turn_id(&a.turn)?;
+    let summary = a.summary.clone().unwrap_or_else(|| "turn ended".into());
+    bounds::usage(bounds::text("--summary", &summary, bounds::TEXT_MAX))?;
+    let store = ctx.store()?;
+    let snap = store.load()?;
+    let Some((todo, fence, since)) = target(&snap, (&ctx.agent, ctx.now), &turn, &a)? else {
+        return Ok(replayed(&turn));
+    };
+    let closed_fence = match store.archived_todo(&todo) {
+        Ok(Some(t)) => Some(t.fence),
+        _ => None,
+    };
+    let mut e = Evidence::new(
+        ctx.now,
+        &ctx.agent,
+        Some(fence),
+        EvidenceKind::Note,
+        summary,
+    );
+    e.turn = Some(turn.clone());
+    e.exit_code = a.exit_code;
+    e.duration_ms = since.map(|s| u64::try_from(ctx.now.since(s).0).unwrap_or(0));
+    let done = a.done && a.exit_code.is_none_or(|c| c == 0);
+    let end = TurnEnd {
+        todo: todo.clone(),
+        fence,
+        turn: turn.clone(),
+        evidence: e,
+        done,
+        closed_fence,
+    };
+    let (ended, over) = store.mutate(|snap| {
+        let (c, ended) = ops::end_turn(snap, &ctx.agent, ctx.now, end.clone())?;
+        let over = ops::spend_over_limit(&c);
+        Ok((c, (ended, over)))
+    })?;
+    let word = match &ended {
+        Ended::Done => "done",
+        Ended::Released => "released",
+        Ended::Closed => "closed",
+        Ended::Replayed => return Ok(replayed(&turn)),
+        Ended::Refused(e) => return Err(e.clone()),
+    };
+    let mut out = Out::new(
+        "turn",
+        json!(turn),
+        format!("turn {}: {todo} {word}; one slot spent", esc(&turn)),
+    )
+    .with("todo", json!({"id": todo}))
+    .with("fence", json!(fence))
+    .with("ended", json!(word));
+    if !over.is_empty() {
+        out.text.push_str(&format!(
+            "; it went past the window's {} limit",
+            over.join(" and ")
+        ));
+        out = out.with("over_limit", json!(over));
+    }
+    Ok(out)
+}
+
+/// The todo `agent`'s live lease for `turn` holds, if it has one.
+fn resumed(snap: &Snapshot, agent: &str, now: Ts, turn: &str) -> Option<crate::kernel::Todo> {
+    snap.todos
+        .values()
+        .find(|t| {
+            t.live_lease(now)
+                .is_some_and(|l| l.turn.as_deref() == Some(turn) && l.holder == agent)
+        })
+        .cloned()
+}
+
+fn replayed(turn: &str) -> Out {
+    Out::new(
+        "turn",
+        json!(turn),
+        format!("turn {} was recorded already", esc(turn)),
+    )
+    .with("replayed", json!(true))
+}
+
+/// The todo, fence and start time of `turn`: the lease naming it, or what `--todo`/`--fence`
+/// say. `None` when the turn was recorded already and nothing names it any more.
+fn target(
+    snap: &Snapshot,
+    (agent, now): (&str, Ts),
+    turn: &str,
+    a: &EndArgs,
+) -> Result<Option<(String, u64, Option<Ts>)>> {
+    let held = snap.todos.values().find_map(|t| {
+        let l = t.lease.as_ref()?;
+        (l.turn.as_deref() == Some(turn) && l.holder == agent).then_some((t, l))
+    });
+    if let Some((t, l)) = held
+        && a.todo.as_deref().is_none_or(|id| id == t.id)
+    {
+        let fence = a.fence.unwrap_or(l.fence);
+        return Ok(Some((t.id.clone(), fence, Some(l.acquired_at))));
+    }
+    match (&a.todo, a.fence) {
+        (Some(id), Some(f)) => Ok(Some((id.clone(), f, None))),
+        _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, turn) => Ok(None),
+        _ => Err(Error::new(
+            Code::NotFound,
+            format!("no lease of {agent} names turn {}", esc(turn)),
+        )
+        .hint("give the --todo and --fence that `turn start` printed")),
+    }
+}
