@@ -20,7 +20,11 @@ fn python() -> &'static PathBuf {
     PY.get_or_init(|| {
         if let Some(p) = std::env::var_os("LOOPX_MCP_PYTHON") {
             let p = PathBuf::from(p);
-            assert!(p.exists(), "LOOPX_MCP_PYTHON={} does not exist", p.display());
+            assert!(
+                p.exists(),
+                "LOOPX_MCP_PYTHON={} does not exist",
+                p.display()
+            );
             return p;
         }
         let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
@@ -37,7 +41,10 @@ fn python() -> &'static PathBuf {
                 .arg(&venv)
                 .status()
                 .is_ok_and(|s| s.success());
-            assert!(ok, "python3 -m venv failed: install python3 and python3-venv");
+            assert!(
+                ok,
+                "python3 -m venv failed: install python3 and python3-venv"
+            );
             let pkg = format!("mcp=={MCP_VERSION}");
             let ok = Command::new(venv.join("bin/pip"))
                 .args(["install", "-q", &pkg])
@@ -45,7 +52,11 @@ fn python() -> &'static PathBuf {
                 .is_ok_and(|s| s.success());
             assert!(ok, "pip install {pkg} failed");
         }
-        assert!(has(&py), "the venv at {} has no mcp package", venv.display());
+        assert!(
+            has(&py),
+            "the venv at {} has no mcp package",
+            venv.display()
+        );
         py
     })
 }
@@ -91,7 +102,10 @@ fn call(tool: &str, args: Value) -> Value {
 fn ok(step: &Value) -> &Value {
     assert_eq!(step["is_error"], false, "{step}");
     assert_eq!(step["exit_code"], 0, "{step}");
-    assert_eq!(step["text_matches"], true, "the text content is the same JSON: {step}");
+    assert_eq!(
+        step["text_matches"], true,
+        "the text content is the same JSON: {step}"
+    );
     &step["answer"]
 }
 
@@ -153,7 +167,11 @@ fn a_real_client_adds_claims_updates_and_is_refused() {
     assert_eq!(update["properties"]["fence"]["type"], "integer");
     assert_eq!(update["properties"]["evidence"]["type"], "array");
     assert_eq!(tools["todo_add"]["schema"]["required"], json!(["title"]));
-    assert!(tools["todo_add"]["schema"]["properties"].get("body_file").is_none());
+    assert!(
+        tools["todo_add"]["schema"]["properties"]
+            .get("body_file")
+            .is_none()
+    );
     assert_eq!(tools["status"]["read_only"], true);
     assert_eq!(tools["todo_claim"]["read_only"], false);
 
@@ -172,14 +190,23 @@ fn a_real_client_adds_claims_updates_and_is_refused() {
     assert_eq!(gate["gate"]["options"], json!(["yes", "no"]));
     assert_eq!(steps[10], json!(["loopx://state"]));
     let state = steps[11].as_str().unwrap();
-    assert!(state.contains("draft written") && state.contains("Ship it?"), "{state}");
+    assert!(
+        state.contains("draft written") && state.contains("Ship it?"),
+        "{state}"
+    );
 
     // On disk, through the CLI: done and archived, with the evidence, and the gate pending.
     let done = p.ok(&["todo", "list", "--status", "done"]);
     assert_eq!(done["todos"][0]["id"], id.as_str());
     let ev = p.evidence(&id);
-    assert!(ev.iter().any(|e| e["summary"] == "draft written" && e["agent"] == "mcp-agent"));
-    assert!(!ev.iter().any(|e| e["summary"] == "too late"), "refused evidence was written");
+    assert!(
+        ev.iter()
+            .any(|e| e["summary"] == "draft written" && e["agent"] == "mcp-agent")
+    );
+    assert!(
+        !ev.iter().any(|e| e["summary"] == "too late"),
+        "refused evidence was written"
+    );
     let gates = p.ok(&["gate", "list", "--pending"]);
     assert_eq!(gates["gates"][0]["question"], "Ship it?");
     assert!(p.lx("STATE.md").is_file());
@@ -196,7 +223,11 @@ fn answers_are_the_cli_answers() {
     let tools = [
         ("status", json!({}), vec!["status"]),
         ("should_run", json!({}), vec!["quota", "should-run"]),
-        ("todo_list", json!({"ready": true}), vec!["todo", "list", "--ready"]),
+        (
+            "todo_list",
+            json!({"ready": true}),
+            vec!["todo", "list", "--ready"],
+        ),
         ("todo_show", json!({"id": id}), vec!["todo", "show", &id]),
         ("gate_list", json!({}), vec!["gate", "list"]),
     ];
@@ -205,7 +236,10 @@ fn answers_are_the_cli_answers() {
     for ((tool, _, cli), step) in tools.iter().zip(&steps) {
         let (code, want) = p.json_as("twin", cli);
         assert_eq!(step["exit_code"], code, "{tool}");
-        assert_eq!(step["answer"], want, "{tool}: the MCP answer differs from the CLI's");
+        assert_eq!(
+            step["answer"], want,
+            "{tool}: the MCP answer differs from the CLI's"
+        );
     }
 }
 
@@ -236,7 +270,10 @@ fn turn_start_and_end_record_one_turn_once() {
         json!([
             call("turn_start", json!({"turn": "turn-1"})),
             call("turn_start", json!({"turn": "turn-1"})),
-            call("turn_end", json!({"turn": "turn-1", "done": true, "summary": "suite green"})),
+            call(
+                "turn_end",
+                json!({"turn": "turn-1", "done": true, "summary": "suite green"})
+            ),
             call("turn_end", json!({"turn": "turn-1", "done": true})),
             call("turn_start", json!({"turn": "turn-1"})),
             call("turn_start", json!({"turn": "turn-2"})),
@@ -257,7 +294,10 @@ fn turn_start_and_end_record_one_turn_once() {
     let quota = p.ok(&["quota", "show"]);
     assert_eq!(quota["quota"]["used"], 1, "{quota}");
     let ev = p.evidence(&id);
-    assert!(ev.iter().any(|e| e["summary"] == "suite green" && e["turn"] == "turn-1"));
+    assert!(
+        ev.iter()
+            .any(|e| e["summary"] == "suite green" && e["turn"] == "turn-1")
+    );
 }
 
 /// Speaks the protocol by hand: the handshake and one call, then stdin closes at once.
@@ -317,8 +357,18 @@ fn a_raw_session_answers_initialize_and_lists_tools() {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}});
     writeln!(stdin, "{init}").unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
     drop(stdin);
     let out = BufReader::new(child.stdout.take().unwrap());
     let answers: Vec<Value> = out

@@ -154,7 +154,9 @@ pub enum Cmd {
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
-    #[command(after_help = "Example (the agent id comes from --agent or LOOPX_AGENT):\n  loopx --agent claude mcp")]
+    #[command(
+        after_help = "Example (the agent id comes from --agent or LOOPX_AGENT):\n  loopx --agent claude mcp"
+    )]
     Mcp,
     /// Shell completions.
     Completions {

@@ -7,10 +7,9 @@ pub mod tools;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -21,6 +20,9 @@ use crate::kernel::{Code, Error, Result, Ts};
 
 /// The resource that holds STATE.md.
 pub const STATE_URI: &str = "loopx://state";
+
+/// The longest request line read: far above any call's bounded arguments, far below memory.
+const LINE_MAX: usize = 1 << 20;
 
 /// The server: the session's agent and project, fixed when it starts.
 #[derive(Debug, Clone)]
@@ -43,8 +45,11 @@ pub fn serve(ctx: &Ctx) -> Result<()> {
         base: Arc::new(ctx.clone()),
     };
     rt.block_on(async move {
+        let (read, write) = rmcp::transport::stdio();
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+            .with_max_line_length(LINE_MAX);
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .map_err(|e| Error::new(Code::Io, format!("MCP session failed to start: {e}")))?;
         running
@@ -61,7 +66,10 @@ impl Server {
         let base = Arc::clone(&self.base);
         let job = tokio::task::spawn_blocking(move || match Ts::checked_now() {
             Ok(now) => {
-                let ctx = Ctx { now, ..(*base).clone() };
+                let ctx = Ctx {
+                    now,
+                    ..(*base).clone()
+                };
                 crate::cli::call(&ctx, &argv)
             }
             Err(m) => {
@@ -83,7 +91,10 @@ impl Server {
         let base = Arc::clone(&self.base);
         let job = tokio::task::spawn_blocking(move || {
             let now = Ts::checked_now().map_err(|m| Error::new(Code::Io, m))?;
-            crate::cli::state_md(&Ctx { now, ..(*base).clone() })
+            crate::cli::state_md(&Ctx {
+                now,
+                ..(*base).clone()
+            })
         });
         match job.await {
             Ok(Ok(text)) => Ok(text),
@@ -166,7 +177,8 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListResourcesResult, ErrorData> {
         let mut r = Resource::new(STATE_URI, "STATE.md");
-        r.description = Some("The project's state for people and agents, written fresh on each read.".into());
+        r.description =
+            Some("The project's state for people and agents, written fresh on each read.".into());
         r.mime_type = Some("text/markdown".into());
         Ok(ListResourcesResult::with_all_items(vec![r]))
     }
@@ -209,5 +221,4 @@ mod tests {
         let r = result(json!({"ok": true, "decision": "idle"}), 3);
         assert_eq!(r.is_error, Some(false));
     }
-
 }

@@ -26,21 +26,99 @@ pub struct Spec {
 
 /// Every tool: the agent's side of loopx. Owner acts are not here, and the server refuses them.
 pub const TOOLS: &[Spec] = &[
-    spec("status", &["status"], "The objective, counts, claimed todos, pending gates and quota.", true),
-    spec("should_run", &["quota", "should-run"], "Whether this agent should run a turn now, and the todo it would take. decision `run` (exit 0) or another decision with a reason (exit 3).", true),
-    Spec { skip: &["body_file"], ..spec("todo_add", &["todo", "add"], "Add a todo; answers it with its id.", false) },
-    spec("todo_list", &["todo", "list"], "List todos (open, blocked and deferred; status done or cancelled for the archive).", true),
-    spec("todo_show", &["todo", "show"], "One todo, why it waits, and its recent evidence.", true),
-    spec("todo_claim", &["todo", "claim"], "Take the best ready todo (or id) with a lease and a fence. Nothing ready: exit 3 `nothing_ready`; held by another: exit 4 `lease_conflict`.", false),
-    spec("todo_renew", &["todo", "renew"], "Extend your lease.", false),
-    spec("todo_update", &["todo", "update"], "Append evidence (captured from git when none is given) and change status; needs your live lease (exit 4 `stale_fence` or `lease_conflict` otherwise).", false),
-    spec("todo_release", &["todo", "release"], "Give your lease back.", false),
-    spec("gate_open", &["gate", "open"], "Ask the owner a question; only the owner decides it.", false),
-    spec("gate_list", &["gate", "list"], "List gates, with their decisions.", true),
-    spec("quota_spend", &["quota", "spend-slot"], "Record a spent turn; the same turn id twice in the window is recorded once.", false),
-    spec("refresh_state", &["refresh-state"], "Write STATE.md and answer what this agent needs for its next turn.", false),
-    spec("turn_start", &["turn", "start"], "Begin a turn: should-run, then the claim, under a turn id (calling it again with the same id gives the same claim). Not now: exit 3 with should-run's answer.", false),
-    spec("turn_end", &["turn", "end"], "End the turn: evidence (summary), done or release, and one slot, once per turn id.", false),
+    spec(
+        "status",
+        &["status"],
+        "The objective, counts, claimed todos, pending gates and quota.",
+        true,
+    ),
+    spec(
+        "should_run",
+        &["quota", "should-run"],
+        "Whether this agent should run a turn now, and the todo it would take. decision `run` (exit 0) or another decision with a reason (exit 3).",
+        true,
+    ),
+    Spec {
+        skip: &["body_file"],
+        ..spec(
+            "todo_add",
+            &["todo", "add"],
+            "Add a todo; answers it with its id.",
+            false,
+        )
+    },
+    spec(
+        "todo_list",
+        &["todo", "list"],
+        "List todos (open, blocked and deferred; status done or cancelled for the archive).",
+        true,
+    ),
+    spec(
+        "todo_show",
+        &["todo", "show"],
+        "One todo, why it waits, and its recent evidence.",
+        true,
+    ),
+    spec(
+        "todo_claim",
+        &["todo", "claim"],
+        "Take the best ready todo (or id) with a lease and a fence. Nothing ready: exit 3 `nothing_ready`; held by another: exit 4 `lease_conflict`.",
+        false,
+    ),
+    spec(
+        "todo_renew",
+        &["todo", "renew"],
+        "Extend your lease.",
+        false,
+    ),
+    spec(
+        "todo_update",
+        &["todo", "update"],
+        "Append evidence (captured from git when none is given) and change status; needs your live lease (exit 4 `stale_fence` or `lease_conflict` otherwise).",
+        false,
+    ),
+    spec(
+        "todo_release",
+        &["todo", "release"],
+        "Give your lease back.",
+        false,
+    ),
+    spec(
+        "gate_open",
+        &["gate", "open"],
+        "Ask the owner a question; only the owner decides it.",
+        false,
+    ),
+    spec(
+        "gate_list",
+        &["gate", "list"],
+        "List gates, with their decisions.",
+        true,
+    ),
+    spec(
+        "quota_spend",
+        &["quota", "spend-slot"],
+        "Record a spent turn; the same turn id twice in the window is recorded once.",
+        false,
+    ),
+    spec(
+        "refresh_state",
+        &["refresh-state"],
+        "Write STATE.md and answer what this agent needs for its next turn.",
+        false,
+    ),
+    spec(
+        "turn_start",
+        &["turn", "start"],
+        "Begin a turn: should-run, then the claim, under a turn id (calling it again with the same id gives the same claim). Not now: exit 3 with should-run's answer.",
+        false,
+    ),
+    spec(
+        "turn_end",
+        &["turn", "end"],
+        "End the turn: evidence (summary), done or release, and one slot, once per turn id.",
+        false,
+    ),
 ];
 
 const fn spec(
@@ -185,8 +263,10 @@ pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
     for (key, value) in given {
         let Some(a) = offered.iter().find(|a| self::key(a) == *key) else {
             let names: Vec<String> = offered.iter().map(self::key).collect();
-            return Err(Error::usage(format!("{} takes no argument `{key}`", spec.name))
-                .hint(format!("it takes: {}", names.join(", "))));
+            return Err(
+                Error::usage(format!("{} takes no argument `{key}`", spec.name))
+                    .hint(format!("it takes: {}", names.join(", "))),
+            );
         };
         for v in values(spec, key, a, value)? {
             match a.get_long() {
@@ -197,7 +277,9 @@ pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
         }
     }
     if line.len() + positionals.len() > ARGS_MAX {
-        return Err(Error::usage(format!("at most {ARGS_MAX} values in one call")));
+        return Err(Error::usage(format!(
+            "at most {ARGS_MAX} values in one call"
+        )));
     }
     if !positionals.is_empty() {
         line.push("--".into());
@@ -241,7 +323,11 @@ mod tests {
     fn every_tool_names_a_command() {
         for t in TOOLS {
             let c = command(t).unwrap_or_else(|| panic!("{}: no such command", t.name));
-            assert!(c.get_subcommands().next().is_none(), "{} is not a leaf", t.name);
+            assert!(
+                c.get_subcommands().next().is_none(),
+                "{} is not a leaf",
+                t.name
+            );
         }
     }
 
@@ -268,6 +354,9 @@ mod tests {
         assert_eq!(c["properties"]["id"]["type"], "string");
         let g = schema(find("gate_open").unwrap());
         assert_eq!(g["required"], json!(["question"]));
-        assert_eq!(g["properties"]["option"]["type"], "array", "named as the flag");
+        assert_eq!(
+            g["properties"]["option"]["type"], "array",
+            "named as the flag"
+        );
     }
 }
