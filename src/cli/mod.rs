@@ -14,6 +14,9 @@ mod evidence;
 mod roster;
 mod todo_edit;
 mod turn;
+// hosts (issue 10)
+mod prompt;
+mod setup;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -152,6 +155,12 @@ pub enum Cmd {
     #[command(subcommand)]
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
+    // -- hosts (issue 10) --
+    /// Write the wiring for a host into the project: claude, codex, cron or systemd.
+    Setup(setup::Setup),
+    /// Print the short protocol an agent follows each turn, for its runtime.
+    AgentPrompt(prompt::AgentPrompt),
+    // -- end hosts --
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -382,6 +391,8 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Agent(c)) => agent::run(ctx, c),
         Some(Cmd::Agents) => roster::run(ctx),
         Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
+        Some(Cmd::Setup(a)) => setup::run(ctx, a),
+        Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();
