@@ -109,9 +109,10 @@ fn agents_md(p: &Plan) -> Result<super::Change> {
     let old = files::read(&p.root, REL)?;
     let section = format!(
         "{BEGIN}\n<!-- Written by `loopx setup codex`; rerun it to update this section. -->\n\
-         ## loopx (agent `{}`)\n\n{}\n{END}",
-        p.agent,
-        prompt::text(Runtime::Codex)
+         ## loopx (agent `{agent}`)\n\nYou are agent `{agent}`: add `--agent {agent}` to each \
+         command below, or export `LOOPX_AGENT={agent}`.\n{}\n{END}",
+        prompt::text(Runtime::Codex),
+        agent = p.agent,
     );
     let text = match &old {
         None => format!("{section}\n"),

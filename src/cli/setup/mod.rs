@@ -211,7 +211,7 @@ fn report(host: Host, dry_run: bool, w: Wiring) -> Out {
     let mut text = String::new();
     for c in &w.changes {
         let verb = match (dry_run, c.action) {
-            (true, Action::Unchanged) | (false, Action::Unchanged) => "unchanged".to_string(),
+            (_, Action::Unchanged) => "unchanged".to_string(),
             (true, act) => format!("would {}", act.verb()),
             (false, act) => act.as_str().to_string(),
         };
