@@ -45,22 +45,23 @@ pub fn shell_text(words: &[String]) -> String {
     if let [one] = words {
         return one.clone();
     }
-    let plain = |w: &str| {
-        !w.is_empty()
-            && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c))
-    };
     words
         .iter()
-        .map(|w| {
-            if plain(w) {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
+        .map(|w| sh_word(w))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// One word quoted for the shell: as it is when plain, else in single quotes.
+pub fn sh_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
 }
 
 fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {

@@ -15,6 +15,9 @@ mod roster;
 mod todo_edit;
 mod turn;
 mod turn_step;
+// hosts (issue 10)
+mod prompt;
+mod setup;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -158,6 +161,12 @@ pub enum Cmd {
         after_help = "Example (the agent id comes from --agent or LOOPX_AGENT):\n  loopx --agent claude mcp"
     )]
     Mcp,
+    // -- hosts (issue 10) --
+    /// Write the wiring for a host into the project: claude, codex, cron or systemd.
+    Setup(setup::Setup),
+    /// Print the short protocol an agent follows each turn, for its runtime.
+    AgentPrompt(prompt::AgentPrompt),
+    // -- end hosts --
     /// Shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -392,6 +401,8 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             crate::mcp::serve(ctx)?;
             Ok(Out::default())
         }
+        Some(Cmd::Setup(a)) => setup::run(ctx, a),
+        Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();
             let mut buf = Vec::new();

@@ -1,0 +1,101 @@
+//! `agent-prompt`: the short protocol an agent follows each turn, in its runtime's words.
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::{Ctx, Out};
+use crate::kernel::Result;
+
+/// The runtimes a prompt is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Runtime {
+    /// Claude Code: the loopx MCP tools and the SessionStart hook.
+    Claude,
+    /// Codex CLI: an AGENTS.md section; the MCP tools or the shell commands.
+    Codex,
+    /// Any runtime: the shell commands and their exit codes.
+    Generic,
+}
+
+impl Runtime {
+    /// The runtime's name as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Claude => "claude",
+            Runtime::Codex => "codex",
+            Runtime::Generic => "generic",
+        }
+    }
+}
+
+/// `agent-prompt`.
+#[derive(Debug, Args)]
+pub struct AgentPrompt {
+    /// The runtime whose words the prompt uses.
+    #[arg(long, value_enum, default_value = "generic")]
+    runtime: Runtime,
+}
+
+/// The exit codes, in one line.
+const EXITS: &str = "Exit codes: 0 ok, 2 usage, 3 not now (normal: stop the turn), \
+4 conflict (another agent holds it: leave it), 5 not found, 6 invalid state, \
+7 owner authority needed, 8 busy (try again).";
+
+const CLAUDE: &str = "\
+This project's work queue is in .loopx/ (never edit it by hand). Use the MCP server `loopx`.
+Each turn:
+1. Call mcp__loopx__turn_start. It decides whether to run and claims a todo under a turn id.
+   Anything but run: stop and report its reason (not now is normal).
+2. Work only on the todo it gave you. Long work: mcp__loopx__todo_renew before the lease ends.
+3. A question only the owner can decide: mcp__loopx__gate_open blocking that todo, then
+   mcp__loopx__todo_release, and stop.
+4. Call mcp__loopx__turn_end with your evidence (tests run, files, commits, metrics) and whether
+   the todo is done. It records the turn's slot.
+The SessionStart hook puts `loopx refresh-state` in your context; mcp__loopx__refresh_state gives
+it again, mcp__loopx__status the whole project, mcp__loopx__todo_add records follow-up work.
+Without the tools, the shell: `loopx quota should-run`, `loopx todo claim`,
+`loopx todo update --evidence TEXT --status done`, `loopx quota spend-slot`.";
+
+const CODEX: &str = "\
+This project's work queue is in `.loopx/`; never edit it by hand. Your agent id is in
+LOOPX_AGENT (or pass `--agent ID`). Each turn, with the `loopx` MCP tools if configured
+(turn_start does steps 1-2, turn_end steps 4-5), else the shell:
+1. `loopx quota should-run`: exit 0 go on; exit 3 not now, stop the turn.
+2. `loopx todo claim`: the todo to do (exit 3: nothing ready, stop).
+3. Work only on that todo. Long work: `loopx todo renew`. A question only the owner can
+   decide: `loopx gate open \"QUESTION\" --blocks ID`, then `loopx todo release`, and stop.
+4. `loopx todo update --evidence \"WHAT YOU PROVED\" --status done` (leave out `--status`
+   to record progress; `--metric NAME=VALUE`, `--artifact PATH` add more).
+5. `loopx quota spend-slot`
+6. `loopx refresh-state`: the packet for the next turn.
+Follow-up work: `loopx todo add \"TITLE\"`. Add `--json` for one JSON object.";
+
+const GENERIC: &str = "\
+The work queue is in .loopx/ (never edit it by hand). Name yourself with --agent ID or
+LOOPX_AGENT, the project with --dir DIR or LOOPX_DIR. Each turn:
+1. loopx quota should-run       (exit 0: go on; exit 3: not now, stop the turn)
+2. loopx todo claim             (the todo to do; exit 3: nothing ready, stop)
+3. Work only on that todo. Long work: loopx todo renew. A question only the owner can
+   decide: loopx gate open \"QUESTION\" --blocks ID, then loopx todo release, and stop.
+4. loopx todo update --evidence \"WHAT YOU PROVED\" --status done
+   (without --status it records progress; --metric NAME=VALUE and --artifact PATH add more)
+5. loopx quota spend-slot
+6. loopx refresh-state          (the packet for the next turn)
+Or the whole turn in one command: loopx turn --complete-on-success -- CMD ARGS...
+Add --json for one JSON object.";
+
+/// The prompt text for a runtime.
+pub fn text(runtime: Runtime) -> String {
+    let body = match runtime {
+        Runtime::Claude => CLAUDE,
+        Runtime::Codex => CODEX,
+        Runtime::Generic => GENERIC,
+    };
+    format!("{body}\n{EXITS}")
+}
+
+/// Runs `agent-prompt`: needs no project.
+pub fn run(_ctx: &Ctx, a: AgentPrompt) -> Result<Out> {
+    let prompt = text(a.runtime);
+    Ok(Out::new("runtime", json!(a.runtime.name()), prompt.clone()).with("prompt", json!(prompt)))
+}
