@@ -29,7 +29,7 @@ pub enum Best {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only this todo's evidence (an id or a unique prefix).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = super::complete::todo_id())]
     todo: Option<String>,
     /// Only entries this agent wrote.
     #[arg(long = "by", value_name = "AGENT")]

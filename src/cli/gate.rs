@@ -18,7 +18,7 @@ pub enum GateCmd {
         /// The question.
         question: String,
         /// A todo it blocks until decided (repeatable).
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         blocks: Vec<String>,
         /// Block every agent todo until decided.
         #[arg(long)]
@@ -36,6 +36,7 @@ pub enum GateCmd {
     /// Owner: approve a gate.
     Approve {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// The option chosen.
         #[arg(long)]
@@ -47,6 +48,7 @@ pub enum GateCmd {
     /// Owner: reject a gate; the todos it blocks become blocked.
     Reject {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// Why (required).
         #[arg(long)]
@@ -55,6 +57,7 @@ pub enum GateCmd {
     /// Owner: withdraw a gate.
     Cancel {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// Why.
         #[arg(long)]

@@ -1,9 +1,11 @@
 //! The command-line face: clap definitions, dispatch, and the text and JSON output.
 
 mod agent;
+pub mod complete;
 mod gate;
 mod goal;
 mod hook;
+mod man;
 mod monitor;
 mod owner;
 mod quota;
@@ -18,7 +20,7 @@ mod turn;
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 
 use crate::kernel::{Code, Error, Result, Ts};
@@ -152,10 +154,17 @@ pub enum Cmd {
     #[command(subcommand)]
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
-    /// Shell completions.
+    /// Shell completions (of commands, flags, and todo and gate ids): the script to source.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
+    },
+    /// The manual pages: loopx.1 on stdout, or every page into a directory.
+    #[command(hide = true)]
+    Man {
+        /// Write loopx.1 and one page per subcommand (loopx-todo-claim.1 ...) into DIR.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -383,16 +392,14 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Agents) => roster::run(ctx),
         Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
         Some(Cmd::Completions { shell }) => {
-            let mut cmd = Cli::command();
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "loopx", &mut buf);
-            let text = String::from_utf8_lossy(&buf).to_string();
+            let text = complete::script(shell)?;
             Ok(Out::new(
                 "script",
                 Value::String(text.clone()),
                 text.trim_end(),
             ))
         }
+        Some(Cmd::Man { out }) => man::run(out),
     }
 }
 
@@ -462,6 +469,7 @@ pub fn rel_time(now: Ts, at: Ts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory as _;
 
     #[test]
     fn cli_definition_is_sound() {

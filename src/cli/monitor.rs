@@ -18,6 +18,7 @@ pub enum MonitorCmd {
     /// Propose a check for a recurring todo: a text run with `sh -c`, once the owner approves it.
     Propose {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// The command, after `--` (its words are joined with spaces).
         #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
@@ -26,6 +27,7 @@ pub enum MonitorCmd {
     /// Owner: approve the exact text of a todo's check (sealed in owner.seal).
     Approve {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// Approve only if the text's SHA-256 starts with this (16 or more hex digits).
         #[arg(long, value_name = "HEX")]
@@ -34,6 +36,7 @@ pub enum MonitorCmd {
     /// Owner: withdraw a check's approval; it never runs again until approved again.
     Revoke {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Monitors: when each is due, which are overdue, and each check (approved or not).

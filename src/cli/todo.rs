@@ -33,19 +33,19 @@ pub enum TodoCmd {
         #[arg(long, default_value = "agent", value_parser = parse_role)]
         role: Role,
         /// A todo that must be done first (repeatable).
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         depends_on: Vec<String>,
         /// Make it a recurring monitor with this cadence (like 1h).
         #[arg(long, value_name = "DUR")]
         every: Option<Dur>,
         /// A pending gate that blocks it.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::gate_id())]
         blocked_by_gate: Option<String>,
         /// A capability an agent needs to be offered it (repeatable; all are needed).
         #[arg(long, value_name = "CAP")]
         requires: Vec<String>,
         /// Make it the review of todo ID: ready when ID is done; ID's finisher never claims it.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         reviews: Option<String>,
         /// An agent that may never claim it (repeatable).
         #[arg(long, value_name = "AGENT")]
@@ -69,11 +69,13 @@ pub enum TodoCmd {
     /// Show one todo, why it waits, and its recent evidence.
     Show {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Take the best ready todo (or ID) with a lease.
     Claim {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
         /// Lease length (default from loopx.toml, 30m).
         #[arg(long, value_name = "DUR")]
@@ -82,6 +84,7 @@ pub enum TodoCmd {
     /// Extend your lease.
     Renew {
         /// The id (default: the one you hold).
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
         /// New lease length from now.
         #[arg(long, value_name = "DUR")]
@@ -92,16 +95,19 @@ pub enum TodoCmd {
     /// Give your lease back.
     Release {
         /// The id (default: the one you hold).
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
     },
     /// Return a blocked or deferred todo to open.
     Reopen {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Owner: move the lease to another agent with a new fence.
     Reassign {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// The agent to give it to.
         #[arg(long, value_name = "AGENT")]
@@ -120,6 +126,7 @@ pub enum TodoCmd {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The id (default: the one you hold).
+    #[arg(add = super::complete::todo_id())]
     id: Option<String>,
     /// The fence you were granted; a stale one is refused.
     #[arg(long)]
