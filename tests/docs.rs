@@ -225,3 +225,123 @@ fn completions_script_completes_ids_in_bash() {
     let r = run_cmd(&mut c);
     assert_eq!(ids(&r, "t-"), vec![id], "{r:?}");
 }
+
+/// Splits a line into words as a POSIX shell would (quotes and backslashes; no expansion),
+/// stopping at an unquoted redirection, pipe, list operator or comment.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut in_word) = (false, false);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if in_word && !quoted && [">", ">>", "|", ";", "&&", "||"].contains(&cur.as_str()) {
+                    return words;
+                }
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                }
+                (quoted, in_word) = (false, false);
+            }
+            '#' if !in_word => return words,
+            '\'' => {
+                (quoted, in_word) = (true, true);
+                cur.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                (quoted, in_word) = (true, true);
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+#[test]
+fn shell_words_splits_like_a_shell() {
+    assert_eq!(
+        shell_words(r#"loopx a "b c" 'd "e"' f\ g "h\"i" > out # x"#),
+        ["loopx", "a", "b c", "d \"e\"", "f g", "h\"i"]
+    );
+    assert_eq!(shell_words("loopx x # note"), ["loopx", "x"]);
+    assert_eq!(shell_words("loopx '>' y"), ["loopx", ">", "y"]);
+}
+
+/// Every visible leaf command, with the names that lead to it (`["todo", "claim"]`).
+fn leaves(
+    cmd: &clap::Command,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, clap::Command)>,
+) {
+    let subs: Vec<_> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .collect();
+    if subs.is_empty() {
+        out.push((path.clone(), cmd.clone()));
+    }
+    for s in subs {
+        path.push(s.get_name().to_string());
+        leaves(s, path, out);
+        path.pop();
+    }
+}
+
+#[test]
+fn every_subcommand_has_an_example_that_parses() {
+    use clap::{CommandFactory as _, Parser as _};
+    let mut all = Vec::new();
+    leaves(&loopx::cli::Cli::command(), &mut Vec::new(), &mut all);
+    assert!(all.len() > 40, "only {} leaf commands found", all.len());
+    let mut missing = Vec::new();
+    for (path, cmd) in &all {
+        let name = path.join(" ");
+        let help = cmd
+            .get_after_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let Some(example) = help.split_once("Example:").map(|(_, e)| e) else {
+            missing.push(name);
+            continue;
+        };
+        let lines: Vec<&str> = example
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("loopx "))
+            .collect();
+        assert!(
+            !lines.is_empty(),
+            "`loopx {name}`: no `loopx ...` line in its example:\n{help}"
+        );
+        for line in lines {
+            let words = shell_words(line);
+            let at = words.windows(path.len()).any(|w| w == path.as_slice());
+            assert!(at, "`loopx {name}`'s example runs another command: {line}");
+            if let Err(e) = loopx::cli::Cli::try_parse_from(&words) {
+                panic!("`loopx {name}`'s example does not parse: {line}\n{e}");
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "commands without an example: {missing:?}"
+    );
+}

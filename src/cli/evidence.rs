@@ -13,6 +13,7 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum EvidenceCmd {
     /// Evidence across todos, newest first (or the best value of a metric).
+    #[command(after_help = "Example:\n  loopx evidence list --metric loss --best min --json")]
     List(ListArgs),
 }
 

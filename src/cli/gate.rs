@@ -14,6 +14,9 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum GateCmd {
     /// Ask the owner a question; prints the gate's id.
+    #[command(
+        after_help = "Example:\n  loopx gate open \"Use the 2024 data set?\" --blocks t-4kq9zx --option yes --option no"
+    )]
     Open {
         /// The question.
         question: String,
@@ -28,12 +31,16 @@ pub enum GateCmd {
         options: Vec<String>,
     },
     /// List gates.
+    #[command(after_help = "Example:\n  loopx gate list --pending")]
     List {
         /// Only pending ones.
         #[arg(long)]
         pending: bool,
     },
     /// Owner: approve a gate.
+    #[command(
+        after_help = "Example:\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\""
+    )]
     Approve {
         /// The id or a unique prefix.
         #[arg(add = super::complete::gate_id())]
@@ -46,6 +53,9 @@ pub enum GateCmd {
         reason: Option<String>,
     },
     /// Owner: reject a gate; the todos it blocks become blocked.
+    #[command(
+        after_help = "Example:\n  loopx gate reject g-7hw2ma --reason \"too costly for now\""
+    )]
     Reject {
         /// The id or a unique prefix.
         #[arg(add = super::complete::gate_id())]
@@ -55,6 +65,7 @@ pub enum GateCmd {
         reason: String,
     },
     /// Owner: withdraw a gate.
+    #[command(after_help = "Example:\n  loopx gate cancel g-7hw2ma --reason \"no longer needed\"")]
     Cancel {
         /// The id or a unique prefix.
         #[arg(add = super::complete::gate_id())]

@@ -76,17 +76,22 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Create .loopx/ with an objective.
+    #[command(
+        after_help = "Example:\n  loopx start-goal --goal-text \"Run a multi-day benchmark suite\" --success \"every suite has a baseline\""
+    )]
     StartGoal(goal::StartGoal),
     /// Show, pause, resume or complete the goal.
     #[command(subcommand)]
     Goal(goal::GoalCmd),
     /// Check every file, the journal, leases, temp files and the lock.
+    #[command(after_help = "Example:\n  loopx doctor --fix")]
     Doctor {
         /// Repair what is safe and say what was done.
         #[arg(long)]
         fix: bool,
     },
     /// The objective, counts, claimed todos, pending gates and quota.
+    #[command(after_help = "Example:\n  loopx status --json")]
     Status,
     /// Add, list, claim, update and release todos.
     #[command(subcommand)]
@@ -102,6 +107,7 @@ pub enum Cmd {
     /// Run turns in a loop, sleeping what should-run says, until paused, complete or Ctrl-C.
     Heartbeat(turn::Heartbeat),
     /// Write STATE.md and print what an agent needs for its next turn.
+    #[command(after_help = "Example:\n  loopx refresh-state")]
     RefreshState,
     /// The journal, newest last.
     Log(state::LogArgs),
@@ -119,6 +125,7 @@ pub enum Cmd {
     Agent(agent::AgentCmd),
     // -- end routing --
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
+    #[command(after_help = "Example:\n  loopx board --readonly --theme high-contrast")]
     Board {
         /// Show only: every change is off.
         #[arg(long)]
@@ -136,6 +143,7 @@ pub enum Cmd {
         seal_every: Option<u32>,
     },
     /// A throwaway project with simulated agents, and the board on it.
+    #[command(after_help = "Example:\n  loopx demo --keep")]
     Demo {
         /// Keep the demo project instead of removing it on exit.
         #[arg(long)]
@@ -149,12 +157,16 @@ pub enum Cmd {
     Monitor(monitor::MonitorCmd),
     // -- teams (issue 9) --
     /// Every agent seen: last seen, leases held, turns and spend in the window, state.
+    #[command(after_help = "Example:\n  loopx agents --json")]
     Agents,
     /// Evidence across todos: filter it, and find the best run of a metric.
     #[command(subcommand)]
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
     /// Shell completions (of commands, flags, and todo and gate ids): the script to source.
+    #[command(
+        after_help = "Example:\n  loopx completions bash > ~/.local/share/bash-completion/completions/loopx"
+    )]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,

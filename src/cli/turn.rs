@@ -42,6 +42,9 @@ pub struct TurnArgs {
 
 /// `turn`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  loopx turn --complete-on-success --timeout 30m -- sh -c 'codex exec \"Do todo $LOOPX_TODO_ID: $LOOPX_TODO_TITLE\"'"
+)]
 pub struct Turn {
     /// The turn's id (default: a fresh one); the same id twice is recorded once.
     #[arg(long, value_name = "ID")]
@@ -52,6 +55,7 @@ pub struct Turn {
 
 /// `heartbeat`.
 #[derive(Debug, Args)]
+#[command(after_help = "Example:\n  loopx heartbeat --every 5m --max-turns 20 -- ./agent-turn.sh")]
 pub struct Heartbeat {
     /// The least time between turns, and the wait when should-run names none (default 60s).
     #[arg(long, value_name = "DUR")]
