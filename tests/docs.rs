@@ -345,3 +345,30 @@ fn every_subcommand_has_an_example_that_parses() {
         "commands without an example: {missing:?}"
     );
 }
+
+#[test]
+fn the_reference_names_every_command_and_flag() {
+    use clap::CommandFactory as _;
+    let reference = include_str!("../docs/reference.md");
+    let mut all = Vec::new();
+    leaves(&loopx::cli::Cli::command(), &mut Vec::new(), &mut all);
+    let mut missing = Vec::new();
+    for (path, cmd) in &all {
+        let name = path.join(" ");
+        if !reference.contains(&format!("`{name}")) {
+            missing.push(name.clone());
+        }
+        let flags = cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && !a.is_global_set());
+        for long in flags.filter_map(|a| a.get_long()) {
+            if !["help", "version"].contains(&long) && !reference.contains(&format!("--{long}")) {
+                missing.push(format!("{name} --{long}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md does not name: {missing:?}"
+    );
+}
