@@ -1702,7 +1702,7 @@ fn completions_and_usage_errors() {
     let r = p.run(&["completions", "bash"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
-        r.stdout.contains("loopx") && r.stdout.contains("should-run"),
+        r.stdout.contains("loopx") && r.stdout.contains("COMPLETE="),
         "completions look empty"
     );
     let r = p.run(&["completions", "nosuchshell"]);

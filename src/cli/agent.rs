@@ -17,6 +17,9 @@ pub const REVIEWS_EVIDENCE: usize = 5;
 #[derive(Debug, Subcommand)]
 pub enum AgentCmd {
     /// Declare what this agent can do (agents/ID.toml); adds to what it said before.
+    #[command(
+        after_help = "Example:\n  loopx --agent executor agent set --capability code --capability code.rust"
+    )]
     Set {
         /// A capability, 1 to 64 of a-z 0-9 _ . - (repeatable).
         #[arg(long, value_name = "CAP")]
@@ -26,11 +29,13 @@ pub enum AgentCmd {
         clear: bool,
     },
     /// An agent's capabilities (the owner's fixed ones win) and slot cap; every agent without ID.
+    #[command(after_help = "Example:\n  loopx agent show executor")]
     Show {
         /// The agent (default: every agent known).
         id: Option<String>,
     },
     /// Owner: fix an agent's capabilities (they replace its own) and its slots per window.
+    #[command(after_help = "Example:\n  loopx agent fix executor --capability code --slots 20")]
     Fix {
         /// The agent.
         id: String,

@@ -13,6 +13,7 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum EvidenceCmd {
     /// Evidence across todos, newest first (or the best value of a metric).
+    #[command(after_help = "Example:\n  loopx evidence list --metric loss --best min --json")]
     List(ListArgs),
 }
 
@@ -29,7 +30,7 @@ pub enum Best {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only this todo's evidence (an id or a unique prefix).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = super::complete::todo_id())]
     todo: Option<String>,
     /// Only entries this agent wrote.
     #[arg(long = "by", value_name = "AGENT")]

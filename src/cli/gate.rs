@@ -14,11 +14,14 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum GateCmd {
     /// Ask the owner a question; prints the gate's id.
+    #[command(
+        after_help = "Example:\n  loopx gate open \"Use the 2024 data set?\" --blocks t-4kq9zx --option yes --option no"
+    )]
     Open {
         /// The question.
         question: String,
         /// A todo it blocks until decided (repeatable).
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         blocks: Vec<String>,
         /// Block every agent todo until decided.
         #[arg(long)]
@@ -28,14 +31,19 @@ pub enum GateCmd {
         options: Vec<String>,
     },
     /// List gates.
+    #[command(after_help = "Example:\n  loopx gate list --pending")]
     List {
         /// Only pending ones.
         #[arg(long)]
         pending: bool,
     },
     /// Owner: approve a gate.
+    #[command(
+        after_help = "Example:\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\""
+    )]
     Approve {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// The option chosen.
         #[arg(long)]
@@ -45,16 +53,22 @@ pub enum GateCmd {
         reason: Option<String>,
     },
     /// Owner: reject a gate; the todos it blocks become blocked.
+    #[command(
+        after_help = "Example:\n  loopx gate reject g-7hw2ma --reason \"too costly for now\""
+    )]
     Reject {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// Why (required).
         #[arg(long)]
         reason: String,
     },
     /// Owner: withdraw a gate.
+    #[command(after_help = "Example:\n  loopx gate cancel g-7hw2ma --reason \"no longer needed\"")]
     Cancel {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::gate_id())]
         id: String,
         /// Why.
         #[arg(long)]

@@ -40,16 +40,24 @@ pub struct StartGoal {
 #[derive(Debug, Subcommand)]
 pub enum GoalCmd {
     /// Show the goal.
+    #[command(after_help = "Example:\n  loopx goal show --json")]
     Show,
     /// Pause the goal (owner).
+    #[command(
+        after_help = "Example:\n  loopx goal pause --reason \"waiting for the new data set\""
+    )]
     Pause {
         /// Why.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Resume the goal (owner).
+    #[command(after_help = "Example:\n  loopx goal resume")]
     Resume,
     /// Mark the goal complete (owner).
+    #[command(
+        after_help = "Example:\n  loopx goal complete --reason \"every suite has a baseline\""
+    )]
     Complete {
         /// Why.
         #[arg(long)]

@@ -16,6 +16,9 @@ pub enum HookCmd {
     /// Owner: run a command (through `sh -c`, in the project root, the event's JSON on stdin)
     /// when an event happens. Events: gate.opened, gate.decided, lease.expired, lease.reclaimed,
     /// monitor.overdue, monitor.changed, goal.paused, goal.completed, budget.spent.
+    #[command(
+        after_help = "Example:\n  loopx hook set gate.opened -- notify-send loopx \"a gate waits\""
+    )]
     Set {
         /// The event.
         event: String,
@@ -25,11 +28,13 @@ pub enum HookCmd {
         command: Vec<String>,
     },
     /// Owner: remove an event's hook.
+    #[command(after_help = "Example:\n  loopx hook remove gate.opened")]
     Remove {
         /// The event.
         event: String,
     },
     /// Every hook, and whether the owner's seal holds it (a hook runs only then).
+    #[command(after_help = "Example:\n  loopx hook list")]
     List,
     /// Run an event's hook now (loopx starts this itself after a commit).
     #[command(hide = true)]

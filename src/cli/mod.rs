@@ -1,9 +1,11 @@
 //! The command-line face: clap definitions, dispatch, and the text and JSON output.
 
 mod agent;
+pub mod complete;
 mod gate;
 mod goal;
 mod hook;
+mod man;
 mod monitor;
 mod owner;
 mod quota;
@@ -22,7 +24,7 @@ mod setup;
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 
 use crate::kernel::{Code, Error, Result, Ts};
@@ -78,17 +80,22 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Create .loopx/ with an objective.
+    #[command(
+        after_help = "Example:\n  loopx start-goal --goal-text \"Run a multi-day benchmark suite\" --success \"every suite has a baseline\""
+    )]
     StartGoal(goal::StartGoal),
     /// Show, pause, resume or complete the goal.
     #[command(subcommand)]
     Goal(goal::GoalCmd),
     /// Check every file, the journal, leases, temp files and the lock.
+    #[command(after_help = "Example:\n  loopx doctor --fix")]
     Doctor {
         /// Repair what is safe and say what was done.
         #[arg(long)]
         fix: bool,
     },
     /// The objective, counts, claimed todos, pending gates and quota.
+    #[command(after_help = "Example:\n  loopx status --json")]
     Status,
     /// Add, list, claim, update and release todos.
     #[command(subcommand)]
@@ -104,6 +111,7 @@ pub enum Cmd {
     /// Run turns in a loop, sleeping what should-run says, until paused, complete or Ctrl-C.
     Heartbeat(turn::Heartbeat),
     /// Write STATE.md and print what an agent needs for its next turn.
+    #[command(after_help = "Example:\n  loopx refresh-state")]
     RefreshState,
     /// The journal, newest last.
     Log(state::LogArgs),
@@ -121,6 +129,7 @@ pub enum Cmd {
     Agent(agent::AgentCmd),
     // -- end routing --
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
+    #[command(after_help = "Example:\n  loopx board --readonly --theme high-contrast")]
     Board {
         /// Show only: every change is off.
         #[arg(long)]
@@ -138,6 +147,7 @@ pub enum Cmd {
         seal_every: Option<u32>,
     },
     /// A throwaway project with simulated agents, and the board on it.
+    #[command(after_help = "Example:\n  loopx demo --keep")]
     Demo {
         /// Keep the demo project instead of removing it on exit.
         #[arg(long)]
@@ -151,6 +161,7 @@ pub enum Cmd {
     Monitor(monitor::MonitorCmd),
     // -- teams (issue 9) --
     /// Every agent seen: last seen, leases held, turns and spend in the window, state.
+    #[command(after_help = "Example:\n  loopx agents --json")]
     Agents,
     /// Evidence across todos: filter it, and find the best run of a metric.
     #[command(subcommand)]
@@ -167,10 +178,20 @@ pub enum Cmd {
     /// Print the short protocol an agent follows each turn, for its runtime.
     AgentPrompt(prompt::AgentPrompt),
     // -- end hosts --
-    /// Shell completions.
+    /// Shell completions (of commands, flags, and todo and gate ids): the script to source.
+    #[command(
+        after_help = "Example:\n  loopx completions bash > ~/.local/share/bash-completion/completions/loopx"
+    )]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
+    },
+    /// The manual pages: loopx.1 on stdout, or every page into a directory.
+    #[command(hide = true)]
+    Man {
+        /// Write loopx.1 and one page per subcommand (loopx-todo-claim.1 ...) into DIR.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -404,16 +425,14 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Setup(a)) => setup::run(ctx, a),
         Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
         Some(Cmd::Completions { shell }) => {
-            let mut cmd = Cli::command();
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "loopx", &mut buf);
-            let text = String::from_utf8_lossy(&buf).to_string();
+            let text = complete::script(shell)?;
             Ok(Out::new(
                 "script",
                 Value::String(text.clone()),
                 text.trim_end(),
             ))
         }
+        Some(Cmd::Man { out }) => man::run(out),
     }
 }
 
@@ -508,6 +527,7 @@ pub fn rel_time(now: Ts, at: Ts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory as _;
 
     #[test]
     fn cli_definition_is_sound() {

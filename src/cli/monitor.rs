@@ -16,29 +16,39 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum MonitorCmd {
     /// Propose a check for a recurring todo: a text run with `sh -c`, once the owner approves it.
+    #[command(
+        after_help = "Example:\n  loopx monitor propose t-zs7t4k -- gh pr view 12 --json state,reviews"
+    )]
     Propose {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// The command, after `--` (its words are joined with spaces).
         #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Owner: approve the exact text of a todo's check (sealed in owner.seal).
+    #[command(after_help = "Example:\n  loopx monitor approve t-zs7t4k --sha ba381a64be65f00d")]
     Approve {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// Approve only if the text's SHA-256 starts with this (16 or more hex digits).
         #[arg(long, value_name = "HEX")]
         sha: Option<String>,
     },
     /// Owner: withdraw a check's approval; it never runs again until approved again.
+    #[command(after_help = "Example:\n  loopx monitor revoke t-zs7t4k")]
     Revoke {
         /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Monitors: when each is due, which are overdue, and each check (approved or not).
+    #[command(after_help = "Example:\n  loopx monitor list")]
     List,
     /// Run every approved check that is due; a changed result makes its todo ready now.
+    #[command(after_help = "Example:\n  loopx monitor poll --timeout 1m")]
     Poll {
         /// How long one check may run before it is stopped (1s to 1h).
         #[arg(long, value_name = "DUR", default_value = "30s")]

@@ -11,14 +11,17 @@ use crate::store::{StoreExt, owner};
 #[derive(Debug, Subcommand)]
 pub enum OwnerCmd {
     /// Create the owner key (or use yours) and put its public half in .loopx/owner.pub.
+    #[command(after_help = "Example:\n  loopx owner init")]
     Init {
         /// Replace the project's owner.pub even if it holds another key.
         #[arg(long)]
         force: bool,
     },
     /// Where the key is and its fingerprint (never the secret).
+    #[command(after_help = "Example:\n  loopx owner show --json")]
     Show,
     /// Sign the journal's head and the owner's facts (goal, quota, gates, user todos, leases).
+    #[command(after_help = "Example:\n  loopx owner seal --adopt")]
     Seal {
         /// Seal the files as they are now, where you edited one by hand (default: keep the
         /// values of the last seal wherever a file differs from it).

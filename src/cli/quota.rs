@@ -14,8 +14,12 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum QuotaCmd {
     /// Whether this agent should run a turn now (exit 0 run, 3 otherwise). Never writes.
+    #[command(after_help = "Example:\n  loopx quota should-run --json")]
     ShouldRun,
     /// Record a spent turn (exit 3, still recorded, when it goes past a limit).
+    #[command(
+        after_help = "Example:\n  loopx quota spend-slot --turn turn-0042 --tokens 120000 --cost-usd 1.50"
+    )]
     SpendSlot {
         /// Slots spent.
         #[arg(long, default_value_t = 1)]
@@ -31,8 +35,12 @@ pub enum QuotaCmd {
         cost_usd: Option<f64>,
     },
     /// The policy and the spend in the window.
+    #[command(after_help = "Example:\n  loopx quota show")]
     Show,
     /// Owner: change the policy.
+    #[command(
+        after_help = "Example:\n  loopx quota set --slots 50 --window 24h --min-interval 10m --cost-usd 25"
+    )]
     Set {
         /// Slots per window.
         #[arg(long)]

@@ -18,6 +18,7 @@ use crate::text::{escape as esc, md_line};
 
 /// `log` arguments.
 #[derive(Debug, Args)]
+#[command(after_help = "Example:\n  loopx log --limit 50 --verify")]
 pub struct LogArgs {
     /// How many events (newest last).
     #[arg(long, default_value_t = 20)]

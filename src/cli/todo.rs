@@ -23,6 +23,9 @@ use crate::text::escape as esc;
 #[derive(Debug, Subcommand)]
 pub enum TodoCmd {
     /// Add a todo; prints its id.
+    #[command(
+        after_help = "Example:\n  loopx todo add \"Set up the benchmark harness\" --priority P1 --requires code"
+    )]
     Add {
         /// What to do.
         title: String,
@@ -33,19 +36,19 @@ pub enum TodoCmd {
         #[arg(long, default_value = "agent", value_parser = parse_role)]
         role: Role,
         /// A todo that must be done first (repeatable).
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         depends_on: Vec<String>,
         /// Make it a recurring monitor with this cadence (like 1h).
         #[arg(long, value_name = "DUR")]
         every: Option<Dur>,
         /// A pending gate that blocks it.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::gate_id())]
         blocked_by_gate: Option<String>,
         /// A capability an agent needs to be offered it (repeatable; all are needed).
         #[arg(long, value_name = "CAP")]
         requires: Vec<String>,
         /// Make it the review of todo ID: ready when ID is done; ID's finisher never claims it.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
         reviews: Option<String>,
         /// An agent that may never claim it (repeatable).
         #[arg(long, value_name = "AGENT")]
@@ -55,6 +58,7 @@ pub enum TodoCmd {
         context: ContextArgs,
     },
     /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
+    #[command(after_help = "Example:\n  loopx todo list --ready --json")]
     List {
         /// Only those ready for this agent.
         #[arg(long)]
@@ -67,41 +71,56 @@ pub enum TodoCmd {
         status: Option<Status>,
     },
     /// Show one todo, why it waits, and its recent evidence.
+    #[command(after_help = "Example:\n  loopx todo show t-4kq9zx")]
     Show {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Take the best ready todo (or ID) with a lease.
+    #[command(after_help = "Example:\n  loopx todo claim --ttl 45m")]
     Claim {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
         /// Lease length (default from loopx.toml, 30m).
         #[arg(long, value_name = "DUR")]
         ttl: Option<Dur>,
     },
     /// Extend your lease.
+    #[command(after_help = "Example:\n  loopx todo renew --ttl 30m")]
     Renew {
         /// The id (default: the one you hold).
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
         /// New lease length from now.
         #[arg(long, value_name = "DUR")]
         ttl: Option<Dur>,
     },
     /// Append evidence and change status.
+    #[command(
+        after_help = "Example:\n  loopx todo update --evidence \"unit tests pass (42/42)\" --metric loss=0.31 --status done"
+    )]
     Update(UpdateArgs),
     /// Give your lease back.
+    #[command(after_help = "Example:\n  loopx todo release t-4kq9zx")]
     Release {
         /// The id (default: the one you hold).
+        #[arg(add = super::complete::todo_id())]
         id: Option<String>,
     },
     /// Return a blocked or deferred todo to open.
+    #[command(after_help = "Example:\n  loopx todo reopen t-4kq9zx")]
     Reopen {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
     },
     /// Owner: move the lease to another agent with a new fence.
+    #[command(after_help = "Example:\n  loopx todo reassign t-4kq9zx --to agent-b --ttl 1h")]
     Reassign {
         /// The id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
         id: String,
         /// The agent to give it to.
         #[arg(long, value_name = "AGENT")]
@@ -111,8 +130,14 @@ pub enum TodoCmd {
         ttl: Option<Dur>,
     },
     /// Pass your lease to a named agent with a new fence; the note becomes evidence.
+    #[command(
+        after_help = "Example:\n  loopx todo handoff --to agent-b --note \"half done: see src/parse.rs\""
+    )]
     Handoff(todo_edit::HandoffArgs),
     /// Change a todo's title, priority, body, links or dependencies (its creator, or the owner).
+    #[command(
+        after_help = "Example:\n  loopx todo edit t-4kq9zx --priority P1 --link https://github.com/o/r/pull/13"
+    )]
     Edit(todo_edit::EditArgs),
 }
 
@@ -120,6 +145,7 @@ pub enum TodoCmd {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The id (default: the one you hold).
+    #[arg(add = super::complete::todo_id())]
     id: Option<String>,
     /// The fence you were granted; a stale one is refused.
     #[arg(long)]

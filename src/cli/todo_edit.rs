@@ -73,6 +73,7 @@ fn read_body_file(ctx: &Ctx, path: &str) -> Result<String> {
 #[derive(Debug, Args)]
 pub struct HandoffArgs {
     /// The id (default: the one you hold).
+    #[arg(add = super::complete::todo_id())]
     id: Option<String>,
     /// The agent that takes the lease over.
     #[arg(long, value_name = "AGENT")]
@@ -92,6 +93,7 @@ pub struct HandoffArgs {
 #[derive(Debug, Args)]
 pub struct EditArgs {
     /// The id or a unique prefix.
+    #[arg(add = super::complete::todo_id())]
     id: String,
     /// A new title.
     #[arg(long)]
@@ -106,7 +108,7 @@ pub struct EditArgs {
     #[arg(long)]
     clear_links: bool,
     /// New dependencies, replacing the old (repeatable).
-    #[arg(long, value_name = "ID", conflicts_with = "no_depends")]
+    #[arg(long, value_name = "ID", conflicts_with = "no_depends", add = super::complete::todo_id())]
     depends_on: Vec<String>,
     /// Drop every dependency.
     #[arg(long)]

@@ -42,7 +42,11 @@ pub struct TurnArgs {
 
 /// `turn`.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Example:\n  loopx turn --complete-on-success --timeout 30m -- sh -c 'codex exec \"Do todo $LOOPX_TODO_ID: $LOOPX_TODO_TITLE\"'"
+)]
 pub struct Turn {
     /// `start` or `end`: the two halves, for a host that is itself the turn.
     #[command(subcommand)]
@@ -56,6 +60,7 @@ pub struct Turn {
 
 /// `heartbeat`.
 #[derive(Debug, Args)]
+#[command(after_help = "Example:\n  loopx heartbeat --every 5m --max-turns 20 -- ./agent-turn.sh")]
 pub struct Heartbeat {
     /// The least time between turns, and the wait when should-run names none (default 60s).
     #[arg(long, value_name = "DUR")]
