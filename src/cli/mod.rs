@@ -168,14 +168,16 @@ pub enum Cmd {
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
-    #[command(
-        after_help = "Example (the agent id comes from --agent or LOOPX_AGENT):\n  loopx --agent claude mcp"
-    )]
+    #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,
     // -- hosts (issue 10) --
     /// Write the wiring for a host into the project: claude, codex, cron or systemd.
+    #[command(
+        after_help = "Example:\n  loopx --agent nightly setup cron --every 1h --complete-on-success -- ./agent.sh"
+    )]
     Setup(setup::Setup),
     /// Print the short protocol an agent follows each turn, for its runtime.
+    #[command(after_help = "Example:\n  loopx agent-prompt --runtime claude >> CLAUDE.md")]
     AgentPrompt(prompt::AgentPrompt),
     // -- end hosts --
     /// Shell completions (of commands, flags, and todo and gate ids): the script to source.

@@ -53,8 +53,8 @@ Each turn:
    the todo is done. It records the turn's slot.
 The SessionStart hook puts `loopx refresh-state` in your context; mcp__loopx__refresh_state gives
 it again, mcp__loopx__status the whole project, mcp__loopx__todo_add records follow-up work.
-Without the tools, the shell: `loopx quota should-run`, `loopx todo claim`,
-`loopx todo update --evidence TEXT --status done`, `loopx quota spend-slot`.";
+Without the tools, the shell: `loopx turn start --json`, then
+`loopx turn end --turn ID --done --summary TEXT`.";
 
 const CODEX: &str = "\
 This project's work queue is in `.loopx/`; never edit it by hand. Your agent id is in
@@ -82,6 +82,8 @@ LOOPX_AGENT, the project with --dir DIR or LOOPX_DIR. Each turn:
 5. loopx quota spend-slot
 6. loopx refresh-state          (the packet for the next turn)
 Or the whole turn in one command: loopx turn --complete-on-success -- CMD ARGS...
+Or in two, when you are the turn: loopx turn start (steps 1-2), then
+loopx turn end --turn ID --done --summary \"WHAT YOU PROVED\" (steps 4-5).
 Add --json for one JSON object.";
 
 /// The prompt text for a runtime.
