@@ -49,8 +49,8 @@ Each turn:
 2. Work only on the todo it gave you. Long work: mcp__loopx__todo_renew before the lease ends.
 3. A question only the owner can decide: mcp__loopx__gate_open blocking that todo, then
    mcp__loopx__todo_release, and stop.
-4. Call mcp__loopx__turn_end with your evidence (tests run, files, commits, metrics) and whether
-   the todo is done. It records the turn's slot.
+4. Call mcp__loopx__turn_end with the turn, todo and fence turn_start gave, a summary of your
+   evidence (tests run, files, commits) and done if it is. It records the turn's slot.
 The SessionStart hook puts `loopx refresh-state` in your context; mcp__loopx__refresh_state gives
 it again, mcp__loopx__status the whole project, mcp__loopx__todo_add records follow-up work.
 Without the tools, the shell: `loopx turn start --json`, then
