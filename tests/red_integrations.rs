@@ -113,3 +113,58 @@ fn turn_end_takes_a_todo_prefix() {
     p.fails_as("a", &end, "stale_fence");
     assert_eq!(spends(&p).len(), 1);
 }
+
+/// The candidates bash would be offered for these words.
+fn complete(p: &Project, words: &[&str]) -> Vec<String> {
+    let r = complete_bash(p, words, &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    r.stdout.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn completion_finds_an_id_among_more_than_it_offers() {
+    let p = Project::new("red10-many");
+    let letters = b"abcdefghjk";
+    let mut ids = Vec::new();
+    for i in 0..1000 {
+        let body: String = [i / 100, i / 10 % 10, i % 10]
+            .iter()
+            .map(|d| letters[*d] as char)
+            .collect();
+        let id = format!("t-{body}zzz");
+        std::fs::write(p.lx(&format!("todos/{id}.toml")), "").unwrap();
+        ids.push(id);
+    }
+    // Past the 200 offered at once, what was typed still finds its id.
+    for id in ids.iter().step_by(50) {
+        assert_eq!(complete(&p, &["loopx", "todo", "show", id]), [id.as_str()]);
+    }
+}
+
+#[test]
+fn the_bash_script_quotes_an_odd_binary_path() {
+    let p = Project::new("red10-bash");
+    let dir = p.root().join("a dir $(touch pwned) `touch pwned2`");
+    std::fs::create_dir(&dir).unwrap();
+    let link = dir.join("loopx");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let id = p.add("one", &[]);
+    let mut c = std::process::Command::new(&link);
+    c.args(["completions", "bash"]).current_dir(p.root());
+    let script = run_cmd(&mut c).stdout;
+    std::fs::write(p.root().join("script.bash"), &script).unwrap();
+    let probe = "source ./script.bash; COMP_WORDS=(loopx todo show ''); COMP_CWORD=3; \
+                 _clap_complete_loopx loopx '' show; printf '%s\\n' \"${COMPREPLY[@]}\"";
+    let mut b = std::process::Command::new("bash");
+    b.args(["-c", probe]).current_dir(p.root());
+    let r = run_cmd(&mut b);
+    assert!(
+        !p.root().join("pwned").exists(),
+        "the path ran as a command"
+    );
+    assert!(
+        !p.root().join("pwned2").exists(),
+        "the path ran as a command"
+    );
+    assert!(r.stdout.lines().any(|l| l == id), "{r:?}\n{script}");
+}
