@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{Project, Run, TempDir, run_cmd};
+use common::{Project, Run, TempDir, complete_bash, run_cmd};
 
 /// The page `man -l` renders from `path`, or `None` where `man` is not installed.
 fn man_render(path: &std::path::Path) -> Option<String> {
@@ -88,18 +88,8 @@ fn man_out_writes_one_page_per_subcommand() {
     assert_eq!(r.code, 1, "{r:?}");
 }
 
-/// Asks loopx for completions as the bash script does: `COMPLETE=bash loopx -- WORDS...`.
 fn complete(p: &Project, words: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut c = p.cmd(&[]);
-    c.env("COMPLETE", "bash")
-        .env("_CLAP_COMPLETE_INDEX", (words.len() - 1).to_string())
-        .env("_CLAP_IFS", "\n")
-        .arg("--")
-        .args(words);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    run_cmd(&mut c)
+    complete_bash(p, words, env)
 }
 
 /// The candidates that look like ids of this prefix.

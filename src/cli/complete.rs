@@ -36,12 +36,25 @@ pub fn script(shell: clap_complete::Shell) -> Result<String> {
         Error::usage(format!("no dynamic completion for {name}"))
             .hint("use bash, zsh, fish, elvish or powershell")
     })?;
+    let path = self_path();
+    // clap_complete's bash script puts its quoted path inside double quotes, where the quotes
+    // stay literal and `$(...)` runs: the path goes in plain there, then is quoted for sh here.
+    let bash = shell == clap_complete::Shell::Bash && super::hook::sh_word(&path) != path;
+    let given = if bash { PLACEHOLDER } else { path.as_str() };
     let mut buf = Vec::new();
     completer
-        .write_registration(VAR, "loopx", "loopx", &self_path(), &mut buf)
+        .write_registration(VAR, "loopx", "loopx", given, &mut buf)
         .map_err(|e| Error::new(Code::Io, format!("cannot write the script: {e}")))?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    Ok(if bash {
+        text.replace(&format!("\"{PLACEHOLDER}\""), &super::hook::sh_word(&path))
+    } else {
+        text
+    })
 }
+
+/// A plain stand-in for this binary's path while clap_complete writes a bash script.
+const PLACEHOLDER: &str = "/loopx-completion-self";
 
 /// How the shell calls loopx back: argv[0] as `CompleteEnv` takes it (absolute if it has a dir).
 fn self_path() -> String {
@@ -72,8 +85,9 @@ fn ids(sub: &str, kind: Kind, current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(dir) = state_dir(sub) else {
         return Vec::new();
     };
-    let mut found = list_ids(&dir, kind);
-    found.retain(|id| id.starts_with(&typed) || id[kind.prefix().len()..].starts_with(&typed));
+    let mut found = list_ids(&dir, kind, |id| {
+        id.starts_with(&typed) || id[kind.prefix().len()..].starts_with(&typed)
+    });
     found.sort();
     found.into_iter().map(CompletionCandidate::new).collect()
 }
@@ -93,8 +107,9 @@ fn real_dir(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
-/// Well-formed ids of regular `ID.toml` files in `dir`, bounded; nothing is parsed.
-fn list_ids(dir: &Path, kind: Kind) -> Vec<String> {
+/// Well-formed ids that `keep` accepts of regular `ID.toml` files in `dir`, bounded; nothing
+/// is parsed.
+fn list_ids(dir: &Path, kind: Kind, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -105,7 +120,7 @@ fn list_ids(dir: &Path, kind: Kind) -> Vec<String> {
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let id = name.strip_suffix(".toml")?;
-            is_full_id(kind, id).then(|| id.to_string())
+            (is_full_id(kind, id) && keep(id)).then(|| id.to_string())
         })
         .take(MAX_IDS)
         .collect()

@@ -3,11 +3,14 @@
 //! turn id, one record and one slot for it, however often either half is called.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Ctx, Out, quota::answer_out, to_json};
+use crate::kernel::action::Action;
 use crate::kernel::ops::{self, Ended, Start, TurnEnd, check_ttl};
-use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Snapshot, Ts, bounds};
+use crate::kernel::{
+    Code, Dur, Error, Event, Evidence, EvidenceKind, Result, Snapshot, Ts, bounds,
+};
 use crate::runtime::turn::{check_turn_id, fresh_turn_id};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
@@ -120,7 +123,8 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     bounds::usage(bounds::text("--summary", &summary, bounds::TEXT_MAX))?;
     let store = ctx.store()?;
     let snap = store.load()?;
-    let Some((todo, fence, since)) = target(&snap, (&ctx.agent, ctx.now), &turn, &a)? else {
+    let Some((todo, fence, since)) = target(&store, &snap, (&ctx.agent, ctx.now), &turn, &a)?
+    else {
         return Ok(replayed(&turn));
     };
     let closed_fence = match store.archived_todo(&todo) {
@@ -199,28 +203,68 @@ fn replayed(turn: &str) -> Out {
 /// The todo, fence and start time of `turn`: the lease naming it, or what `--todo`/`--fence`
 /// say. `None` when the turn was recorded already and nothing names it any more.
 fn target(
+    store: &impl Store,
     snap: &Snapshot,
     (agent, now): (&str, Ts),
     turn: &str,
     a: &EndArgs,
 ) -> Result<Option<(String, u64, Option<Ts>)>> {
+    let todo = a
+        .todo
+        .as_deref()
+        .map(|id| store.resolve_todo(snap, id))
+        .transpose()?;
     let held = snap.todos.values().find_map(|t| {
         let l = t.lease.as_ref()?;
         (l.turn.as_deref() == Some(turn) && l.holder == agent).then_some((t, l))
     });
     if let Some((t, l)) = held
-        && a.todo.as_deref().is_none_or(|id| id == t.id)
+        && todo.as_deref().is_none_or(|id| id == t.id)
     {
         let fence = a.fence.unwrap_or(l.fence);
         return Ok(Some((t.id.clone(), fence, Some(l.acquired_at))));
     }
-    match (&a.todo, a.fence) {
-        (Some(id), Some(f)) => Ok(Some((id.clone(), f, None))),
+    match (todo, a.fence) {
+        (Some(id), Some(f)) => {
+            let granted = claim(store, |e| {
+                e.target == id && e.data.get("fence").and_then(Value::as_u64) == Some(f)
+            })?;
+            match granted {
+                Some(e) if e.actor != agent => Err(not_yours(&id, f, &e.actor)),
+                _ => Ok(Some((id, f, None))),
+            }
+        }
         _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, turn) => Ok(None),
-        _ => Err(Error::new(
-            Code::NotFound,
-            format!("no lease of {agent} names turn {}", esc(turn)),
-        )
-        .hint("give the --todo and --fence that `turn start` printed")),
+        _ => match claim(store, |e| {
+            e.actor == agent && e.data.get("turn").and_then(Value::as_str) == Some(turn)
+        })? {
+            Some(e) => Ok(e.data["fence"].as_u64().map(|f| (e.target, f, None))),
+            None => Err(Error::new(
+                Code::NotFound,
+                format!("no lease of {agent} names turn {}", esc(turn)),
+            )
+            .hint("give the --todo and --fence that `turn start` printed")),
+        },
     }
+}
+
+fn not_yours(id: &str, fence: u64, holder: &str) -> Error {
+    Error::new(
+        Code::LeaseConflict,
+        format!("fence {fence} of {id} was granted to {}", esc(holder)),
+    )
+    .hint("end only your own turn, with the --todo and --fence your `turn start` gave")
+}
+
+/// How far back the journal is searched for a claim.
+const CLAIM_SCAN: usize = 10_000;
+
+/// The newest claim in the journal that `pick` accepts. A turn's claim names the turn, so its
+/// todo is found after the lease stops naming it (taken over, or given up by its own commands).
+fn claim(store: &impl Store, pick: impl Fn(&Event) -> bool) -> Result<Option<Event>> {
+    Ok(store
+        .journal_tail(CLAIM_SCAN)?
+        .into_iter()
+        .rev()
+        .find(|e| e.action == Action::TodoClaim && pick(e)))
 }

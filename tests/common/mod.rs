@@ -379,3 +379,17 @@ pub fn assert_same_files(
         assert!(after[k] == *v, "{what}: {k} changed");
     }
 }
+
+/// Asks loopx for completions as the bash script does: `COMPLETE=bash loopx -- WORDS...`.
+pub fn complete_bash(p: &Project, words: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut c = p.cmd(&[]);
+    c.env("COMPLETE", "bash")
+        .env("_CLAP_COMPLETE_INDEX", (words.len() - 1).to_string())
+        .env("_CLAP_IFS", "\n")
+        .arg("--")
+        .args(words);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_cmd(&mut c)
+}

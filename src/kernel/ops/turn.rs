@@ -81,6 +81,12 @@ pub fn start_turn(
             *w = t.clone();
         }
     }
+    // The claim names its turn, so the turn's end finds its todo after the lease is gone.
+    for e in &mut c.events {
+        if e.action == Action::TodoClaim && e.target == t.id {
+            e.data["turn"] = json!(turn);
+        }
+    }
     Ok((c, Start::Claimed(Box::new(t))))
 }
 
@@ -150,6 +156,9 @@ pub enum Ended {
 /// Records a turn's end in one change: evidence under the turn's fence, done or release, and
 /// one slot spent keyed by the turn's id. A lost lease refuses the evidence but spends the slot.
 pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
+    if let Some(e) = not_theirs(snap, agent, &end) {
+        return Err(e);
+    }
     let (mut c, recorded) = spend(snap, agent, now, 1, Some(end.turn.clone()), None, None)?;
     // Spent already, by this turn's record or by its command itself (`quota spend-slot --turn
     // $LOOPX_TURN`): a lease still naming the turn says the record has not been made.
@@ -178,6 +187,23 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
     c.events.splice(0..0, work.events);
     c.owner |= work.owner;
     Ok((c, ended))
+}
+
+/// A fence is granted once: a lease under the turn's fence held by another agent means the
+/// turn was never this agent's, so nothing is recorded or spent for it.
+fn not_theirs(snap: &Snapshot, agent: &str, end: &TurnEnd) -> Option<Error> {
+    let t = snap.todos.get(&end.todo)?;
+    let l = t.lease.as_ref()?;
+    (t.fence == end.fence && l.fence == end.fence && l.holder != agent).then(|| {
+        Error::new(
+            Code::LeaseConflict,
+            format!(
+                "fence {} of {} is {}'s, not {agent}'s",
+                end.fence, end.todo, l.holder
+            ),
+        )
+        .hint("end only your own turn, with the --todo and --fence your `turn start` gave")
+    })
 }
 
 /// Renews a running turn's lease: live, or lapsed with no one claiming since (the fence did not

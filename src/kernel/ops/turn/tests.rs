@@ -261,3 +261,11 @@ fn should_run_not_run_claims_nothing() {
     assert!(matches!(s, Start::NotNow(a) if a.decision == Decision::Paused));
     assert!(c.writes.is_empty() && c.events.is_empty());
 }
+
+#[test]
+fn another_agents_fence_records_and_spends_nothing() {
+    let (snap, now) = world();
+    let (snap, t) = started(&snap, now);
+    let e = end_turn(&snap, "mallory", now, end(&t, true)).unwrap_err();
+    assert_eq!(e.code, Code::LeaseConflict);
+}
