@@ -43,7 +43,10 @@ fn a_turn_claims_records_and_spends_once() {
     assert_eq!((code, &v["replayed"]), (0, &Value::Bool(true)), "{v}");
     assert_eq!(used(&p), 1);
     let ev = p.evidence(&id);
-    let e = ev.iter().find(|e| e["summary"] == "wrote it").expect("the turn's evidence");
+    let e = ev
+        .iter()
+        .find(|e| e["summary"] == "wrote it")
+        .expect("the turn's evidence");
     assert_eq!(e["turn"], "t-1");
     assert_eq!(e["kind"], "note");
 }
@@ -108,7 +111,18 @@ fn a_turn_that_closed_its_own_todo_is_recorded_as_closed() {
     let id = p.add("Quick one", &[]);
     let (_, v) = start(&p, "a1", "t-1", &[]);
     let f = v["fence"].as_u64().unwrap().to_string();
-    p.ok_as("a1", &["todo", "update", &id, "--status", "done", "--evidence", "did it"]);
+    p.ok_as(
+        "a1",
+        &[
+            "todo",
+            "update",
+            &id,
+            "--status",
+            "done",
+            "--evidence",
+            "did it",
+        ],
+    );
     let (code, v) = end(&p, "a1", "t-1", &[]);
     assert_eq!(code, 5, "no lease names the turn now: {v}");
     let (code, v) = end(&p, "a1", "t-1", &["--todo", &id, "--fence", &f]);

@@ -492,7 +492,12 @@ mod tests {
         let dead = || {
             let stat =
                 std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start().to_string();
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .to_string();
             (stat.is_empty() || state.starts_with('Z'), stat)
         };
         let until = std::time::Instant::now() + Duration::from_secs(5);
