@@ -35,6 +35,9 @@ pub struct TodoNeeds {
     pub counts: [usize; 5],
     /// The width each column would like (its longest title or holder among its first cards).
     pub wants: [u16; 5],
+    /// The width each column needs (its longest lease holder in full), given first where the
+    /// pane has room for every column's need.
+    pub needs: [u16; 5],
     /// The focused column's index.
     pub col: usize,
 }
@@ -54,6 +57,16 @@ pub fn todo_needs(columns: &Columns, col: Column) -> TodoNeeds {
     };
     for (i, cards) in columns.cols.iter().enumerate() {
         n.counts[i] = cards.len();
+        let holder = cards
+            .iter()
+            .take(WANT_SCAN)
+            .filter_map(|c| match &c.why {
+                Why::Lease { holder, .. } => Some(holder.chars().count() + 5),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        n.needs[i] = holder.min(usize::from(WANT_MAX)) as u16;
         let widest = cards
             .iter()
             .take(WANT_SCAN)
@@ -218,7 +231,7 @@ pub fn shown_columns(width: u16, needs: &TodoNeeds) -> [bool; 5] {
 pub fn todo_columns(pane: Rect, needs: &TodoNeeds) -> [Rect; 5] {
     let i = inner(pane);
     let shown = shown_columns(i.width, needs);
-    let widths = share(i.width, &shown, &needs.wants);
+    let widths = share(i.width, &shown, &needs.wants, &needs.needs);
     let mut x = i.x;
     std::array::from_fn(|c| {
         let r = Rect::new(x, i.y, widths[c], i.height);
@@ -227,30 +240,37 @@ pub fn todo_columns(pane: Rect, needs: &TodoNeeds) -> [Rect; 5] {
     })
 }
 
-/// Splits `total` among the shown columns: a column that wants less than an even share gets
-/// what it wants; the others split what is left; spare width goes evenly to all.
-fn share(total: u16, shown: &[bool; 5], wants: &[u16; 5]) -> [u16; 5] {
-    let mut out = [0u16; 5];
-    let mut open: Vec<usize> = (0..5).filter(|i| shown[*i]).collect();
-    let all = open.clone();
-    let mut left = total;
-    while !open.is_empty() {
-        let fair = left / open.len() as u16;
-        let (fit, rest): (Vec<usize>, Vec<usize>) = open.iter().partition(|c| wants[**c] <= fair);
-        if fit.is_empty() {
-            for c in &rest {
-                out[*c] = fair;
-            }
-            left -= fair * rest.len() as u16;
-            break;
+/// Splits `total` among the shown columns like water poured over steps: every column gets the
+/// same width where it can, never less than it needs (when all needs fit) nor more than it
+/// wants; spare width then goes evenly to all.
+fn share(total: u16, shown: &[bool; 5], wants: &[u16; 5], needs: &[u16; 5]) -> [u16; 5] {
+    let all: Vec<usize> = (0..5).filter(|i| shown[*i]).collect();
+    let need_sum: u16 = all.iter().map(|c| needs[*c]).sum();
+    let floor = |c: usize| if need_sum <= total { needs[c] } else { 0 };
+    let at = |level: u16, c: usize| level.max(floor(c)).min(wants[c].max(floor(c)));
+    let used = |level: u16| all.iter().map(|c| u32::from(at(level, *c))).sum::<u32>();
+    // The highest level that fits.
+    let (mut lo, mut hi) = (0u16, total);
+    while lo < hi {
+        let mid = hi - (hi - lo) / 2;
+        if used(mid) <= u32::from(total) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
         }
-        for c in &fit {
-            out[*c] = wants[*c];
-            left -= wants[*c];
-        }
-        open = rest;
     }
-    // Spare width, one cell at a time from the left.
+    let mut out = [0u16; 5];
+    for c in &all {
+        out[*c] = at(lo, *c);
+    }
+    let mut left = total - out.iter().sum::<u16>();
+    // What the level leaves: one cell each to columns still short of what they want, then to all.
+    for c in &all {
+        if left > 0 && out[*c] < wants[*c] {
+            out[*c] += 1;
+            left -= 1;
+        }
+    }
     let n = all.len().max(1) as u16;
     for (k, c) in all.iter().enumerate() {
         out[*c] += left / n + u16::from((k as u16) < left % n);

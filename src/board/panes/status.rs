@@ -29,7 +29,8 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
             base.fg(t.color_of(Role::Ok))
         };
         let mark = if m.error { "✗" } else { "✓" };
-        let rows = wrap_words(&format!(" {mark} {}", esc(&m.text)), w);
+        let mut rows = wrap_words(&format!("{mark} {}", esc(&m.text)), w.saturating_sub(1));
+        rows[0].insert(0, ' ');
         if area.height >= 2 && rows.len() > 1 {
             let rest = rows[1..].join(" ");
             second = Some(Line::from(Span::styled(
@@ -66,13 +67,6 @@ fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     if let Some(b) = vm.broken.label() {
         out.push((b, true));
-    }
-    let files = vm.problems.len();
-    if files > 0 {
-        out.push((
-            format!("{files} file error{}", if files == 1 { "" } else { "s" }),
-            true,
-        ));
     }
     if vm.readonly {
         out.push(("READ-ONLY".into(), true));
