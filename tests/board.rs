@@ -530,7 +530,9 @@ fn screens_parse_error_banner() {
     snap!("screen_banner_120x40", screen(&a, 120, 40));
     let text = screen(&a, 120, 40).backend().to_string();
     assert!(
-        text.contains("t-aaaaa1 QUARANTINED (no agent can claim it); the other todos still run: .loopx/todos/t-aaaaa1.toml:4: invalid"),
+        text.contains(
+            "t-aaaaa1 QUARANTINED, the other todos still run: .loopx/todos/t-aaaaa1.toml:4: invalid"
+        ),
         "{text}"
     );
     assert!(text.contains("owner's seal: loopx.toml says"), "{text}");

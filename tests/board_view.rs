@@ -249,8 +249,15 @@ fn a_quarantined_todo_names_itself_and_the_rest_runs() {
     snap_both("view_broken_quarantined", &a);
     let t = text(&a, 80, 24);
     assert!(
-        t.contains("⚠ t-000003 QUARANTINED (no agent can claim it); the other todos still run"),
+        t.contains("⚠ t-000003 QUARANTINED, the other todos still run: .loopx/todos/t-000003"),
         "{t}"
+    );
+    let wide = text(&a, 120, 40);
+    assert!(
+        wide.contains(
+            "QUARANTINED, the other todos still run: .loopx/todos/t-000003.toml:3: invalid string"
+        ),
+        "{wide}"
     );
     assert!(t.contains("⚠ t-000003 quarantined"), "{t}");
     assert!(!t.contains("● live"), "{t}");

@@ -85,7 +85,7 @@ pub fn lines<'a>(load: impl Iterator<Item = &'a Problem>, snap: Option<&Snapshot
             ));
         } else {
             quarantined.push(format!(
-                "{id} QUARANTINED (no agent can claim it); the other todos still run: {}: {}",
+                "{id} QUARANTINED, the other todos still run: {}: {}",
                 p.at(),
                 p.message
             ));

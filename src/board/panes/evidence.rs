@@ -60,7 +60,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     f.render_widget(b, area);
     let lines: Vec<Line> = match (vm.selected_card(), vm.evidence) {
         (None, _) => vec![Line::from(Span::styled(
-            " select a todo to see its evidence",
+            trunc(" select a todo to see its evidence", w),
             t.dim(),
         ))],
         (Some(c), Some((id, Ok(list)))) if id == c.id => {
