@@ -1,5 +1,7 @@
 //! Board speed figures: 10,000 todos and 100,000 evidence entries on disk; full load, reload after a
-//! single-file change, watcher latency, frame time and memory. Run: `cargo bench --bench board`.
+//! single-file change, watcher latency, frame time and memory, and the targets of issue 11 (the
+//! median frame at 80x24 under 1 ms; the board itself, run in tmux, under 50 MB). Run:
+//! `cargo bench --bench board`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -209,6 +211,7 @@ fn main() {
     }
     println!("reload after one todo file changed:  {}", stats(reload));
 
+    let mut median_80x24 = Duration::ZERO;
     for (w, h) in [(80u16, 24u16), (120, 40), (240, 70)] {
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         app.size = (w, h);
@@ -218,6 +221,9 @@ fn main() {
             let t = Instant::now();
             term.draw(|f| view::draw(f, &app.view())).unwrap();
             frames.push(t.elapsed());
+        }
+        if (w, h) == (80, 24) {
+            median_80x24 = median(&frames);
         }
         println!(
             "frame {w}x{h}:{:>width$}{}",
@@ -266,5 +272,82 @@ fn main() {
         rss_before / 1024,
         rss_kb("VmHWM:") / 1024
     );
+    let ms = median_80x24.as_secs_f64() * 1000.0;
+    println!(
+        "target: median frame at 80x24 with {TODOS} todos {ms:.3} ms (under 1 ms): {}",
+        verdict(ms < 1.0)
+    );
+    match board_memory(&root) {
+        Ok((rss, peak)) => println!(
+            "target: the board (`loopx board`, 80x24 in tmux) with {TODOS} todos: RSS {:.1} MB, peak {:.1} MB (under 50 MB): {}",
+            rss as f64 / 1024.0,
+            peak as f64 / 1024.0,
+            verdict(peak < 50 * 1024)
+        ),
+        Err(e) => println!("target: the board's memory not measured: {e}"),
+    }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// Runs the real board on the fixture in an 80x24 tmux pane until its todos show and a few ticks
+/// pass, then reads its resident and peak memory (kB) from /proc.
+fn board_memory(root: &Path) -> Result<(u64, u64), String> {
+    let socket = format!("loopx-bench-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-L")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .map_err(|e| format!("tmux: {e}"))
+    };
+    let cmd = format!(
+        "exec '{}' board --dir '{}'",
+        env!("CARGO_BIN_EXE_loopx"),
+        root.display()
+    );
+    let out = tmux(&["new-session", "-d", "-s", "b", "-x", "80", "-y", "24", &cmd])?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let result = (|| {
+        let start = Instant::now();
+        loop {
+            let screen = tmux(&["capture-pane", "-p", "-t", "b"])?;
+            if String::from_utf8_lossy(&screen.stdout).contains("○ Ready") {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err("the board did not show its todos within 60 s".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // A few ticks, a key and a redraw, as an operator would.
+        tmux(&["send-keys", "-t", "b", "Tab"])?;
+        std::thread::sleep(Duration::from_secs(3));
+        let pid = tmux(&["display", "-p", "-t", "b", "#{pane_pid}"])?;
+        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+        let kb = |field: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))
+        };
+        Ok((kb("VmRSS:")?, kb("VmHWM:")?))
+    })();
+    let _ = tmux(&["kill-server"]);
+    result
 }

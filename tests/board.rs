@@ -530,7 +530,9 @@ fn screens_parse_error_banner() {
     snap!("screen_banner_120x40", screen(&a, 120, 40));
     let text = screen(&a, 120, 40).backend().to_string();
     assert!(
-        text.contains(".loopx/todos/t-aaaaa1.toml:4: quarantined, no agent can claim it: invalid"),
+        text.contains(
+            "t-aaaaa1 QUARANTINED, the other todos still run: .loopx/todos/t-aaaaa1.toml:4: invalid"
+        ),
         "{text}"
     );
     assert!(text.contains("owner's seal: loopx.toml says"), "{text}");
@@ -604,7 +606,7 @@ fn panes_each() {
     );
     snap!(
         "pane_hints",
-        pane(120, 1, |f, r| panes::status::hints(f, r, &vm, false))
+        pane(120, 1, |f, r| panes::status::hints(f, r, &vm))
     );
     drop(vm);
     on_claimed(&mut a);
@@ -925,7 +927,7 @@ fn failed_load_keeps_last_good_state_then_clears() {
     let text = screen(&a, 120, 40).backend().to_string();
     assert!(
         text.contains(
-            ".loopx/loopx.toml:3: load failed, showing the last good state: expected `=`"
+            "AGENTS REFUSED: .loopx/loopx.toml:3 does not load, so every command fails until it is fixed: expected `=`"
         ),
         "{text}"
     );
@@ -989,14 +991,13 @@ fn mouse_click_focuses_and_selects() {
     let mut a = app(Variant::Normal);
     a.size = (120, 40);
     let areas = loopx::board::layout::areas(Rect::new(0, 0, 120, 40), &a.layout_input());
-    let todos = areas.pane(Pane::Todos).unwrap();
-    let cols = loopx::board::layout::todo_columns(todos);
-    let c = cols[1];
-    // The second card of Claimed: header line, then two lines a card.
+    let c = areas.todo_cols[1];
+    // The second card of Claimed: header line, then `card_lines` lines a card.
+    let row = c.y + 1 + areas.card_lines as u16;
     a.on_event(AppEvent::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: c.x + 2,
-        row: c.y + 3,
+        row,
         modifiers: KeyModifiers::NONE,
     }));
     assert_eq!(a.focus, Pane::Todos);
@@ -1005,7 +1006,7 @@ fn mouse_click_focuses_and_selects() {
     a.on_event(AppEvent::Mouse(MouseEvent {
         kind: MouseEventKind::ScrollUp,
         column: c.x + 2,
-        row: c.y + 3,
+        row,
         modifiers: KeyModifiers::NONE,
     }));
     assert_eq!(a.selected_todo().as_deref(), Some("t-bbbbb1"));

@@ -8,70 +8,8 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_loopx");
 
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Tmux {
-    socket: String,
-    session: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(
-            &self
-                .run(&["capture-pane", "-p", "-t", &self.session])
-                .stdout,
-        )
-        .to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", self.session.as_str()];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) -> Result<Duration, String> {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return Ok(start.elapsed());
-            }
-            if start.elapsed() > timeout {
-                return Err(format!(
-                    "`{what}` did not show within {timeout:?}; the screen:\n{s}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the server on our own socket.
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
+mod common;
+use common::tmux::{Tmux, tmux_available};
 
 fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -123,32 +61,13 @@ fn approve_a_gate_opened_by_another_process() {
     }
     let (dir, key) = owned_project("approve", "Prove the board end to end");
 
-    let t = Tmux {
-        socket: format!("loopx-test-{}", std::process::id()),
-        session: "board".into(),
-    };
     let cmd = format!(
         "env LOOPX_OWNER_KEY='{}' '{}' board --dir '{}'; sleep 5",
         key.display(),
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let t = Tmux::start("test", &cmd, 120, 40);
     t.wait_for(
         "no gates: nothing waits on the owner",
         Duration::from_secs(20),
@@ -244,26 +163,12 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
         .unwrap_or_default()
         .to_string();
 
-    let t = Tmux {
-        socket: format!("loopx-test-ro-{}", std::process::id()),
-        session: "board".into(),
-    };
     let cmd = format!(
         "'{}' board --readonly --poll --dir '{}'; sleep 5",
         BIN,
         dir.display()
     );
-    t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
+    let t = Tmux::start("test-ro", &cmd, 100, 30);
     t.wait_for("Keep me pending?", Duration::from_secs(20))
         .unwrap();
     t.wait_for("READ-ONLY", Duration::from_secs(2)).unwrap();
@@ -281,7 +186,7 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
         .unwrap();
         // The store quarantines it: named with file and line, off the columns.
         t.wait_for(
-            &format!("{tid}.toml:3: quarantined"),
+            &format!("{tid} QUARANTINED, the other todos still run: .loopx/todos/{tid}.toml:3"),
             Duration::from_secs(10),
         )
         .unwrap();
@@ -290,7 +195,7 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
         t.wait_for("A todo that wi", Duration::from_secs(10))
             .unwrap();
         let start = Instant::now();
-        while t.screen().contains(&format!("{tid}.toml:")) {
+        while t.screen().contains(&format!("{tid} QUARANTINED")) {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "the banner stayed:\n{}",
@@ -313,27 +218,13 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
     let seal = dir.join(".loopx").join("owner.seal");
     let sealed = std::fs::read_to_string(&seal).unwrap();
 
-    let t = Tmux {
-        socket: format!("loopx-seal-{}", std::process::id()),
-        session: "seal".into(),
-    };
     let cmd = format!(
         "env LOOPX_OWNER_KEY='{}' '{}' board --seal-every 300 --dir '{}'; sleep 5",
         key.display(),
         BIN,
         dir.display()
     );
-    t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
+    let t = Tmux::start("seal", &cmd, 120, 40);
     t.wait_for("owner ✓", Duration::from_secs(20)).unwrap();
     let out = loopx(
         &dir,
@@ -373,31 +264,12 @@ fn start_goal_guided_asks_on_a_terminal() {
         return;
     }
     let dir = temp_dir("guided");
-    let t = Tmux {
-        socket: format!("loopx-guided-{}", std::process::id()),
-        session: "guided".into(),
-    };
     let cmd = format!(
         "'{}' start-goal --guided --project '{}' --goal-text 'Run a multi-day benchmark suite'; sleep 5",
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let t = Tmux::start("guided", &cmd, 100, 30);
     t.wait_for("Success criteria", Duration::from_secs(10))
         .unwrap();
     t.keys(&["p95 latency for three days", "Enter"]);
@@ -432,32 +304,13 @@ fn the_window_title_counts_pending_gates() {
         return;
     }
     let (dir, key) = owned_project("title", "Title the window");
-    let t = Tmux {
-        socket: format!("loopx-test-title-{}", std::process::id()),
-        session: "board".into(),
-    };
     let cmd = format!(
         "env LOOPX_OWNER_KEY='{}' '{}' board --dir '{}'; sleep 5",
         key.display(),
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let t = Tmux::start("test-title", &cmd, 120, 40);
     let title = || {
         String::from_utf8_lossy(
             &t.run(&["display-message", "-p", "-t", &t.session, "#{pane_title}"])

@@ -127,7 +127,7 @@ fn a_malformed_todo_shows_with_file_and_line_while_the_others_stay() {
         snap.quarantined
     );
     let s = screen(&app);
-    let want = format!(".loopx/todos/{bad}.toml:3: quarantined, no agent can claim it");
+    let want = format!("{bad} QUARANTINED, the other todos still run: .loopx/todos/{bad}.toml:3");
     assert!(s.contains(&want), "{s}");
     assert!(s.contains("Still here"), "{s}");
 
@@ -166,13 +166,13 @@ fn a_malformed_config_keeps_the_last_good_state_with_the_error() {
     );
     let s = screen(&app);
     assert!(
-        s.contains(".loopx/loopx.toml:2: load failed, showing the last good state"),
+        s.contains("AGENTS REFUSED: .loopx/loopx.toml:2 does not load, so every command fails"),
         "{s}"
     );
     // Another file changing meanwhile does not hide the error.
     let todo = p.lx(&format!("todos/{id}.toml"));
     app.on_event(AppEvent::Loaded(loader.changed(&[todo], now)));
-    assert!(screen(&app).contains("load failed"));
+    assert!(screen(&app).contains("AGENTS REFUSED"));
     std::fs::write(&cfg, text).expect("fix it");
     app.on_event(AppEvent::Loaded(loader.changed(&[cfg], now)));
     assert!(app.problems.is_empty(), "{:?}", app.problems);

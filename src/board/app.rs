@@ -534,6 +534,11 @@ impl App {
             pending,
             banner: crate::board::alerts::rows(&self.problems, self.snap.as_ref()),
             focus: self.focus,
+            todos: layout::todo_needs(&self.columns, self.col),
+            status: layout::status_rows(
+                self.message.as_ref().map(|m| m.text.as_str()),
+                self.size.0,
+            ),
         }
     }
 

@@ -4,13 +4,14 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
+use crate::board::alerts::Broken;
 use crate::board::app::{App, Live, Message, Mode, Pane};
 use crate::board::derive::{Column, Columns};
 use crate::board::keymap;
 use crate::board::layout::{self, Areas};
 use crate::board::panes;
 use crate::board::theme::Theme;
-use crate::kernel::{Event, Evidence, Gate, Problem, Snapshot, Ts};
+use crate::kernel::{Event, Evidence, Gate, GateStatus, GoalStatus, Problem, Snapshot, Ts};
 
 /// Everything one frame shows, borrowed from the app at one instant.
 #[derive(Debug, Clone)]
@@ -51,6 +52,8 @@ pub struct ViewModel<'a> {
     pub problems: Vec<&'a Problem>,
     /// The banner's lines: failed loads, quarantined files, owner notes.
     pub banner: Vec<String>,
+    /// Whether agents are refused, or which files are quarantined.
+    pub broken: Broken,
     /// The status message.
     pub message: Option<&'a Message>,
     /// Events or polling.
@@ -105,15 +108,27 @@ impl<'a> ViewModel<'a> {
                 .chain(app.snap.iter().flat_map(|s| s.quarantined.values()))
                 .collect(),
             banner: crate::board::alerts::lines(app.problems.values(), app.snap.as_ref()),
+            broken: crate::board::alerts::broken(&app.problems, app.snap.as_ref()),
             message: app.message.as_ref(),
             live: &app.live,
             last_reload: app.last_reload,
             readonly: app.readonly,
             owner_verified: app.owner.verified,
             owner_note: &app.owner.note,
-            hints: keymap::hints(&app.scopes(), app.readonly, app.owner.verified),
+            hints: fit_state(
+                keymap::hints(&app.scopes(), app.readonly, app.owner.verified),
+                app.snap.as_ref().map(|s| s.config.goal.status),
+            ),
             layout: app.layout_input(),
         }
+    }
+
+    /// The pending gates among those listed (the filter applies).
+    pub fn pending(&self) -> usize {
+        self.gates
+            .iter()
+            .filter(|g| g.effective_status() == GateStatus::Pending)
+            .count()
     }
 
     /// The selected todo card, if any.
@@ -121,6 +136,23 @@ impl<'a> ViewModel<'a> {
         let c = self.col.index();
         self.columns.cols[c].get(self.col_sel[c])
     }
+}
+
+/// The hints that fit the goal's state: `p pause` while active, `p resume` while paused, neither
+/// once complete (or before a goal is loaded).
+pub fn fit_state(
+    hints: Vec<(String, &'static str, bool)>,
+    goal: Option<GoalStatus>,
+) -> Vec<(String, &'static str, bool)> {
+    hints
+        .into_iter()
+        .filter_map(|(k, h, on)| match (h, goal) {
+            ("pause", Some(GoalStatus::Active)) => Some((k, h, on)),
+            ("pause", Some(GoalStatus::Paused)) => Some((k, "resume", on)),
+            ("pause", _) => None,
+            _ => Some((k, h, on)),
+        })
+        .collect()
 }
 
 /// Draws one whole frame.
@@ -144,7 +176,7 @@ fn draw_areas(f: &mut Frame, vm: &ViewModel, a: &Areas) {
         panes::quota::render(f, q, vm);
     }
     panes::status::status(f, a.status, vm);
-    panes::status::hints(f, a.hints, vm, a.narrow);
+    panes::status::hints(f, a.hints, vm);
 }
 
 /// Draws one focusable pane.

@@ -22,7 +22,7 @@ impl App {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.focus = pane;
                 if pane == Pane::Todos {
-                    let (col, row) = layout::todo_hit(rect, pos, &self.col_sel, self.col);
+                    let (col, row) = layout::todo_hit(&areas, pos, &self.col_sel, self.col);
                     self.col = col;
                     if let Some(row) = row {
                         let c = col.index();
@@ -45,7 +45,7 @@ impl App {
                 let keep = self.focus;
                 self.focus = pane;
                 if pane == Pane::Todos {
-                    self.col = layout::todo_hit(rect, pos, &self.col_sel, self.col).0;
+                    self.col = layout::todo_hit(&areas, pos, &self.col_sel, self.col).0;
                 }
                 let fx = self.move_sel(if m.kind == MouseEventKind::ScrollDown {
                     1

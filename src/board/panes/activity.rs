@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{block, clock, title, trunc};
+use super::{block, clock, scroll_marks, title, trunc};
 use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
@@ -46,26 +46,38 @@ pub fn event_text(e: &Event) -> String {
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let focused = vm.focus == Pane::Activity;
-    let mut name = "Activity".to_string();
-    if vm.activity_scroll > 0 {
-        name.push_str(&format!(" · ↑{}", vm.activity_scroll));
-    }
-    f.render_widget(block(title(name, t), focused, t), area);
     let i = inner(area);
     let w = i.width as usize;
     let h = i.height as usize;
     let end = vm.journal.len().saturating_sub(vm.activity_scroll);
     let start = end.saturating_sub(h);
+    // Older lines above, newer ones below (when scrolled back).
+    let b = scroll_marks(
+        block(title("Activity", t), focused, t),
+        vm.journal.len(),
+        start,
+        end - start,
+        t,
+    );
+    f.render_widget(b, area);
+    // A narrow pane shows minutes, not seconds.
+    let short = w < 40;
     let lines: Vec<Line> = if vm.journal.is_empty() {
         vec![Line::from(Span::styled(" no activity yet", t.dim()))]
     } else {
         vm.journal[start..end]
             .iter()
             .map(|e| {
+                let time = clock(e.at);
+                let time = if short {
+                    time.get(..5).unwrap_or(&time)
+                } else {
+                    &time
+                };
                 Line::from(vec![
-                    Span::styled(format!("{} ", clock(e.at)), t.dim()),
+                    Span::styled(format!("{time} "), t.dim()),
                     Span::styled(
-                        trunc(&event_text(e), w.saturating_sub(9)),
+                        trunc(&event_text(e), w.saturating_sub(time.len() + 1)),
                         t.fg(action_role(&e.action)),
                     ),
                 ])

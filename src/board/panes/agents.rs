@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::overlay::centered;
-use super::{block, title};
+use super::{block, scroll_marks, title};
 use crate::board::app::ago;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
@@ -72,7 +72,13 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.",
         t.dim(),
     ));
-    let b = block(title("Agents · ↑↓ scroll · Esc closes", t), true, t);
+    let b = scroll_marks(
+        block(title("Agents · ↑↓ scroll · Esc closes", t), true, t),
+        lines.len(),
+        usize::from(scroll),
+        usize::from(r.height.saturating_sub(2)),
+        t,
+    );
     f.render_widget(
         Paragraph::new(lines)
             .block(b)

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{block, title, trunc};
+use super::{block, mid_trunc, scroll_marks, title, trunc};
 use crate::board::app::{Pane, ago};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
@@ -27,7 +27,10 @@ pub fn entry_text(e: &Evidence) -> String {
     if let Some(c) = e.exit_code {
         s.push_str(&format!(" (exit {c})"));
     }
-    if let (Some(n), Some(v)) = (&e.name, &e.value) {
+    // A metric's summary is usually `name=value` already: the value shows once.
+    if let (Some(n), Some(v)) = (&e.name, &e.value)
+        && !e.summary.starts_with(&format!("{n}="))
+    {
         s.push_str(&format!(" {n}={v}"));
     }
     esc(&s).into_owned()
@@ -41,12 +44,23 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         Some(c) => format!("Evidence · {}", esc(&c.id)),
         None => "Evidence".into(),
     };
-    f.render_widget(block(title(name, t), focused, t), area);
     let i = inner(area);
     let w = i.width as usize;
+    let total = match (vm.selected_card(), vm.evidence) {
+        (Some(c), Some((id, Ok(list)))) if id == c.id => list.len(),
+        _ => 0,
+    };
+    let b = scroll_marks(
+        block(title(name, t), focused, t),
+        total,
+        vm.evidence_scroll.min(total),
+        i.height as usize,
+        t,
+    );
+    f.render_widget(b, area);
     let lines: Vec<Line> = match (vm.selected_card(), vm.evidence) {
         (None, _) => vec![Line::from(Span::styled(
-            " select a todo to see its evidence",
+            trunc(" select a todo to see its evidence", w),
             t.dim(),
         ))],
         (Some(c), Some((id, Ok(list)))) if id == c.id => {
@@ -60,7 +74,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                         let head = format!(
                             "{:>3} {:<8} ",
                             ago(vm.now.since(e.at).0),
-                            trunc(&esc(&e.agent), 8)
+                            mid_trunc(&esc(&e.agent), 8)
                         );
                         let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
                         Line::from(vec![

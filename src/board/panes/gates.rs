@@ -6,7 +6,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{block, gutter, row_style, title, trunc};
+use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
 use crate::board::app::{Pane, ago};
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
@@ -43,11 +43,7 @@ pub fn blocks_text(g: &Gate) -> String {
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let focused = vm.focus == Pane::Gates;
-    let pending = vm
-        .gates
-        .iter()
-        .filter(|g| g.effective_status() == GateStatus::Pending)
-        .count();
+    let pending = vm.pending();
     let mut head = vec![title("Gates", t)];
     if pending > 0 {
         head.push(Span::styled(
@@ -56,8 +52,16 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 .add_modifier(Modifier::BOLD | Modifier::REVERSED),
         ));
     }
-    let b = block(Line::from(head), focused, t);
     let i = inner(area);
+    let visible = i.height as usize;
+    let off = offset(vm.gate_sel, visible);
+    let b = scroll_marks(
+        block(Line::from(head), focused, t),
+        vm.gates.len(),
+        off,
+        visible,
+        t,
+    );
     f.render_widget(b, area);
     if vm.gates.is_empty() {
         let msg = if vm.filter.is_empty() {
@@ -68,8 +72,6 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         f.render_widget(Paragraph::new(Span::styled(msg, t.dim())), i);
         return;
     }
-    let visible = i.height as usize;
-    let off = offset(vm.gate_sel, visible);
     let w = i.width as usize;
     let mut lines = Vec::new();
     for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
@@ -85,7 +87,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         let when = if pend {
             format!(
                 "{} {:>3}",
-                esc(&g.opened_by),
+                mid_trunc(&esc(&g.opened_by), 16),
                 ago(vm.now.since(g.opened_at).0)
             )
         } else {

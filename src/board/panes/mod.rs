@@ -82,3 +82,66 @@ pub fn clock(t: crate::kernel::Ts) -> String {
     let s = t.to_string();
     s.get(11..19).unwrap_or("--:--:--").to_string()
 }
+
+/// Cuts `s` to `w` characters in the middle, keeping its start and its end (`agent-…-b`), so
+/// that names differing only at the end stay apart.
+pub fn mid_trunc(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    if w < 5 {
+        return trunc(s, w);
+    }
+    let tail = (w - 1) / 2;
+    let head = w - 1 - tail;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
+}
+
+/// A pane's scroll marks on its border: `↑ N` at the top right for rows above, `↓ N more` at the
+/// bottom right for rows below; `total` rows, `first` the first shown, `visible` shown at once.
+pub fn scroll_marks<'a>(
+    b: Block<'a>,
+    total: usize,
+    first: usize,
+    visible: usize,
+    theme: &Theme,
+) -> Block<'a> {
+    let style = theme.fg(Role::Accent).add_modifier(Modifier::BOLD);
+    let first = first.min(total);
+    let below = total.saturating_sub(first + visible);
+    let mut b = b;
+    if first > 0 {
+        b = b.title_top(Line::from(Span::styled(format!(" ↑ {first} "), style)).right_aligned());
+    }
+    if below > 0 {
+        b = b.title_bottom(
+            Line::from(Span::styled(format!(" ↓ {below} more "), style)).right_aligned(),
+        );
+    }
+    b
+}
+
+/// `text` in lines of at most `w` characters, broken at spaces where it can.
+pub fn wrap_words(text: &str, w: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let (c, n) = (cur.chars().count(), word.chars().count());
+        if c > 0 && c + 1 + n > w {
+            out.push(std::mem::take(&mut cur));
+        } else if c > 0 {
+            cur.push(' ');
+        }
+        let mut rest: Vec<char> = word.chars().collect();
+        while w > 0 && rest.len() > w {
+            out.push(rest.drain(..w).collect());
+        }
+        cur.extend(rest);
+    }
+    out.push(cur);
+    out
+}

@@ -7,11 +7,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::trunc;
+use crate::board::alerts::Broken;
 use crate::board::app::ago;
 use crate::board::derive::Column;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
-use crate::kernel::{GateStatus, GoalStatus};
+use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 
 /// Draws the header.
@@ -27,7 +28,12 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         return;
     };
     let g = &snap.config.goal;
+    let refused = t
+        .fg(Role::Error)
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
     let (status, st) = match g.status {
+        // Active on paper, but no agent gets work while a file is broken.
+        _ if vm.broken == Broken::Refused => ("⚠ REFUSED", refused),
         GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
         GoalStatus::Paused => (
             "‖ PAUSED",
@@ -77,11 +83,8 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
             ));
             spans.push(Span::styled("  ", t.dim()));
         }
-        let pending = snap
-            .gates
-            .values()
-            .filter(|g| g.effective_status() == GateStatus::Pending)
-            .count();
+        // The filter applies here as to the columns' counts.
+        let pending = vm.pending();
         spans.push(Span::styled(
             format!(
                 "? {pending} gate{} pending",

@@ -6,41 +6,21 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{clock, trunc};
+use super::{clock, trunc, wrap_words};
 use crate::board::app::{Live, Mode};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::text::escape as esc;
 
-/// Draws the status bar.
+/// Draws the status bar: the last action's result first (on two rows when it needs them), then
+/// what is broken, owner authority, live or polling, the load time and the project; the last
+/// ones are cut first.
 pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let base = t.status();
-    let live = match vm.live {
-        Live::Watching => "● live".to_string(),
-        Live::Polling(why) => format!("◌ polling ({})", esc(why)),
-    };
-    let reload = vm
-        .last_reload
-        .map(|r| format!("loaded {}", clock(r)))
-        .unwrap_or_else(|| "not loaded".into());
-    let owner = esc(vm.owner_note).into_owned();
-    let project = esc(vm.project);
-    let mut spans = vec![
-        Span::styled(format!(" {project} "), base.add_modifier(Modifier::BOLD)),
-        Span::styled(format!("│ {live} │ {reload} │ "), base),
-    ];
-    if vm.readonly {
-        spans.push(Span::styled("READ-ONLY", base.add_modifier(Modifier::BOLD)));
-    } else {
-        spans.push(Span::styled(owner, base));
-    }
-    if !vm.problems.is_empty() {
-        spans.push(Span::styled(
-            format!(" │ ⚠ {} file error(s)", vm.problems.len()),
-            base.add_modifier(Modifier::BOLD),
-        ));
-    }
+    let w = area.width as usize;
+    let mut first: Vec<Span> = Vec::new();
+    let mut second: Option<Line> = None;
     if let Some(m) = vm.message {
         let style = if m.error {
             base.fg(t.color_of(Role::Error))
@@ -49,33 +29,73 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
             base.fg(t.color_of(Role::Ok))
         };
         let mark = if m.error { "✗" } else { "✓" };
-        spans.push(Span::styled(" │ ", base));
-        spans.push(Span::styled(format!("{mark} {}", esc(&m.text)), style));
+        let mut rows = wrap_words(&format!("{mark} {}", esc(&m.text)), w.saturating_sub(1));
+        rows[0].insert(0, ' ');
+        if area.height >= 2 && rows.len() > 1 {
+            let rest = rows[1..].join(" ");
+            second = Some(Line::from(Span::styled(
+                format!("{:<w$}", trunc(&rest, w)),
+                style,
+            )));
+        }
+        first.push(Span::styled(rows[0].clone(), style));
     }
-    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
-    let w = area.width as usize;
-    if used > w {
-        // Keep the end (the message) readable: cut the project name first.
-        let cut = used - w;
-        let p = project.chars().count();
-        let keep = p.saturating_sub(cut + 1).max(4);
-        spans[0] = Span::styled(
-            format!(" …{} ", tail(&project, keep)),
-            base.add_modifier(Modifier::BOLD),
-        );
-    } else {
-        spans.push(Span::styled(" ".repeat(w - used), base));
+    for (text, bold) in segments(vm) {
+        let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
+        let sep = if used == 0 { " " } else { " │ " };
+        let room = w.saturating_sub(used + sep.chars().count());
+        if room < 6 {
+            break;
+        }
+        let style = if bold {
+            base.add_modifier(Modifier::BOLD)
+        } else {
+            base
+        };
+        first.push(Span::styled(sep, base));
+        first.push(Span::styled(trunc(&text, room), style));
     }
-    f.render_widget(Paragraph::new(Line::from(spans)).style(base), area);
+    let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
+    first.push(Span::styled(" ".repeat(w.saturating_sub(used)), base));
+    let mut lines = vec![Line::from(first)];
+    lines.extend(second);
+    f.render_widget(Paragraph::new(lines).style(base), area);
 }
 
-fn tail(s: &str, n: usize) -> String {
-    let len = s.chars().count();
-    s.chars().skip(len.saturating_sub(n)).collect()
+/// The status bar's parts after the message, most important first, each with whether it is bold.
+fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    if let Some(b) = vm.broken.label() {
+        out.push((b, true));
+    }
+    if vm.readonly {
+        out.push(("READ-ONLY".into(), true));
+    } else {
+        out.push((esc(vm.owner_note).into_owned(), false));
+    }
+    if vm.broken.label().is_none() {
+        out.push((
+            match vm.live {
+                Live::Watching => "● live".to_string(),
+                Live::Polling(why) => format!("◌ polling ({})", esc(why)),
+            },
+            false,
+        ));
+    } else if let Live::Polling(why) = vm.live {
+        out.push((format!("◌ polling ({})", esc(why)), false));
+    }
+    out.push((
+        vm.last_reload
+            .map(|r| format!("loaded {}", clock(r)))
+            .unwrap_or_else(|| "not loaded".into()),
+        false,
+    ));
+    out.push((esc(vm.project).into_owned(), true));
+    out
 }
 
 /// Draws the key hints (or the filter being typed).
-pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
+pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let mut spans = Vec::new();
     if *vm.mode == Mode::Filter {
@@ -86,10 +106,17 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         spans.push(Span::styled(format!("{}▏", esc(vm.filter)), t.fg(Role::Fg)));
         spans.push(Span::styled("  Enter keep · Esc clear", t.dim()));
     } else {
-        if narrow {
-            spans.push(Span::styled(" Tab: next pane ", t.dim()));
-        }
-        for (k, h, enabled) in &vm.hints {
+        let w = area.width as usize;
+        let mut used = 0;
+        for (n, (k, h, enabled)) in vm.hints.iter().enumerate() {
+            // Whole hints only; a cut list ends with `…` (all of them are in the help).
+            let len = k.chars().count() + h.chars().count() + 3;
+            let last = n + 1 == vm.hints.len();
+            if used + len + if last { 0 } else { 2 } > w {
+                spans.push(Span::styled(" …", t.dim()));
+                break;
+            }
+            used += len;
             // A disabled owner action stays listed, crossed out: plain without color too.
             let (key, text) = if *enabled {
                 (t.fg(Role::Key).add_modifier(Modifier::BOLD), t.dim())

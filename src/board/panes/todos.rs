@@ -8,19 +8,33 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::objective::column_role;
-use super::{block, gutter, priority_style, row_style, title, trunc};
-use crate::board::app::{Pane, why_text};
+use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
+use crate::board::app::{Pane, countdown, why_text};
 use crate::board::derive::{Card, Column, Why};
-use crate::board::layout::{CARD_LINES, offset, todo_columns};
+use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::text::escape as esc;
 
-/// Draws the todos pane.
+/// Draws the todos pane: the columns with cards (and the focused one) side by side; the others
+/// fold into the title with their counts.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let focused = vm.focus == Pane::Todos;
+    let cols = todo_columns(area, &vm.layout.todos);
     let mut head = vec![title("Todos", t)];
+    let folded: Vec<String> = Column::ALL
+        .iter()
+        .zip(&cols)
+        .filter(|(_, r)| r.width == 0)
+        .map(|(c, _)| {
+            let n = vm.columns.cols[c.index()].len();
+            format!("{} {} {n}", c.symbol(), c.title())
+        })
+        .collect();
+    if !folded.is_empty() {
+        head.push(Span::styled(format!("· {} ", folded.join(" · ")), t.dim()));
+    }
     if !vm.filter.is_empty() {
         head.push(Span::styled(
             format!(" filter: {} ", esc(vm.filter)),
@@ -28,13 +42,18 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         ));
     }
     f.render_widget(block(Line::from(head), focused, t), area);
-    for (ci, r) in todo_columns(area).into_iter().enumerate() {
-        column(f, r, vm, Column::ALL[ci], focused);
+    let per = card_lines(&cols, &vm.layout.todos);
+    for (ci, r) in cols.into_iter().enumerate() {
+        if r.width > 0 {
+            column(f, r, vm, Column::ALL[ci], (focused, per));
+        }
     }
 }
 
-/// Draws one column: a heading, then two lines per card.
-pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, pane_focused: bool) {
+/// Draws one column: a heading, then `per` lines a card; `↑ N` in the heading and `↓ N more`
+/// on the last line mark the cards scrolled out.
+pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool, usize)) {
+    let (pane_focused, per) = focus;
     let t = vm.theme;
     let ci = col.index();
     let cards = &vm.columns.cols[ci];
@@ -46,21 +65,17 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, pane_focused:
     } else {
         t.fg(column_role(col)).add_modifier(Modifier::BOLD)
     };
-    let mut lines = vec![Line::from(Span::styled(
-        trunc(
-            &format!("{} {} {}", col.symbol(), col.title(), cards.len()),
-            w,
-        ),
-        head_style,
-    ))];
-    let visible = (r.height.saturating_sub(1) as usize) / CARD_LINES;
+    let visible = (r.height.saturating_sub(1) as usize) / per;
     let sel = vm.col_sel[ci];
     let off = offset(sel, visible);
+    let mut head = format!("{} {} {}", col.symbol(), col.title(), cards.len());
+    if off > 0 {
+        head.push_str(&format!(" ↑{off}"));
+    }
+    let mut lines = vec![Line::from(Span::styled(trunc(&head, w), head_style))];
     for (n, c) in cards.iter().enumerate().skip(off).take(visible) {
         let selected = n == sel && vm.col == col;
-        let (a, b) = card_lines(c, vm, w, selected, focused);
-        lines.push(a);
-        lines.push(b);
+        lines.extend(card(c, vm, w, (selected, focused), per));
     }
     if cards.is_empty() {
         lines.push(Line::from(Span::styled(trunc("  (none)", w), t.dim())));
@@ -69,19 +84,59 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, pane_focused:
         if let Some(last) = lines.last_mut()
             && visible > 0
         {
-            *last = Line::from(Span::styled(trunc(&format!("  ↓ {more} more"), w), t.dim()));
+            *last = Line::from(Span::styled(
+                trunc(&format!("  ↓ {more} more"), w),
+                t.fg(Role::Accent).add_modifier(Modifier::BOLD),
+            ));
         }
     }
     f.render_widget(Paragraph::new(lines), r);
 }
 
-fn card_lines<'a>(
+/// A lease's note: the holder in full where it fits (cut in the middle where not), then the time
+/// left (or `EXPIRED` and how long ago), then the fence, dropped from the end as room runs out.
+pub fn lease_note(holder: &str, fence: u64, left_ms: i64, w: usize) -> String {
+    let holder = esc(holder);
+    let time = if left_ms <= 0 {
+        format!("EXPIRED {}", countdown(-left_ms))
+    } else {
+        format!("⏱{}", countdown(left_ms))
+    };
+    let mark = if left_ms <= 0 { "! " } else { "" };
+    let tries = [
+        format!("{mark}{holder} {time} #{fence}"),
+        format!("{mark}{holder} {time}"),
+        format!(
+            "{mark}{holder}{}",
+            if left_ms <= 0 { " EXPIRED" } else { "" }
+        ),
+        format!("{mark}{holder}"),
+    ];
+    match tries.into_iter().find(|s| s.chars().count() <= w) {
+        Some(s) => s,
+        None => format!("{mark}{}", mid_trunc(&holder, w.saturating_sub(mark.len()))),
+    }
+}
+
+/// A title in at most `rows` lines of `w` characters, the last cut with `…` when it goes on.
+pub fn title_rows(title: &str, w: usize, rows: usize) -> Vec<String> {
+    let mut out = wrap_words(title, w.max(1));
+    if out.len() > rows {
+        let rest = out[rows - 1..].join(" ");
+        out.truncate(rows - 1);
+        out.push(trunc(&rest, w));
+    }
+    out
+}
+
+/// A card's lines: the title (one line, or two when `lines` is 3), then its note.
+fn card<'a>(
     c: &Card,
     vm: &ViewModel,
     w: usize,
-    selected: bool,
-    focused: bool,
-) -> (Line<'a>, Line<'a>) {
+    (selected, focused): (bool, bool),
+    lines: usize,
+) -> Vec<Line<'a>> {
     let t = vm.theme;
     let expired = c.expired(vm.now);
     let prio = if matches!(c.why, Why::Finished(..)) {
@@ -92,20 +147,16 @@ fn card_lines<'a>(
     } else {
         c.priority.to_string()
     };
-    let title_w = w.saturating_sub(prio.chars().count() + 2);
-    let first = format!(
-        "{}{} {}",
-        gutter(selected),
-        prio,
-        trunc(&esc(&c.title), title_w)
-    );
+    let pad = prio.chars().count() + 2;
+    let rows = title_rows(&esc(&c.title), w.saturating_sub(pad), lines - 1);
+    let first = format!("{}{} {}", gutter(selected), prio, rows[0]);
     let first = format!("{first:<w$}");
     let base = if expired {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)
     } else {
         t.fg(Role::Fg)
     };
-    let line1 = if selected && focused {
+    let mut out = vec![if selected && focused {
         Line::from(Span::styled(first, row_style(t, true, true, base)))
     } else {
         let p_len = 1 + prio.chars().count();
@@ -121,29 +172,26 @@ fn card_lines<'a>(
             ),
             Span::styled(rest, row_style(t, selected, false, base)),
         ])
-    };
+    }];
+    for r in (1..lines - 1).map(|i| rows.get(i).map_or("", |r| r.as_str())) {
+        let text = format!("{:pad$}{r:<rw$}", "", rw = w.saturating_sub(pad));
+        out.push(Line::from(Span::styled(
+            text,
+            row_style(t, selected, focused, base),
+        )));
+    }
     let note = match &c.why {
         Why::None => esc(&c.id).into_owned(),
         Why::Lease {
             holder,
             fence,
             expires_at,
-        } if expired => format!(
-            "! EXPIRED {} {} #{fence}",
-            crate::board::app::countdown(vm.now.since(*expires_at).0),
-            esc(holder)
-        ),
-        Why::Lease {
+        } => lease_note(
             holder,
-            fence,
-            expires_at,
-        } => {
-            format!(
-                "⏱{} {} #{fence}",
-                crate::board::app::countdown(expires_at.since(vm.now).0),
-                esc(holder)
-            )
-        }
+            *fence,
+            expires_at.since(vm.now).0,
+            w.saturating_sub(2),
+        ),
         other => esc(&why_text(other, vm.now)).into_owned(),
     };
     // An overdue monitor (issue 8) is marked before its note, in the warning color.
@@ -170,8 +218,11 @@ fn card_lines<'a>(
             _ => t.dim(),
         }
     };
-    let line2 = Line::from(Span::styled(trunc(&format!("  {note}"), w), note_style));
-    (line1, line2)
+    out.push(Line::from(Span::styled(
+        trunc(&format!("  {note}"), w),
+        note_style,
+    )));
+    out
 }
 
 fn split_at_char(s: &str, n: usize) -> (String, String) {

@@ -1,0 +1,106 @@
+//! Running the board in a real terminal for the tests: a tmux server on its own socket, its
+//! screen as text, keys sent to it; the server goes when the value is dropped.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// True when tmux runs here (a test skips, saying so, when not).
+pub fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A tmux server on its own socket, and the session the test drives.
+pub struct Tmux {
+    /// The server's socket name (`-L`).
+    pub socket: String,
+    /// The session.
+    pub session: String,
+}
+
+impl Tmux {
+    /// Runs a tmux command on this server.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// The visible screen as text.
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-t", &self.session])
+                .stdout,
+        )
+        .to_string()
+    }
+
+    /// Sends keys to the session.
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.session.as_str()];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Waits until `what` shows on the screen; the time it took, or the screen at the timeout.
+    pub fn wait_for(&self, what: &str, timeout: Duration) -> Result<Duration, String> {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                return Err(format!(
+                    "`{what}` did not show within {timeout:?}; the screen:\n{s}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Only the server on our own socket.
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+impl Tmux {
+    /// A detached session of `w` x `h` running `cmd`, on a socket named for `tag` and this process.
+    pub fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Tmux {
+        let t = Tmux {
+            socket: format!("loopx-{tag}-{}", std::process::id()),
+            session: "board".into(),
+        };
+        let (w, h) = (w.to_string(), h.to_string());
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            &t.session,
+            "-x",
+            &w,
+            "-y",
+            &h,
+            cmd,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+}
