@@ -6,72 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::tmux::{Tmux, available as tmux_available};
+
 const BIN: &str = env!("CARGO_BIN_EXE_loopx");
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Tmux {
-    socket: String,
-    session: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(
-            &self
-                .run(&["capture-pane", "-p", "-t", &self.session])
-                .stdout,
-        )
-        .to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", self.session.as_str()];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) -> Result<Duration, String> {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return Ok(start.elapsed());
-            }
-            if start.elapsed() > timeout {
-                return Err(format!(
-                    "`{what}` did not show within {timeout:?}; the screen:\n{s}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the server on our own socket.
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
 
 fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -133,22 +72,7 @@ fn approve_a_gate_opened_by_another_process() {
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    t.start((120, 40), &cmd);
     t.wait_for(
         "no gates: nothing waits on the owner",
         Duration::from_secs(20),
@@ -253,17 +177,7 @@ fn readonly_board_refuses_and_a_bad_file_shows_a_banner() {
         BIN,
         dir.display()
     );
-    t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
+    t.start((100, 30), &cmd);
     t.wait_for("Keep me pending?", Duration::from_secs(20))
         .unwrap();
     t.wait_for("READ-ONLY", Duration::from_secs(2)).unwrap();
@@ -323,17 +237,7 @@ fn a_board_with_the_key_seals_lines_another_process_adds() {
         BIN,
         dir.display()
     );
-    t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
+    t.start((120, 40), &cmd);
     t.wait_for("owner ✓", Duration::from_secs(20)).unwrap();
     let out = loopx(
         &dir,
@@ -382,22 +286,7 @@ fn start_goal_guided_asks_on_a_terminal() {
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    t.start((100, 30), &cmd);
     t.wait_for("Success criteria", Duration::from_secs(10))
         .unwrap();
     t.keys(&["p95 latency for three days", "Enter"]);
@@ -442,22 +331,7 @@ fn the_window_title_counts_pending_gates() {
         BIN,
         dir.display()
     );
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        &t.session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    t.start((120, 40), &cmd);
     let title = || {
         String::from_utf8_lossy(
             &t.run(&["display-message", "-p", "-t", &t.session, "#{pane_title}"])
