@@ -1,5 +1,6 @@
 //! `loopx demo` in a real terminal (tmux): however it ends (the window closed, SIGTERM, Ctrl-C,
-//! `q`), its temp project and its owner key are gone. Skips with a message when tmux is absent.
+//! `q`), its temp project and its owner key are gone; off a terminal, SIGINT too. The tmux cases
+//! skip with a message when tmux is absent.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -152,4 +153,42 @@ fn every_other_way_out_of_the_demo_leaves_nothing_behind() {
     for end in [End::Term, End::CtrlC, End::Quit] {
         demo_ends_clean(end);
     }
+}
+
+#[test]
+fn the_demo_off_a_terminal_stops_on_sigint_and_cleans_up() {
+    let tmp = std::env::temp_dir().join(format!("loopx-pty-demo-pipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let child = std::process::Command::new(BIN)
+        .arg("demo")
+        .env("TMPDIR", &tmp)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start loopx demo");
+    let pid = child.id() as i32;
+    let up = wait_until(Duration::from_secs(30), || {
+        demos(&tmp)
+            .first()
+            .is_some_and(|d| d.join("owner.key").is_file())
+    });
+    assert!(up, "the demo did not come up under {}", tmp.display());
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("the demo ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("the demo project was removed"), "{stdout}");
+    // Counts agree with their nouns ("1 gate pending", "2 gates pending").
+    let line = stdout.lines().next().unwrap_or("");
+    let pending = line.rsplit(", ").next().unwrap_or("");
+    assert!(
+        pending == "1 gate pending"
+            || (pending.ends_with(" gates pending") && !pending.starts_with("1 ")),
+        "{line}"
+    );
+    assert!(demos(&tmp).is_empty(), "left: {:?}", demos(&tmp));
+    let _ = std::fs::remove_dir_all(&tmp);
 }
