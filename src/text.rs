@@ -1,4 +1,5 @@
-//! Safe text for people: stored text shown with every control character escaped.
+//! Safe text for people: stored text shown with every control character escaped; counts with
+//! their noun.
 //!
 //! Titles, questions, reasons, agent ids and evidence come from files any agent can write.
 //! Printed raw, an `ESC` starts a terminal escape sequence (an OSC can set the window title or
@@ -81,9 +82,25 @@ pub fn md_line(s: &str) -> String {
     format!("{}\\{}", &t[..at], &t[at..])
 }
 
+/// A count and its noun: `1 gate`, `2 gates` (`many` for a plural not made with `s`).
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(1, "gate", "gates"), "1 gate");
+        assert_eq!(count(0, "gate", "gates"), "0 gates");
+        assert_eq!(count(2, "entry", "entries"), "2 entries");
+    }
 
     #[test]
     fn plain_text_is_borrowed() {

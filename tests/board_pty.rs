@@ -277,7 +277,7 @@ fn start_goal_guided_asks_on_a_terminal() {
     t.wait_for("Turns per", Duration::from_secs(5)).unwrap();
     t.keys(&["50", "Enter"]);
     t.wait_for("First todos", Duration::from_secs(5)).unwrap();
-    t.keys(&["write the harness", "Enter"]);
+    t.keys(&["P1 write the harness", "Enter"]);
     t.keys(&["Enter"]);
     t.wait_for("started goal-", Duration::from_secs(5)).unwrap();
 
@@ -291,8 +291,9 @@ fn start_goal_guided_asks_on_a_terminal() {
         .collect();
     assert_eq!(todos.len(), 1, "{todos:?}");
     assert!(
-        todos[0].contains("title = \"write the harness\""),
-        "{todos:?}"
+        todos[0].contains("title = \"write the harness\"")
+            && todos[0].contains("priority = \"P1\""),
+        "a leading P1 is the priority: {todos:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

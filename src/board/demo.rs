@@ -1,10 +1,11 @@
-//! `loopx demo`: a throwaway project with simulated agents (child `loopx` processes) and the board on it.
+//! `loopx demo`: a throwaway project with simulated agents (child `loopx` processes) and the board
+//! on it, removed with its owner key on every way out.
+
+mod agents;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::kernel::id::Kind;
@@ -14,6 +15,7 @@ use crate::kernel::{
     SCHEMA_VERSION, Ts,
 };
 use crate::store::{FileStore, Store, StoreExt};
+use agents::{Agents, QUESTIONS};
 
 /// A tiny xorshift generator: the demo needs variety, not quality.
 #[derive(Debug, Clone)]
@@ -57,25 +59,6 @@ const TODOS: &[(&str, Priority)] = &[
     ("Record a demo GIF", Priority::P4),
 ];
 
-const NOTES: &[&str] = &[
-    "unit tests pass (42/42)",
-    "ran cargo clippy: clean",
-    "benchmarked parse: 1.2 ms per response",
-    "wrote 3 new tests for edge cases",
-    "refactored the client behind a trait",
-    "checked against the live API: ok",
-];
-
-const QUESTIONS: &[(&str, &[&str])] = &[
-    (
-        "Use SQLite or plain files for the cache?",
-        &["sqlite", "files"],
-    ),
-    ("May I add the reqwest dependency (+2.1 MB)?", &[]),
-    ("Publish 0.1.0 to crates.io now?", &["yes", "wait for CI"]),
-    ("Drop Windows support for v1?", &[]),
-];
-
 /// Creates the demo project in `root` with a goal, todos, a pending gate and a past hour of spend.
 pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
     std::fs::create_dir_all(root).map_err(|e| Error::io(root, &e))?;
@@ -103,9 +86,11 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
             reason: None,
             extra: Extra::new(),
         },
+        // The agents pace themselves by should-run: a turn every few seconds between them.
         quota: QuotaPolicy {
-            slots: 60,
+            slots: 120,
             window: Dur::from_hours(1),
+            min_interval: Dur::from_secs(4),
             ..QuotaPolicy::default()
         },
         lease: LeasePolicy {
@@ -175,153 +160,6 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
     Ok(store)
 }
 
-/// Runs `loopx` as an agent on the demo project; returns the parsed JSON answer.
-fn loopx(exe: &Path, root: &Path, agent: &str, args: &[&str]) -> Option<serde_json::Value> {
-    let out = std::process::Command::new(exe)
-        .arg("--dir")
-        .arg(root)
-        .args(["--agent", agent, "--json"])
-        .args(args)
-        .env_remove("LOOPX_DIR")
-        .env_remove("LOOPX_AGENT")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-/// One simulated agent, driving the real `loopx` binary as an agent would: claims, works, writes
-/// evidence, asks questions, spends quota, finishes. With `crash_after_claim` it dies holding a lease.
-pub fn agent_loop(
-    exe: PathBuf,
-    root: PathBuf,
-    name: String,
-    stop: Arc<AtomicBool>,
-    crash_after_claim: bool,
-) {
-    let mut rng = Rng::new();
-    let mut held: Option<(String, u64)> = None;
-    let mut asked = 0usize;
-    let run = |args: &[&str]| loopx(&exe, &root, &name, args);
-    while !stop.load(Ordering::SeqCst) {
-        let pause = 1200 + rng.below(2500);
-        for _ in 0..(pause / 100) {
-            if stop.load(Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let tokens = (500 + rng.below(5000)).to_string();
-        run(&["quota", "spend-slot", "--tokens", &tokens]);
-        match held.clone() {
-            None => {
-                let ttl = if crash_after_claim { "25s" } else { "2m" };
-                let ans = run(&["todo", "claim", "--ttl", ttl]);
-                let todo = ans
-                    .as_ref()
-                    .filter(|a| a["ok"] == true)
-                    .map(|a| a["todo"].clone());
-                match todo {
-                    Some(t) => {
-                        let id = t["id"].as_str().unwrap_or_default().to_string();
-                        let fence = t["lease"]["fence"]
-                            .as_u64()
-                            .or(t["fence"].as_u64())
-                            .unwrap_or(0);
-                        held = Some((id, fence));
-                        if crash_after_claim {
-                            return;
-                        }
-                    }
-                    None if rng.below(3) == 0 => {
-                        let title = format!(
-                            "Follow-up: {}",
-                            NOTES[rng.below(NOTES.len() as u64) as usize]
-                        );
-                        run(&["todo", "add", &title, "--priority", "P3"]);
-                    }
-                    None => {}
-                }
-            }
-            Some((id, fence)) => {
-                let roll = rng.below(100);
-                let note = NOTES[rng.below(NOTES.len() as u64) as usize];
-                let f = fence.to_string();
-                let mut args = vec![
-                    "todo",
-                    "update",
-                    id.as_str(),
-                    "--fence",
-                    &f,
-                    "--evidence",
-                    note,
-                ];
-                if roll < 30 {
-                    args.extend(["--status", "done", "--reason", "done and tested"]);
-                }
-                let ok = run(&args).is_some_and(|a| a["ok"] == true);
-                if !ok || roll < 30 {
-                    // Finished, or released, reassigned or expired under us: claim again.
-                    held = None;
-                    continue;
-                }
-                run(&["todo", "renew", id.as_str(), "--ttl", "2m"]);
-                if roll > 90 && asked < 2 {
-                    asked += 1;
-                    let (q, opts) = QUESTIONS[1 + rng.below(QUESTIONS.len() as u64 - 1) as usize];
-                    let mut args = vec!["gate", "open", q];
-                    for o in opts {
-                        args.extend(["--option", o]);
-                    }
-                    run(&args);
-                }
-            }
-        }
-    }
-}
-
-/// The running demo agents.
-#[derive(Debug)]
-pub struct Agents {
-    stop: Arc<AtomicBool>,
-    handles: Vec<JoinHandle<()>>,
-}
-
-impl Agents {
-    /// Starts three agents on the store; the third dies holding a lease.
-    pub fn start(store: &FileStore) -> Agents {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::new();
-        let Ok(exe) = std::env::current_exe() else {
-            return Agents { stop, handles };
-        };
-        for (i, name) in ["agent-a", "agent-b", "agent-c"].iter().enumerate() {
-            let (e, r, n, st) = (
-                exe.clone(),
-                store.root().to_path_buf(),
-                name.to_string(),
-                stop.clone(),
-            );
-            if let Ok(h) = std::thread::Builder::new()
-                .name(format!("demo-{name}"))
-                .spawn(move || agent_loop(e, r, n, st, i == 2))
-            {
-                handles.push(h);
-            }
-        }
-        Agents { stop, handles }
-    }
-
-    /// Stops the agents and waits for them.
-    pub fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for h in self.handles {
-            let _ = h.join();
-        }
-    }
-}
-
 /// A fresh directory for a demo under the temp directory.
 pub fn temp_root() -> PathBuf {
     let mut rng = Rng::new();
@@ -332,9 +170,59 @@ pub fn temp_root() -> PathBuf {
     ))
 }
 
+/// Set by SIGINT, SIGTERM or SIGHUP while the demo runs outside the board (which has its own).
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOPPED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the demo instead of the
+/// process, so that it cleans up. The board puts its own handlers for SIGTERM and SIGHUP, which
+/// end its loop the same way.
+fn catch_stop_signals() {
+    // SAFETY: a zeroed sigaction with a handler that only stores to an atomic, an empty mask and
+    // SA_RESTART is valid and async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_stop as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// True once a stop signal arrived (to the demo, or to the board).
+fn stopped() -> bool {
+    STOPPED.load(Ordering::SeqCst) || crate::board::term::terminated()
+}
+
+/// The demo's directory (its `.loopx/` and its owner key): removed when dropped, so on a return,
+/// an error and a panic alike, unless the operator keeps it.
+#[derive(Debug)]
+struct Scratch {
+    root: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
 /// Runs the demo: the board on a terminal; elsewhere a few seconds of agents and a summary.
 pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
-    let root = temp_root();
+    catch_stop_signals();
+    let scratch = Scratch {
+        root: temp_root(),
+        keep,
+    };
+    let root = scratch.root.clone();
     let store = create(&root, Ts::now())?;
     // The demo's own owner key, beside (not inside) its .loopx/, so the operator can decide gates.
     let key_path = root.join("owner.key");
@@ -344,7 +232,9 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
     store.install_owner(&key, None)?;
     let agents = Agents::start(&store);
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-    let result = if interactive {
+    let result = if stopped() {
+        Ok(())
+    } else if interactive {
         crate::board::run(
             store.clone(),
             crate::board::Options {
@@ -355,11 +245,33 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
             },
         )
     } else {
-        std::thread::sleep(Duration::from_secs(4));
+        for _ in 0..40 {
+            if stopped() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         Ok(())
     };
-    agents.stop();
-    let summary = match store.load() {
+    drop(agents);
+    let summary = summary(&store);
+    let place = if keep {
+        format!(
+            "the demo project is kept in {} (open it with `loopx board --dir {}`)",
+            root.display(),
+            root.display()
+        )
+    } else {
+        "the demo project was removed (keep it with `loopx demo --keep`)".to_string()
+    };
+    drop(scratch);
+    result.map(|_| format!("{summary}\n{place}"))
+}
+
+/// One line on where the demo ended.
+fn summary(store: &FileStore) -> String {
+    use crate::text::count;
+    match store.load() {
         Ok(s) => {
             let claimed = s.todos.values().filter(|t| t.lease.is_some()).count();
             let pending = s
@@ -368,21 +280,33 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
                 .filter(|g| g.effective_status() == crate::kernel::GateStatus::Pending)
                 .count();
             format!(
-                "demo: {} open todos, {claimed} claimed, {pending} gates pending",
-                s.todos.len()
+                "demo: {}, {claimed} claimed, {} pending",
+                count(s.todos.len(), "open todo", "open todos"),
+                count(pending, "gate", "gates")
             )
         }
         Err(e) => format!("demo: {}", e.message),
-    };
-    let place = if keep {
-        format!(
-            "the demo project is kept in {} (open it with `loopx board --dir {}`)",
-            root.display(),
-            root.display()
-        )
-    } else {
-        let _ = std::fs::remove_dir_all(&root);
-        "the demo project was removed (keep it with `loopx demo --keep`)".to_string()
-    };
-    result.map(|_| format!("{summary}\n{place}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scratch_directory_goes_on_a_panic_unless_kept() {
+        for keep in [false, true] {
+            let root = temp_root();
+            std::fs::create_dir_all(root.join(".loopx")).expect("a scratch dir");
+            std::fs::write(root.join("owner.key"), "k").expect("a key file");
+            let r = root.clone();
+            let unwound = std::panic::catch_unwind(move || {
+                let _scratch = Scratch { root: r, keep };
+                panic!("the board failed");
+            });
+            assert!(unwound.is_err());
+            assert_eq!(root.exists(), keep, "keep {keep}");
+            let _ = std::fs::remove_dir_all(&root);
+        }
+    }
 }

@@ -79,7 +79,9 @@ fn install_hooks() {
 
 /// The board's terminal; restores the screen when dropped.
 pub struct Term {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// Never dropped: ratatui's drop shows the cursor and, when the terminal is gone (a closed
+    /// window), panics writing that it failed; [`restore`] shows the cursor instead.
+    terminal: std::mem::ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
 }
 
 impl std::fmt::Debug for Term {
@@ -102,7 +104,9 @@ impl Term {
             return Err(e);
         }
         match Terminal::new(CrosstermBackend::new(stdout())) {
-            Ok(terminal) => Ok(Term { terminal }),
+            Ok(terminal) => Ok(Term {
+                terminal: std::mem::ManuallyDrop::new(terminal),
+            }),
             Err(e) => {
                 restore();
                 Err(e)
@@ -161,7 +165,7 @@ impl Term {
         // terminal for the cursor position, which races with the input thread reading stdin.)
         let _ = execute!(stdout(), Clear(ClearType::All));
         if let Ok(t) = Terminal::new(CrosstermBackend::new(stdout())) {
-            self.terminal = t;
+            *self.terminal = t;
         }
     }
 }

@@ -179,7 +179,8 @@ fn line(snap: &Snapshot, id: &str) -> String {
         if fixed { " (fixed by the owner)" } else { "" }
     );
     if let Some(n) = agents::slots_cap(snap, id) {
-        s.push_str(&format!("; at most {n} slots per window"));
+        let slots = crate::text::count(n as usize, "slot", "slots");
+        s.push_str(&format!("; at most {slots} per window"));
     }
     s
 }

@@ -11,7 +11,8 @@ use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops::{self, NewTodo};
 use crate::kernel::{
-    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, QuotaPolicy, Result, SCHEMA_VERSION,
+    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result,
+    SCHEMA_VERSION,
 };
 use crate::store::{FileStore, Store, StoreExt};
 use crate::text::escape as esc;
@@ -122,7 +123,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     let guided_tty = a.guided && super::interactive() && !ctx.json;
     let mut success = a.success.clone();
     let mut quota = QuotaPolicy::default();
-    let mut first: Vec<String> = Vec::new();
+    let mut first: Vec<(Priority, String)> = Vec::new();
     if guided_tty {
         eprintln!("Objective: {}", a.goal_text.trim());
         eprintln!("Success criteria, one a line (empty line to finish):");
@@ -137,9 +138,10 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
                 .parse()
                 .map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
         }
-        eprintln!("First todos, one a line (empty line to finish):");
+        eprintln!("First todos, one a line, a priority first if you like (P1 Write the harness);");
+        eprintln!("an empty line to finish:");
         while let Some(s) = ask("  - ") {
-            first.push(s);
+            first.push(todo_line(&s));
         }
     }
     let now = ctx.now;
@@ -169,10 +171,13 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         store.create(&config, &ctx.agent)?;
     }
     let mut added = Vec::new();
-    for title in first {
+    for (priority, title) in first {
         let id = store.fresh_id(Kind::Todo)?;
-        let t =
-            store.mutate(|snap| ops::add_todo(snap, &ctx.agent, now, NewTodo::new(id, title)))?;
+        let new = NewTodo {
+            priority,
+            ..NewTodo::new(id, title)
+        };
+        let t = store.mutate(|snap| ops::add_todo(snap, &ctx.agent, now, new.clone()))?;
         added.push(t.id);
     }
     let mut text = format!(
@@ -205,6 +210,21 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         .with("todos", json!(added))
         .with("next", json!(next))
         .with("replaced", json!(replaced)))
+}
+
+/// A first todo typed at the guided prompt: `P1 Write the harness` is a P1 todo titled `Write the
+/// harness`; a line without a leading `P0`-`P4` is a P2 todo titled as typed.
+fn todo_line(line: &str) -> (Priority, String) {
+    let line = line.trim();
+    if let Some((word, rest)) = line.split_once(char::is_whitespace)
+        && word.len() == 2
+        && word.starts_with(['P', 'p'])
+        && let Ok(p) = word.parse::<Priority>()
+        && !rest.trim().is_empty()
+    {
+        return (p, rest.trim().to_string());
+    }
+    (Priority::P2, line.to_string())
 }
 
 /// Runs `goal ...`.
@@ -248,5 +268,28 @@ pub fn status_word(s: GoalStatus) -> &'static str {
         GoalStatus::Active => "active",
         GoalStatus::Paused => "paused",
         GoalStatus::Complete => "complete",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guided_todo_line_may_start_with_its_priority() {
+        let l = |s: &str| todo_line(s);
+        assert_eq!(
+            l("P1 Write the harness"),
+            (Priority::P1, "Write the harness".into())
+        );
+        assert_eq!(l(" p0  Fix it "), (Priority::P0, "Fix it".into()));
+        assert_eq!(
+            l("Write the harness"),
+            (Priority::P2, "Write the harness".into())
+        );
+        assert_eq!(l("3 more tests"), (Priority::P2, "3 more tests".into()));
+        assert_eq!(l("P9 plan"), (Priority::P2, "P9 plan".into()));
+        assert_eq!(l("P1"), (Priority::P2, "P1".into()));
+        assert_eq!(l("PR review"), (Priority::P2, "PR review".into()));
     }
 }

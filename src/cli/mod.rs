@@ -296,15 +296,7 @@ pub fn main() -> i32 {
                 return 2;
             }
             if json_wanted {
-                let msg = e.kind().as_str().unwrap_or("bad arguments").to_string();
-                let detail = e.to_string();
-                let first = detail
-                    .lines()
-                    .next()
-                    .unwrap_or(&msg)
-                    .trim_start_matches("error: ")
-                    .to_string();
-                emit_error(true, &Error::usage(first).hint("see `loopx --help`"));
+                emit_error(true, &usage_error(&e));
                 return 2;
             }
             let _ = e.print();
@@ -312,6 +304,48 @@ pub fn main() -> i32 {
         }
     };
     run(cli)
+}
+
+/// A command line clap refused, as one usage error: its first line, with the arguments it
+/// names (`<TITLE>`) taken from the error's context, and its usage line as the hint.
+pub fn usage_error(e: &clap::Error) -> Error {
+    use clap::error::{ContextKind, ContextValue};
+    let rendered = e.to_string();
+    let mut lines = rendered.lines();
+    let first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ")
+        .trim_end();
+    let message = match first.strip_suffix(':') {
+        // A list follows on the next lines: name what it lists.
+        Some(head) => {
+            let named: Vec<String> = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::Strings(v)) => v.clone(),
+                Some(ContextValue::String(v)) => vec![v.clone()],
+                _ => lines
+                    .clone()
+                    .map(str::trim)
+                    .take_while(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            };
+            if named.is_empty() {
+                first.to_string()
+            } else {
+                format!("{head}: {}", named.join(", "))
+            }
+        }
+        None => first.to_string(),
+    };
+    let usage = rendered
+        .lines()
+        .find_map(|l| l.strip_prefix("Usage: "))
+        .map(str::trim);
+    Error::usage(message).hint(match usage {
+        Some(u) => format!("usage: {u} (more with --help)"),
+        None => "see `loopx --help`".to_string(),
+    })
 }
 
 /// Runs a parsed command line; returns the exit code.
@@ -492,11 +526,7 @@ pub fn emit_error(json: bool, e: &Error) {
 /// Runs one command line inside this process, as `--json` would answer it: the JSON answer and
 /// the exit code. The MCP face calls the CLI's commands through this.
 pub fn call(ctx: &Ctx, argv: &[String]) -> (Value, i32) {
-    let parsed = Cli::try_parse_from(argv).map_err(|e| {
-        let detail = e.to_string();
-        let first = detail.lines().next().unwrap_or("bad arguments");
-        Error::usage(first.trim_start_matches("error: ").to_string())
-    });
+    let parsed = Cli::try_parse_from(argv).map_err(|e| usage_error(&e));
     match parsed.and_then(|cli| dispatch(ctx, cli.cmd)) {
         Ok(out) => (answer_json(out.json), out.exit),
         Err(e) => (error_json(&e), e.code.exit_code()),

@@ -441,8 +441,8 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
             .details(json!({"line": b.line})));
         }
         let text = format!(
-            "journal.jsonl: {} lines, chain intact{}",
-            c.lines,
+            "journal.jsonl: {}, chain intact{}",
+            crate::text::count(c.lines, "line", "lines"),
             if c.torn {
                 "; a torn last line (doctor --fix removes it)"
             } else {
@@ -502,8 +502,8 @@ fn context_md(t: &crate::kernel::Todo) -> String {
         }
         if n > BODY_LINES {
             s.push_str(&format!(
-                "\n  ({} more lines: `loopx todo show {}`)\n",
-                n - BODY_LINES,
+                "\n  ({} more: `loopx todo show {}`)\n",
+                crate::text::count(n - BODY_LINES, "line", "lines"),
                 esc(&t.id)
             ));
         }

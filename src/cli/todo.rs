@@ -102,12 +102,17 @@ pub enum TodoCmd {
         after_help = "Example:\n  loopx todo update --evidence \"unit tests pass (42/42)\" --metric loss=0.31 --status done"
     )]
     Update(UpdateArgs),
-    /// Give your lease back.
-    #[command(after_help = "Example:\n  loopx todo release t-4kq9zx")]
+    /// Give your lease back (the owner, with --owner: take back anyone's).
+    #[command(
+        after_help = "Example:\n  loopx todo release t-4kq9zx\n  loopx todo release t-4kq9zx --owner"
+    )]
     Release {
         /// The id (default: the one you hold).
         #[arg(add = super::complete::todo_id())]
         id: Option<String>,
+        /// Owner: release the lease whoever holds it (signed with the owner's key).
+        #[arg(long)]
+        owner: bool,
     },
     /// Return a blocked or deferred todo to open.
     #[command(after_help = "Example:\n  loopx todo reopen t-4kq9zx")]
@@ -292,7 +297,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             ))
         }
         TodoCmd::Update(a) => update(ctx, &store, a),
-        TodoCmd::Release { id } => {
+        TodoCmd::Release { id, owner: true } => release_by_owner(ctx, &store, id),
+        TodoCmd::Release { id, owner: false } => {
             let t = store.mutate(|snap| {
                 let id = target(&store, snap, agent, now, id.as_deref())?;
                 ops::release(snap, agent, now, &id)
@@ -331,6 +337,35 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             ))
         }
     }
+}
+
+/// `todo release ID --owner`: the owner takes the lease back from whoever holds it.
+fn release_by_owner(ctx: &Ctx, store: &FileStore, id: Option<String>) -> Result<Out> {
+    let Some(id) = id else {
+        return Err(
+            Error::usage("--owner needs the todo's id").hint("loopx todo release t-4kq9zx --owner")
+        );
+    };
+    let mut from = String::new();
+    let t = store.mutate(|snap| {
+        let id = store.resolve_todo(snap, &id)?;
+        let holder = snap.todos.get(&id).and_then(|t| t.lease.as_ref());
+        let Some(l) = holder else {
+            return Err(Error::new(
+                crate::kernel::Code::LeaseConflict,
+                format!("{id} has no lease; nothing to release"),
+            )
+            .hint("`loopx status` lists the leases held"));
+        };
+        from = l.holder.clone();
+        ops::release_by_owner(snap, ops::OWNER, ctx.now, &id, &from)
+    })?;
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} released from {} by the owner", esc(&t.id), esc(&from)),
+    )
+    .with("released_from", Value::String(from)))
 }
 
 /// The todo named, or the one this agent holds.

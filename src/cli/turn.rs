@@ -302,7 +302,7 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
     })?;
     let why = match &stopped {
         Stopped::Goal(r) => format!("the goal is {r}"),
-        Stopped::MaxTurns => format!("{ran} turns ran"),
+        Stopped::MaxTurns => format!("{} ran", crate::text::count(ran as usize, "turn", "turns")),
         Stopped::Signal(_) => "interrupted; no lease is held".to_string(),
     };
     Ok(Out::new(

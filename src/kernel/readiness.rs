@@ -298,8 +298,8 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
     .collect();
     (
         format!(
-            "nothing is ready: of {} open todos, {}",
-            open.len(),
+            "nothing is ready: of {}, {}",
+            crate::text::count(open.len(), "open todo", "open todos"),
             parts.join(", ")
         ),
         "see when to try again with `loopx quota should-run`".into(),

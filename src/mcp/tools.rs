@@ -20,7 +20,7 @@ pub struct Spec {
     pub about: &'static str,
     /// True when it changes nothing.
     pub read_only: bool,
-    /// Arguments not offered (a file read from stdin, which is the protocol's).
+    /// Arguments not offered (a file read from stdin, which is the protocol's; an owner act).
     pub skip: &'static [&'static str],
 }
 
@@ -77,12 +77,15 @@ pub const TOOLS: &[Spec] = &[
         "Append evidence (captured from git when none is given) and change status; needs your live lease (exit 4 `stale_fence` or `lease_conflict` otherwise).",
         false,
     ),
-    spec(
-        "todo_release",
-        &["todo", "release"],
-        "Give your lease back.",
-        false,
-    ),
+    Spec {
+        skip: &["owner"],
+        ..spec(
+            "todo_release",
+            &["todo", "release"],
+            "Give your lease back.",
+            false,
+        )
+    },
     spec(
         "gate_open",
         &["gate", "open"],

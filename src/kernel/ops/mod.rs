@@ -372,10 +372,11 @@ pub fn default_held(snap: &Snapshot, agent: &str, now: Ts) -> Result<String> {
                 )
                 .hint(format!("claim it again with `loopx todo claim {}`", t.id)));
             }
-            Err(
-                Error::new(Code::LeaseConflict, format!("{agent} holds no lease"))
-                    .hint("claim one with `loopx todo claim`"),
+            Err(Error::new(
+                Code::LeaseConflict,
+                format!("agent `{agent}` holds no lease"),
             )
+            .hint("claim one with `loopx todo claim`"))
         }
         many => {
             let ids: Vec<&str> = many.iter().map(|t| t.id.as_str()).collect();

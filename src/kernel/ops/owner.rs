@@ -120,6 +120,17 @@ pub fn decide_gate(
             cur.options.join(", ")
         )));
     }
+    if status == GateStatus::Approved && option.is_none() && !cur.options.is_empty() {
+        return Err(Error::usage(format!(
+            "{id} offers options; approve it with --option, one of: {}",
+            cur.options.join(", ")
+        ))
+        .hint(format!(
+            "for example: loopx gate approve {id} --option '{}'",
+            cur.options[0].replace('\'', r"'\''")
+        ))
+        .details(json!({"options": cur.options})));
+    }
     if status == GateStatus::Rejected && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(Error::usage("a rejection needs --reason"));
     }
