@@ -67,6 +67,10 @@ pub struct ViewModel<'a> {
     pub hints: Vec<(String, &'static str, bool)>,
     /// The layout's inputs.
     pub layout: layout::Input,
+    /// How the todo columns are sorted.
+    pub sort: crate::board::app::SortBy,
+    /// Clock times instead of relative ones.
+    pub absolute: bool,
 }
 
 impl<'a> ViewModel<'a> {
@@ -113,6 +117,8 @@ impl<'a> ViewModel<'a> {
             owner_note: &app.owner.note,
             hints: keymap::hints(&app.scopes(), app.readonly, app.owner.verified),
             layout: app.layout_input(),
+            sort: app.sort,
+            absolute: app.absolute,
         }
     }
 

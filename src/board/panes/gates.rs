@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, gutter, row_style, title, trunc};
-use crate::board::app::{Pane, ago};
+use crate::board::app::Pane;
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
@@ -83,17 +83,10 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.fg(Role::GateDecided)
         };
         let when = if pend {
-            format!(
-                "{} {:>3}",
-                esc(&g.opened_by),
-                ago(vm.now.since(g.opened_at).0)
-            )
+            format!("{} {:>3}", esc(&g.opened_by), vm.ago(g.opened_at))
         } else {
             let by = g.decided_by.as_deref().unwrap_or("?");
-            let at = g
-                .decided_at
-                .map(|d| ago(vm.now.since(d).0))
-                .unwrap_or_default();
+            let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
             format!("{} {} {at}", g.status.as_str(), esc(by))
         };
         let mut tail = String::new();

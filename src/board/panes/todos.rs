@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::objective::column_role;
 use super::{block, gutter, priority_style, row_style, title, trunc};
-use crate::board::app::{Pane, why_text};
+use crate::board::app::{Pane, SortBy};
 use crate::board::derive::{Card, Column, Why};
 use crate::board::layout::{CARD_LINES, offset, todo_columns};
 use crate::board::theme::Role;
@@ -26,6 +26,9 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             format!(" filter: {} ", esc(vm.filter)),
             t.fg(Role::Accent).add_modifier(Modifier::BOLD),
         ));
+    }
+    if vm.sort != SortBy::Pick {
+        head.push(Span::styled(format!(" sort: {} ", vm.sort.name()), t.dim()));
     }
     f.render_widget(block(Line::from(head), focused, t), area);
     for (ci, r) in todo_columns(area).into_iter().enumerate() {
@@ -130,7 +133,7 @@ fn card_lines<'a>(
             expires_at,
         } if expired => format!(
             "! EXPIRED {} {} #{fence}",
-            crate::board::app::countdown(vm.now.since(*expires_at).0),
+            vm.over(*expires_at),
             esc(holder)
         ),
         Why::Lease {
@@ -138,13 +141,9 @@ fn card_lines<'a>(
             fence,
             expires_at,
         } => {
-            format!(
-                "⏱{} {} #{fence}",
-                crate::board::app::countdown(expires_at.since(vm.now).0),
-                esc(holder)
-            )
+            format!("⏱{} {} #{fence}", vm.left(*expires_at), esc(holder))
         }
-        other => esc(&why_text(other, vm.now)).into_owned(),
+        other => esc(&vm.why(other)).into_owned(),
     };
     // An overdue monitor (issue 8) is marked before its note, in the warning color.
     let late = vm
