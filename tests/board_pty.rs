@@ -2,118 +2,12 @@
 //! and the gate file on disk says approved; `start-goal --guided` asks its questions. Skips with a
 //! message when tmux is absent.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_loopx");
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Tmux {
-    socket: String,
-    session: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(
-            &self
-                .run(&["capture-pane", "-p", "-t", &self.session])
-                .stdout,
-        )
-        .to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", self.session.as_str()];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) -> Result<Duration, String> {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return Ok(start.elapsed());
-            }
-            if start.elapsed() > timeout {
-                return Err(format!(
-                    "`{what}` did not show within {timeout:?}; the screen:\n{s}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the server on our own socket.
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
-
-fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .env("LOOPX_OWNER_KEY", key)
-        .env_remove("LOOPX_DIR")
-        .env_remove("LOOPX_AGENT")
-        .output()
-        .expect("loopx runs")
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loopx-pty-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A fresh project with a goal and an owner key: its directory and the key file.
-fn owned_project(tag: &str, goal: &str) -> (PathBuf, PathBuf) {
-    let dir = temp_dir(tag);
-    let key = dir.join("owner.key");
-    let out = Command::new(BIN)
-        .args(["start-goal", "--goal-text", goal, "--project"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = loopx(&dir, &key, &["owner", "init"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (dir, key)
-}
+use common::tmux::{BIN, Tmux, loopx, owned_project, temp_dir, tmux_available};
 
 #[test]
 fn approve_a_gate_opened_by_another_process() {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+pub mod tmux;
 pub mod turns;
 
 /// Journal events for board tests: rows of (minutes from now, actor, action, target, data),
