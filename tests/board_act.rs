@@ -817,3 +817,51 @@ fn only_regular_files_inside_loopx_are_editable() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn every_dialog_draws_at_any_size() {
+    let mut a = quarantined();
+    let opens: [&[KeyCode]; 6] = [
+        &[KeyCode::Char('a')],
+        &[KeyCode::Char('j'), KeyCode::Char('a')],
+        &[KeyCode::Char('j'), KeyCode::Char('a'), KeyCode::Char('r')],
+        &[KeyCode::Char('x'), KeyCode::Char('w'), KeyCode::Char('h')],
+        &[KeyCode::Char('e')],
+        &[
+            KeyCode::Tab,
+            KeyCode::Right,
+            KeyCode::Char('r'),
+            KeyCode::Char('q'),
+        ],
+    ];
+    for keys in opens {
+        for k in keys {
+            press(&mut a, *k);
+        }
+        assert_ne!(a.mode, Mode::Normal, "{keys:?}");
+        for (w, h) in [
+            (1u16, 1u16),
+            (10, 3),
+            (20, 5),
+            (40, 12),
+            (79, 23),
+            (300, 100),
+        ] {
+            text_of(&a, w, h);
+        }
+        for _ in 0..3 {
+            press(&mut a, KeyCode::Esc);
+        }
+        a.mode = Mode::Normal;
+        a.focus = Pane::Gates;
+    }
+}
+
+#[test]
+fn the_errors_overlay_closes_when_every_file_reads() {
+    let mut a = quarantined();
+    ch(&mut a, 'e');
+    assert_eq!(a.mode, Mode::Errors { sel: 0 });
+    load(&mut a, snapshot());
+    assert_eq!(a.mode, Mode::Normal);
+}

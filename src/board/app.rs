@@ -403,6 +403,7 @@ impl App {
             self.done = done;
         }
         self.derive();
+        self.clamp_errors();
         let mut fx = Vec::new();
         if let Some(snap) = &self.snap {
             let ring = self.attention.update(snap);

@@ -80,6 +80,21 @@ impl App {
         vec![Effect::Edit(file)]
     }
 
+    /// After a load: the file-errors overlay closes when every file reads, and keeps its
+    /// selection in range.
+    pub(super) fn clamp_errors(&mut self) {
+        if let Mode::Errors { sel } = self.mode {
+            let n = self.file_problems().len();
+            self.mode = if n == 0 {
+                Mode::Normal
+            } else {
+                Mode::Errors {
+                    sel: sel.min(n - 1),
+                }
+            };
+        }
+    }
+
     /// A key in the file-errors overlay.
     pub(super) fn errors_key(&mut self, action: Action, sel: usize) -> Vec<Effect> {
         let n = self.file_problems().len().max(1);
