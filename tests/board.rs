@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+mod common;
+
 use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
 use loopx::board::data::{Delta, DoneItem, Target, classify};
@@ -323,16 +325,7 @@ fn journal() -> Vec<Event> {
             serde_json::json!({"to": "agent-c"}),
         ),
     ];
-    rows.iter()
-        .enumerate()
-        .map(|(i, (m, actor, action, target, data))| {
-            serde_json::from_value(serde_json::json!({
-                "seq": i + 1, "at": at(*m), "actor": actor, "action": action, "target": target,
-                "data": data, "prev": "0".repeat(64)
-            }))
-            .unwrap()
-        })
-        .collect()
+    common::journal_events(&rows, at)
 }
 
 fn evidence() -> Vec<Evidence> {
@@ -679,6 +672,7 @@ fn approve_with_options_picks_then_confirms() {
     let want = OwnerAction::Approve {
         gate: "g-gate01".into(),
         option: Some("files".into()),
+        reason: None,
     };
     assert_eq!(a.mode, Mode::Confirm(want.clone()));
     assert_eq!(
@@ -699,7 +693,8 @@ fn approve_without_options_confirms_directly() {
         a.mode,
         Mode::Confirm(OwnerAction::Approve {
             gate: "g-gate02".into(),
-            option: None
+            option: None,
+            reason: None,
         })
     );
     assert!(press(&mut a, KeyCode::Char('n')).is_empty());

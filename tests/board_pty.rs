@@ -2,56 +2,11 @@
 //! and the gate file on disk says approved; `start-goal --guided` asks its questions. Skips with a
 //! message when tmux is absent.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_loopx");
-
 mod common;
-use common::tmux::{Tmux, tmux_available};
-
-fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .env("LOOPX_OWNER_KEY", key)
-        .env_remove("LOOPX_DIR")
-        .env_remove("LOOPX_AGENT")
-        .output()
-        .expect("loopx runs")
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loopx-pty-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A fresh project with a goal and an owner key: its directory and the key file.
-fn owned_project(tag: &str, goal: &str) -> (PathBuf, PathBuf) {
-    let dir = temp_dir(tag);
-    let key = dir.join("owner.key");
-    let out = Command::new(BIN)
-        .args(["start-goal", "--goal-text", goal, "--project"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = loopx(&dir, &key, &["owner", "init"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (dir, key)
-}
+use common::tmux::{BIN, Tmux, loopx, owned_project, temp_dir, tmux_available};
 
 #[test]
 fn approve_a_gate_opened_by_another_process() {

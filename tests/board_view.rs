@@ -359,12 +359,21 @@ fn a_metric_shows_once() {
 #[test]
 fn holders_and_titles_cut_where_they_differ_least() {
     use panes::todos::{lease_note, title_rows};
-    assert_eq!(lease_note("agent-a", 3, 754_000, 40), "agent-a ⏱12:34 #3");
-    assert_eq!(lease_note("agent-a", 3, 754_000, 14), "agent-a ⏱12:34");
-    assert_eq!(lease_note("agent-b", 3, -120_000, 17), "! agent-b EXPIRED");
+    assert_eq!(
+        lease_note("agent-a", 3, (false, "12:34"), 40),
+        "agent-a ⏱12:34 #3"
+    );
+    assert_eq!(
+        lease_note("agent-a", 3, (false, "12:34"), 14),
+        "agent-a ⏱12:34"
+    );
+    assert_eq!(
+        lease_note("agent-b", 3, (true, "2:00"), 17),
+        "! agent-b EXPIRED"
+    );
     // Too long even alone: cut in the middle, so the end that tells agents apart stays.
     assert_eq!(
-        lease_note("claude-worker-alpha-7", 3, 754_000, 11),
+        lease_note("claude-worker-alpha-7", 3, (false, "12:34"), 11),
         "claud…pha-7"
     );
     assert_eq!(

@@ -14,6 +14,8 @@ pub enum OwnerAction {
         gate: String,
         /// The option chosen.
         option: Option<String>,
+        /// Why (optional, as `gate approve --reason`).
+        reason: Option<String>,
     },
     /// Reject a pending gate: the todos it blocks become blocked.
     Reject {
@@ -50,20 +52,38 @@ pub enum OwnerAction {
 }
 
 impl OwnerAction {
+    /// The gate a decision is about, if it is one.
+    pub fn gate(&self) -> Option<&str> {
+        match self {
+            OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. } => Some(gate),
+            _ => None,
+        }
+    }
+
+    /// The reason a decision carries, if any.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            OwnerAction::Approve { reason, .. } => reason.as_deref(),
+            OwnerAction::Reject { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
     /// Exactly what will happen, for the confirm dialog.
     pub fn describe(&self) -> String {
         match self {
             OwnerAction::Approve {
                 gate,
                 option: Some(o),
+                ..
             } => format!("Approve gate {gate} with option \"{o}\"."),
-            OwnerAction::Approve { gate, option: None } => {
+            OwnerAction::Approve {
+                gate, option: None, ..
+            } => {
                 format!("Approve gate {gate}: the todos it blocks may run.")
             }
-            OwnerAction::Reject { gate, reason } => {
-                format!(
-                    "Reject gate {gate} (reason: \"{reason}\"): the todos it blocks become blocked."
-                )
+            OwnerAction::Reject { gate, .. } => {
+                format!("Reject gate {gate}: the todos it blocks become blocked.")
             }
             OwnerAction::Reassign { todo, to } => {
                 format!(
@@ -135,7 +155,11 @@ impl Owner {
 pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) -> Result<String> {
     let who = owner.actor.as_str();
     match action {
-        OwnerAction::Approve { gate, option } => {
+        OwnerAction::Approve {
+            gate,
+            option,
+            reason,
+        } => {
             let g = store.mutate(|s| {
                 ops::decide_gate(
                     s,
@@ -144,7 +168,7 @@ pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) 
                     gate,
                     GateStatus::Approved,
                     option.clone(),
-                    None,
+                    reason.clone(),
                 )
             })?;
             Ok(format!("approved {}", g.id))

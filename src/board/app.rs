@@ -1,25 +1,34 @@
 //! The board's state and its reactions to keys, mouse, ticks and loads: no I/O here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ratatui::crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 use ratatui::layout::{Position, Rect};
 
 use crate::board::actions::{Owner, OwnerAction};
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
-use crate::board::derive::{self, Column, Columns, Why};
+use crate::board::derive::{self, Column, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
 use crate::board::theme::Theme;
 use crate::board::view::ViewModel;
 mod act;
+pub mod input;
+mod modes;
 mod mouse;
+pub mod pick;
+pub mod sort;
+pub mod text;
+mod tools;
+mod triage;
 
-use crate::kernel::{
-    Event, Evidence, GateStatus, GoalStatus, Priority, Problem, Role, Snapshot, Status, Ts,
-};
+pub use pick::{AgentPick, Candidate};
+pub use sort::SortBy;
+pub use text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
+
+use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
 
 /// A pane that can take focus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +63,13 @@ impl Pane {
 pub enum InputFor {
     /// The reason to reject this gate.
     RejectReason(String),
+    /// The reason (optional) to approve this gate, with the option chosen.
+    ApproveReason {
+        /// The gate.
+        gate: String,
+        /// The option chosen.
+        option: Option<String>,
+    },
     /// The title of a new todo.
     TodoTitle,
 }
@@ -95,14 +111,25 @@ pub enum Mode {
         purpose: InputFor,
         /// The text so far.
         text: String,
+        /// The cursor, in characters from the start.
+        cursor: usize,
+        /// Why Enter was refused, shown in the dialog.
+        note: Option<String>,
     },
     /// A picker.
     Picker {
         /// What for.
         purpose: PickFor,
-        /// The choices.
+        /// The rows listed.
         choices: Vec<String>,
         /// The chosen row.
+        sel: usize,
+        /// The reassign picker's agents and typed text (none for a gate's options).
+        agents: Option<AgentPick>,
+    },
+    /// Every file error in full, one selected (to open in `$EDITOR`).
+    Errors {
+        /// The selected error.
         sel: usize,
     },
     /// Asking before an owner action.
@@ -132,6 +159,9 @@ pub struct Message {
 /// How long a status message stays.
 const MESSAGE_MS: i64 = 15_000;
 
+/// The most characters of the filter.
+const FILTER_MAX: usize = 200;
+
 /// Something the board asks its loop to do (the loop does the I/O).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -149,6 +179,10 @@ pub enum Effect {
     Bell,
     /// Set the window title (the pending count).
     Title(String),
+    /// Copy this text to the terminal's clipboard (OSC 52).
+    Copy(String),
+    /// Open this file (relative to the project) in `$EDITOR`, then reload.
+    Edit(String),
 }
 
 /// What the board reacts to.
@@ -230,6 +264,16 @@ pub struct App {
     pub quit: bool,
     /// The bell and window title last given.
     pub attention: crate::board::notify::Attention,
+    /// How the todo columns are sorted.
+    pub sort: SortBy,
+    /// Clock times (UTC) instead of relative ones.
+    pub absolute: bool,
+    /// Text typed and dismissed, by gate and purpose, offered again when the input reopens.
+    pub drafts: BTreeMap<String, String>,
+    /// Gates decided on this board whose decision the loads do not show yet.
+    deciding: BTreeSet<String>,
+    /// The owner action being performed (its result is the next `ActionDone`).
+    performing: Option<OwnerAction>,
 }
 
 impl App {
@@ -264,6 +308,11 @@ impl App {
             activity_scroll: 0,
             quit: false,
             attention: Default::default(),
+            sort: SortBy::default(),
+            absolute: false,
+            drafts: BTreeMap::new(),
+            deciding: BTreeSet::new(),
+            performing: None,
         }
     }
 
@@ -286,8 +335,14 @@ impl App {
             }
             AppEvent::ActionDone(r) => {
                 match r {
-                    Ok(t) => self.say(t, false),
-                    Err(e) => self.say(e, true),
+                    Ok(t) => {
+                        self.performing = None;
+                        self.say(t, false)
+                    }
+                    Err(e) => {
+                        self.undecided();
+                        self.say(e, true)
+                    }
                 }
                 Vec::new()
             }
@@ -348,6 +403,7 @@ impl App {
             self.done = done;
         }
         self.derive();
+        self.clamp_errors();
         let mut fx = Vec::new();
         if let Some(snap) = &self.snap {
             let ring = self.attention.update(snap);
@@ -371,6 +427,7 @@ impl App {
             return;
         };
         self.columns = derive::columns(snap, &self.done, self.now, &self.filter);
+        sort::sort_columns(&mut self.columns, self.sort);
         self.gate_ids = derive::gates(snap, &self.filter)
             .iter()
             .map(|g| g.id.clone())
@@ -392,6 +449,7 @@ impl App {
             self.col_sel[c] = self.col_sel[c].min(cards.len().saturating_sub(1));
             self.sel_ids[c] = cards.get(self.col_sel[c]).map(|k| k.id.clone());
         }
+        self.settle_decisions();
     }
 
     /// The scopes whose keys apply now, in order.
@@ -408,12 +466,15 @@ impl App {
                 v.push(Scope::Always);
                 v
             }
-            Mode::Help { .. } | Mode::Detail { .. } | Mode::Agents { .. } => {
-                vec![Scope::Overlay, Scope::Always]
-            }
+            Mode::Detail { .. } => vec![Scope::Detail, Scope::Overlay, Scope::Always],
+            Mode::Help { .. } | Mode::Agents { .. } => vec![Scope::Overlay, Scope::Always],
             Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],
+            Mode::Picker {
+                agents: Some(_), ..
+            } => vec![Scope::AgentPicker, Scope::Always],
             Mode::Picker { .. } => vec![Scope::Picker, Scope::Always],
             Mode::Confirm(_) => vec![Scope::Confirm, Scope::Always],
+            Mode::Errors { .. } => vec![Scope::Errors, Scope::Always],
         }
     }
 
@@ -435,7 +496,9 @@ impl App {
             self.say("read-only board (--readonly): changes are off", true);
             return Vec::new();
         }
-        if matches!(self.mode, Mode::Normal) && keymap::needs_owner(action) && !self.owner.verified
+        if matches!(self.mode, Mode::Normal | Mode::Detail { .. })
+            && keymap::needs_owner(action)
+            && !self.owner.verified
         {
             let why = self.owner.note.trim_start_matches("owner: ").to_string();
             self.say(format!("only the owner can do this; {why}"), true);
@@ -447,77 +510,28 @@ impl App {
                 vec![Effect::Quit]
             }
             Action::Suspend => vec![Effect::Suspend],
-            _ => match self.mode.clone() {
-                Mode::Normal => self.normal(action),
-                Mode::Help { scroll } => {
-                    self.mode =
-                        overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Help { scroll: s });
-                    Vec::new()
-                }
-                Mode::Detail { scroll } => {
-                    self.mode = overlay(action, scroll)
-                        .map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
-                    Vec::new()
-                }
-                Mode::Agents { scroll } => {
-                    self.mode = overlay(action, scroll)
-                        .map_or(Mode::Normal, |s| Mode::Agents { scroll: s });
-                    Vec::new()
-                }
-                Mode::Filter => {
-                    if action == Action::Cancel {
-                        self.filter.clear();
-                        self.derive();
-                    }
-                    self.mode = Mode::Normal;
-                    self.selection_changed()
-                }
-                Mode::Input { purpose, text } => self.input_done(action, purpose, text),
-                Mode::Picker {
-                    purpose,
-                    choices,
-                    sel,
-                } => self.picked(action, purpose, choices, sel),
-                Mode::Confirm(a) => {
-                    self.mode = Mode::Normal;
-                    if action == Action::Confirm {
-                        self.say(format!("working: {}", a.describe()), false);
-                        vec![Effect::Perform(a)]
-                    } else {
-                        self.say("cancelled: nothing changed", false);
-                        Vec::new()
-                    }
-                }
-            },
+            _ => self.dispatch(action),
         }
     }
 
     fn on_text(&mut self, key: KeyEvent) {
-        let edit = |text: &mut String| match key.code {
-            KeyCode::Char(c)
-                if !key
-                    .modifiers
-                    .contains(ratatui::crossterm::event::KeyModifiers::CONTROL) =>
+        let KeyCode::Char(c) = key.code else { return };
+        if key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        {
+            return;
+        }
+        match &mut self.mode {
+            Mode::Filter
+                if !crate::text::is_unsafe(c) && self.filter.chars().count() < FILTER_MAX =>
             {
-                text.push(c);
-                true
+                self.filter.push(c);
+                self.derive();
             }
-            KeyCode::Backspace => {
-                text.pop();
-                true
-            }
-            _ => false,
-        };
-        let refilter = match &mut self.mode {
-            Mode::Filter => edit(&mut self.filter),
-            Mode::Input { text, .. } => {
-                edit(text);
-                false
-            }
-            _ => false,
-        };
-        if refilter {
-            self.derive();
+            Mode::Input { .. } => self.input_char(c),
+            Mode::Picker { .. } => self.picker_char(c),
+            _ => {}
         }
     }
 
@@ -545,78 +559,5 @@ impl App {
     /// The view of this state at its clock, for [`crate::board::view::draw`].
     pub fn view(&self) -> ViewModel<'_> {
         ViewModel::new(self)
-    }
-}
-
-fn overlay(action: Action, scroll: u16) -> Option<u16> {
-    match action {
-        Action::Down => Some(scroll.saturating_add(1)),
-        Action::Up => Some(scroll.saturating_sub(1)),
-        Action::PageDown => Some(scroll.saturating_add(10)),
-        Action::PageUp => Some(scroll.saturating_sub(10)),
-        _ => None,
-    }
-}
-
-/// A title may start with a priority (`P1 fix the build`).
-pub fn split_priority(text: &str) -> (Priority, String) {
-    if let Some((head, rest)) = text.split_once(' ')
-        && head.len() == 2
-        && head.starts_with(['P', 'p'])
-        && let Ok(p) = head.parse::<Priority>()
-        && !rest.trim().is_empty()
-    {
-        return (p, rest.trim().to_string());
-    }
-    (Priority::P2, text.to_string())
-}
-
-/// The note of a card for people, against the clock.
-pub fn why_text(why: &Why, now: Ts) -> String {
-    match why {
-        Why::None => String::new(),
-        Why::Lease {
-            holder,
-            fence,
-            expires_at,
-        } => {
-            let left = expires_at.since(now);
-            if left.0 <= 0 {
-                format!("{holder} #{fence} EXPIRED {}", countdown(-left.0))
-            } else {
-                format!("{holder} #{fence} {}", countdown(left.0))
-            }
-        }
-        Why::Gate(g) => format!("on gate {g}"),
-        Why::Dep(d, Some(s)) => format!("on {d} ({})", s.as_str()),
-        Why::Dep(d, None) => format!("on {d} (missing)"),
-        Why::Due(at) => format!("due in {}", countdown(at.since(now).0.max(0))),
-        Why::Owner => "user todo: owner".into(),
-        Why::Stopped(s, r) => match r {
-            Some(r) => format!("{}: {r}", s.as_str()),
-            None => s.as_str().to_string(),
-        },
-        Why::Finished(s, by, at) => format!("{} by {by} {} ago", s.as_str(), ago(now.since(*at).0)),
-    }
-}
-
-/// `12:03` (minutes:seconds) or `2h05m` for a countdown in milliseconds.
-pub fn countdown(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
-}
-
-/// `5s`, `3m`, `2h`, `4d` for a time in the past, in milliseconds.
-pub fn ago(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
     }
 }

@@ -6,6 +6,7 @@ pub mod app;
 pub mod data;
 pub mod demo;
 pub mod derive;
+pub mod edit;
 pub mod keymap;
 pub mod layout;
 pub mod notify;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ratatui::crossterm::event::{self, Event as TermEvent};
+use ratatui::crossterm::event::Event as TermEvent;
 
 use crate::board::app::{App, AppEvent, Effect, Live};
 use crate::board::data::Loader;
@@ -96,13 +97,7 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
     let input_tx = tx.clone();
     std::thread::Builder::new()
         .name("board-input".into())
-        .spawn(move || {
-            while let Ok(ev) = event::read() {
-                if input_tx.send(Msg::Term(ev)).is_err() {
-                    break;
-                }
-            }
-        })
+        .spawn(move || term::read_input(|ev| input_tx.send(Msg::Term(ev)).is_ok()))
         .map_err(|e| Error::new(Code::Io, format!("cannot start the input thread: {e}")))?;
 
     let dir = store.dir().to_path_buf();
@@ -141,6 +136,13 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
                 Effect::Suspend => term.suspend(),
                 Effect::Bell => term.bell(),
                 Effect::Title(t) => term.title(&t),
+                Effect::Copy(text) => term.copy(&text),
+                Effect::Edit(file) => {
+                    let r = edit::run(&mut term, store.root(), &file);
+                    pending.extend(app.on_event(AppEvent::ActionDone(r)));
+                    let d = loader.full(Ts::now());
+                    pending.extend(app.on_event(AppEvent::Loaded(d)));
+                }
                 Effect::Reload => {
                     let d = loader.full(Ts::now());
                     pending.extend(app.on_event(AppEvent::Loaded(d)));

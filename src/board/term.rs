@@ -1,4 +1,5 @@
-//! The terminal: raw mode, alternate screen and mouse, restored on exit, panic, signals and Ctrl-Z.
+//! The terminal: raw mode, alternate screen and mouse, restored on exit, panic, signals, Ctrl-Z and
+//! while an editor runs; the input thread; the clipboard (OSC 52).
 
 use std::io::{self, Stdout, stdout};
 use std::sync::Once;
@@ -23,6 +24,82 @@ static HOOKS: Once = Once::new();
 /// is popped back (23) when the terminal is restored.
 static TITLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 static TITLE_PUSHED: AtomicBool = AtomicBool::new(false);
+/// Set while another program has the terminal: the input thread stops reading.
+static INPUT_PAUSE: AtomicBool = AtomicBool::new(false);
+/// Set by the input thread once it has stopped reading (it reads nothing until the pause ends).
+static INPUT_PARKED: AtomicBool = AtomicBool::new(false);
+/// How long the input thread waits for a key before it looks for a pause again.
+const INPUT_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Reads terminal events for the board's loop until `send` refuses one or the terminal fails;
+/// stops reading while the terminal is handed to another program (see [`Term::hand_over`]).
+pub fn read_input(mut send: impl FnMut(ratatui::crossterm::event::Event) -> bool) {
+    use ratatui::crossterm::event;
+    loop {
+        if INPUT_PAUSE.load(Ordering::SeqCst) {
+            INPUT_PARKED.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        match event::poll(INPUT_POLL) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(_) => return,
+        }
+        let Ok(ev) = event::read() else { return };
+        if !send(ev) {
+            return;
+        }
+    }
+}
+
+/// Stops the input thread reading, and waits (a poll at most) until it has.
+fn pause_input() {
+    INPUT_PARKED.store(false, Ordering::SeqCst);
+    INPUT_PAUSE.store(true, Ordering::SeqCst);
+    let start = std::time::Instant::now();
+    while !INPUT_PARKED.load(Ordering::SeqCst) && start.elapsed() < INPUT_POLL * 5 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn resume_input() {
+    INPUT_PAUSE.store(false, Ordering::SeqCst);
+}
+
+/// Standard base64 (with padding) of `bytes`.
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The OSC 52 sequence that sets the clipboard to `text`; inside tmux also wrapped for tmux's
+/// passthrough (the plain one works with `set-clipboard on`, the wrapped one with
+/// `allow-passthrough on`).
+pub fn osc52(text: &str, tmux: bool) -> Vec<u8> {
+    let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+    let mut out = seq.clone().into_bytes();
+    if tmux {
+        out.extend_from_slice(format!("\x1bPtmux;\x1b{seq}\x1b\\").as_bytes());
+    }
+    out
+}
 
 /// True once SIGTERM or SIGHUP arrived: the loop should stop and restore the terminal.
 pub fn terminated() -> bool {
@@ -141,6 +218,39 @@ impl Term {
         set_title(text);
     }
 
+    /// Copies `text` to the terminal's clipboard (OSC 52; works over ssh and in tmux).
+    pub fn copy(&mut self, text: &str) {
+        use std::io::Write as _;
+        let mut out = stdout();
+        let _ = out.write_all(&osc52(text, std::env::var_os("TMUX").is_some()));
+        let _ = out.flush();
+    }
+
+    /// Hands the real terminal to another program: the input thread stops reading, the screen,
+    /// raw mode and mouse are restored, `run` runs, and the board takes the terminal back.
+    pub fn hand_over<R>(&mut self, run: impl FnOnce() -> R) -> R {
+        pause_input();
+        restore();
+        let r = run();
+        self.take_back();
+        resume_input();
+        r
+    }
+
+    /// Sets the terminal up again after another program had it, on a cleared screen.
+    fn take_back(&mut self) {
+        let _ = setup();
+        if let Some(t) = TITLE.lock().ok().and_then(|t| t.clone()) {
+            set_title(&t);
+        }
+        // A fresh terminal on a cleared screen redraws everything. (`Terminal::clear` asks the
+        // terminal for the cursor position, which races with the input thread reading stdin.)
+        let _ = execute!(stdout(), Clear(ClearType::All));
+        if let Ok(t) = Terminal::new(CrosstermBackend::new(stdout())) {
+            *self.terminal = t;
+        }
+    }
+
     /// Ctrl-Z: restores the terminal, stops the process, and sets it up again on `fg`.
     pub fn suspend(&mut self) {
         restore();
@@ -157,16 +267,7 @@ impl Term {
         {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let _ = setup();
-        if let Some(t) = TITLE.lock().ok().and_then(|t| t.clone()) {
-            set_title(&t);
-        }
-        // A fresh terminal on a cleared screen redraws everything. (`Terminal::clear` asks the
-        // terminal for the cursor position, which races with the input thread reading stdin.)
-        let _ = execute!(stdout(), Clear(ClearType::All));
-        if let Ok(t) = Terminal::new(CrosstermBackend::new(stdout())) {
-            *self.terminal = t;
-        }
+        self.take_back();
     }
 }
 

@@ -70,6 +70,10 @@ pub struct ViewModel<'a> {
     pub hints: Vec<(String, &'static str, bool)>,
     /// The layout's inputs.
     pub layout: layout::Input,
+    /// How the todo columns are sorted.
+    pub sort: crate::board::app::SortBy,
+    /// Clock times instead of relative ones.
+    pub absolute: bool,
 }
 
 impl<'a> ViewModel<'a> {
@@ -120,6 +124,8 @@ impl<'a> ViewModel<'a> {
                 app.snap.as_ref().map(|s| s.config.goal.status),
             ),
             layout: app.layout_input(),
+            sort: app.sort,
+            absolute: app.absolute,
         }
     }
 

@@ -12,6 +12,24 @@ use serde_json::Value;
 pub mod tmux;
 pub mod turns;
 
+/// Journal events for board tests: rows of (minutes from now, actor, action, target, data),
+/// timed by `at`, numbered from 1.
+pub fn journal_events(
+    rows: &[(i64, &str, &str, &str, Value)],
+    at: impl Fn(i64) -> String,
+) -> Vec<loopx::kernel::Event> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, (m, actor, action, target, data))| {
+            serde_json::from_value(serde_json::json!({
+                "seq": i + 1, "at": at(*m), "actor": actor, "action": action, "target": target,
+                "data": data, "prev": "0".repeat(64)
+            }))
+            .expect("a journal event")
+        })
+        .collect()
+}
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_loopx")

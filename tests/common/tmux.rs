@@ -1,8 +1,12 @@
 //! Running the board in a real terminal for the tests: a tmux server on its own socket, its
 //! screen as text, keys sent to it; the server goes when the value is dropped.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_loopx");
 
 /// True when tmux runs here (a test skips, saying so, when not).
 pub fn tmux_available() -> bool {
@@ -39,6 +43,21 @@ impl Tmux {
                 .stdout,
         )
         .to_string()
+    }
+
+    /// Waits until `what` is gone from the screen.
+    pub fn wait_gone(&self, what: &str, timeout: Duration) -> Result<Duration, String> {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if !s.contains(what) {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                return Err(format!("`{what}` stayed for {timeout:?}; the screen:\n{s}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Sends keys to the session.
@@ -103,4 +122,68 @@ impl Tmux {
         );
         t
     }
+}
+
+/// Runs loopx on `dir` with the owner's key at `key`.
+pub fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .env("LOOPX_OWNER_KEY", key)
+        .env_remove("LOOPX_DIR")
+        .env_remove("LOOPX_AGENT")
+        .output()
+        .expect("loopx runs")
+}
+
+/// A fresh directory for one test.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("loopx-pty-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A fresh project with a goal and an owner key: its directory and the key file.
+pub fn owned_project(tag: &str, goal: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(tag);
+    let key = dir.join("owner.key");
+    let out = Command::new(BIN)
+        .args(["start-goal", "--goal-text", goal, "--project"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = loopx(&dir, &key, &["owner", "init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, key)
+}
+
+/// True (after saying so) when tmux is absent: the test skips.
+pub fn skip_without_tmux() -> bool {
+    let absent = !tmux_available();
+    if absent {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+    }
+    absent
+}
+
+/// Asserts `loopx doctor` finds the project healthy.
+pub fn assert_healthy(dir: &Path, key: &Path) {
+    let out = loopx(dir, key, &["doctor"]);
+    assert!(
+        out.status.success(),
+        "doctor: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

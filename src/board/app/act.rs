@@ -1,5 +1,4 @@
-//! The board's normal-mode actions: panes, gate decisions, reassign and release, input and
-//! picks, and the selection.
+//! The board's normal-mode actions: panes, gate decisions, release, pause, and the selection.
 
 use super::*;
 
@@ -60,12 +59,13 @@ impl App {
                 }
                 None => self.say("no goal loaded", true),
             },
-            Action::AddTodo => {
-                self.mode = Mode::Input {
-                    purpose: InputFor::TodoTitle,
-                    text: String::new(),
-                }
-            }
+            Action::AddTodo => self.open_input(InputFor::TodoTitle),
+            Action::NextGate => self.next_gate(),
+            Action::Copy => return self.copy_id(),
+            Action::Sort => return self.toggle_sort(),
+            Action::Times => self.toggle_times(),
+            Action::Errors => self.show_errors(),
+            Action::Edit => return self.edit_problem(0),
             _ => {}
         }
         Vec::new()
@@ -83,54 +83,29 @@ impl App {
         }
         let id = g.id.clone();
         let options = g.options.clone();
-        self.mode = match action {
-            Action::Reject => Mode::Input {
-                purpose: InputFor::RejectReason(id),
-                text: String::new(),
-            },
-            _ if !options.is_empty() => Mode::Picker {
-                purpose: PickFor::GateOption(id),
-                choices: options,
-                sel: 0,
-            },
-            _ => Mode::Confirm(OwnerAction::Approve {
-                gate: id,
-                option: None,
-            }),
-        };
-    }
-
-    pub(super) fn reassign(&mut self) {
-        let Some(id) = self.selected_todo() else {
-            self.say("no todo selected", true);
-            return;
-        };
-        let Some(snap) = &self.snap else { return };
-        let Some(t) = snap.todos.get(&id) else {
-            self.say(format!("{id} is not in the working set"), true);
-            return;
-        };
-        if t.role != Role::Agent || t.status != Status::Open {
-            self.say(
-                format!("{id} is not an open agent todo; only those take a lease"),
-                true,
-            );
+        if !self.actionable(&id) {
+            let msg = format!("{id} is decided already (the next load shows it); N: next gate");
+            self.say(msg, true);
             return;
         }
-        let holder = t.lease.as_ref().map(|l| l.holder.clone());
-        let choices: Vec<String> = derive::known_agents(snap, &self.journal)
-            .into_iter()
-            .filter(|a| Some(a) != holder.as_ref())
-            .collect();
-        if choices.is_empty() {
-            self.say("no other known agent to reassign to", true);
-            return;
+        match action {
+            Action::Reject => self.open_input(InputFor::RejectReason(id)),
+            _ if !options.is_empty() => {
+                self.mode = Mode::Picker {
+                    purpose: PickFor::GateOption(id),
+                    choices: options,
+                    sel: 0,
+                    agents: None,
+                }
+            }
+            _ => {
+                self.mode = Mode::Confirm(OwnerAction::Approve {
+                    gate: id,
+                    option: None,
+                    reason: None,
+                })
+            }
         }
-        self.mode = Mode::Picker {
-            purpose: PickFor::Agent(id),
-            choices,
-            sel: 0,
-        };
     }
 
     pub(super) fn release(&mut self) {
@@ -152,77 +127,6 @@ impl App {
             }
             None => self.say(format!("{id} has no lease to release"), true),
         }
-    }
-
-    pub(super) fn input_done(
-        &mut self,
-        action: Action,
-        purpose: InputFor,
-        text: String,
-    ) -> Vec<Effect> {
-        if action != Action::Submit {
-            self.mode = Mode::Normal;
-            self.say("cancelled: nothing changed", false);
-            return Vec::new();
-        }
-        let text = text.trim().to_string();
-        if text.is_empty() {
-            self.say("type something first (Esc cancels)", true);
-            self.mode = Mode::Input { purpose, text };
-            return Vec::new();
-        }
-        self.mode = match purpose {
-            InputFor::RejectReason(gate) => {
-                Mode::Confirm(OwnerAction::Reject { gate, reason: text })
-            }
-            InputFor::TodoTitle => {
-                let (priority, title) = split_priority(&text);
-                Mode::Confirm(OwnerAction::AddTodo { title, priority })
-            }
-        };
-        Vec::new()
-    }
-
-    pub(super) fn picked(
-        &mut self,
-        action: Action,
-        purpose: PickFor,
-        choices: Vec<String>,
-        sel: usize,
-    ) -> Vec<Effect> {
-        match action {
-            Action::Up | Action::Down => {
-                let n = choices.len().max(1);
-                let sel = if action == Action::Up {
-                    (sel + n - 1) % n
-                } else {
-                    (sel + 1) % n
-                };
-                self.mode = Mode::Picker {
-                    purpose,
-                    choices,
-                    sel,
-                };
-            }
-            Action::Submit => {
-                let Some(choice) = choices.get(sel).cloned() else {
-                    self.mode = Mode::Normal;
-                    return Vec::new();
-                };
-                self.mode = Mode::Confirm(match purpose {
-                    PickFor::Agent(todo) => OwnerAction::Reassign { todo, to: choice },
-                    PickFor::GateOption(gate) => OwnerAction::Approve {
-                        gate,
-                        option: Some(choice),
-                    },
-                });
-            }
-            _ => {
-                self.mode = Mode::Normal;
-                self.say("cancelled: nothing changed", false);
-            }
-        }
-        Vec::new()
     }
 
     pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {

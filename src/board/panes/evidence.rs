@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, mid_trunc, scroll_marks, title, trunc};
-use crate::board::app::{Pane, ago};
+use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
@@ -71,11 +71,8 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                     .skip(vm.evidence_scroll)
                     .take(i.height as usize)
                     .map(|e| {
-                        let head = format!(
-                            "{:>3} {:<8} ",
-                            ago(vm.now.since(e.at).0),
-                            mid_trunc(&esc(&e.agent), 8)
-                        );
+                        let head =
+                            format!("{:>3} {:<8} ", vm.ago(e.at), mid_trunc(&esc(&e.agent), 8));
                         let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
                         Line::from(vec![
                             Span::styled(head, t.dim()),

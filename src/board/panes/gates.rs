@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
-use crate::board::app::{Pane, ago};
+use crate::board::app::Pane;
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
@@ -88,14 +88,11 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             format!(
                 "{} {:>3}",
                 mid_trunc(&esc(&g.opened_by), 16),
-                ago(vm.now.since(g.opened_at).0)
+                vm.ago(g.opened_at)
             )
         } else {
             let by = g.decided_by.as_deref().unwrap_or("?");
-            let at = g
-                .decided_at
-                .map(|d| ago(vm.now.since(d).0))
-                .unwrap_or_default();
+            let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
             format!("{} {} {at}", g.status.as_str(), esc(by))
         };
         let mut tail = String::new();

@@ -1,4 +1,4 @@
-//! Dialogs and overlays over the board: help (from the keymap), detail, confirm, text input, picker.
+//! Overlays over the board: help (from the keymap) and the detail view; dispatch to the dialogs.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -6,8 +6,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::{block, gutter, row_style, title};
-use crate::board::app::{InputFor, Mode, Pane, PickFor, ago, countdown, why_text};
+use super::{block, title};
+use crate::board::app::{Mode, Pane, countdown};
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::Role;
@@ -32,13 +32,20 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         Mode::Help { scroll } => help(f, area, vm, *scroll),
         Mode::Detail { scroll } => detail(f, area, vm, *scroll),
         Mode::Agents { scroll } => super::agents::render(f, area, vm, *scroll),
-        Mode::Confirm(a) => confirm(f, area, vm, &esc(&a.describe())),
-        Mode::Input { purpose, text } => input(f, area, vm, purpose, text),
+        Mode::Confirm(a) => super::dialog::confirm(f, area, vm, a),
+        Mode::Input {
+            purpose,
+            text,
+            cursor,
+            note,
+        } => super::dialog::input(f, area, vm, purpose, text, *cursor, note.as_deref()),
         Mode::Picker {
             purpose,
             choices,
             sel,
-        } => picker(f, area, vm, purpose, choices, *sel),
+            agents,
+        } => super::dialog::picker(f, area, vm, purpose, choices, *sel, agents.as_ref()),
+        Mode::Errors { sel } => super::dialog::errors(f, area, vm, *sel),
     }
 }
 
@@ -127,9 +134,9 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             lines.push(kv(
                 "asked by",
                 format!(
-                    "{} {} ago ({})",
+                    "{} {} ({})",
                     g.opened_by,
-                    ago(vm.now.since(g.opened_at).0),
+                    since(vm, g.opened_at),
                     g.opened_at
                 ),
             ));
@@ -154,7 +161,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         if let Some(td) = snap.todos.get(&card.id) {
             let (col, why) = place(snap, td, vm.now);
             lines.push(kv("column", format!("{} {}", col.symbol(), col.title())));
-            let w = why_text(&why, vm.now);
+            let w = vm.why(&why);
             if !w.is_empty() && col != Column::Ready {
                 lines.push(kv("why", w));
             }
@@ -176,7 +183,9 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             }
             if let Some(l) = &td.lease {
                 let left = l.expires_at.since(vm.now).0;
-                let state = if left > 0 {
+                let state = if left > 0 && vm.absolute {
+                    format!("until {}", crate::board::app::hhmm(l.expires_at))
+                } else if left > 0 {
                     format!("{} left", countdown(left))
                 } else {
                     "EXPIRED".into()
@@ -206,7 +215,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             ));
             context_lines(&mut lines, td, vm);
         } else {
-            lines.push(kv("state", why_text(&card.why, vm.now)));
+            lines.push(kv("state", vm.why(&card.why)));
         }
         if let Some((id, Ok(ev))) = vm.evidence
             && id == card.id
@@ -224,7 +233,13 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             }
         }
     }
-    let b = block(title(format!("{name} · Esc closes"), t), true, t);
+    let keys = if vm.focus == Pane::Gates {
+        "a approve · x reject · N next"
+    } else {
+        "r reassign · u release"
+    };
+    let name = format!("{name} · {keys} · y copy · Esc closes");
+    let b = block(title(name, t), true, t);
     f.render_widget(
         Paragraph::new(lines)
             .block(b)
@@ -235,104 +250,13 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
     );
 }
 
-/// The confirm dialog: exactly what will happen, and as whom.
-pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, what: &str) {
-    let t = vm.theme;
-    let r = centered(area, 60, 8);
-    f.render_widget(Clear, r);
-    let who = if vm.owner_verified {
-        "signed with the owner's key"
+/// `3m ago`, or the clock time with absolute times on.
+fn since(vm: &ViewModel, at: crate::kernel::Ts) -> String {
+    if vm.absolute {
+        format!("at {}", vm.ago(at))
     } else {
-        "owner authority unverified: the store refuses this without the owner's key"
-    };
-    let lines = vec![
-        Line::from(Span::styled(
-            what.to_string(),
-            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
-        )),
-        Line::from(Span::styled(who, t.dim())),
-        Line::raw(""),
-        Line::from(vec![
-            Span::styled(" y ", t.selected()),
-            Span::styled(" yes, do it    ", t.fg(Role::Fg)),
-            Span::styled(
-                " n ",
-                t.fg(Role::Key)
-                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
-            ),
-            Span::styled(" no", t.fg(Role::Fg)),
-        ]),
-    ];
-    let b = block(title("Confirm", t), true, t);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(b)
-            .style(t.base())
-            .wrap(Wrap { trim: true }),
-        r,
-    );
-}
-
-/// A text input.
-pub fn input(f: &mut Frame, area: Rect, vm: &ViewModel, purpose: &InputFor, text: &str) {
-    let t = vm.theme;
-    let r = centered(area, 60, 6);
-    f.render_widget(Clear, r);
-    let (name, help) = match purpose {
-        InputFor::RejectReason(g) => (
-            format!("Reject {}", esc(g)),
-            "Why? (required; the agents read it)",
-        ),
-        InputFor::TodoTitle => (
-            "Add a todo".to_string(),
-            "Title (may start with P0-P4; default P2)",
-        ),
-    };
-    let lines = vec![
-        Line::from(Span::styled(help, t.dim())),
-        Line::from(Span::styled(
-            format!("{}▏", esc(text)),
-            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
-        )),
-        Line::from(Span::styled("Enter: next · Esc: cancel", t.dim())),
-    ];
-    let b = block(title(name, t), true, t);
-    f.render_widget(Paragraph::new(lines).block(b).style(t.base()), r);
-}
-
-/// A picker.
-pub fn picker(
-    f: &mut Frame,
-    area: Rect,
-    vm: &ViewModel,
-    purpose: &PickFor,
-    choices: &[String],
-    sel: usize,
-) {
-    let t = vm.theme;
-    let h = (choices.len() as u16 + 3).min(area.height);
-    let r = centered(area, 48, h);
-    f.render_widget(Clear, r);
-    let name = match purpose {
-        PickFor::Agent(todo) => format!("Reassign {} to", esc(todo)),
-        PickFor::GateOption(g) => format!("Approve {} with", esc(g)),
-    };
-    let mut lines: Vec<Line> = choices
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            Line::from(Span::styled(
-                format!("{} {:<40}", gutter(i == sel), esc(c)),
-                row_style(t, i == sel, true, t.fg(Role::Fg)),
-            ))
-        })
-        .collect();
-    lines.push(Line::from(Span::styled(
-        "↑↓ choose · Enter · Esc cancel",
-        t.dim(),
-    )));
-    let b = block(title(name, t), true, t);
-    f.render_widget(Paragraph::new(lines).block(b).style(t.base()), r);
+        format!("{} ago", vm.ago(at))
+    }
 }
 
 /// A todo's hand-off, links and body in the detail view (escaped: they come from files).

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::objective::column_role;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
-use crate::board::app::{Pane, countdown, why_text};
+use crate::board::app::{Pane, SortBy};
 use crate::board::derive::{Card, Column, Why};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
@@ -40,6 +40,9 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             format!(" filter: {} ", esc(vm.filter)),
             t.fg(Role::Accent).add_modifier(Modifier::BOLD),
         ));
+    }
+    if vm.sort != SortBy::Pick {
+        head.push(Span::styled(format!(" sort: {} ", vm.sort.name()), t.dim()));
     }
     f.render_widget(block(Line::from(head), focused, t), area);
     let per = card_lines(&cols, &vm.layout.todos);
@@ -95,21 +98,18 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
 
 /// A lease's note: the holder in full where it fits (cut in the middle where not), then the time
 /// left (or `EXPIRED` and how long ago), then the fence, dropped from the end as room runs out.
-pub fn lease_note(holder: &str, fence: u64, left_ms: i64, w: usize) -> String {
+pub fn lease_note(holder: &str, fence: u64, (expired, when): (bool, &str), w: usize) -> String {
     let holder = esc(holder);
-    let time = if left_ms <= 0 {
-        format!("EXPIRED {}", countdown(-left_ms))
+    let time = if expired {
+        format!("EXPIRED {when}")
     } else {
-        format!("⏱{}", countdown(left_ms))
+        format!("⏱{when}")
     };
-    let mark = if left_ms <= 0 { "! " } else { "" };
+    let mark = if expired { "! " } else { "" };
     let tries = [
         format!("{mark}{holder} {time} #{fence}"),
         format!("{mark}{holder} {time}"),
-        format!(
-            "{mark}{holder}{}",
-            if left_ms <= 0 { " EXPIRED" } else { "" }
-        ),
+        format!("{mark}{holder}{}", if expired { " EXPIRED" } else { "" }),
         format!("{mark}{holder}"),
     ];
     match tries.into_iter().find(|s| s.chars().count() <= w) {
@@ -186,13 +186,16 @@ fn card<'a>(
             holder,
             fence,
             expires_at,
-        } => lease_note(
-            holder,
-            *fence,
-            expires_at.since(vm.now).0,
-            w.saturating_sub(2),
-        ),
-        other => esc(&why_text(other, vm.now)).into_owned(),
+        } => {
+            let left = expires_at.since(vm.now).0;
+            let when = if left <= 0 {
+                vm.over(*expires_at)
+            } else {
+                vm.left(*expires_at)
+            };
+            lease_note(holder, *fence, (left <= 0, &when), w.saturating_sub(2))
+        }
+        other => esc(&vm.why(other)).into_owned(),
     };
     // An overdue monitor (issue 8) is marked before its note, in the warning color.
     let late = vm

@@ -1,0 +1,227 @@
+//! Text inputs: a line with a cursor that scrolls sideways, drafts kept per gate when a dialog is
+//! dismissed, and what Enter does with a reason or a title.
+
+use super::*;
+use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
+
+/// The most drafts kept (one per gate and purpose); past it the oldest key goes.
+const DRAFTS_MAX: usize = 64;
+
+/// The part of `text` a box `w` cells wide shows with the cursor visible, and the cursor's column
+/// in it. `…` marks text cut off at either end; the cursor never sits on a mark.
+pub fn window(text: &str, cursor: usize, w: usize) -> (String, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    let cursor = cursor.min(n);
+    if w < 3 {
+        return (String::new(), 0);
+    }
+    if n < w {
+        return (text.to_string(), cursor);
+    }
+    let start = if cursor < w - 1 { 0 } else { cursor - (w - 2) };
+    let end = (start + w).min(n);
+    let mut shown: Vec<char> = chars[start..end].to_vec();
+    if start > 0 {
+        shown[0] = '…';
+    }
+    if end < n
+        && let Some(last) = shown.last_mut()
+    {
+        *last = '…';
+    }
+    (shown.into_iter().collect(), cursor - start)
+}
+
+/// How many characters an input for this purpose takes (the kernel's limit for the field).
+pub fn max_chars(purpose: &InputFor) -> usize {
+    match purpose {
+        InputFor::TodoTitle => TITLE_MAX,
+        _ => TEXT_MAX,
+    }
+}
+
+fn draft_key(purpose: &InputFor) -> String {
+    match purpose {
+        InputFor::RejectReason(g) => format!("reject:{g}"),
+        InputFor::ApproveReason { gate, .. } => format!("approve:{gate}"),
+        InputFor::TodoTitle => "todo".into(),
+    }
+}
+
+fn byte_at(text: &str, i: usize) -> usize {
+    text.char_indices().nth(i).map_or(text.len(), |(b, _)| b)
+}
+
+impl App {
+    /// Opens a text input, with the draft left for this purpose (if any).
+    pub(super) fn open_input(&mut self, purpose: InputFor) {
+        let text = self
+            .drafts
+            .get(&draft_key(&purpose))
+            .cloned()
+            .unwrap_or_default();
+        self.open_input_with(purpose, text);
+    }
+
+    pub(super) fn open_input_with(&mut self, purpose: InputFor, text: String) {
+        let cursor = text.chars().count();
+        self.mode = Mode::Input {
+            purpose,
+            text,
+            cursor,
+            note: None,
+        };
+    }
+
+    fn keep_draft(&mut self, purpose: &InputFor, text: &str) {
+        let key = draft_key(purpose);
+        if text.trim().is_empty() {
+            self.drafts.remove(&key);
+            return;
+        }
+        self.drafts.insert(key, text.to_string());
+        while self.drafts.len() > DRAFTS_MAX {
+            self.drafts.pop_first();
+        }
+    }
+
+    /// Forgets the drafts of a performed action.
+    pub(super) fn drop_drafts(&mut self, a: &OwnerAction) {
+        let key = match a {
+            OwnerAction::Reject { gate, .. } => format!("reject:{gate}"),
+            OwnerAction::Approve { gate, .. } => format!("approve:{gate}"),
+            OwnerAction::AddTodo { .. } => "todo".into(),
+            _ => return,
+        };
+        self.drafts.remove(&key);
+    }
+
+    /// The open input's parts: purpose, text, cursor and note.
+    fn input_parts(&mut self) -> Option<(&InputFor, &mut String, &mut usize, &mut Option<String>)> {
+        match &mut self.mode {
+            Mode::Input {
+                purpose,
+                text,
+                cursor,
+                note,
+            } => Some((purpose, text, cursor, note)),
+            _ => None,
+        }
+    }
+
+    /// A typed character goes in at the cursor (control characters never do).
+    pub(super) fn input_char(&mut self, c: char) {
+        let Some((purpose, text, cursor, note)) = self.input_parts() else {
+            return;
+        };
+        if crate::text::is_unsafe(c) {
+            return;
+        }
+        let max = max_chars(purpose);
+        if text.chars().count() >= max {
+            *note = Some(format!("at most {max} characters"));
+            return;
+        }
+        let at = byte_at(text, *cursor);
+        text.insert(at, c);
+        *cursor += 1;
+        *note = None;
+    }
+
+    /// A key of the text input: move, erase, submit or cancel.
+    pub(super) fn input_action(&mut self, action: Action) -> Vec<Effect> {
+        let Some((purpose, text, cursor, note)) = self.input_parts() else {
+            return Vec::new();
+        };
+        let n = text.chars().count();
+        match action {
+            Action::Left => *cursor = cursor.saturating_sub(1),
+            Action::Right => *cursor = (*cursor + 1).min(n),
+            Action::Top => *cursor = 0,
+            Action::Bottom => *cursor = n,
+            Action::Erase if *cursor > 0 => {
+                let at = byte_at(text, *cursor - 1);
+                text.remove(at);
+                *cursor -= 1;
+                *note = None;
+            }
+            Action::EraseForward if *cursor < n => {
+                let at = byte_at(text, *cursor);
+                text.remove(at);
+                *note = None;
+            }
+            Action::Erase | Action::EraseForward => {}
+            Action::Submit => {
+                let (p, t) = (purpose.clone(), text.clone());
+                self.submit_input(p, t);
+            }
+            _ => {
+                let (p, t) = (purpose.clone(), text.clone());
+                self.keep_draft(&p, &t);
+                self.mode = Mode::Normal;
+                let kept = if t.trim().is_empty() {
+                    ""
+                } else {
+                    " (the text is kept for next time)"
+                };
+                self.say(format!("cancelled: nothing changed{kept}"), false);
+            }
+        }
+        Vec::new()
+    }
+
+    fn submit_input(&mut self, purpose: InputFor, raw: String) {
+        self.keep_draft(&purpose, &raw);
+        let text = raw.trim().to_string();
+        let next = match purpose.clone() {
+            InputFor::ApproveReason { gate, option } => OwnerAction::Approve {
+                gate,
+                option,
+                reason: Some(text.clone()).filter(|t| !t.is_empty()),
+            },
+            _ if text.is_empty() => return self.refuse_empty(&purpose),
+            InputFor::RejectReason(gate) => OwnerAction::Reject { gate, reason: text },
+            InputFor::TodoTitle => {
+                let (priority, title) = split_priority(&text);
+                OwnerAction::AddTodo { title, priority }
+            }
+        };
+        self.mode = Mode::Confirm(next);
+    }
+
+    fn refuse_empty(&mut self, purpose: &InputFor) {
+        let msg = match purpose {
+            InputFor::TodoTitle => "a title is required (Esc cancels)",
+            _ => "a reason is required: the agents read it (Esc cancels)",
+        };
+        if let Mode::Input { note, .. } = &mut self.mode {
+            *note = Some(msg.to_string());
+        }
+        self.say(msg, true);
+    }
+
+    /// `r` in the confirm dialog: type or change the reason of a gate decision.
+    pub(super) fn edit_reason(&mut self, a: OwnerAction) {
+        match a {
+            OwnerAction::Approve {
+                gate,
+                option,
+                reason,
+            } => {
+                let purpose = InputFor::ApproveReason { gate, option };
+                match reason {
+                    Some(r) => self.open_input_with(purpose, r),
+                    None => self.open_input(purpose),
+                }
+            }
+            OwnerAction::Reject { gate, reason } => {
+                self.open_input_with(InputFor::RejectReason(gate), reason)
+            }
+            other => {
+                self.say("this action takes no reason", true);
+                self.mode = Mode::Confirm(other);
+            }
+        }
+    }
+}

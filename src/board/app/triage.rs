@@ -1,0 +1,100 @@
+//! Gate triage: the next pending gate from anywhere, and the cursor moving on after a decision
+//! (gates decided here count as decided until the load that shows it arrives).
+
+use super::*;
+
+impl App {
+    /// True for a gate the owner can still decide: pending, and not just decided on this board.
+    pub fn actionable(&self, id: &str) -> bool {
+        !self.deciding.contains(id)
+            && self
+                .snap
+                .as_ref()
+                .and_then(|s| s.gates.get(id))
+                .is_some_and(|g| g.effective_status() == GateStatus::Pending)
+    }
+
+    /// The first actionable gate from row `from` on (wrapping), if any.
+    fn actionable_from(&self, from: usize) -> Option<usize> {
+        let n = self.gate_ids.len();
+        (0..n)
+            .map(|k| (from + k) % n)
+            .find(|&i| self.actionable(&self.gate_ids[i]))
+    }
+
+    fn select_gate(&mut self, i: usize) {
+        self.gate_sel = i;
+        self.sel_gate_id = self.gate_ids.get(i).cloned();
+        self.focus = Pane::Gates;
+    }
+
+    /// The key: the next pending gate after the selected one (wrapping), or the selected one when
+    /// the gates pane has no pending gate selected yet.
+    pub(super) fn next_gate(&mut self) {
+        let on_pending = self.focus == Pane::Gates
+            && self
+                .gate_ids
+                .get(self.gate_sel)
+                .is_some_and(|id| self.actionable(id));
+        let from = if on_pending {
+            self.gate_sel + 1
+        } else {
+            self.gate_sel
+        };
+        let left = self
+            .gate_ids
+            .iter()
+            .filter(|id| self.actionable(id))
+            .count();
+        match self.actionable_from(from) {
+            Some(i) => {
+                self.select_gate(i);
+                let id = &self.gate_ids[i];
+                let msg = if left == 1 {
+                    format!("{id}: the only pending gate")
+                } else {
+                    format!("{id}: pending gate, {left} waiting")
+                };
+                self.say(msg, false);
+            }
+            None => self.say("no pending gate: nothing waits on the owner", false),
+        }
+    }
+
+    /// After a decision is asked of the store: the gate counts as decided, and the cursor moves
+    /// to the next pending gate (if any).
+    pub(super) fn decided(&mut self, a: &OwnerAction) {
+        let (OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) = a else {
+            return;
+        };
+        self.deciding.insert(gate.clone());
+        let at = self
+            .gate_ids
+            .iter()
+            .position(|g| g == gate)
+            .unwrap_or(self.gate_sel);
+        if let Some(i) = self.actionable_from(at + 1) {
+            self.gate_sel = i;
+            self.sel_gate_id = self.gate_ids.get(i).cloned();
+        }
+    }
+
+    /// An action failed: its gate is pending again for this board.
+    pub(super) fn undecided(&mut self) {
+        if let Some(OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) =
+            self.performing.take()
+        {
+            self.deciding.remove(&gate);
+        }
+    }
+
+    /// Forgets the gates the last load shows decided (or gone).
+    pub(super) fn settle_decisions(&mut self) {
+        let Some(snap) = &self.snap else { return };
+        self.deciding.retain(|id| {
+            snap.gates
+                .get(id)
+                .is_some_and(|g| g.effective_status() == GateStatus::Pending)
+        });
+    }
+}
