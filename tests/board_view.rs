@@ -329,7 +329,7 @@ fn the_help_says_keys_are_below_the_fold() {
     let t = text(&a, 80, 24);
     assert!(t.contains(" more ┛"), "{t}");
     // Scrolled to the end, nothing is below.
-    for _ in 0..60 {
+    for _ in 0..300 {
         press(&mut a, KeyCode::Down);
     }
     let t = text(&a, 80, 24);
