@@ -1,0 +1,154 @@
+//! Red-team cases for issue 11's board: pasted text never acts as keys (bracketed paste), in a
+//! real terminal and on the App; hostile text in the new inputs and the editor key.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::tmux::{BIN, Tmux, loopx, owned_project, skip_without_tmux};
+use loopx::board::actions::Owner;
+use loopx::board::app::{App, AppEvent, InputFor, Mode};
+use loopx::board::data::Delta;
+use loopx::board::theme::Theme;
+use loopx::kernel::{Gate, Snapshot, Ts};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn now() -> Ts {
+    "2026-11-30T12:00:00.000Z".parse().unwrap()
+}
+
+/// A board with the owner's key and one pending gate, `g-gate01`.
+fn board() -> App {
+    let config: loopx::kernel::Config = toml::from_str(&format!(
+        "schema_version = 1\n[goal]\nid = \"goal-1\"\nobjective = \"Red\"\nstatus = \"active\"\n\
+         created_at = \"{0}\"\nupdated_at = \"{0}\"\n",
+        now()
+    ))
+    .unwrap();
+    let mut s = Snapshot::new(config);
+    let mut g: Gate = toml::from_str(&format!(
+        "id = \"g-gate01\"\nquestion = \"Ship?\"\nopened_by = \"agent-b\"\nopened_at = \"{}\"\n\
+         status = \"pending\"",
+        now()
+    ))
+    .unwrap();
+    g.proven = true;
+    s.gates.insert(g.id.clone(), g);
+    let mut app = App::new("~/src/red", Theme::dark(), false, now());
+    app.size = (80, 24);
+    app.owner = Owner {
+        actor: "owner".into(),
+        verified: true,
+        note: "owner ✓".into(),
+    };
+    app.on_event(AppEvent::Loaded(Delta {
+        full: Some(s),
+        journal: Some(Vec::new()),
+        at: now(),
+        ..Delta::default()
+    }));
+    app
+}
+
+fn ch(app: &mut App, c: char) {
+    app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+}
+
+fn input_text(app: &App) -> String {
+    match &app.mode {
+        Mode::Input { text, .. } => text.clone(),
+        m => panic!("not in an input: {m:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- paste
+
+#[test]
+fn a_pasted_newline_never_submits_the_reason_nor_confirms() {
+    let mut a = board();
+    ch(&mut a, 'N');
+    ch(&mut a, 'x');
+    assert!(matches!(
+        a.mode,
+        Mode::Input {
+            purpose: InputFor::RejectReason(_),
+            ..
+        }
+    ));
+    let fx = a.on_event(AppEvent::Paste("too risky\r\n\ry\x1b[31m".into()));
+    assert!(fx.is_empty(), "a paste performs nothing: {fx:?}");
+    assert_eq!(input_text(&a), "too risky   y[31m");
+}
+
+#[test]
+fn a_huge_paste_is_cut_at_the_field_limit_and_says_so() {
+    let mut a = board();
+    ch(&mut a, 'N');
+    ch(&mut a, 'x');
+    a.on_event(AppEvent::Paste("é".repeat(100_000)));
+    assert_eq!(
+        input_text(&a).chars().count(),
+        loopx::kernel::bounds::TEXT_MAX
+    );
+    let Mode::Input { note, cursor, .. } = &a.mode else {
+        unreachable!()
+    };
+    assert_eq!(*cursor, loopx::kernel::bounds::TEXT_MAX);
+    assert!(note.as_deref().unwrap_or("").contains("cut"), "{note:?}");
+}
+
+#[test]
+fn a_paste_on_the_board_is_not_keys() {
+    let mut a = board();
+    let fx = a.on_event(AppEvent::Paste("Nay".into()));
+    assert!(fx.is_empty());
+    assert_eq!(a.mode, Mode::Normal, "no key of the paste acted");
+}
+
+/// A board on `dir` at 80x24 with the owner's key, in its own tmux server.
+fn pty_board(tag: &str, dir: &Path, key: &Path) -> Tmux {
+    let cmd = format!(
+        "env LOOPX_OWNER_KEY='{}' '{}' board --dir '{}'; sleep 5",
+        key.display(),
+        BIN,
+        dir.display()
+    );
+    Tmux::start(&format!("red-{tag}"), &cmd, 80, 24)
+}
+
+#[test]
+fn a_multi_line_paste_into_a_reason_rejects_nothing() {
+    if skip_without_tmux() {
+        return;
+    }
+    let (dir, key) = owned_project("red-paste", "Paste safely");
+    let out = loopx(
+        &dir,
+        &key,
+        &["--json", "--agent", "agent-x", "gate", "open", "Paste me?"],
+    );
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["gate"]["id"].as_str().unwrap().to_string();
+    let file = dir.join(".loopx").join("gates").join(format!("{id}.toml"));
+    let t = pty_board("paste", &dir, &key);
+    t.wait_for("Paste me?", WAIT).unwrap();
+    t.keys(&["N", "x"]);
+    t.wait_for("Reject", WAIT).unwrap();
+    // A paste of two lines and a `y`: as keys, Enter submits and `y` confirms the rejection.
+    t.run(&["set-buffer", "--", "nope\n\ny-pasted"]);
+    t.run(&["paste-buffer", "-p", "-t", &t.session]);
+    t.wait_for("y-pasted", WAIT).unwrap();
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("status = \"pending\""),
+        "the paste decided the gate:\n{}",
+        t.screen()
+    );
+    t.keys(&["Escape", "q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
