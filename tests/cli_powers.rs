@@ -144,6 +144,26 @@ fn json_usage_errors_name_the_missing_argument() {
 }
 
 #[test]
+fn json_usage_error_for_a_bare_command_group_is_one_object() {
+    let p = Project::new("usage-sub");
+    for group in ["todo", "gate", "owner"] {
+        // `--json` first: nothing follows the group, so clap would print its help instead.
+        let r = common::run_cmd(&mut p.cmd(&["--json", group]));
+        assert_eq!(r.code, 2, "{r:?}");
+        let v = common::parse_json(&r, group);
+        common::assert_err(&v, "usage");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("requires a subcommand"), "{v}");
+        assert!(
+            v["error"]["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains(&format!("loopx {group}"))),
+            "{v}"
+        );
+    }
+}
+
+#[test]
 fn spend_past_the_limit_exits_3_and_names_it() {
     let p = Project::new("spend-over");
     p.ok(&["quota", "set", "--slots", "1"]);

@@ -37,6 +37,15 @@ fn board() -> App {
     .unwrap();
     g.proven = true;
     s.gates.insert(g.id.clone(), g);
+    let t: loopx::kernel::Todo = toml::from_str(&format!(
+        "id = \"t-aaaaa1\"\ntitle = \"Held\"\npriority = \"P1\"\nstatus = \"open\"\n\
+         created_by = \"owner\"\ncreated_at = \"{0}\"\nupdated_at = \"{0}\"\nfence = 2\n\
+         [lease]\nholder = \"agent-a\"\nfence = 2\nacquired_at = \"{0}\"\n\
+         expires_at = \"2026-11-30T13:00:00.000Z\"\n",
+        now()
+    ))
+    .unwrap();
+    s.todos.insert(t.id.clone(), t);
     let mut app = App::new("~/src/red", Theme::dark(), false, now());
     app.size = (80, 24);
     app.owner = Owner {
@@ -151,4 +160,73 @@ fn a_multi_line_paste_into_a_reason_rejects_nothing() {
     );
     t.keys(&["Escape", "q"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------- tiny terminals
+
+/// Draws `app` at every size from 1x1 to 24x8 and a few thin ones; a panic fails the test.
+fn draws_everywhere(app: &App, what: &str) {
+    use ratatui::{Terminal, backend::TestBackend};
+    let mut sizes: Vec<(u16, u16)> = (1..=24)
+        .flat_map(|w| (1..=8).map(move |h| (w, h)))
+        .collect();
+    sizes.extend([(80, 1), (80, 2), (1, 24), (2, 40), (200, 3), (3, 200)]);
+    for (w, h) in sizes {
+        let mut a = app.clone();
+        a.on_event(AppEvent::Resize(w, h));
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            t.draw(|f| loopx::board::view::draw(f, &a.view())).unwrap();
+        }));
+        assert!(r.is_ok(), "{what} panicked at {w}x{h}");
+    }
+}
+
+#[test]
+fn every_new_dialog_draws_on_tiny_terminals() {
+    let mut a = board();
+    draws_everywhere(&a, "the board");
+    ch(&mut a, 'N');
+    ch(&mut a, 'a');
+    draws_everywhere(&a, "the confirm dialog");
+    ch(&mut a, 'r');
+    a.on_event(AppEvent::Paste("宽字符 ".repeat(300)));
+    draws_everywhere(&a, "the reason input");
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    draws_everywhere(&a, "the confirm dialog with a long wide reason");
+    ch(&mut a, 'n');
+    ch(&mut a, 'x');
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    draws_everywhere(&a, "the empty reason note");
+    a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    for c in ['?', 'e', 'A'] {
+        ch(&mut a, c);
+        draws_everywhere(&a, &format!("the overlay of {c}"));
+        a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    }
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    draws_everywhere(&a, "the gate's detail");
+    a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    ch(&mut a, 'l');
+    ch(&mut a, 'r');
+    assert!(matches!(a.mode, Mode::Picker { .. }), "{:?}", a.mode);
+    a.on_event(AppEvent::Paste("agent-".repeat(20)));
+    draws_everywhere(&a, "the reassign picker with a typed id");
+    a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    a.on_event(AppEvent::Loaded(Delta {
+        problems: vec![loopx::kernel::Problem {
+            file: ".loopx/quota.toml".into(),
+            line: Some(1),
+            message: "broken ".repeat(200),
+            code: loopx::kernel::Code::InvalidState,
+            hint: Some("fix it".into()),
+        }],
+        at: now(),
+        ..Delta::default()
+    }));
+    draws_everywhere(&a, "the broken-file banner");
+    ch(&mut a, 'e');
+    assert!(matches!(a.mode, Mode::Errors { .. }), "{:?}", a.mode);
+    draws_everywhere(&a, "the file errors");
 }
