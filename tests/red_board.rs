@@ -230,3 +230,73 @@ fn every_new_dialog_draws_on_tiny_terminals() {
     assert!(matches!(a.mode, Mode::Errors { .. }), "{:?}", a.mode);
     draws_everywhere(&a, "the file errors");
 }
+
+// ---------------------------------------------------------------- the demo killed outright
+
+/// The demo directories under `tmp`.
+fn demo_dirs(tmp: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("loopx-demo-")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn demo_in(tmp: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(BIN);
+    c.arg("demo")
+        .env("TMPDIR", tmp)
+        .env_remove("LOOPX_OWNER_KEY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+#[test]
+fn a_demo_killed_outright_is_swept_by_the_next_demo_but_kept_ones_stay() {
+    let tmp = std::env::temp_dir().join(format!("loopx-red-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    // A demo killed with SIGKILL once its owner key is written.
+    let mut child = demo_in(&tmp).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !demo_dirs(&tmp)
+        .first()
+        .is_some_and(|d| d.join("owner.key").is_file())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the demo never came up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = demo_dirs(&tmp);
+    assert_eq!(killed.len(), 1, "SIGKILL leaves the directory: {killed:?}");
+    // A kept one of a gone process, and one of a live process (this test's), stay.
+    let kept = tmp.join("loopx-demo-1999999-abcdef");
+    std::fs::create_dir_all(kept.join(".loopx")).unwrap();
+    std::fs::write(kept.join(".loopx-demo-kept"), "").unwrap();
+    let live = tmp.join(format!("loopx-demo-{}-abcdef", std::process::id()));
+    std::fs::create_dir_all(live.join(".loopx")).unwrap();
+
+    let out = demo_in(&tmp).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut want = vec![kept, live];
+    want.sort();
+    assert_eq!(
+        demo_dirs(&tmp),
+        want,
+        "the killed demo's directory is swept"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
