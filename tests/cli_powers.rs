@@ -121,6 +121,35 @@ fn an_owner_release_is_refused_plainly() {
 }
 
 #[test]
+fn an_owner_release_of_a_finished_or_broken_todo_says_so() {
+    let p = Project::new("owner-release-gone");
+    let done = p.add("finished", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &done]);
+    p.ok_as(
+        "agent-a",
+        &[
+            "todo",
+            "update",
+            &done,
+            "--status",
+            "done",
+            "--evidence",
+            "ok",
+        ],
+    );
+    let v = p.fails(&["todo", "release", &done, "--owner"], "invalid_state");
+    let m = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("done") && m.contains("archived"), "{v}");
+
+    let broken = p.add("broken", &[]);
+    let file = p.lx(&format!("todos/{broken}.toml"));
+    std::fs::write(&file, "title = \"unterminated\n").unwrap();
+    let v = p.fails(&["todo", "release", &broken, "--owner"], "invalid_state");
+    let m = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("cannot be read"), "{v}");
+}
+
+#[test]
 fn json_usage_errors_name_the_missing_argument() {
     let p = Project::new("usage-json");
     let v = p.fails(&["todo", "add"], "usage");
@@ -141,6 +170,26 @@ fn json_usage_errors_name_the_missing_argument() {
     );
     let v = p.fails(&["todo", "add", "x", "--bogus"], "usage");
     assert_eq!(v["error"]["message"], "unexpected argument '--bogus' found");
+}
+
+#[test]
+fn json_usage_error_for_a_bare_command_group_is_one_object() {
+    let p = Project::new("usage-sub");
+    for group in ["todo", "gate", "owner"] {
+        // `--json` first: nothing follows the group, so clap would print its help instead.
+        let r = common::run_cmd(&mut p.cmd(&["--json", group]));
+        assert_eq!(r.code, 2, "{r:?}");
+        let v = common::parse_json(&r, group);
+        common::assert_err(&v, "usage");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("requires a subcommand"), "{v}");
+        assert!(
+            v["error"]["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains(&format!("loopx {group}"))),
+            "{v}"
+        );
+    }
 }
 
 #[test]

@@ -205,6 +205,8 @@ pub enum AppEvent {
     ActionDone(Result<String, String>),
     /// The way changes arrive changed.
     Live(Live),
+    /// Text pasted (bracketed paste): text for an input, never keys.
+    Paste(String),
 }
 
 /// The board's whole state.
@@ -344,6 +346,10 @@ impl App {
                         self.say(e, true)
                     }
                 }
+                Vec::new()
+            }
+            AppEvent::Paste(text) => {
+                self.on_paste(&text);
                 Vec::new()
             }
             AppEvent::Live(l) => {

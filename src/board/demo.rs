@@ -170,6 +170,45 @@ pub fn temp_root() -> PathBuf {
     ))
 }
 
+/// A file in a demo directory kept with `--keep`: no later demo sweeps it.
+const KEPT_MARK: &str = ".loopx-demo-kept";
+
+/// The process id in a demo directory's name (`loopx-demo-PID-XXXXXX`).
+fn demo_pid(name: &str) -> Option<libc::pid_t> {
+    let (pid, tag) = name.strip_prefix("loopx-demo-")?.split_once('-')?;
+    let hex = tag.len() == 6 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    (hex && digits).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes what demos killed outright (SIGKILL cannot be caught) left in `tmp`: directories named
+/// for a process that is gone, owned by this user, not symlinks, and not kept. How many went.
+pub fn sweep_stale(tmp: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mut gone = 0;
+    for e in rd.flatten().take(10_000) {
+        let Some(pid) = e.file_name().to_str().and_then(demo_pid) else {
+            continue;
+        };
+        let path = e.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        // SAFETY: signal 0 only checks that the process exists.
+        let dead = pid > 0
+            && unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if ours && dead && !path.join(KEPT_MARK).exists() && std::fs::remove_dir_all(&path).is_ok()
+        {
+            gone += 1;
+        }
+    }
+    gone
+}
+
 /// Set by SIGINT, SIGTERM or SIGHUP while the demo runs outside the board (which has its own).
 static STOPPED: AtomicBool = AtomicBool::new(false);
 
@@ -223,7 +262,13 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
         keep,
     };
     let root = scratch.root.clone();
+    if let Some(tmp) = root.parent() {
+        sweep_stale(tmp);
+    }
     let store = create(&root, Ts::now())?;
+    if keep {
+        let _ = std::fs::write(root.join(KEPT_MARK), "kept with `loopx demo --keep`\n");
+    }
     // The demo's own owner key, beside (not inside) its .loopx/, so the operator can decide gates.
     let key_path = root.join("owner.key");
     // SAFETY: set before the demo starts any thread; this process owns its environment.

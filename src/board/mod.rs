@@ -191,6 +191,9 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
             Msg::Term(TermEvent::Resize(w, h)) => {
                 pending.extend(app.on_event(AppEvent::Resize(w, h)))
             }
+            Msg::Term(TermEvent::Paste(text)) => {
+                pending.extend(app.on_event(AppEvent::Paste(text)))
+            }
             Msg::Term(_) => {}
             Msg::Watch(Signal::Changed(p)) => changed.extend(p),
             Msg::Watch(Signal::Rescan) => rescan = true,

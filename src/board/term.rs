@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::cursor::{Hide, Show};
-use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -117,7 +119,13 @@ extern "C" fn on_continue(_: libc::c_int) {
 /// Puts the terminal back as it was (safe to call twice).
 pub fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
+    let _ = execute!(
+        stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        Show
+    );
     if TITLE_PUSHED.swap(false, Ordering::SeqCst) {
         // Terminals without a title stack ignore this.
         use std::io::Write as _;
@@ -169,7 +177,15 @@ impl std::fmt::Debug for Term {
 
 fn setup() -> io::Result<()> {
     enable_raw_mode()?;
-    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture, Hide)
+    // Bracketed paste: a pasted newline is text, never Enter (which would submit a reason and
+    // confirm the dialog after it with the next pasted `y`).
+    execute!(
+        stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste,
+        Hide
+    )
 }
 
 impl Term {

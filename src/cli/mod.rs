@@ -288,10 +288,12 @@ pub fn main() -> i32 {
                 let _ = e.print();
                 return 0;
             }
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if !json_wanted
+                && matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                )
+            {
                 let _ = e.print();
                 return 2;
             }
@@ -311,6 +313,31 @@ pub fn main() -> i32 {
 pub fn usage_error(e: &clap::Error) -> Error {
     use clap::error::{ContextKind, ContextValue};
     let rendered = e.to_string();
+    let usage = rendered
+        .lines()
+        .find_map(|l| l.strip_prefix("Usage: "))
+        .map(str::trim);
+    let hint = match usage {
+        Some(u) => format!("usage: {u} (more with --help)"),
+        None => "see `loopx --help`".to_string(),
+    };
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // Rendered, this is the command's whole help: say what is missing instead.
+        let u = usage.unwrap_or("loopx");
+        let cmd = u
+            .split(" [")
+            .next()
+            .unwrap_or(u)
+            .split(" <")
+            .next()
+            .unwrap_or(u);
+        let what = if u.contains("<COMMAND>") {
+            "a subcommand"
+        } else {
+            "arguments"
+        };
+        return Error::usage(format!("'{cmd}' requires {what} but none was provided")).hint(hint);
+    }
     let mut lines = rendered.lines();
     let first = lines
         .next()
@@ -338,14 +365,7 @@ pub fn usage_error(e: &clap::Error) -> Error {
         }
         None => first.to_string(),
     };
-    let usage = rendered
-        .lines()
-        .find_map(|l| l.strip_prefix("Usage: "))
-        .map(str::trim);
-    Error::usage(message).hint(match usage {
-        Some(u) => format!("usage: {u} (more with --help)"),
-        None => "see `loopx --help`".to_string(),
-    })
+    Error::usage(message).hint(hint)
 }
 
 /// Runs a parsed command line; returns the exit code.

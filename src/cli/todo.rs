@@ -349,6 +349,7 @@ fn release_by_owner(ctx: &Ctx, store: &FileStore, id: Option<String>) -> Result<
     let mut from = String::new();
     let t = store.mutate(|snap| {
         let id = store.resolve_todo(snap, &id)?;
+        gone_or_broken(store, snap, &id)?;
         let holder = snap.todos.get(&id).and_then(|t| t.lease.as_ref());
         let Some(l) = holder else {
             return Err(Error::new(
@@ -366,6 +367,31 @@ fn release_by_owner(ctx: &Ctx, store: &FileStore, id: Option<String>) -> Result<
         format!("{} released from {} by the owner", esc(&t.id), esc(&from)),
     )
     .with("released_from", Value::String(from)))
+}
+
+/// Refuses, saying why, a todo that is finished (archived) or whose file cannot be read.
+fn gone_or_broken(store: &FileStore, snap: &Snapshot, id: &str) -> Result<()> {
+    use crate::kernel::Code;
+    if let Some(p) = snap.quarantined.get(id) {
+        return Err(Error::new(
+            Code::InvalidState,
+            format!(
+                "{id}'s file cannot be read ({}); nothing released",
+                p.message
+            ),
+        )
+        .hint("fix the file, or see `loopx doctor`"));
+    }
+    if snap.todos.contains_key(id) {
+        return Ok(());
+    }
+    let status = store
+        .archived_todo(id)?
+        .map_or("finished".to_string(), |t| t.status.as_str().to_string());
+    Err(Error::new(
+        Code::InvalidState,
+        format!("{id} is {status} (archived): it holds no lease; nothing to release"),
+    ))
 }
 
 /// The todo named, or the one this agent holds.

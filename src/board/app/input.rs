@@ -129,6 +129,51 @@ impl App {
         *note = None;
     }
 
+    /// Pasted text: into the text input at its cursor (line breaks and tabs become spaces, other
+    /// control characters go), into the reassign picker or the filter; elsewhere it is ignored,
+    /// so no pasted character ever acts as a key.
+    pub(super) fn on_paste(&mut self, pasted: &str) {
+        let clean: String = pasted
+            .chars()
+            .map(|c| {
+                if matches!(c, '\n' | '\r' | '\t') {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .filter(|c| !crate::text::is_unsafe(*c))
+            .collect();
+        match &mut self.mode {
+            Mode::Input { .. } => self.paste_input(&clean),
+            Mode::Picker {
+                agents: Some(_), ..
+            } => {
+                clean.trim().chars().for_each(|c| self.picker_char(c));
+            }
+            Mode::Filter => {
+                let room = FILTER_MAX.saturating_sub(self.filter.chars().count());
+                self.filter.extend(clean.trim().chars().take(room));
+                self.derive();
+            }
+            _ => self.say("paste ignored: paste into a text input (c, x, r)", false),
+        }
+    }
+
+    fn paste_input(&mut self, clean: &str) {
+        let Some((purpose, text, cursor, note)) = self.input_parts() else {
+            return;
+        };
+        let max = max_chars(purpose);
+        let room = max.saturating_sub(text.chars().count());
+        let part: String = clean.chars().take(room).collect();
+        let at = byte_at(text, *cursor);
+        text.insert_str(at, &part);
+        *cursor += part.chars().count();
+        *note = (part.len() < clean.len())
+            .then(|| format!("at most {max} characters: the paste was cut"));
+    }
+
     /// A key of the text input: move, erase, submit or cancel.
     pub(super) fn input_action(&mut self, action: Action) -> Vec<Effect> {
         let Some((purpose, text, cursor, note)) = self.input_parts() else {
