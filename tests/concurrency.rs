@@ -137,8 +137,10 @@ fn eight_processes_never_claim_one_todo_twice() {
 fn expired_leases_are_reclaimed_once_with_a_new_fence() {
     let dir = project("reclaim");
     let ids = add_todos(&dir, 16);
-    for _ in &ids {
-        let out = loopx(&dir, "sleeper", &["todo", "claim", "--ttl", "1s"]);
+    // Each by its id: on a loaded machine an early lease may lapse before the last claim, and a
+    // claim of "the best ready todo" would then take that one again.
+    for id in &ids {
+        let out = loopx(&dir, "sleeper", &["todo", "claim", id, "--ttl", "1s"]);
         assert!(out.status.success(), "{out:?}");
     }
     thread::sleep(std::time::Duration::from_millis(1200));
