@@ -1,6 +1,7 @@
 //! The command-line face: clap definitions, dispatch, and the text and JSON output.
 
 mod agent;
+mod capture;
 pub mod complete;
 mod gate;
 mod goal;
