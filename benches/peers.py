@@ -125,8 +125,9 @@ def workflow(o, q, peer_ids):
     runs = range(a.runs)
 
     def both(step, ours_cmd, peer_cmd, i, on_ours=None, on_peer=None):
-        first = [(o, ours_cmd, on_ours), (q, peer_cmd, on_peer)]
-        for side, cmd, then in first if i % 2 == 0 else first[::-1]:
+        """Runs one step on both tools (each command with its working directory); samples the helper."""
+        pair = [(o, ours_cmd, on_ours), (q, peer_cmd, on_peer)]
+        for side, cmd, then in pair if i % 2 == 0 else pair[::-1]:
             answer = side.time(step, cmd[0], cmd[1])
             if then:
                 then(answer)
@@ -221,6 +222,7 @@ def claims_table(base):
 
 
 def ms(x):
+    """Seconds as milliseconds for the table."""
     return f"{x * 1000:,.1f}" if x < 10 else f"{x * 1000:,.0f}"
 
 
