@@ -134,3 +134,66 @@ fn a_minute_of_soak_keeps_every_invariant() {
         "{out}"
     );
 }
+
+/// Runs `soak.py check` on a run's directory: its exit code and output.
+fn check(dir: &Path) -> (i32, String) {
+    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/soak.py");
+    let out = Command::new("python3")
+        .arg(py)
+        .args(["check", "--dir"])
+        .arg(dir)
+        .args(["--loopx", common::bin()])
+        .env("LOOPX_OWNER_KEY", dir.join("owner.key"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run soak.py check");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn the_checker_flags_an_acknowledged_turn_the_store_lost() {
+    if !have("python3") {
+        eprintln!("skipped: the soak's checker needs python3");
+        return;
+    }
+    let tmp = TempDir::new("soak-check");
+    let (proj, out) = (tmp.path.join("proj"), tmp.path.join("out"));
+    std::fs::create_dir_all(&out).expect("out dir");
+    let lx = |args: &[&str]| {
+        let mut c = Command::new(common::bin());
+        c.arg("--dir").arg(&proj).args(args);
+        c.env("LOOPX_OWNER_KEY", tmp.path.join("owner.key"));
+        common::run_cmd(&mut c)
+    };
+    std::fs::create_dir_all(&proj).expect("project dir");
+    assert_eq!(lx(&["start-goal", "--goal-text", "soak"]).code, 0);
+    assert_eq!(lx(&["todo", "add", "soak ok 1"]).code, 0);
+    let turn = lx(&[
+        "--agent",
+        "a1",
+        "--json",
+        "turn",
+        "--complete-on-success",
+        "--",
+        "true",
+    ]);
+    assert_eq!(turn.code, 0, "{turn:?}");
+    std::fs::write(out.join("a1.jsonl"), &turn.stdout).expect("a1.jsonl");
+    assert_eq!(check(&tmp.path), (0, "no violations\n".to_string()));
+    // The same todo finished by a second acknowledged turn that the store never saw.
+    let v: Value = serde_json::from_str(turn.stdout.trim()).expect("turn JSON");
+    let mut lost = v.clone();
+    lost["turn"] = Value::from("u-neverrecorded");
+    std::fs::write(out.join("a2.jsonl"), format!("{lost}\n")).expect("a2.jsonl");
+    let (code, text) = check(&tmp.path);
+    assert_eq!(code, 1, "{text}");
+    for want in [
+        "u-neverrecorded",
+        "no evidence",
+        "no spend",
+        "finished by 2",
+    ] {
+        assert!(text.contains(want), "no `{want}` in:\n{text}");
+    }
+}
