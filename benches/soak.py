@@ -171,7 +171,8 @@ class Soak:
         if not leased:
             return self.log("chaos.jsonl", {"action": "reassign", "skipped": "no todo"})
         t = random.choice(leased)
-        to = f"a{random.randint(1, self.agents)}"
+        # A third go to an agent that never runs: its lease must expire and be reclaimed.
+        to = "ghost" if random.random() < 0.34 else f"a{random.randint(1, self.agents)}"
         rc, v = self.lx("todo", "reassign", t["id"], "--to", to, "--ttl", TTL, owner=True)
         self.log("chaos.jsonl", {"action": "reassign", "todo": t["id"], "to": to, "rc": rc,
                                  "ok": bool(v and v.get("ok"))})
@@ -408,10 +409,13 @@ def check(s, final):
     rc, lv = s.lx("log", "--verify", "--limit", "1")
     if rc != 0 or not lv or not lv.get("ok") or (final and lv.get("torn")):
         v.append(f"log --verify: exit {rc}: {lv}")
+    # Healthy: exit 0 and no errors (warnings, like a dead agent's expired lease, are healthy).
+    # During the run, a lock too busy to take is not a fault of the state.
     rc, dv = s.lx("doctor")
-    findings = (dv or {}).get("findings", [])
-    if final and (rc != 0 or findings):
-        v.append(f"doctor: exit {rc}: {findings}")
+    errs = [f for f in (dv or {}).get("findings", []) if f.get("severity") != "warning"
+            and (final or f.get("file") != ".loopx/lock")]
+    if errs or (final and rc != 0) or dv is None:
+        v.append(f"doctor: exit {rc}: {errs}")
     return v
 
 

@@ -109,6 +109,7 @@ fn a_minute_of_soak_keeps_every_invariant() {
         std::thread::sleep(Duration::from_millis(200));
     };
     let out = std::fs::read_to_string(tmp.path.join("soak.out")).unwrap_or_default();
+    println!("{out}"); // the figures, with --nocapture
     let left = tagged(&tag);
     assert!(
         left.is_empty(),
