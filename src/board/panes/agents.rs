@@ -4,10 +4,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::Clear;
 
 use super::overlay::centered;
-use super::{block, scroll_marks, title};
 use crate::board::app::ago;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
@@ -72,18 +71,11 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.",
         t.dim(),
     ));
-    let b = scroll_marks(
-        block(title("Agents · ↑↓ scroll · Esc closes", t), true, t),
-        lines.len(),
-        usize::from(scroll),
-        usize::from(r.height.saturating_sub(2)),
-        t,
-    );
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(b)
-            .style(t.base())
-            .scroll((scroll, 0)),
+    super::scrolled(
+        f,
         r,
+        ("Agents · ↑↓ scroll · Esc closes", lines),
+        scroll,
+        vm.theme,
     );
 }

@@ -102,6 +102,30 @@ pub fn mid_trunc(s: &str, w: usize) -> String {
     out
 }
 
+/// An overlay of `lines` scrolled by `scroll` rows, titled, with scroll marks on its border.
+pub fn scrolled(
+    f: &mut ratatui::Frame,
+    r: ratatui::layout::Rect,
+    (name, lines): (&str, Vec<Line<'_>>),
+    scroll: u16,
+    t: &Theme,
+) {
+    let b = scroll_marks(
+        block(title(name, t), true, t),
+        lines.len(),
+        usize::from(scroll),
+        usize::from(r.height.saturating_sub(2)),
+        t,
+    );
+    f.render_widget(
+        ratatui::widgets::Paragraph::new(lines)
+            .block(b)
+            .style(t.base())
+            .scroll((scroll, 0)),
+        r,
+    );
+}
+
 /// A pane's scroll marks on its border: `↑ N` at the top right for rows above, `↓ N more` at the
 /// bottom right for rows below; `total` rows, `first` the first shown, `visible` shown at once.
 pub fn scroll_marks<'a>(

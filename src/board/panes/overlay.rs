@@ -80,20 +80,7 @@ pub fn help(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         "New todo titles may start with a priority: \"P1 fix the build\".",
         t.dim(),
     )));
-    let b = super::scroll_marks(
-        block(title("Help · ↑↓ scroll · Esc closes", t), true, t),
-        lines.len(),
-        usize::from(scroll),
-        usize::from(r.height.saturating_sub(2)),
-        t,
-    );
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(b)
-            .style(t.base())
-            .scroll((scroll, 0)),
-        r,
-    );
+    super::scrolled(f, r, ("Help · ↑↓ scroll · Esc closes", lines), scroll, t);
 }
 
 /// The detail view of the selected gate or todo.
