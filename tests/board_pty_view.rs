@@ -2,24 +2,15 @@
 //! shows the refusal first in the status bar, readable in full. Skips when tmux is absent.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 mod common;
-use common::tmux::{Tmux, tmux_available};
+use common::tmux::{BIN, Tmux, owned_project, tmux_available};
 
-const BIN: &str = env!("CARGO_BIN_EXE_loopx");
-
+/// Runs loopx where the owner's key is, asserting it succeeds.
 fn loopx(dir: &Path, key: &Path, args: &[&str]) -> Output {
-    let out = Command::new(BIN)
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .env("LOOPX_OWNER_KEY", key)
-        .env_remove("LOOPX_DIR")
-        .env_remove("LOOPX_AGENT")
-        .output()
-        .expect("loopx runs");
+    let out = common::tmux::loopx(dir, key, args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -34,27 +25,8 @@ fn a_refusal_shows_first_at_80x24() {
         eprintln!("skipped: tmux is not installed (apt-get install tmux)");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("loopx-pty-view-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "start-goal",
-            "--goal-text",
-            "Triage at 80 columns",
-            "--project",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // The project has an owner; the board below runs where the owner's key is not.
-    let key = dir.join("owner.key");
-    loopx(&dir, &key, &["owner", "init"]);
+    let (dir, key) = owned_project("view", "Triage at 80 columns");
     let out = loopx(
         &dir,
         &key,
