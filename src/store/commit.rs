@@ -49,19 +49,10 @@ impl FileStore {
             None => String::new(),
         };
         let mut ops = Vec::new();
-        let mut decided = Vec::new();
-        let mut writes = Vec::with_capacity(change.writes.len());
-        for mut w in change.writes {
-            if let (Write::Gate(g), Some(k)) = (&mut w, &signer)
-                && g.status != GateStatus::Pending
-                && g.signature.is_none()
-            {
-                g.journal_head = Some(head.clone());
-                g.signature = Some(k.sign(&authority::gate_message(g, &head)));
-                decided.extend(authority::decision_hash(g));
-            }
-            writes.push(w);
-        }
+        let (writes, decided) = match &signer {
+            Some(k) => crate::store::sealing::sign_decisions(change.writes, k, &head),
+            None => (change.writes, Vec::new()),
+        };
         let change = Change { writes, ..change };
         for w in &change.writes {
             self.plan(w, &mut ops)?;

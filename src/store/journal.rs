@@ -192,6 +192,20 @@ pub fn append_after(
             },
         );
     }
+    let (out, buf) = build_lines(last, drafts, signer, files)?;
+    crate::store::atomic::append_line(path, &buf).map_err(|e| Error::io(path, &e))?;
+    Ok(out)
+}
+
+/// The journal lines that follow `last` (none: the journal is empty), chained and signed, as
+/// events and as the bytes to store (each line ends in a newline). With `files`, the lines are
+/// one transaction, and the last one lists the files.
+pub fn build_lines(
+    last: Option<&[u8]>,
+    drafts: Vec<EventDraft>,
+    signer: Option<&crate::store::owner::OwnerKey>,
+    files: Option<Vec<crate::kernel::TxFile>>,
+) -> Result<(Vec<Event>, Vec<u8>)> {
     let (mut seq, mut prev) = match last {
         Some(line) => (seq_of(line), sha256_hex(line)),
         None => (0, GENESIS.to_string()),
@@ -225,8 +239,7 @@ pub fn append_after(
         buf.push(b'\n');
         out.push(ev);
     }
-    crate::store::atomic::append_line(path, &buf).map_err(|e| Error::io(path, &e))?;
-    Ok(out)
+    Ok((out, buf))
 }
 
 /// A problem found while verifying the chain.

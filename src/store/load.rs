@@ -13,7 +13,7 @@ use crate::store::fs::FileStore;
 use crate::store::parse::{self, Named, shown};
 
 /// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
-pub(super) fn gate_proven_by(
+pub(crate) fn gate_proven_by(
     g: &Gate,
     proofs: &std::collections::BTreeSet<String>,
     key: Option<&authority::OwnerPub>,

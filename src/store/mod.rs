@@ -12,10 +12,12 @@ pub mod lock;
 pub mod logs;
 pub mod owner;
 pub mod parse;
-mod sealing;
+pub(crate) mod sealing;
 pub mod seen;
 pub mod tx;
 pub mod view;
+
+pub mod pg;
 
 pub use fs::FileStore;
 
@@ -66,6 +68,12 @@ pub trait Transaction {
 
     /// Commits the change (journal line first, then files) and ends the transaction.
     fn commit(self: Box<Self>, change: Change) -> Result<Vec<Event>>;
+
+    /// Before an unnamed claim: locks the todo the kernel would give `agent`, skipping todos
+    /// other transactions hold, and freshens the snapshot for it.
+    fn reserve_claim(&mut self, _agent: &str, _now: crate::kernel::Ts) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// `mutate` for every store, `dyn Store` included.

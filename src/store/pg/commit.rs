@@ -1,0 +1,485 @@
+//! A transaction on the database: the snapshot read at its start, a claim's todo locked with
+//! `SKIP LOCKED`, and a commit that writes every row, the evidence, the spends and the journal
+//! lines in one database transaction, ordered by the journal's lock.
+
+use std::collections::HashMap;
+use std::sync::MutexGuard;
+
+use postgres::types::Json;
+use serde_json::Value;
+
+use crate::kernel::ops::{Change, Write};
+use crate::kernel::seal::Mark;
+use crate::kernel::{Code, Error, Event, Lease, Result, Snapshot, Ts};
+use crate::store::pg::{Conn, PgStore, conflict, db_error};
+use crate::store::{Transaction, journal, owner, sealing};
+
+/// The most todos one claim tries to lock before it gives up on the rest.
+const CLAIM_CANDIDATES: usize = 64;
+
+/// One change in the making on the database.
+pub(crate) struct PgTx<'a> {
+    conn: MutexGuard<'a, Conn>,
+    snap: Snapshot,
+    /// The journal line the snapshot is current to.
+    base: u64,
+    /// Rows read again under a lock during the transaction: their `seq` now.
+    fresh: HashMap<String, u64>,
+    open: bool,
+}
+
+impl<'a> PgTx<'a> {
+    /// Starts a transaction and reads the snapshot in it.
+    pub(crate) fn begin(store: &'a PgStore) -> Result<PgTx<'a>> {
+        let mut conn = store.conn()?;
+        conn.client()?.batch_execute("BEGIN").map_err(db_error)?;
+        let snap = match conn.fresh(store.env().now) {
+            Ok(s) => s,
+            Err(e) => {
+                if conn.client()?.batch_execute("ROLLBACK").is_err() {
+                    conn.client = None;
+                }
+                return Err(e);
+            }
+        };
+        let base = conn.cache.head;
+        Ok(PgTx {
+            conn,
+            snap,
+            base,
+            fresh: HashMap::new(),
+            open: true,
+        })
+    }
+
+    fn client(&mut self) -> Result<&mut postgres::Client> {
+        self.conn.client()
+    }
+
+    /// The `seq` the snapshot's copy of todo `id` has (0: not in the project).
+    fn todo_seq(&self, id: &str) -> u64 {
+        self.fresh.get(id).copied().unwrap_or_else(|| {
+            self.conn.cache.todos.get(id).map_or(0, |r| r.seq)
+        })
+    }
+
+    /// Locks the first candidate no other transaction holds; the ones before it are held
+    /// elsewhere and count as leased in this snapshot. Returns whether one was locked.
+    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
+        let row = self
+            .client()?
+            .query_opt(
+                "SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY($1) \
+                 ORDER BY array_position($1, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+                &[&ids],
+            )
+            .map_err(db_error)?;
+        let got: Option<String> = row.as_ref().map(|r| r.get(0));
+        for id in ids.iter().take_while(|i| Some(*i) != got.as_ref()) {
+            if let Some(t) = self.snap.todos.get_mut(id) {
+                t.lease = Some(held_elsewhere(t.fence, now));
+            }
+        }
+        let Some(r) = row else { return Ok(false) };
+        let (id, body, seq, archived): (String, String, i64, bool) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        let seq = u64::try_from(seq).unwrap_or(0);
+        if seq != self.todo_seq(&id) {
+            // Changed since the snapshot: decide on the row as it is now.
+            match serde_json::from_str(&body) {
+                Ok(t) if !archived => {
+                    self.snap.todos.insert(id.clone(), t);
+                }
+                _ => {
+                    self.snap.todos.remove(&id);
+                }
+            }
+            self.fresh.insert(id, seq);
+        }
+        Ok(true)
+    }
+
+    /// Before an unnamed claim: locks the todo the kernel would give `agent`.
+    fn reserve(&mut self, agent: &str, now: Ts) -> Result<()> {
+        for _ in 0..CLAIM_CANDIDATES {
+            let ranked: Vec<String> = crate::kernel::readiness::ready(&self.snap, agent, now)
+                .into_iter()
+                .take(CLAIM_CANDIDATES)
+                .map(|t| t.id.clone())
+                .collect();
+            let Some(first) = ranked.first().cloned() else {
+                return Ok(());
+            };
+            if self.fresh.contains_key(&first) {
+                // Locked by us and current: the kernel's choice is ours.
+                return Ok(());
+            }
+            if !self.lock_first(&ranked, now)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses the commit when a row it writes, the goal, a gate or (for a spend) the quota
+    /// changed after the snapshot: the change was decided on what is no longer there.
+    fn check_current(&mut self, change: &Change) -> Result<()> {
+        let mut todos: Vec<String> = Vec::new();
+        let mut spends = false;
+        for w in &change.writes {
+            match w {
+                Write::Todo(t) | Write::Archive(t) => todos.push(t.id.clone()),
+                Write::Quota(_) => spends = true,
+                _ => {}
+            }
+        }
+        let base = i64::try_from(self.base).unwrap_or(i64::MAX);
+        let r = self
+            .client()?
+            .query_one(
+                "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
+                 (SELECT coalesce(max(seq), 0) FROM loopx.gates) > $1, \
+                 (SELECT coalesce(max(seq), 0) FROM loopx.spends) > $1, \
+                 (SELECT coalesce(max(seq), 0) FROM loopx.agents) > $1, \
+                 (SELECT coalesce(json_agg(json_build_array(id, seq)), '[]')::text \
+                    FROM loopx.todos WHERE id = ANY($2))",
+                &[&base, &todos],
+            )
+            .map_err(db_error)?;
+        let (cfg, gates, spent, agents): (bool, bool, bool, bool) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        if cfg || gates || agents || (spends && spent) {
+            return Err(conflict("the goal, a gate, an agent or the quota changed"));
+        }
+        let now: Vec<(String, i64)> =
+            serde_json::from_str(&r.get::<_, String>(4)).unwrap_or_default();
+        for id in &todos {
+            let have = now
+                .iter()
+                .find(|(i, _)| i == id)
+                .map_or(0, |(_, s)| u64::try_from(*s).unwrap_or(0));
+            if have != self.todo_seq(id) {
+                return Err(conflict(&format!("todo {id} changed")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The journal's last line, with the journal's lock taken until the end of the transaction.
+    fn journal_head(&mut self) -> Result<Option<(u64, String)>> {
+        let row = self
+            .client()?
+            .query_opt("SELECT seq, line FROM loopx.journal_head()", &[])
+            .map_err(db_error)?;
+        Ok(row.map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1))))
+    }
+
+    /// The seal's mark of the journal's last line: its `seq`, its byte offset as a
+    /// `journal.jsonl` of the same lines would have it, and its hash.
+    fn mark(&mut self, last: Option<&(u64, String)>) -> Result<Option<Mark>> {
+        let Some((seq, line)) = last else {
+            return Ok(None);
+        };
+        let s = i64::try_from(*seq).unwrap_or(i64::MAX);
+        let r = self
+            .client()?
+            .query_one(
+                "SELECT coalesce(sum(octet_length(line) + 1), 0)::bigint FROM loopx.journal \
+                 WHERE seq < $1",
+                &[&s],
+            )
+            .map_err(db_error)?;
+        Ok(Some(Mark {
+            seq: *seq,
+            offset: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
+            hash: journal::sha256_hex(line.as_bytes()),
+        }))
+    }
+
+    /// Commits: the checks, the owner's signatures, every row and the journal lines.
+    fn commit_change(&mut self, change: Change) -> Result<Vec<Event>> {
+        // The journal's lock first: no other commit can land between the check and the writes.
+        let last = self.journal_head()?;
+        self.check_current(&change)?;
+        let signer = if change.owner {
+            Some(owner::signer_for(self.conn.cache.owner_pub()?.as_ref())?)
+        } else {
+            None
+        };
+        let head = last
+            .as_ref()
+            .map_or_else(|| journal::GENESIS.to_string(), |(_, l)| journal::sha256_hex(l.as_bytes()));
+        let (writes, decided) = match &signer {
+            Some(k) => sealing::sign_decisions(change.writes, k, &head),
+            None => (change.writes, Vec::new()),
+        };
+        let change = Change { writes, ..change };
+        let seq = last.as_ref().map_or(0, |(s, _)| *s) + 1;
+        let seq_db = i64::try_from(seq).unwrap_or(i64::MAX);
+        for w in &change.writes {
+            self.write(w, seq_db)?;
+        }
+        if let Some(k) = &signer {
+            self.owner_docs(k, &change, decided, last.as_ref(), seq_db)?;
+        }
+        let (events, lines) = journal::build_lines(
+            last.as_ref().map(|(_, l)| l.as_bytes()),
+            change.events,
+            signer.as_ref(),
+            Some(Vec::new()),
+        )?;
+        self.insert_lines(&events, &lines)?;
+        Ok(events)
+    }
+
+    /// Writes one record as a row, at journal position `seq`.
+    fn write(&mut self, w: &Write, seq: i64) -> Result<()> {
+        let (sql, id, body): (&str, String, Value) = match w {
+            Write::Todo(t) if self.todo_seq(&t.id) > 0 => (
+                "UPDATE loopx.todos SET body = $2, seq = $3, archived = false WHERE id = $1",
+                t.id.clone(),
+                json(t)?,
+            ),
+            Write::Todo(t) => (
+                "INSERT INTO loopx.todos (id, body, seq) VALUES ($1, $2, $3)",
+                t.id.clone(),
+                json(t)?,
+            ),
+            Write::Archive(t) => (
+                "INSERT INTO loopx.todos (id, body, seq, archived) VALUES ($1, $2, $3, true) \
+                 ON CONFLICT (id) DO UPDATE SET body = $2, seq = $3, archived = true",
+                t.id.clone(),
+                json(t)?,
+            ),
+            Write::Gate(g) if self.snap.gates.contains_key(&g.id) => (
+                "UPDATE loopx.gates SET body = $2, seq = $3 WHERE id = $1",
+                g.id.clone(),
+                json(g)?,
+            ),
+            Write::Gate(g) => (
+                "INSERT INTO loopx.gates (id, body, seq) VALUES ($1, $2, $3)",
+                g.id.clone(),
+                json(g)?,
+            ),
+            Write::Config(c) => {
+                self.client()?
+                    .execute(
+                        "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
+                         ON CONFLICT (id) DO UPDATE SET body = $1, seq = $2",
+                        &[&Json(&json(c)?), &seq],
+                    )
+                    .map_err(db_error)?;
+                return Ok(());
+            }
+            Write::Agent(a) if self.snap.agents.contains_key(&a.id) => (
+                "UPDATE loopx.agents SET body = $2, seq = $3 WHERE id = $1",
+                a.id.clone(),
+                json(a)?,
+            ),
+            Write::Agent(a) => (
+                "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)",
+                a.id.clone(),
+                json(a)?,
+            ),
+            Write::Evidence(id, e) => (
+                "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)",
+                id.clone(),
+                json(e)?,
+            ),
+            Write::Quota(q) => return self.write_quota(q, seq),
+        };
+        self.client()?
+            .execute(sql, &[&id, &Json(&body), &seq])
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// A quota write: the spends the snapshot does not have are added (old ones stay: the
+    /// database keeps every spend); the other keys, when they changed, are the owner's.
+    fn write_quota(&mut self, q: &crate::kernel::QuotaFile, seq: i64) -> Result<()> {
+        let have: Vec<Value> = self
+            .snap
+            .quota
+            .spends
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect();
+        for s in &q.spends {
+            let v = serde_json::to_value(s).map_err(internal)?;
+            if !have.contains(&v) {
+                self.client()?
+                    .execute(
+                        "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+                        &[&Json(&v), &seq],
+                    )
+                    .map_err(db_error)?;
+            }
+        }
+        let rest = |f: &crate::kernel::QuotaFile| {
+            let mut f = f.clone();
+            f.spends.clear();
+            serde_json::to_string(&f)
+        };
+        let (new, old) = (rest(q).map_err(internal)?, rest(&self.snap.quota).map_err(internal)?);
+        if new != old {
+            self.put_doc("quota.toml", &new, seq)?;
+        }
+        Ok(())
+    }
+
+    /// Writes an owner document (`owner.seal`, `owner.proofs`, `owner.pub`, `quota.toml`).
+    fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
+        self.client()?
+            .execute(
+                "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
+                 ON CONFLICT (name) DO UPDATE SET body = $2, seq = $3",
+                &[&name, &body, &seq],
+            )
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// An owner change's proofs (when it decided gates) and the new seal.
+    fn owner_docs(
+        &mut self,
+        k: &owner::OwnerKey,
+        change: &Change,
+        decided: Vec<String>,
+        last: Option<&(u64, String)>,
+        seq: i64,
+    ) -> Result<()> {
+        if !decided.is_empty() {
+            let public = k.public();
+            let mut hashes = self
+                .conn
+                .cache
+                .docs
+                .get("owner.proofs")
+                .and_then(|(t, _)| crate::kernel::authority::parse_proofs(t, &public))
+                .unwrap_or_default();
+            if hashes.is_empty() {
+                hashes.extend(
+                    self.conn
+                        .cache
+                        .decided()
+                        .filter(|g| crate::kernel::authority::gate_proven(g, Some(&public)))
+                        .filter_map(crate::kernel::authority::decision_hash),
+                );
+            }
+            hashes.extend(decided);
+            let sig = k.sign(&crate::kernel::authority::proofs_message(&hashes));
+            let text = crate::kernel::authority::proofs_text(&hashes, &sig);
+            self.put_doc("owner.proofs", &text, seq)?;
+        }
+        if self.snap.seal.is_none() && !change.adopt_files && self.conn.cache.docs.contains_key("owner.seal") {
+            return Err(Error::new(
+                Code::InvalidState,
+                "the owner's seal in the database is not valid, so loopx cannot tell your facts from hand edits",
+            )
+            .hint("check with `loopx doctor`, then adopt the rows with `loopx owner seal --adopt`"));
+        }
+        let mark = self.mark(last)?;
+        let raw = self.conn.cache.snapshot_raw();
+        let text = sealing::seal_text(k, &self.snap, change, mark, || raw)?;
+        self.put_doc("owner.seal", &text, seq)
+    }
+
+    /// Inserts the journal lines in one statement (the database checks their chain).
+    fn insert_lines(&mut self, events: &[Event], lines: &[u8]) -> Result<()> {
+        let seqs: Vec<i64> = events
+            .iter()
+            .map(|e| i64::try_from(e.seq).unwrap_or(i64::MAX))
+            .collect();
+        let texts: Vec<String> = lines
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        self.client()?
+            .execute(
+                "INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
+                &[&seqs, &texts],
+            )
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    fn rollback(&mut self) {
+        if self.open {
+            self.open = false;
+            if let Some(c) = self.conn.client.as_mut()
+                && c.batch_execute("ROLLBACK").is_err()
+            {
+                self.conn.client = None;
+            }
+        }
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> Error {
+    Error::new(Code::Internal, e.to_string())
+}
+
+/// The lease a snapshot shows on a todo another transaction is claiming right now.
+fn held_elsewhere(fence: u64, now: Ts) -> Lease {
+    Lease {
+        holder: "(another claim)".into(),
+        fence,
+        acquired_at: now,
+        expires_at: now.add(crate::kernel::Dur::from_mins(1)),
+        turn: None,
+        handoff_from: None,
+        extra: Default::default(),
+    }
+}
+
+/// A record as JSON.
+fn json<T: serde::Serialize>(v: &T) -> Result<Value> {
+    serde_json::to_value(v).map_err(internal)
+}
+
+impl Drop for PgTx<'_> {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+impl Transaction for PgTx<'_> {
+    fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    fn reserve_claim(&mut self, agent: &str, now: Ts) -> Result<()> {
+        self.reserve(agent, now)
+    }
+
+    fn commit(mut self: Box<Self>, change: Change) -> Result<Vec<Event>> {
+        if change.events.is_empty() {
+            self.rollback();
+            return Ok(Vec::new());
+        }
+        let events = match self.commit_change(change) {
+            Ok(e) => e,
+            Err(e) => {
+                self.rollback();
+                return Err(e);
+            }
+        };
+        self.open = false;
+        let r = self.client()?.batch_execute("COMMIT");
+        if let Err(e) = r {
+            let lost = e.is_closed() || e.as_db_error().is_none();
+            self.conn.client = None;
+            let err = db_error(e);
+            if lost {
+                return Err(Error::new(
+                    Code::Io,
+                    "the database connection was lost while committing: the change may or may not be in",
+                )
+                .hint("check with `loopx status` before running the command again"));
+            }
+            return Err(err);
+        }
+        Ok(events)
+    }
+}

@@ -1,0 +1,284 @@
+//! Reading the database: one query for what changed since a journal position, applied to a
+//! copy kept in memory, so a claim reads a few rows rather than the whole project.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::kernel::authority::{self, OwnerPub};
+use crate::kernel::bounds::Bounded;
+use crate::kernel::seal::{self, Seal};
+use crate::kernel::{
+    Code, Config, Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Spend, Status,
+    Todo,
+};
+
+/// Everything changed after journal line `$1`, and the journal's last line, in one snapshot.
+const CHANGES: &str = "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.journal), \
+  (SELECT json_build_array(body, seq)::text FROM loopx.config WHERE id = 1 AND seq > $1), \
+  (SELECT coalesce(json_agg(json_build_array(id, body, seq, archived)), '[]')::text \
+     FROM loopx.todos WHERE seq > $1), \
+  (SELECT coalesce(json_agg(json_build_array(id, body, seq)), '[]')::text \
+     FROM loopx.gates WHERE seq > $1), \
+  (SELECT coalesce(json_agg(json_build_array(id, body, seq)), '[]')::text \
+     FROM loopx.agents WHERE seq > $1), \
+  (SELECT coalesce(json_agg(json_build_array(body, seq) ORDER BY n), '[]')::text \
+     FROM loopx.spends WHERE seq > $1), \
+  (SELECT coalesce(json_agg(json_build_array(name, body, seq)), '[]')::text \
+     FROM loopx.docs WHERE seq > $1)";
+
+/// A record as the database holds it: its value (or why it cannot be read) and the journal
+/// line of the transaction that last wrote it.
+#[derive(Debug, Clone)]
+pub struct Row<T> {
+    /// The value, or the problem reading it.
+    pub value: std::result::Result<T, Problem>,
+    /// The `seq` of the transaction that wrote it.
+    pub seq: u64,
+}
+
+/// The project as last read: every open todo, gate, agent, recent spend and owner document,
+/// with the journal position it is current to.
+#[derive(Debug, Clone, Default)]
+pub struct Cached {
+    /// The journal's last line when read.
+    pub head: u64,
+    /// The goal (None before `start-goal`).
+    pub config: Option<Row<Config>>,
+    /// Open todos.
+    pub todos: BTreeMap<String, Row<Todo>>,
+    /// Archived todos' status.
+    pub archived: HashMap<String, Status>,
+    /// Gates.
+    pub gates: BTreeMap<String, Row<Gate>>,
+    /// Agents' declarations.
+    pub agents: BTreeMap<String, Row<crate::kernel::model::AgentInfo>>,
+    /// Spends, oldest first, and the last transaction that added one.
+    pub spends: Vec<Spend>,
+    /// The `seq` of the last spend's transaction.
+    pub spends_seq: u64,
+    /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
+    pub docs: BTreeMap<String, (String, u64)>,
+}
+
+fn bad(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        Code::InvalidState,
+        format!("the database's {what} cannot be read: {e}"),
+    )
+    .hint("check the database with `loopx doctor`; run `loopx store migrate` if loopx was upgraded")
+}
+
+/// A row's value decoded and checked against its bounds; a row that fails is a problem that
+/// names it (`database:todos/ID`).
+fn decode<T: DeserializeOwned + Bounded>(table: &str, id: &str, body: Value) -> Row<T> {
+    let file = format!("database:{table}/{id}");
+    let value = serde_json::from_value::<T>(body)
+        .map_err(|e| Error::invalid(&file, None, e.to_string()))
+        .and_then(|v| match v.check_bounds() {
+            Ok(()) => Ok(v),
+            Err(b) => Err(Error::invalid(&file, None, b.message)),
+        })
+        .map_err(|e| Problem::of(&e, &file));
+    Row { value, seq: 0 }
+}
+
+fn items(text: Option<String>, what: &str) -> Result<Vec<Vec<Value>>> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(&t).map_err(|e| bad(what, e)),
+    }
+}
+
+fn seq_of(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn id_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+impl Cached {
+    /// Reads what changed since `self.head` and applies it; returns whether anything did.
+    pub fn refresh(&mut self, c: &mut impl postgres::GenericClient, policy_now: crate::kernel::Ts) -> Result<bool> {
+        let since = i64::try_from(self.head).unwrap_or(i64::MAX);
+        let row = c.query_one(CHANGES, &[&since]).map_err(super::db_error)?;
+        let head = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        if head < self.head {
+            // The database was replaced under us: read it all again.
+            *self = Cached::default();
+            return self.refresh(c, policy_now);
+        }
+        if head == self.head && self.config.is_some() {
+            return Ok(false);
+        }
+        self.head = head;
+        if let Some(t) = row.get::<_, Option<String>>(1) {
+            let v: Vec<Value> = serde_json::from_str(&t).map_err(|e| bad("goal", e))?;
+            let mut r = decode::<Config>("config", "goal", v.first().cloned().unwrap_or_default());
+            r.seq = v.get(1).map_or(0, seq_of);
+            self.config = Some(r);
+        }
+        for v in items(row.get(2), "todos")? {
+            let (id, seq) = (id_of(&v[0]), v.get(2).map_or(0, seq_of));
+            if v.get(3).and_then(Value::as_bool) == Some(true) {
+                self.todos.remove(&id);
+                let st = v[1].get("status").cloned().unwrap_or_default();
+                if let Ok(s) = serde_json::from_value::<Status>(st) {
+                    self.archived.insert(id, s);
+                }
+                continue;
+            }
+            let mut r = decode::<Todo>("todos", &id, v[1].clone());
+            r.seq = seq;
+            self.todos.insert(id, r);
+        }
+        for v in items(row.get(3), "gates")? {
+            let id = id_of(&v[0]);
+            let mut r = decode::<Gate>("gates", &id, v[1].clone());
+            r.seq = v.get(2).map_or(0, seq_of);
+            self.gates.insert(id, r);
+        }
+        for v in items(row.get(4), "agents")? {
+            let id = id_of(&v[0]);
+            let mut r = decode("agents", &id, v[1].clone());
+            r.seq = v.get(2).map_or(0, seq_of);
+            self.agents.insert(id, r);
+        }
+        for v in items(row.get(5), "spends")? {
+            let s: Spend = serde_json::from_value(v[0].clone()).map_err(|e| bad("spends", e))?;
+            self.spends_seq = self.spends_seq.max(v.get(1).map_or(0, seq_of));
+            self.spends.push(s);
+        }
+        for v in items(row.get(6), "owner documents")? {
+            let body = v.get(1).and_then(Value::as_str).unwrap_or_default().to_string();
+            self.docs.insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
+        }
+        if let Some(Ok(cfg)) = self.config.as_ref().map(|r| &r.value) {
+            let mut q = QuotaFile {
+                spends: std::mem::take(&mut self.spends),
+                ..QuotaFile::default()
+            };
+            crate::kernel::quota::prune(&mut q, &cfg.quota, policy_now);
+            self.spends = q.spends;
+        }
+        Ok(true)
+    }
+
+    /// The owner's public key, when the project has one.
+    pub fn owner_pub(&self) -> Result<Option<OwnerPub>> {
+        match self.docs.get("owner.pub") {
+            None => Ok(None),
+            Some((text, _)) => OwnerPub::parse(text.trim())
+                .map(Some)
+                .map_err(|e| bad("owner.pub", e)),
+        }
+    }
+
+    /// The snapshot the kernel decides on: the rows, the owner's proofs and seal checked.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let mut snap = self.snapshot_raw()?;
+        let key = self.owner_pub()?;
+        self.check_seal(&mut snap, key.as_ref());
+        Ok(snap)
+    }
+
+    /// The snapshot as the rows say, without the owner's seal applied.
+    pub fn snapshot_raw(&self) -> Result<Snapshot> {
+        let config = match &self.config {
+            None => {
+                return Err(Error::new(Code::NotInitialized, "the database has no goal yet")
+                    .hint("start one with `loopx start-goal` (as the owner)"));
+            }
+            Some(Row { value: Ok(c), .. }) => c.clone(),
+            Some(Row { value: Err(p), .. }) => {
+                return Err(Error::invalid(&p.file, None, p.message.clone()));
+            }
+        };
+        let mut quarantined = BTreeMap::new();
+        let mut todos = BTreeMap::new();
+        for (id, r) in &self.todos {
+            match &r.value {
+                Ok(t) => {
+                    todos.insert(id.clone(), t.clone());
+                }
+                Err(p) => {
+                    quarantined.insert(id.clone(), p.clone());
+                }
+            }
+        }
+        let key = self.owner_pub()?;
+        let proofs = match (&key, self.docs.get("owner.proofs")) {
+            (Some(k), Some((t, _))) => authority::parse_proofs(t, k).unwrap_or_default(),
+            _ => Default::default(),
+        };
+        let mut gates = BTreeMap::new();
+        for (id, r) in &self.gates {
+            let g = match &r.value {
+                Ok(g) => {
+                    let mut g = g.clone();
+                    g.proven = crate::store::load::gate_proven_by(&g, &proofs, key.as_ref());
+                    g
+                }
+                Err(p) => {
+                    quarantined.insert(id.clone(), p.clone());
+                    authority::unreadable_gate(id, p)
+                }
+            };
+            gates.insert(id.clone(), g);
+        }
+        let mut agents = BTreeMap::new();
+        for (id, r) in &self.agents {
+            match &r.value {
+                Ok(a) => {
+                    agents.insert(id.clone(), a.clone());
+                }
+                Err(p) => {
+                    quarantined.insert(format!("agents/{id}"), p.clone());
+                }
+            }
+        }
+        let mut quota: QuotaFile = match self.docs.get("quota.toml") {
+            Some((t, _)) => serde_json::from_str(t).map_err(|e| bad("quota", e))?,
+            None => QuotaFile::default(),
+        };
+        quota.spends = self.spends.clone();
+        Ok(Snapshot {
+            config,
+            todos,
+            gates,
+            quota,
+            archived: self.archived.clone(),
+            quarantined,
+            owner_notes: Vec::new(),
+            seal: None,
+            agents,
+        })
+    }
+
+    /// Checks the snapshot against the owner's seal, as the file store does: the database
+    /// refuses agents the owner's rows, so a difference is the owner's own hand edit.
+    fn check_seal(&self, snap: &mut Snapshot, key: Option<&OwnerPub>) {
+        let Some(key) = key else { return };
+        let Some((text, _)) = self.docs.get("owner.seal") else {
+            snap.owner_notes = seal::unsealed(snap, "is missing");
+            return;
+        };
+        match Seal::parse(text, key) {
+            Ok(mut s) => {
+                snap.owner_notes = seal::apply(snap, &mut s);
+                snap.seal = Some(s);
+            }
+            Err(why) => snap.owner_notes = seal::unsealed(snap, &format!("is not valid: {why}")),
+        }
+    }
+
+    /// The snapshot's gate count of decided gates (for the owner's proofs).
+    pub fn decided(&self) -> impl Iterator<Item = &Gate> {
+        self.gates
+            .values()
+            .filter_map(|r| r.value.as_ref().ok())
+            .filter(|g| g.status != GateStatus::Pending)
+    }
+}

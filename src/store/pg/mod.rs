@@ -1,0 +1,365 @@
+//! The PostgreSQL store: the same snapshots and transactions as the file store, for agents on
+//! many machines, with the owner's authority enforced by the database's own roles.
+
+mod commit;
+mod load;
+pub mod port;
+pub mod schema;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::kernel::id::{self, Kind};
+use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
+use crate::store::fs::Env;
+use crate::store::{Store, Transaction, evidence};
+
+pub use load::Cached;
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest a statement may run before the database cancels it.
+const STATEMENT_TIMEOUT_MS: u32 = 15_000;
+
+/// A project kept in a PostgreSQL database (`postgres://...`).
+pub struct PgStore {
+    url: String,
+    env: Env,
+    conn: Mutex<Conn>,
+}
+
+/// The connection and the copy of the project read through it.
+pub(crate) struct Conn {
+    pub(crate) client: Option<postgres::Client>,
+    pub(crate) cache: Cached,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("url", &redact(&self.url)).finish()
+    }
+}
+
+/// The URL with its password hidden, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let cred = &url[s + 3..at];
+            match cred.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A database error as loopx reports it: refused privileges are the owner's authority (exit 7),
+/// a lost or refused connection is I/O (exit 1), a conflict is retried by `mutate`.
+pub fn db_error(e: postgres::Error) -> Error {
+    use postgres::error::SqlState;
+    let Some(db) = e.as_db_error() else {
+        let closed = e.is_closed();
+        return Error::new(
+            Code::Io,
+            format!(
+                "the database {}: {e}",
+                if closed { "connection was lost" } else { "did not answer" }
+            ),
+        )
+        .hint("check that the server is up and reachable, then run the command again");
+    };
+    let code = db.code();
+    if *code == SqlState::INSUFFICIENT_PRIVILEGE {
+        return Error::new(Code::Denied, format!("the database refused: {}", db.message()))
+            .hint("this is the owner's to do: connect as the owner's role, with the owner's key");
+    }
+    if *code == SqlState::T_R_SERIALIZATION_FAILURE
+        || *code == SqlState::T_R_DEADLOCK_DETECTED
+        || *code == SqlState::UNIQUE_VIOLATION
+    {
+        return conflict(db.message());
+    }
+    if *code == SqlState::QUERY_CANCELED {
+        return Error::new(Code::Busy, "the database took too long and cancelled the statement")
+            .hint("try again; if it persists, check the server's load");
+    }
+    if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::INVALID_SCHEMA_NAME {
+        return Error::new(Code::NotInitialized, "the database has no loopx schema")
+            .hint("create it with `loopx store migrate` (as the database's owner)");
+    }
+    Error::new(Code::Io, format!("the database said: {}", db.message()))
+}
+
+/// An optimistic conflict: another transaction changed what this one read; `mutate` retries.
+pub(crate) fn conflict(what: &str) -> Error {
+    Error::new(Code::Busy, format!("another agent changed the project at the same time ({what})"))
+        .details(serde_json::json!({ "retry": true }))
+        .hint("run the command again")
+}
+
+impl PgStore {
+    /// A store on the database at `url`; nothing is sent until it is first used.
+    pub fn new(url: &str, env: Env) -> Result<PgStore> {
+        check_url(url)?;
+        Ok(PgStore {
+            url: url.to_string(),
+            env,
+            conn: Mutex::new(Conn {
+                client: None,
+                cache: Cached::default(),
+            }),
+        })
+    }
+
+    /// The URL, with its password hidden.
+    pub fn shown_url(&self) -> String {
+        redact(&self.url)
+    }
+
+    /// The clock and limits of this command.
+    pub fn env(&self) -> Env {
+        self.env
+    }
+
+    /// A new connection, with loopx's timeouts set.
+    pub fn connect(url: &str) -> Result<postgres::Client> {
+        let mut cfg: postgres::Config = url.parse().map_err(|e| {
+            Error::usage(format!("{} is not a PostgreSQL URL: {e}", redact(url)))
+        })?;
+        cfg.connect_timeout(CONNECT_TIMEOUT);
+        cfg.application_name("loopx");
+        cfg.options(&format!("-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout=10000"));
+        cfg.connect(postgres::NoTls).map_err(|e| {
+            Error::new(
+                Code::Io,
+                format!("cannot connect to the database at {}: {e}", redact(url)),
+            )
+            .hint("check the URL (--store, LOOPX_STORE or [store] url) and that the server is up")
+        })
+    }
+
+    /// The connection (made or made again when lost) and the cache, locked for this thread.
+    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Conn>> {
+        let mut g = self
+            .conn
+            .lock()
+            .map_err(|_| Error::new(Code::Internal, "the database connection was poisoned"))?;
+        if g.client.as_ref().is_none_or(|c| c.is_closed()) {
+            let mut c = Self::connect(&self.url)?;
+            check_schema(&mut c)?;
+            g.client = Some(c);
+        }
+        Ok(g)
+    }
+
+    /// Runs `f` on the connection; a lost connection is dropped, so the next call reconnects.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut g = self.conn()?;
+        let r = f(&mut g);
+        if g.client.as_ref().is_some_and(|c| c.is_closed()) {
+            g.client = None;
+        }
+        r
+    }
+
+    /// The database's schema version (0 when it has none), for `store migrate` and `doctor`.
+    pub fn schema_version(&self) -> Result<i64> {
+        schema::current_version(&mut Self::connect(&self.url)?)
+    }
+
+    /// Creates or upgrades the schema and the two roles (needs a role that may create them).
+    pub fn migrate(&self, roles: &schema::Roles) -> Result<schema::Migrated> {
+        let m = schema::migrate(&mut Self::connect(&self.url)?, roles)?;
+        if let Ok(mut g) = self.conn.lock() {
+            g.client = None;
+            g.cache = Cached::default();
+        }
+        Ok(m)
+    }
+}
+
+impl Conn {
+    /// The open client.
+    pub(crate) fn client(&mut self) -> Result<&mut postgres::Client> {
+        self.client
+            .as_mut()
+            .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))
+    }
+
+    /// The cache brought up to date, and the snapshot it gives.
+    pub(crate) fn fresh(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
+        let Conn { client, cache } = self;
+        let c = client
+            .as_mut()
+            .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))?;
+        cache.refresh(c, now)?;
+        cache.snapshot()
+    }
+}
+
+/// Refuses a database without loopx's schema, or with a newer one.
+fn check_schema(c: &mut postgres::Client) -> Result<()> {
+    let v = schema::current_version(c)?;
+    if v == 0 {
+        return Err(Error::new(Code::NotInitialized, "the database has no loopx schema")
+            .hint("create it with `loopx store migrate` (as the database's owner)"));
+    }
+    if v > schema::VERSION {
+        return Err(Error::new(
+            Code::SchemaTooNew,
+            format!("the database has loopx schema {v}; this loopx knows {}", schema::VERSION),
+        )
+        .hint("upgrade loopx"));
+    }
+    Ok(())
+}
+
+/// A URL loopx will use: `postgres://` or `postgresql://`, at most 2 KiB, no control characters.
+pub fn check_url(url: &str) -> Result<()> {
+    if url.len() > 2048 || url.chars().any(char::is_control) {
+        return Err(Error::usage(
+            "the store URL must be at most 2 KiB, without control characters",
+        ));
+    }
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(Error::usage(format!(
+            "{} is not a store URL: loopx knows postgres://USER@HOST:PORT/DB",
+            redact(url)
+        )));
+    }
+    Ok(())
+}
+
+impl Store for PgStore {
+    fn load(&self) -> Result<Snapshot> {
+        let now = self.env.now;
+        self.with(|c| c.fresh(now))
+    }
+
+    fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
+        Ok(Box::new(commit::PgTx::begin(self)?))
+    }
+
+    fn fresh_id(&self, kind: Kind) -> Result<String> {
+        for _ in 0..64 {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r)
+                .map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
+            let id = id::new_id(kind, r);
+            let table = match kind {
+                Kind::Todo => "loopx.todos",
+                Kind::Gate => "loopx.gates",
+            };
+            let sql = format!("SELECT 1 FROM {table} WHERE id = $1");
+            let taken = self.with(|c| {
+                c.client()?
+                    .query_opt(&sql, &[&id])
+                    .map(|r| r.is_some())
+                    .map_err(db_error)
+            })?;
+            if !taken {
+                return Ok(id);
+            }
+        }
+        Err(Error::new(Code::Internal, "could not find a free id"))
+    }
+
+    fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        let want = id::normalize(Kind::Todo, input)?;
+        if snap.todos.contains_key(&want) || snap.quarantined.contains_key(&want) {
+            return Ok(want);
+        }
+        let archived: Vec<String> = self.with(|c| Ok(c.cache.archived.keys().cloned().collect()))?;
+        if archived.contains(&want) {
+            return Ok(want);
+        }
+        match id::resolve(Kind::Todo, input, snap.todos.keys().map(String::as_str)) {
+            Err(e) if e.code == Code::NotFound => {
+                id::resolve(Kind::Todo, input, archived.iter().map(String::as_str))
+            }
+            other => other,
+        }
+    }
+
+    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
+    }
+
+    fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
+        let row = self.with(|c| {
+            c.client()?
+                .query_opt(
+                    "SELECT body::text FROM loopx.todos WHERE id = $1 AND archived",
+                    &[&id],
+                )
+                .map_err(db_error)
+        })?;
+        row.map(|r| {
+            serde_json::from_str(&r.get::<_, String>(0))
+                .map_err(|e| Error::invalid(&format!("database:todos/{id}"), None, e.to_string()))
+        })
+        .transpose()
+    }
+
+    fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let rows = self.with(|c| {
+            c.client()?
+                .query(
+                    "SELECT body::text FROM (SELECT body, n FROM loopx.evidence WHERE todo = $1 \
+                     ORDER BY n DESC LIMIT $2) e ORDER BY n",
+                    &[&id, &n],
+                )
+                .map_err(db_error)
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
+            .collect())
+    }
+
+    fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let rows = self.with(|c| {
+            c.client()?
+                .query(
+                    "SELECT line FROM (SELECT line, seq FROM loopx.journal ORDER BY seq DESC \
+                     LIMIT $1) j ORDER BY seq",
+                    &[&n],
+                )
+                .map_err(db_error)
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
+            .collect())
+    }
+
+    fn evidence_all(
+        &self,
+        only: Option<&str>,
+        keep: evidence::Keep<'_>,
+    ) -> Result<Vec<(String, Evidence)>> {
+        let rows = self.with(|c| {
+            c.client()?
+                .query(
+                    "SELECT todo, body::text FROM loopx.evidence \
+                     WHERE $1::text IS NULL OR todo = $1 ORDER BY n",
+                    &[&only],
+                )
+                .map_err(db_error)
+        })?;
+        let mut out = Vec::new();
+        for r in rows {
+            let todo: String = r.get(0);
+            if let Ok(e) = serde_json::from_str::<Evidence>(&r.get::<_, String>(1))
+                && keep(&todo, &e)
+            {
+                out.push((todo, e));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,309 @@
+//! Moving a project between a `.loopx/` directory and a database, with nothing lost: the same
+//! todos, gates, evidence, spends, journal lines (byte for byte) and owner signatures.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use postgres::types::Json;
+use serde_json::Value;
+
+use crate::kernel::{Code, Config, Error, QuotaFile, Result, Todo};
+use crate::store::fs::FileStore;
+use crate::store::pg::{PgStore, db_error};
+use crate::store::{Store, atomic, parse};
+
+/// What an import or export moved.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Moved {
+    /// Open and archived todos.
+    pub todos: usize,
+    /// Gates.
+    pub gates: usize,
+    /// Evidence entries.
+    pub evidence: usize,
+    /// Spends.
+    pub spends: usize,
+    /// Journal lines.
+    pub journal: usize,
+}
+
+/// The owner's documents a project may have, kept byte for byte.
+const OWNER_DOCS: [&str; 3] = ["owner.pub", "owner.seal", "owner.proofs"];
+
+fn json<T: serde::Serialize>(v: &T) -> Result<Value> {
+    serde_json::to_value(v).map_err(|e| Error::new(Code::Internal, e.to_string()))
+}
+
+/// Every line of a JSON Lines file, parsed; a line that is not JSON is an error naming it.
+fn json_lines(path: &Path) -> Result<Vec<(String, Value)>> {
+    let Some(bytes) = parse::read_bytes(path)? else {
+        return Ok(Vec::new());
+    };
+    let shown = parse::shown(path);
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::invalid(&shown, None, "not valid UTF-8"))?;
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let v = serde_json::from_str(l)
+            .map_err(|e| Error::invalid(&shown, Some(i + 1), format!("not JSON: {e}")))?;
+        out.push((l.to_string(), v));
+    }
+    Ok(out)
+}
+
+/// The config a database keeps: the goal's, without the pointer to the database itself.
+fn stored_config(mut c: Config) -> Config {
+    c.extra.remove("store");
+    c
+}
+
+impl PgStore {
+    /// Copies the project in `files` into this database, which must have the schema and no
+    /// goal yet; one transaction, so a failure leaves the database as it was.
+    pub fn import(&self, files: &FileStore) -> Result<Moved> {
+        let check = files.verify_journal()?;
+        if let Some(b) = &check.broken {
+            return Err(Error::invalid(
+                ".loopx/journal.jsonl",
+                Some(b.line),
+                b.message.clone(),
+            )
+            .hint("repair the journal with `loopx doctor` before importing"));
+        }
+        let snap = files.load_raw()?;
+        if let Some((id, p)) = snap.quarantined.iter().next() {
+            return Err(Error::invalid(&p.file, p.line, p.message.clone()).hint(format!(
+                "fix {id} (or move it out of .loopx/) before importing: an import loses nothing"
+            )));
+        }
+        let lines = json_lines(&files.journal_path())?;
+        let head = lines
+            .last()
+            .and_then(|(_, v)| v["seq"].as_i64())
+            .unwrap_or(0);
+        let mut archived = Vec::new();
+        for id in files.archived_ids()? {
+            let t = files.archived_todo(&id)?.ok_or_else(|| {
+                Error::new(Code::NotFound, format!("archived todo {id} vanished"))
+            })?;
+            archived.push(t);
+        }
+        let quota = parse::read::<QuotaFile>(&files.path("quota.toml"))?.unwrap_or_default();
+        let mut evidence = Vec::new();
+        for id in snap.todos.keys().chain(archived.iter().map(|t| &t.id)) {
+            for (_, v) in json_lines(&files.evidence_path(id))? {
+                evidence.push((id.clone(), v));
+            }
+        }
+        let mut docs = BTreeMap::new();
+        for name in OWNER_DOCS {
+            if let Some(b) = parse::read_bytes(&files.path(name))? {
+                let t = String::from_utf8(b)
+                    .map_err(|_| Error::invalid(&format!(".loopx/{name}"), None, "not UTF-8"))?;
+                docs.insert(name, t);
+            }
+        }
+        self.with(|c| {
+            let mut tx = c.client()?.transaction().map_err(db_error)?;
+            let goal = tx
+                .query_opt("SELECT 1 FROM loopx.config", &[])
+                .map_err(db_error)?;
+            let lines_in = tx
+                .query_one("SELECT count(*) FROM loopx.journal", &[])
+                .map_err(db_error)?
+                .get::<_, i64>(0);
+            if goal.is_some() || lines_in > 0 {
+                return Err(Error::new(Code::GoalExists, "the database already holds a project")
+                    .hint("import into a new database (createdb, then `loopx store migrate`)"));
+            }
+            let put = |tx: &mut postgres::Transaction<'_>, sql: &str, a: &str, b: Value| {
+                tx.execute(sql, &[&a, &Json(&b), &head])
+                    .map(|_| ())
+                    .map_err(db_error)
+            };
+            put(
+                &mut tx,
+                "INSERT INTO loopx.config (id, body, seq) SELECT 1, $2, $3 WHERE $1 <> ''",
+                "goal",
+                json(&stored_config(snap.config.clone()))?,
+            )?;
+            let todos = snap.todos.values().map(|t| (t, false));
+            for (t, arch) in todos.chain(archived.iter().map(|t| (t, true))) {
+                let sql = if arch {
+                    "INSERT INTO loopx.todos (id, body, seq, archived) VALUES ($1, $2, $3, true)"
+                } else {
+                    "INSERT INTO loopx.todos (id, body, seq) VALUES ($1, $2, $3)"
+                };
+                put(&mut tx, sql, &t.id, json(t)?)?;
+            }
+            for g in snap.gates.values() {
+                put(&mut tx, "INSERT INTO loopx.gates (id, body, seq) VALUES ($1, $2, $3)", &g.id, json(g)?)?;
+            }
+            for a in snap.agents.values() {
+                put(&mut tx, "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)", &a.id, json(a)?)?;
+            }
+            for s in &quota.spends {
+                put(&mut tx, "INSERT INTO loopx.spends (body, seq) SELECT $2, $3 WHERE $1 = ''", "", json(s)?)?;
+            }
+            for (id, v) in &evidence {
+                put(&mut tx, "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)", id, v.clone())?;
+            }
+            let mut rest = quota.clone();
+            rest.spends.clear();
+            let mut bodies: Vec<(&str, String)> = docs.iter().map(|(k, v)| (*k, v.clone())).collect();
+            bodies.push((
+                "quota.toml",
+                serde_json::to_string(&rest).map_err(|e| Error::new(Code::Internal, e.to_string()))?,
+            ));
+            for (name, body) in bodies {
+                tx.execute(
+                    "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3)",
+                    &[&name, &body, &head],
+                )
+                .map_err(db_error)?;
+            }
+            let seqs: Vec<i64> = lines.iter().filter_map(|(_, v)| v["seq"].as_i64()).collect();
+            let texts: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+            tx.execute(
+                "INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
+                &[&seqs, &texts],
+            )
+            .map_err(db_error)?;
+            tx.commit().map_err(db_error)?;
+            c.cache = super::Cached::default();
+            Ok(Moved {
+                todos: snap.todos.len() + archived.len(),
+                gates: snap.gates.len(),
+                evidence: evidence.len(),
+                spends: quota.spends.len(),
+                journal: lines.len(),
+            })
+        })
+    }
+
+    /// Writes the project into `root/.loopx/`, which must not exist: files are written into a
+    /// temporary directory beside it, then renamed into place, so a failure leaves nothing.
+    pub fn export(&self, root: &Path) -> Result<Moved> {
+        let dest = root.join(".loopx");
+        if std::fs::symlink_metadata(&dest).is_ok() {
+            return Err(Error::new(
+                Code::GoalExists,
+                format!("{} exists already", parse::shown(&dest)),
+            )
+            .hint("export into a directory without .loopx/"));
+        }
+        let tmp = root.join(".loopx.export-tmp");
+        if std::fs::symlink_metadata(&tmp).is_ok() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, &e))?;
+        }
+        let moved = self.with(|c| {
+            let mut tx = c
+                .client()?
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .map_err(db_error)?;
+            let r = write_tree(&mut tx, &tmp);
+            let _ = tx.commit();
+            r
+        });
+        let moved = match moved {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        };
+        std::fs::rename(&tmp, &dest).map_err(|e| Error::io(&dest, &e))?;
+        atomic::sync_dir(root).map_err(|e| Error::io(root, &e))?;
+        Ok(moved)
+    }
+}
+
+/// Writes every file of the project under `dir` (a new directory).
+fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
+    let mut moved = Moved::default();
+    for sub in ["todos", "archive", "gates", "evidence", "agents"] {
+        let p = dir.join(sub);
+        std::fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
+    }
+    let put = |rel: &str, bytes: &[u8]| {
+        let p = dir.join(rel);
+        atomic::write(&p, bytes).map_err(|e| Error::io(&p, &e))
+    };
+    let rows = |tx: &mut postgres::Transaction<'_>, sql: &str| {
+        tx.query(sql, &[]).map_err(db_error)
+    };
+    let cfg = rows(tx, "SELECT body::text FROM loopx.config")?;
+    let Some(cfg) = cfg.first() else {
+        return Err(Error::new(Code::NotInitialized, "the database has no goal to export"));
+    };
+    let cfg: Config = from_text(&cfg.get::<_, String>(0), "config")?;
+    put("loopx.toml", parse::encode(&cfg)?.as_bytes())?;
+    for r in rows(tx, "SELECT id, body::text, archived FROM loopx.todos ORDER BY id")? {
+        let t: Todo = from_text(&r.get::<_, String>(1), "todos")?;
+        let sub = if r.get::<_, bool>(2) { "archive" } else { "todos" };
+        put(&format!("{sub}/{}.toml", file_id(&t.id)?), parse::encode(&t)?.as_bytes())?;
+        moved.todos += 1;
+    }
+    for r in rows(tx, "SELECT id, body::text FROM loopx.gates ORDER BY id")? {
+        let g: crate::kernel::Gate = from_text(&r.get::<_, String>(1), "gates")?;
+        put(&format!("gates/{}.toml", file_id(&g.id)?), parse::encode(&g)?.as_bytes())?;
+        moved.gates += 1;
+    }
+    for r in rows(tx, "SELECT id, body::text FROM loopx.agents ORDER BY id")? {
+        let a: crate::kernel::model::AgentInfo = from_text(&r.get::<_, String>(1), "agents")?;
+        put(&format!("agents/{}.toml", file_id(&a.id)?), parse::encode(&a)?.as_bytes())?;
+    }
+    let mut quota: QuotaFile = match rows(tx, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
+        Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
+        None => QuotaFile::default(),
+    };
+    for r in rows(tx, "SELECT body::text FROM loopx.spends ORDER BY n")? {
+        quota.spends.push(from_text(&r.get::<_, String>(0), "spends")?);
+    }
+    moved.spends = quota.spends.len();
+    put("quota.toml", parse::encode(&quota)?.as_bytes())?;
+    let mut logs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for r in rows(tx, "SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
+        let e: crate::kernel::Evidence = from_text(&r.get::<_, String>(1), "evidence")?;
+        let buf = logs.entry(file_id(&r.get::<_, String>(0))?.to_string()).or_default();
+        buf.extend(serde_json::to_vec(&e).map_err(|e| Error::new(Code::Internal, e.to_string()))?);
+        buf.push(b'\n');
+        moved.evidence += 1;
+    }
+    for (id, bytes) in logs {
+        put(&format!("evidence/{id}.jsonl"), &bytes)?;
+    }
+    for r in rows(tx, "SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'")? {
+        let name: String = r.get(0);
+        if OWNER_DOCS.contains(&name.as_str()) {
+            put(&name, r.get::<_, String>(1).as_bytes())?;
+        }
+    }
+    put(".gitignore", b"lock\ncache/\n.*.tmp-*\n")?;
+    let mut journal_bytes = Vec::new();
+    for r in rows(tx, "SELECT line FROM loopx.journal ORDER BY seq")? {
+        journal_bytes.extend_from_slice(r.get::<_, String>(0).as_bytes());
+        journal_bytes.push(b'\n');
+        moved.journal += 1;
+    }
+    put("journal.jsonl", &journal_bytes)?;
+    Ok(moved)
+}
+
+/// An id that is safe as a file name.
+fn file_id(id: &str) -> Result<&str> {
+    crate::kernel::id::check_not_path(id)?;
+    Ok(id)
+}
+
+fn from_text<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::new(
+            Code::InvalidState,
+            format!("a row of the database's {what} cannot be read: {e}"),
+        )
+    })
+}

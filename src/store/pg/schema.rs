@@ -1,0 +1,280 @@
+//! The database's schema, roles and rules: `loopx store migrate` creates or upgrades them.
+//!
+//! The agent role may read everything, add todos, gates (pending ones), evidence, spends and
+//! journal lines, and change todos and its own declaration; the database itself refuses it the
+//! owner's facts (the goal and its limits, gate decisions, hooks, the seal) and another agent's
+//! lease, and nobody may change or remove a journal line.
+
+use crate::kernel::{Code, Error, Result};
+
+/// The schema version this binary writes.
+pub const VERSION: i64 = 1;
+
+/// The advisory lock every commit holds while it writes (commits are ordered by it).
+pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
+
+/// The names of the two roles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roles {
+    /// May do what the owner does.
+    pub owner: String,
+    /// What every agent login is a member of.
+    pub agent: String,
+}
+
+impl Roles {
+    /// `PREFIX_owner` and `PREFIX_agent`; the prefix is 1 to 40 of `a-z`, `0-9` and `_`.
+    pub fn with_prefix(prefix: &str) -> Result<Roles> {
+        let ok = !prefix.is_empty()
+            && prefix.len() <= 40
+            && prefix.starts_with(|c: char| c.is_ascii_lowercase())
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !ok {
+            return Err(Error::usage(format!(
+                "role prefix {prefix:?} must be 1 to 40 of a-z, 0-9 and _, starting with a letter"
+            )));
+        }
+        Ok(Roles {
+            owner: format!("{prefix}_owner"),
+            agent: format!("{prefix}_agent"),
+        })
+    }
+}
+
+/// The tables (version 1).
+const TABLES: &str = r#"
+CREATE SCHEMA IF NOT EXISTS loopx;
+CREATE TABLE IF NOT EXISTS loopx.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS loopx.config (
+  id int PRIMARY KEY CHECK (id = 1), body jsonb NOT NULL, seq bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS loopx.todos (
+  id text PRIMARY KEY CHECK (length(id) <= 64), body jsonb NOT NULL,
+  archived boolean NOT NULL DEFAULT false, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS todos_seq ON loopx.todos (seq);
+CREATE INDEX IF NOT EXISTS todos_open ON loopx.todos (id) WHERE NOT archived;
+CREATE TABLE IF NOT EXISTS loopx.gates (
+  id text PRIMARY KEY CHECK (length(id) <= 64), body jsonb NOT NULL, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS gates_seq ON loopx.gates (seq);
+CREATE TABLE IF NOT EXISTS loopx.agents (
+  id text PRIMARY KEY CHECK (length(id) <= 64), body jsonb NOT NULL, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS agents_seq ON loopx.agents (seq);
+CREATE TABLE IF NOT EXISTS loopx.spends (
+  n bigserial PRIMARY KEY, body jsonb NOT NULL, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS spends_seq ON loopx.spends (seq);
+CREATE TABLE IF NOT EXISTS loopx.evidence (
+  n bigserial PRIMARY KEY, todo text NOT NULL, body jsonb NOT NULL, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS evidence_todo ON loopx.evidence (todo, n);
+CREATE TABLE IF NOT EXISTS loopx.docs (
+  name text PRIMARY KEY CHECK (name IN ('owner.pub', 'owner.seal', 'owner.proofs', 'quota.toml')),
+  body text NOT NULL, seq bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS loopx.journal (
+  seq bigint PRIMARY KEY CHECK (seq > 0), line text NOT NULL);
+"#;
+
+/// The rules: who is the owner, the journal's chain, leases and gate decisions.
+fn rules(r: &Roles) -> String {
+    let owner = &r.owner;
+    format!(
+        r#"
+CREATE OR REPLACE FUNCTION loopx.is_owner() RETURNS boolean LANGUAGE sql STABLE AS $f$
+  SELECT pg_has_role(session_user, '{owner}', 'MEMBER')
+      OR coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = session_user), false)
+$f$;
+
+CREATE OR REPLACE FUNCTION loopx.journal_head() RETURNS TABLE (seq bigint, line text)
+LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_advisory_xact_lock({lock});
+  RETURN QUERY SELECT j.seq, j.line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
+END $f$;
+
+CREATE OR REPLACE FUNCTION loopx.journal_check() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE last record; ev jsonb;
+BEGIN
+  BEGIN ev := NEW.line::jsonb;
+  EXCEPTION WHEN others THEN RAISE EXCEPTION 'journal line % is not JSON', NEW.seq; END;
+  SELECT j.seq, j.line INTO last FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
+  IF (ev->>'seq') IS DISTINCT FROM NEW.seq::text THEN
+    RAISE EXCEPTION 'journal line % carries seq %', NEW.seq, ev->>'seq';
+  END IF;
+  IF last.seq IS NULL THEN
+    IF NEW.seq <> 1 OR ev->>'prev' IS DISTINCT FROM repeat('0', 64) THEN
+      RAISE EXCEPTION 'the first journal line must be seq 1 with prev 0...0';
+    END IF;
+  ELSIF NEW.seq <> last.seq + 1
+     OR ev->>'prev' IS DISTINCT FROM encode(sha256(convert_to(last.line, 'UTF8')), 'hex') THEN
+    RAISE EXCEPTION 'journal line % does not follow line %', NEW.seq, last.seq;
+  END IF;
+  IF NOT loopx.is_owner() THEN
+    IF ev->>'actor' IS NULL OR lower(ev->>'actor') = 'owner' THEN
+      RAISE EXCEPTION 'only the owner writes the owner''s journal lines' USING ERRCODE = '42501';
+    END IF;
+    IF ev->>'actor' NOT IN (session_user, 'loopx') THEN
+      RAISE EXCEPTION 'you are connected as %, not %', session_user, ev->>'actor'
+        USING ERRCODE = '42501';
+    END IF;
+  END IF;
+  RETURN NEW;
+END $f$;
+DROP TRIGGER IF EXISTS journal_check ON loopx.journal;
+CREATE TRIGGER journal_check BEFORE INSERT ON loopx.journal
+  FOR EACH ROW EXECUTE FUNCTION loopx.journal_check();
+
+CREATE OR REPLACE FUNCTION loopx.journal_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_notify('loopx', (SELECT max(seq) FROM new_lines)::text);
+  RETURN NULL;
+END $f$;
+DROP TRIGGER IF EXISTS journal_notify ON loopx.journal;
+CREATE TRIGGER journal_notify AFTER INSERT ON loopx.journal
+  REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION loopx.journal_notify();
+
+CREATE OR REPLACE FUNCTION loopx.lease_check() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE old_lease jsonb; new_lease jsonb;
+BEGIN
+  IF loopx.is_owner() THEN RETURN NEW; END IF;
+  new_lease := NEW.body->'lease';
+  IF TG_OP = 'UPDATE' THEN
+    old_lease := OLD.body->'lease';
+    IF (NEW.body->>'fence')::bigint < (OLD.body->>'fence')::bigint THEN
+      RAISE EXCEPTION 'the fence of % may not go back', NEW.id USING ERRCODE = '42501';
+    END IF;
+  END IF;
+  IF new_lease IS NOT DISTINCT FROM old_lease THEN RETURN NEW; END IF;
+  IF old_lease IS NOT NULL AND jsonb_typeof(old_lease) = 'object'
+     AND old_lease->>'holder' <> session_user
+     AND (old_lease->>'expires_at')::timestamptz > now() THEN
+    RAISE EXCEPTION 'the lease on % is held by %', NEW.id, old_lease->>'holder'
+      USING ERRCODE = '42501';
+  END IF;
+  IF new_lease IS NOT NULL AND jsonb_typeof(new_lease) = 'object'
+     AND new_lease->>'holder' <> session_user THEN
+    RAISE EXCEPTION 'only the owner gives % a lease on %', new_lease->>'holder', NEW.id
+      USING ERRCODE = '42501';
+  END IF;
+  RETURN NEW;
+END $f$;
+DROP TRIGGER IF EXISTS lease_check ON loopx.todos;
+CREATE TRIGGER lease_check BEFORE INSERT OR UPDATE ON loopx.todos
+  FOR EACH ROW EXECUTE FUNCTION loopx.lease_check();
+
+CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  IF loopx.is_owner() THEN RETURN NEW; END IF;
+  IF TG_TABLE_NAME = 'gates' AND (NEW.body->>'status' IS DISTINCT FROM 'pending'
+       OR NEW.body ? 'signature' OR NEW.body ? 'decided_by') THEN
+    RAISE EXCEPTION 'only the owner decides gate %', NEW.id USING ERRCODE = '42501';
+  END IF;
+  IF TG_TABLE_NAME = 'spends' AND NEW.body->>'agent' IS DISTINCT FROM session_user THEN
+    RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.body->>'agent'
+      USING ERRCODE = '42501';
+  END IF;
+  IF TG_TABLE_NAME = 'agents' AND NEW.id IS DISTINCT FROM session_user THEN
+    RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.id
+      USING ERRCODE = '42501';
+  END IF;
+  RETURN NEW;
+END $f$;
+DROP TRIGGER IF EXISTS own_rows ON loopx.gates;
+CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.gates
+  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
+DROP TRIGGER IF EXISTS own_rows ON loopx.spends;
+CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.spends
+  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
+DROP TRIGGER IF EXISTS own_rows ON loopx.agents;
+CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.agents
+  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
+"#,
+        lock = JOURNAL_LOCK,
+    )
+}
+
+/// Who may do what: privileges first, row-level security where a rule needs the row.
+fn grants(r: &Roles) -> String {
+    let (o, a) = (&r.owner, &r.agent);
+    format!(
+        r#"
+REVOKE ALL ON SCHEMA loopx FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA loopx FROM PUBLIC;
+GRANT USAGE ON SCHEMA loopx TO {o}, {a};
+GRANT SELECT ON ALL TABLES IN SCHEMA loopx TO {o}, {a};
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA loopx TO {o}, {a};
+GRANT INSERT, UPDATE, DELETE ON loopx.config, loopx.todos, loopx.gates, loopx.agents,
+  loopx.spends, loopx.docs TO {o};
+GRANT INSERT ON loopx.evidence, loopx.journal TO {o};
+GRANT INSERT, UPDATE ON loopx.todos, loopx.agents TO {a};
+GRANT INSERT ON loopx.gates, loopx.spends, loopx.evidence, loopx.journal TO {a};
+REVOKE UPDATE, DELETE, TRUNCATE ON loopx.journal, loopx.evidence FROM {o}, {a};
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA loopx TO {o}, {a};
+"#
+    )
+}
+
+/// Creates the two roles unless they exist (they cannot log in: logins are granted them).
+fn roles_sql(r: &Roles) -> String {
+    let mut s = String::new();
+    for name in [&r.owner, &r.agent] {
+        s.push_str(&format!(
+            "DO $r$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{name}') \
+             THEN CREATE ROLE {name} NOLOGIN; END IF; \
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $r$;\n"
+        ));
+    }
+    s
+}
+
+/// What `migrate` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migrated {
+    /// The version before (0: a new database).
+    pub from: i64,
+    /// The version now.
+    pub to: i64,
+}
+
+/// Creates or upgrades the schema, the roles and their rules, in one transaction.
+pub fn migrate(c: &mut postgres::Client, r: &Roles) -> Result<Migrated> {
+    let mut tx = c.transaction().map_err(super::db_error)?;
+    tx.batch_execute("SELECT pg_advisory_xact_lock(7370)")
+        .map_err(super::db_error)?;
+    let from = current_version(&mut tx)?;
+    if from > VERSION {
+        return Err(Error::new(
+            Code::SchemaTooNew,
+            format!("the database has loopx schema {from}; this loopx knows {VERSION}"),
+        )
+        .hint("upgrade loopx"));
+    }
+    let sql = format!(
+        "{}{TABLES}{}{}INSERT INTO loopx.meta VALUES ('schema_version', '{VERSION}') \
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;",
+        roles_sql(r),
+        rules(r),
+        grants(r)
+    );
+    tx.batch_execute(&sql).map_err(super::db_error)?;
+    tx.commit().map_err(super::db_error)?;
+    Ok(Migrated { from, to: VERSION })
+}
+
+/// The schema version of the database (0 when it has none).
+pub fn current_version(c: &mut impl postgres::GenericClient) -> Result<i64> {
+    let exists = c
+        .query_one("SELECT to_regclass('loopx.meta') IS NOT NULL", &[])
+        .map_err(super::db_error)?
+        .get::<_, bool>(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row = c
+        .query_opt(
+            "SELECT value FROM loopx.meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .map_err(super::db_error)?;
+    Ok(row
+        .and_then(|r| r.get::<_, String>(0).parse().ok())
+        .unwrap_or(0))
+}
