@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::MutexGuard;
 
-use postgres::types::Json;
+use postgres::Row;
+use postgres::types::{Json, ToSql};
 use serde_json::Value;
 
 use crate::kernel::ops::{Change, Write};
@@ -56,6 +57,26 @@ impl<'a> PgTx<'a> {
         self.conn.client()
     }
 
+    fn q_opt(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let (c, st) = self.conn.prep(sql)?;
+        c.query_opt(&st, p).map_err(db_error)
+    }
+
+    fn q_all(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let (c, st) = self.conn.prep(sql)?;
+        c.query(&st, p).map_err(db_error)
+    }
+
+    fn q_one(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let (c, st) = self.conn.prep(sql)?;
+        c.query_one(&st, p).map_err(db_error)
+    }
+
+    fn q_exec(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let (c, st) = self.conn.prep(sql)?;
+        c.execute(&st, p).map_err(db_error)
+    }
+
     /// The `seq` the snapshot's copy of todo `id` has (0: not in the project).
     fn todo_seq(&self, id: &str) -> u64 {
         self.fresh.get(id).copied().unwrap_or_else(|| {
@@ -66,14 +87,16 @@ impl<'a> PgTx<'a> {
     /// Locks the first candidate no other transaction holds; the ones before it are held
     /// elsewhere and count as leased in this snapshot. Returns whether one was locked.
     fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
-        let row = self
-            .client()?
-            .query_opt(
-                "SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY($1) \
-                 ORDER BY array_position($1, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
-                &[&ids],
-            )
-            .map_err(db_error)?;
+        // Only rows free as the database has them now (no live lease) are locked: a row locked
+        // and then not taken would hold up its holder's own release.
+        let at = now.to_string();
+        let row = self.q_opt(
+            "SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY($1) \
+             AND NOT archived AND (jsonb_typeof(body->'lease') IS DISTINCT FROM 'object' \
+               OR (body->'lease'->>'expires_at')::timestamptz <= $2::text::timestamptz) \
+             ORDER BY array_position($1, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+            &[&ids, &at],
+        )?;
         let got: Option<String> = row.as_ref().map(|r| r.get(0));
         for id in ids.iter().take_while(|i| Some(*i) != got.as_ref()) {
             if let Some(t) = self.snap.todos.get_mut(id) {
@@ -94,8 +117,9 @@ impl<'a> PgTx<'a> {
                     self.snap.todos.remove(&id);
                 }
             }
-            self.fresh.insert(id, seq);
         }
+        // Locked by this transaction and current from here on.
+        self.fresh.insert(id, seq);
         Ok(true)
     }
 
@@ -134,18 +158,14 @@ impl<'a> PgTx<'a> {
             }
         }
         let base = i64::try_from(self.base).unwrap_or(i64::MAX);
-        let r = self
-            .client()?
-            .query_one(
-                "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
+        let r = self.q_one("SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.gates) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.spends) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.agents) > $1, \
                  (SELECT coalesce(json_agg(json_build_array(id, seq)), '[]')::text \
                     FROM loopx.todos WHERE id = ANY($2))",
                 &[&base, &todos],
-            )
-            .map_err(db_error)?;
+            )?;
         let (cfg, gates, spent, agents): (bool, bool, bool, bool) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
         if cfg || gates || agents || (spends && spent) {
@@ -167,10 +187,7 @@ impl<'a> PgTx<'a> {
 
     /// The journal's last line, with the journal's lock taken until the end of the transaction.
     fn journal_head(&mut self) -> Result<Option<(u64, String)>> {
-        let row = self
-            .client()?
-            .query_opt("SELECT seq, line FROM loopx.journal_head()", &[])
-            .map_err(db_error)?;
+        let row = self.q_opt("SELECT seq, line FROM loopx.journal_head()", &[])?;
         Ok(row.map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1))))
     }
 
@@ -181,14 +198,10 @@ impl<'a> PgTx<'a> {
             return Ok(None);
         };
         let s = i64::try_from(*seq).unwrap_or(i64::MAX);
-        let r = self
-            .client()?
-            .query_one(
-                "SELECT coalesce(sum(octet_length(line) + 1), 0)::bigint FROM loopx.journal \
+        let r = self.q_one("SELECT coalesce(sum(octet_length(line) + 1), 0)::bigint FROM loopx.journal \
                  WHERE seq < $1",
                 &[&s],
-            )
-            .map_err(db_error)?;
+            )?;
         Ok(Some(Mark {
             seq: *seq,
             offset: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
@@ -198,7 +211,22 @@ impl<'a> PgTx<'a> {
 
     /// Commits: the checks, the owner's signatures, every row and the journal lines.
     fn commit_change(&mut self, change: Change) -> Result<Vec<Event>> {
-        // The journal's lock first: no other commit can land between the check and the writes.
+        // Locks in one order, so two commits never wait on each other: the todos it writes
+        // (by id), then the journal's lock, under which no other commit can land between the
+        // check and the writes.
+        let mut ids: Vec<&str> = change
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Todo(t) | Write::Archive(t) => Some(t.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        self.q_all(
+            "SELECT id FROM loopx.todos WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+            &[&ids],
+        )?;
         let last = self.journal_head()?;
         self.check_current(&change)?;
         let signer = if change.owner {
@@ -262,13 +290,10 @@ impl<'a> PgTx<'a> {
                 json(g)?,
             ),
             Write::Config(c) => {
-                self.client()?
-                    .execute(
-                        "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
+                self.q_exec("INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
                          ON CONFLICT (id) DO UPDATE SET body = $1, seq = $2",
                         &[&Json(&json(c)?), &seq],
-                    )
-                    .map_err(db_error)?;
+                    )?;
                 return Ok(());
             }
             Write::Agent(a) if self.snap.agents.contains_key(&a.id) => (
@@ -288,9 +313,7 @@ impl<'a> PgTx<'a> {
             ),
             Write::Quota(q) => return self.write_quota(q, seq),
         };
-        self.client()?
-            .execute(sql, &[&id, &Json(&body), &seq])
-            .map_err(db_error)?;
+        self.q_exec(sql, &[&id, &Json(&body), &seq])?;
         Ok(())
     }
 
@@ -307,12 +330,9 @@ impl<'a> PgTx<'a> {
         for s in &q.spends {
             let v = serde_json::to_value(s).map_err(internal)?;
             if !have.contains(&v) {
-                self.client()?
-                    .execute(
-                        "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+                self.q_exec("INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
                         &[&Json(&v), &seq],
-                    )
-                    .map_err(db_error)?;
+                    )?;
             }
         }
         let rest = |f: &crate::kernel::QuotaFile| {
@@ -329,13 +349,10 @@ impl<'a> PgTx<'a> {
 
     /// Writes an owner document (`owner.seal`, `owner.proofs`, `owner.pub`, `quota.toml`).
     fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
-        self.client()?
-            .execute(
-                "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
+        self.q_exec("INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
                  ON CONFLICT (name) DO UPDATE SET body = $2, seq = $3",
                 &[&name, &body, &seq],
-            )
-            .map_err(db_error)?;
+            )?;
         Ok(())
     }
 
@@ -395,12 +412,9 @@ impl<'a> PgTx<'a> {
             .filter(|l| !l.is_empty())
             .map(|l| String::from_utf8_lossy(l).into_owned())
             .collect();
-        self.client()?
-            .execute(
-                "INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
+        self.q_exec("INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
                 &[&seqs, &texts],
-            )
-            .map_err(db_error)?;
+            )?;
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use crate::kernel::{
 };
 
 /// Everything changed after journal line `$1`, and the journal's last line, in one snapshot.
-const CHANGES: &str = "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.journal), \
+pub(crate) const CHANGES: &str = "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.journal), \
   (SELECT json_build_array(body, seq)::text FROM loopx.config WHERE id = 1 AND seq > $1), \
   (SELECT coalesce(json_agg(json_build_array(id, body, seq, archived)), '[]')::text \
      FROM loopx.todos WHERE seq > $1), \
@@ -100,18 +100,15 @@ fn id_of(v: &Value) -> String {
 }
 
 impl Cached {
-    /// Reads what changed since `self.head` and applies it; returns whether anything did.
-    pub fn refresh(&mut self, c: &mut impl postgres::GenericClient, policy_now: crate::kernel::Ts) -> Result<bool> {
-        let since = i64::try_from(self.head).unwrap_or(i64::MAX);
-        let row = c.query_one(CHANGES, &[&since]).map_err(super::db_error)?;
+    /// Applies the answer of `CHANGES` since `self.head`; false when the database is behind
+    /// this copy (it was replaced: read it all again).
+    pub fn apply(&mut self, row: &postgres::Row, policy_now: crate::kernel::Ts) -> Result<bool> {
         let head = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
         if head < self.head {
-            // The database was replaced under us: read it all again.
-            *self = Cached::default();
-            return self.refresh(c, policy_now);
+            return Ok(false);
         }
         if head == self.head && self.config.is_some() {
-            return Ok(false);
+            return Ok(true);
         }
         self.head = head;
         if let Some(t) = row.get::<_, Option<String>>(1) {

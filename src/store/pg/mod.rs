@@ -33,6 +33,8 @@ pub struct PgStore {
 pub(crate) struct Conn {
     pub(crate) client: Option<postgres::Client>,
     pub(crate) cache: Cached,
+    /// Statements prepared on this connection, by their text.
+    stmts: std::collections::HashMap<&'static str, postgres::Statement>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -109,6 +111,7 @@ impl PgStore {
             conn: Mutex::new(Conn {
                 client: None,
                 cache: Cached::default(),
+                stmts: Default::default(),
             }),
         })
     }
@@ -150,6 +153,7 @@ impl PgStore {
             let mut c = Self::connect(&self.url)?;
             check_schema(&mut c)?;
             g.client = Some(c);
+            g.stmts.clear();
         }
         Ok(g)
     }
@@ -188,14 +192,39 @@ impl Conn {
             .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))
     }
 
-    /// The cache brought up to date, and the snapshot it gives.
-    pub(crate) fn fresh(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
-        let Conn { client, cache } = self;
-        let c = client
+    /// The client, and `sql` prepared on it once per connection.
+    pub(crate) fn prep(
+        &mut self,
+        sql: &'static str,
+    ) -> Result<(&mut postgres::Client, postgres::Statement)> {
+        let c = self
+            .client
             .as_mut()
             .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))?;
-        cache.refresh(c, now)?;
-        cache.snapshot()
+        let st = match self.stmts.get(sql) {
+            Some(st) => st.clone(),
+            None => {
+                let st = c.prepare(sql).map_err(db_error)?;
+                self.stmts.insert(sql, st.clone());
+                st
+            }
+        };
+        Ok((c, st))
+    }
+
+    /// The cache brought up to date, and the snapshot it gives.
+    pub(crate) fn fresh(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
+        let since = i64::try_from(self.cache.head).unwrap_or(i64::MAX);
+        let (c, st) = self.prep(load::CHANGES)?;
+        let row = c.query_one(&st, &[&since]).map_err(db_error)?;
+        if !self.cache.apply(&row, now)? {
+            // The database was replaced under us: read it all again.
+            self.cache = Cached::default();
+            let (c, st) = self.prep(load::CHANGES)?;
+            let row = c.query_one(&st, &[&0i64]).map_err(db_error)?;
+            self.cache.apply(&row, now)?;
+        }
+        self.cache.snapshot()
     }
 }
 

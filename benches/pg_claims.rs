@@ -1,0 +1,183 @@
+//! Claims on the PostgreSQL store through the library: N clients, each with its own connection
+//! and its own agent login role, claim a todo and release it, as fast as they can, for a few
+//! seconds; then the journal is read back to prove no todo was ever claimed twice at once.
+//!
+//! usage: LOOPX_BENCH_PG=postgres://postgres@127.0.0.1:PORT/postgres \
+//!        cargo bench --bench pg_claims -- [CLIENTS] [SECONDS] [TODOS]
+//! (benches/pg.sh starts a throwaway server and runs this).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use loopx::kernel::ops::{self, NewTodo};
+use loopx::kernel::{Config, Dur, Ts};
+use loopx::store::fs::Env;
+use loopx::store::pg::{PgStore, schema::Roles};
+use loopx::store::{FileStore, Store, StoreExt};
+
+fn arg(n: usize, default: u64) -> u64 {
+    std::env::args()
+        .filter(|a| !a.starts_with('-'))
+        .nth(n)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let Ok(base) = std::env::var("LOOPX_BENCH_PG") else {
+        eprintln!("set LOOPX_BENCH_PG to a superuser URL (benches/pg.sh does)");
+        return;
+    };
+    let (clients, secs, todos) = (arg(1, 8), arg(2, 5), arg(3, 32));
+    let url = setup(&base, clients, todos);
+    let single = single_claims(&url_as(&url, "bench_a1"), 300);
+    println!("single client: claim round trip median {:.2} ms, p99 {:.2} ms (300 claims)",
+        ms(single[single.len() / 2]), ms(single[single.len() * 99 / 100]));
+    let start = Instant::now();
+    let until = start + Duration::from_secs(secs);
+    let handles: Vec<_> = (1..=clients)
+        .map(|i| {
+            let u = url_as(&url, &format!("bench_a{i}"));
+            std::thread::spawn(move || run_client(&u, &format!("bench_a{i}"), until))
+        })
+        .collect();
+    let mut lat = Vec::new();
+    let mut retries_total = 0;
+    for h in handles {
+        let (l, r) = h.join().expect("client thread");
+        lat.extend(l);
+        retries_total += r;
+    }
+    let wall = start.elapsed().as_secs_f64();
+    lat.sort();
+    let claims = lat.len();
+    println!(
+        "{clients} clients, {todos} todos, {wall:.1} s: {claims} claims, {:.0} claims/s \
+         (each followed by its release), claim p50 {:.2} ms p99 {:.2} ms, {retries_total} nothing-free answers",
+        claims as f64 / wall,
+        ms(lat[claims / 2]),
+        ms(lat[claims * 99 / 100])
+    );
+    let (double, journal_claims) = audit(&url);
+    println!("journal: {journal_claims} claims, double claims: {double}");
+    assert_eq!(double, 0, "a todo was claimed twice");
+    assert_eq!(journal_claims, claims + single.len(), "a claim is missing from the journal");
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn url_as(url: &str, user: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split_once('@').map_or(rest, |(_, h)| h);
+    format!("postgres://{user}@{host}")
+}
+
+/// A new database with the schema, `clients` agent logins and a project of `todos` todos.
+fn setup(base: &str, clients: u64, todos: u64) -> String {
+    let db = format!("lx_bench_{}", std::process::id());
+    let mut admin = postgres::Client::connect(base, postgres::NoTls).expect("connect");
+    admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("createdb");
+    let url = format!("{}/{db}", base.rsplit_once('/').expect("url").0);
+    let store = PgStore::new(&url, Env::default()).expect("url");
+    let roles = Roles::with_prefix("lxbench").expect("prefix");
+    store.migrate(&roles).expect("migrate");
+    for i in 1..=clients {
+        admin
+            .batch_execute(&format!(
+                "DO $$ BEGIN CREATE ROLE bench_a{i} LOGIN IN ROLE lxbench_agent; \
+                 EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+            ))
+            .expect("role");
+    }
+    let dir = std::env::temp_dir().join(format!("lx-bench-{}", std::process::id()));
+    let files = FileStore::at(&dir);
+    let now = Ts::now();
+    files
+        .create(&Config::new("g-bench", "bench claims", now), "planner")
+        .expect("goal");
+    for i in 0..todos {
+        files
+            .mutate(|s| ops::add_todo(s, "planner", now, NewTodo::new(format!("t-b{i:05}"), format!("todo {i}"))))
+            .expect("add");
+    }
+    store.import(&files).expect("import");
+    let _ = std::fs::remove_dir_all(&dir);
+    url
+}
+
+/// One claim: the todo locked, the lease granted and journaled; None when nothing is free.
+fn claim(s: &PgStore, agent: &str) -> Option<String> {
+    let now = Ts::now();
+    let mut tx = s.begin().expect("begin");
+    tx.reserve_claim(agent, now).expect("reserve");
+    match ops::claim(tx.snapshot(), agent, now, Dur::from_mins(5), None) {
+        Ok((c, t)) => {
+            tx.commit(c).expect("commit");
+            Some(t.id)
+        }
+        Err(_) => None,
+    }
+}
+
+fn release(s: &PgStore, agent: &str, id: &str) {
+    s.mutate(|snap| ops::release(snap, agent, Ts::now(), id))
+        .expect("release");
+}
+
+fn single_claims(url: &str, n: usize) -> Vec<Duration> {
+    let s = PgStore::new(url, Env::default()).expect("url");
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let id = claim(&s, "bench_a1").expect("a free todo");
+        out.push(t.elapsed());
+        release(&s, "bench_a1", &id);
+    }
+    out.sort();
+    out
+}
+
+fn run_client(url: &str, agent: &str, until: Instant) -> (Vec<Duration>, u64) {
+    let s = PgStore::new(url, Env::default()).expect("url");
+    let (mut lat, mut none) = (Vec::new(), 0);
+    while Instant::now() < until {
+        let t = Instant::now();
+        match claim(&s, agent) {
+            Some(id) => {
+                lat.push(t.elapsed());
+                release(&s, agent, &id);
+            }
+            None => none += 1,
+        }
+    }
+    (lat, none)
+}
+
+/// Reads the journal: per todo, claims and releases must alternate, by the same agent.
+fn audit(url: &str) -> (usize, usize) {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let rows = c.query("SELECT line FROM loopx.journal ORDER BY seq", &[]).expect("journal");
+    let mut holder: HashMap<String, String> = HashMap::new();
+    let (mut double, mut claims) = (0, 0);
+    for r in rows {
+        let v: serde_json::Value = serde_json::from_str(&r.get::<_, String>(0)).expect("line");
+        let (action, target, actor) = (v["action"].as_str().unwrap_or(""), v["target"].as_str().unwrap_or("").to_string(), v["actor"].as_str().unwrap_or("").to_string());
+        match action {
+            "todo.claim" => {
+                claims += 1;
+                if holder.insert(target, actor).is_some() {
+                    double += 1;
+                }
+            }
+            "todo.release" => {
+                if holder.remove(&target).as_deref() != Some(actor.as_str()) {
+                    double += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    (double, claims)
+}
