@@ -88,15 +88,33 @@ fn agent_commands_go_to_the_database_chosen_and_write_no_files() {
     let before = p.files();
     for (i, args) in AGENT_COMMANDS.iter().enumerate() {
         let flag = i % 2 == 0;
-        refused(&p, URL, flag, args, "io", "PostgreSQL store is not built in yet");
+        refused(
+            &p,
+            URL,
+            flag,
+            args,
+            "io",
+            "PostgreSQL store is not built in yet",
+        );
     }
     for args in FILE_COMMANDS {
-        refused(&p, URL, false, args, "usage", "works on the file store only");
+        refused(
+            &p,
+            URL,
+            false,
+            args,
+            "usage",
+            "works on the file store only",
+        );
     }
     assert_eq!(p.files(), before, "nothing was written beside the database");
     // Unset (or empty), the files are chosen as before.
     let (code, v) = on_store(&p, "", false, &["todo", "show", &id]);
-    assert_eq!((code, v["todo"]["id"].as_str()), (0, Some(id.as_str())), "{v}");
+    assert_eq!(
+        (code, v["todo"]["id"].as_str()),
+        (0, Some(id.as_str())),
+        "{v}"
+    );
 }
 
 #[test]
@@ -126,10 +144,21 @@ fn a_pointer_file_with_only_a_store_section_chooses_the_database() {
     assert_err(&v, "io");
     assert!(!r.stdout.contains("secret") && !r.stderr.contains("secret"));
     // The flag wins over the pointer; a file-only command refuses it too.
-    refused(&p, "postgres://other/db", true, &["status"], "io", "not built in");
+    refused(
+        &p,
+        "postgres://other/db",
+        true,
+        &["status"],
+        "io",
+        "not built in",
+    );
     refused(&p, URL, false, &["doctor"], "usage", "file store only");
     // A pointer whose URL is not one is invalid state, without the URL in the message.
-    std::fs::write(p.lx("loopx.toml"), "[store]\nurl = \"postgres://secret@h\\u0007\"\n").unwrap();
+    std::fs::write(
+        p.lx("loopx.toml"),
+        "[store]\nurl = \"postgres://secret@h\\u0007\"\n",
+    )
+    .unwrap();
     let v = p.fails(&["status"], "invalid_state");
     assert!(!v.to_string().contains("secret"), "{v}");
     std::fs::write(p.lx("loopx.toml"), "[store]\nhost = \"h\"\n").unwrap();

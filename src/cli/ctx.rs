@@ -7,7 +7,7 @@ use crate::store::open::{self, Choice};
 use crate::store::{FileStore, Store};
 
 /// What every command gets: flags, identity, the clock.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Ctx {
     /// `--json`.
     pub json: bool,
@@ -23,6 +23,21 @@ pub struct Ctx {
     pub lock_wait: std::time::Duration,
     /// The database chosen (`--store`, `LOOPX_STORE` or `[store] url`); `None`: the files.
     pub store_url: Option<String>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The store's URL may hold a password: never shown.
+        f.debug_struct("Ctx")
+            .field("json", &self.json)
+            .field("agent", &self.agent)
+            .field("dir", &self.dir)
+            .field("cwd", &self.cwd)
+            .field("now", &self.now)
+            .field("lock_wait", &self.lock_wait)
+            .field("store_url", &self.store_url.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
 }
 
 impl Ctx {

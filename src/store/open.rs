@@ -67,7 +67,11 @@ pub fn pointed_url(path: &Path) -> Result<Option<String>> {
     let Ok(Some(bytes)) = parse::read_bytes(path) else {
         return Ok(None);
     };
-    let Some(text) = String::from_utf8(bytes).ok() else {
+    // Most files name no store: no second parse for them.
+    let Some(text) = String::from_utf8(bytes)
+        .ok()
+        .filter(|t| t.contains("store"))
+    else {
         return Ok(None);
     };
     let Ok(table) = toml::from_str::<toml::Table>(&text) else {
