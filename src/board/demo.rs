@@ -117,7 +117,7 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
                 now.sub(Dur::from_mins(120 - i as i64)),
                 NewTodo {
                     priority: *p,
-                    depends_on,
+                    depends_on: depends_on.clone(),
                     ..NewTodo::new(id.clone(), title.to_string())
                 },
             )
@@ -146,7 +146,7 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
             now.sub(Dur::from_mins(7)),
             gid.clone(),
             QUESTIONS[0].0.into(),
-            blocks,
+            blocks.clone(),
             false,
             QUESTIONS[0].1.iter().map(|o| o.to_string()).collect(),
         )

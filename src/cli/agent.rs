@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{Ctx, Out, to_json};
 use crate::kernel::agents::{self, Fix};
 use crate::kernel::{Error, Result, Snapshot, Status, ops, quota};
-use crate::store::{FileStore, Store, StoreExt};
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// How many of the reviewed todo's evidence entries a review todo shows.
@@ -70,7 +70,7 @@ fn parse_slots(s: &str) -> std::result::Result<Slots, String> {
 
 /// Runs `agent ...`.
 pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open_as(matches!(c, AgentCmd::Fix { .. }))?;
     let now = ctx.now;
     match c {
         AgentCmd::Set { capability, clear } => {
@@ -79,8 +79,8 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                     .hint("give --capability CAP (repeatable), or --clear"));
             }
             agents::check_capabilities("--capability", &capability)?;
-            let info =
-                store.mutate(|snap| agents::set(snap, &ctx.agent, now, capability, clear))?;
+            let info = store
+                .mutate(|snap| agents::set(snap, &ctx.agent, now, capability.clone(), clear))?;
             let snap = store.load()?;
             Ok(Out::new(
                 "agent",
@@ -125,7 +125,7 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                 },
                 slots: slots.map(|s| s.0),
             };
-            store.mutate(|snap| agents::fix(snap, ops::OWNER, now, &id, f))?;
+            store.mutate(|snap| agents::fix(snap, ops::OWNER, now, &id, f.clone()))?;
             let snap = store.load()?;
             Ok(Out::new(
                 "agent",
@@ -204,7 +204,7 @@ pub fn check_excluded(ids: &[String]) -> Result<Vec<String>> {
 /// Resolves `--reviews`: the reviewed todo's id, and the exclusions with its finisher added
 /// when it is done already (archived).
 pub fn review_of(
-    store: &FileStore,
+    store: &dyn Store,
     snap: &Snapshot,
     reviews: Option<&str>,
     mut exclude: Vec<String>,
@@ -228,7 +228,7 @@ pub fn review_of(
 
 /// For a review todo: the last entries of the reviewed todo's evidence, as JSON and text lines.
 pub fn reviews_evidence(
-    store: &FileStore,
+    store: &dyn Store,
     t: &crate::kernel::Todo,
 ) -> Result<Option<(Value, String)>> {
     let Some(r) = &t.reviews else {
@@ -251,7 +251,7 @@ pub fn reviews_evidence(
 }
 
 /// STATE.md's section for the review todos an agent holds: the reviewed todo's last evidence.
-pub fn reviews_md(store: &FileStore, held: &[&crate::kernel::Todo]) -> Result<String> {
+pub fn reviews_md(store: &dyn Store, held: &[&crate::kernel::Todo]) -> Result<String> {
     let mut md = String::new();
     for t in held {
         let Some(r) = &t.reviews else { continue };

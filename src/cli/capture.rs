@@ -56,6 +56,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
 }
 
 /// Git HEAD and changed files outside `.loopx/`, when the project is in a work tree.
+#[derive(Debug, Clone)]
 pub struct Git {
     head: Option<String>,
     files: Vec<String>,

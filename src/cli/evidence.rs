@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 use super::{Ctx, Out, to_json};
 use crate::kernel::bounds;
 use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Result, Ts};
-use crate::store::Store;
 use crate::text::escape as esc;
 
 /// `evidence ...`.
@@ -68,7 +67,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Out> {
         )));
     }
     // `--agent` is the global flag naming who runs loopx; the filter is `--by`.
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     let only = match &a.todo {
         Some(t) => {
             let snap = store.load()?;

@@ -7,7 +7,7 @@ use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{Gate, GateStatus, Result};
-use crate::store::{Store, StoreExt};
+use crate::store::StoreExt;
 use crate::text::escape as esc;
 
 /// `gate ...`.
@@ -100,7 +100,9 @@ fn line(g: &Gate) -> String {
 
 /// Runs `gate ...`.
 pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    // Deciding is the owner's act: on the file store only, for now.
+    let decides = !matches!(c, GateCmd::Open { .. } | GateCmd::List { .. });
+    let store = ctx.open_as(decides)?;
     let now = ctx.now;
     let (id, status, option, reason) = match c {
         GateCmd::Open {
@@ -122,7 +124,14 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
                     .map(|b| store.resolve_todo(snap, b))
                     .collect::<Result<Vec<_>>>()?;
                 ops::open_gate(
-                    snap, &ctx.agent, now, new_id, question, blocks, global, options,
+                    snap,
+                    &ctx.agent,
+                    now,
+                    new_id.clone(),
+                    question.clone(),
+                    blocks,
+                    global,
+                    options.clone(),
                 )
             })?;
             return Ok(Out::new("gate", to_json(&g), g.id.clone()));
@@ -149,7 +158,15 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
     let owner = crate::kernel::ops::OWNER;
     let g = store.mutate(|snap| {
         let id = store.resolve_gate(snap, &id)?;
-        ops::decide_gate(snap, owner, now, &id, status, option, reason)
+        ops::decide_gate(
+            snap,
+            owner,
+            now,
+            &id,
+            status,
+            option.clone(),
+            reason.clone(),
+        )
     })?;
     Ok(Out::new("gate", to_json(&g), line(&g)))
 }

@@ -85,6 +85,8 @@ fn ask(prompt: &str) -> Option<String> {
 
 /// Creates `.loopx/`.
 pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
+    // A goal is never created as files beside a database project.
+    ctx.files_only()?;
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
@@ -229,7 +231,8 @@ fn todo_line(line: &str) -> (Priority, String) {
 
 /// Runs `goal ...`.
 pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    // Pausing, resuming and completing are the owner's acts: on the file store only, for now.
+    let store = ctx.open_as(!matches!(c, GoalCmd::Show))?;
     let (status, reason) = match c {
         GoalCmd::Show => {
             let snap = store.load()?;
@@ -253,7 +256,8 @@ pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
         GoalCmd::Complete { reason } => (GoalStatus::Complete, reason),
     };
     let owner = crate::kernel::ops::OWNER;
-    let cfg = store.mutate(|snap| ops::set_goal_status(snap, owner, ctx.now, status, reason))?;
+    let cfg =
+        store.mutate(|snap| ops::set_goal_status(snap, owner, ctx.now, status, reason.clone()))?;
     let text = format!(
         "goal {} is {}",
         esc(&cfg.goal.id),

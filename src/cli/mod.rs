@@ -3,6 +3,7 @@
 mod agent;
 mod capture;
 pub mod complete;
+mod ctx;
 mod gate;
 mod goal;
 mod hook;
@@ -28,8 +29,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 
+pub use ctx::Ctx;
+
 use crate::kernel::{Code, Error, Result, Ts};
-use crate::store::FileStore;
 
 /// The end of `loopx --help`: an agent's turn and the exit codes.
 const AFTER_HELP: &str = "\
@@ -72,6 +74,15 @@ pub struct Cli {
     /// Print exactly one JSON object on stdout.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The database that keeps the project's state (default: `[store] url` in loopx.toml, else .loopx/).
+    #[arg(
+        long,
+        global = true,
+        env = "LOOPX_STORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
     /// The command (none: the board on a terminal, status otherwise).
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
@@ -196,38 +207,6 @@ pub enum Cmd {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
-}
-
-/// What every command gets: flags, identity, the clock.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    /// `--json`.
-    pub json: bool,
-    /// The agent id (default `local`).
-    pub agent: String,
-    /// `--dir`.
-    pub dir: Option<PathBuf>,
-    /// The working directory.
-    pub cwd: PathBuf,
-    /// Now.
-    pub now: Ts,
-    /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`, read once).
-    pub lock_wait: std::time::Duration,
-}
-
-impl Ctx {
-    /// The store this command works on.
-    pub fn store(&self) -> Result<FileStore> {
-        Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))
-    }
-
-    /// The clock and environment facts the store needs.
-    pub fn env(&self) -> crate::store::fs::Env {
-        crate::store::fs::Env {
-            now: self.now,
-            lock_wait: self.lock_wait,
-        }
-    }
 }
 
 /// A command's result: JSON fields (without `ok`), text for people, and the exit code.
@@ -385,14 +364,16 @@ pub fn run(cli: Cli) -> i32 {
         })?;
         let cwd = std::env::current_dir()
             .map_err(|e| Error::new(Code::Io, format!("no working directory: {e}")))?;
-        let ctx = Ctx {
+        let mut ctx = Ctx {
             json,
             agent,
             dir: cli.dir.clone(),
             cwd,
             now,
             lock_wait,
+            store_url: None,
         };
+        ctx.store_url = ctx.choose_store(cli.store.as_deref())?;
         dispatch(&ctx, cli.cmd)
     })();
     match result {

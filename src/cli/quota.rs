@@ -7,7 +7,7 @@ use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
 use crate::kernel::{Config, Dur, QuotaFile, Result, bounds, ops};
-use crate::store::{Store, StoreExt};
+use crate::store::StoreExt;
 use crate::text::escape as esc;
 
 /// `quota ...`.
@@ -168,7 +168,8 @@ pub(super) fn answer_out(a: &should_run::Answer) -> Out {
 
 /// Runs `quota ...`.
 pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    // Setting the limits is the owner's act: on the file store only, for now.
+    let store = ctx.open_as(matches!(c, QuotaCmd::Set { .. }))?;
     let now = ctx.now;
     match c {
         QuotaCmd::ShouldRun => {
@@ -183,7 +184,7 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
         } => {
             let (recorded, cfg, q, over) = store.mutate(|snap| {
                 let (change, recorded) =
-                    ops::spend(snap, &ctx.agent, now, slots, turn, tokens, cost_usd)?;
+                    ops::spend(snap, &ctx.agent, now, slots, turn.clone(), tokens, cost_usd)?;
                 let over = ops::spend_over_limit(&change);
                 let q = change
                     .writes

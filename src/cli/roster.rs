@@ -3,12 +3,11 @@
 use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::roster::{self, AgentRow};
 use crate::kernel::{Result, Ts};
-use crate::store::Store;
 use crate::text::escape as esc;
 
 /// Runs `agents`: reads the snapshot and the journal's actors, writes nothing.
 pub fn run(ctx: &Ctx) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     let snap = store.load()?;
     let seen = store.journal_seen()?;
     let rows = roster::roster(&snap, &seen, ctx.now);

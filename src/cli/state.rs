@@ -12,8 +12,8 @@ use crate::kernel::bounds;
 use crate::kernel::readiness;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
+use crate::store::Store;
 use crate::store::doctor::{self, Severity};
-use crate::store::{FileStore, Store};
 use crate::text::{escape as esc, md_line};
 
 /// `log` arguments.
@@ -42,7 +42,7 @@ fn left(now: Ts, until: Ts) -> String {
 
 /// `status`.
 pub fn status(ctx: &Ctx) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     let snap = store.load()?;
     let now = ctx.now;
     let g = &snap.config.goal;
@@ -170,7 +170,7 @@ fn next_command(a: &Answer, held: Option<&str>) -> String {
 
 /// Recent evidence across todos, newest first: found from the journal's recent updates.
 fn recent_evidence(
-    store: &FileStore,
+    store: &dyn Store,
     snap: &Snapshot,
     agent: &str,
     now: Ts,
@@ -203,7 +203,7 @@ fn recent_evidence(
 
 /// `refresh-state`: writes STATE.md and prints the packet for the next turn.
 pub fn refresh(ctx: &Ctx) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     let snap = store.load()?;
     let now = ctx.now;
     let agent = ctx.agent.as_str();
@@ -218,7 +218,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         .collect();
     answered.sort_by_key(|g| std::cmp::Reverse(g.decided_at));
     answered.truncate(5);
-    let evidence = recent_evidence(&store, &snap, agent, now)?;
+    let evidence = recent_evidence(&*store, &snap, agent, now)?;
     let next = next_command(&answer, held.first().map(|t| t.id.as_str()));
     let cut = |s: &str| should_run::cut(s, 120);
     // STATE.md: stored text is escaped, so it stays on its line and adds no structure.
@@ -254,7 +254,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
             md.push_str(&context_md(t));
         }
     }
-    md.push_str(&super::agent::reviews_md(&store, &held)?);
+    md.push_str(&super::agent::reviews_md(&*store, &held)?);
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
         md.push_str(&format!(
@@ -329,7 +329,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         answer.reason
     ));
 
-    store.write_projection(&md)?;
+    let state_file = store.write_projection(&md)?;
 
     let j = json!({
         "objective": g.objective,
@@ -347,7 +347,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "quota": answer.quota,
         "decision": answer.decision,
         "next": next,
-        "state_file": store.path("STATE.md"),
+        "state_file": state_file,
     });
     let mut out = Out::new("state", j, md.trim_end().to_string());
     if let Some(Value::Object(m)) = out.json.remove("state") {
@@ -429,7 +429,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
         0,
         bounds::LOG_LIMIT_MAX as u64,
     ))?;
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     if a.verify {
         let c = store.verify_journal()?;
         if let Some(b) = c.broken {

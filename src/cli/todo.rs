@@ -14,7 +14,7 @@ use crate::kernel::readiness;
 use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
 };
-use crate::store::{FileStore, Store, StoreExt};
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// `todo ...`.
@@ -183,7 +183,13 @@ fn parse_role(s: &str) -> std::result::Result<Role, String> {
 
 /// Runs `todo ...`.
 pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    // The owner's acts (release --owner, reassign) stay on the file store for now.
+    let owner = matches!(
+        c,
+        TodoCmd::Release { owner: true, .. } | TodoCmd::Reassign { .. }
+    );
+    let opened = ctx.open_as(owner)?;
+    let store: &dyn Store = &*opened;
     let now = ctx.now;
     let agent = ctx.agent.as_str();
     match c {
@@ -209,8 +215,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             let exclude_agents = super::agent::check_excluded(&exclude_agent)?;
             let new_id = store.fresh_id(Kind::Todo)?;
             let t = store.mutate(|snap| {
-                let (reviews, exclude_agents) =
-                    super::agent::review_of(&store, snap, reviews.as_deref(), exclude_agents)?;
+                let (reviews, exclude_agents) = super::agent::review_of(
+                    store,
+                    snap,
+                    reviews.as_deref(),
+                    exclude_agents.clone(),
+                )?;
                 let deps = depends_on
                     .iter()
                     .map(|d| store.resolve_todo(snap, d))
@@ -222,7 +232,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 let id = if snap.todos.contains_key(&new_id) {
                     store.fresh_id(Kind::Todo)?
                 } else {
-                    new_id
+                    new_id.clone()
                 };
                 ops::add_todo(
                     snap,
@@ -230,17 +240,17 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                     now,
                     NewTodo {
                         id,
-                        title,
+                        title: title.clone(),
                         role,
                         priority,
                         depends_on: deps,
                         every,
                         blocked_by_gate: gate,
-                        requires,
+                        requires: requires.clone(),
                         reviews,
                         exclude_agents,
-                        body,
-                        links,
+                        body: body.clone(),
+                        links: links.clone(),
                     },
                 )
             })?;
@@ -250,10 +260,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             ready,
             mine,
             status,
-        } => list(ctx, &store, ready, mine, status),
-        TodoCmd::Show { id } => show(ctx, &store, &id),
+        } => list(ctx, store, ready, mine, status),
+        TodoCmd::Show { id } => show(ctx, store, &id),
         TodoCmd::Claim { id, ttl } => {
-            let (t, notes) = store.mutate_noted(|snap| {
+            // An unnamed claim reserves the todo it will get first (a database locks it).
+            let unnamed = id.is_none().then_some((agent, now));
+            let (t, notes) = store.mutate_noted_with(unnamed, |snap| {
                 let id = id
                     .as_deref()
                     .map(|i| store.resolve_todo(snap, i))
@@ -271,7 +283,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 todo_edit::context_text(&t)
             );
             let mut out = Out::new("todo", to_json(&t), text).noted(notes);
-            if let Some((j, text)) = super::agent::reviews_evidence(&store, &t)? {
+            if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {
                 out = out.with("reviews_evidence", j);
                 out.text.push_str(&text);
             }
@@ -279,7 +291,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         }
         TodoCmd::Renew { id, ttl } => {
             let t = store.mutate(|snap| {
-                let id = target(&store, snap, agent, now, id.as_deref())?;
+                let id = target(store, snap, agent, now, id.as_deref())?;
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
                 ops::renew(snap, agent, now, ttl, &id)
             })?;
@@ -294,11 +306,11 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 format!("{} renewed until {until}", esc(&t.id)),
             ))
         }
-        TodoCmd::Update(a) => update(ctx, &store, a),
-        TodoCmd::Release { id, owner: true } => release_by_owner(ctx, &store, id),
+        TodoCmd::Update(a) => update(ctx, store, a),
+        TodoCmd::Release { id, owner: true } => todo_edit::release_by_owner(ctx, store, id),
         TodoCmd::Release { id, owner: false } => {
             let t = store.mutate(|snap| {
-                let id = target(&store, snap, agent, now, id.as_deref())?;
+                let id = target(store, snap, agent, now, id.as_deref())?;
                 ops::release(snap, agent, now, &id)
             })?;
             Ok(Out::new(
@@ -318,8 +330,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                 format!("{} is open again", esc(&t.id)),
             ))
         }
-        TodoCmd::Handoff(a) => todo_edit::handoff(ctx, &store, a),
-        TodoCmd::Edit(a) => todo_edit::edit(ctx, &store, a),
+        TodoCmd::Handoff(a) => todo_edit::handoff(ctx, store, a),
+        TodoCmd::Edit(a) => todo_edit::edit(ctx, store, a),
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
             let owner = crate::kernel::ops::OWNER;
@@ -337,64 +349,9 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
     }
 }
 
-/// `todo release ID --owner`: the owner takes the lease back from whoever holds it.
-fn release_by_owner(ctx: &Ctx, store: &FileStore, id: Option<String>) -> Result<Out> {
-    let Some(id) = id else {
-        return Err(
-            Error::usage("--owner needs the todo's id").hint("loopx todo release t-4kq9zx --owner")
-        );
-    };
-    let mut from = String::new();
-    let t = store.mutate(|snap| {
-        let id = store.resolve_todo(snap, &id)?;
-        gone_or_broken(store, snap, &id)?;
-        let holder = snap.todos.get(&id).and_then(|t| t.lease.as_ref());
-        let Some(l) = holder else {
-            return Err(Error::new(
-                crate::kernel::Code::LeaseConflict,
-                format!("{id} has no lease; nothing to release"),
-            )
-            .hint("`loopx status` lists the leases held"));
-        };
-        from = l.holder.clone();
-        ops::release_by_owner(snap, ops::OWNER, ctx.now, &id, &from)
-    })?;
-    Ok(Out::new(
-        "todo",
-        to_json(&t),
-        format!("{} released from {} by the owner", esc(&t.id), esc(&from)),
-    )
-    .with("released_from", Value::String(from)))
-}
-
-/// Refuses, saying why, a todo that is finished (archived) or whose file cannot be read.
-fn gone_or_broken(store: &FileStore, snap: &Snapshot, id: &str) -> Result<()> {
-    use crate::kernel::Code;
-    if let Some(p) = snap.quarantined.get(id) {
-        return Err(Error::new(
-            Code::InvalidState,
-            format!(
-                "{id}'s file cannot be read ({}); nothing released",
-                p.message
-            ),
-        )
-        .hint("fix the file, or see `loopx doctor`"));
-    }
-    if snap.todos.contains_key(id) {
-        return Ok(());
-    }
-    let status = store
-        .archived_todo(id)?
-        .map_or("finished".to_string(), |t| t.status.as_str().to_string());
-    Err(Error::new(
-        Code::InvalidState,
-        format!("{id} is {status} (archived): it holds no lease; nothing to release"),
-    ))
-}
-
 /// The todo named, or the one this agent holds.
 fn target(
-    store: &FileStore,
+    store: &dyn Store,
     snap: &Snapshot,
     agent: &str,
     now: Ts,
@@ -406,7 +363,7 @@ fn target(
     }
 }
 
-fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
+fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     let now = ctx.now;
     let agent = ctx.agent.as_str();
     let entries = a.evidence.len() + a.artifact.len() + a.metric.len();
@@ -448,7 +405,11 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
     let auto = evidence.is_empty()
         && a.status
             .is_none_or(|s| s == Status::Done || s == Status::Open);
-    let git = if auto { git_facts(store.root()) } else { None };
+    let git = if auto {
+        git_facts(&ctx.work_dir(store))
+    } else {
+        None
+    };
     let (t, notes) = store.mutate_noted(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;
         let cur = snap.todos.get(&id).ok_or_else(|| {
@@ -457,9 +418,9 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
                 format!("{id} is archived; it cannot change"),
             )
         })?;
-        let mut ev = evidence;
+        let mut ev = evidence.clone();
         if auto {
-            ev.push(auto_evidence(now, agent, cur, git));
+            ev.push(auto_evidence(now, agent, cur, git.clone()));
         }
         ops::update(
             snap,
@@ -470,7 +431,7 @@ fn update(ctx: &Ctx, store: &FileStore, a: UpdateArgs) -> Result<Out> {
                 fence: a.fence,
                 evidence: ev,
                 status: a.status,
-                reason: a.reason,
+                reason: a.reason.clone(),
             },
         )
     })?;
@@ -516,7 +477,7 @@ fn line(t: &Todo, now: Ts) -> String {
 
 fn list(
     ctx: &Ctx,
-    store: &FileStore,
+    store: &dyn Store,
     ready: bool,
     mine: bool,
     status: Option<Status>,
@@ -567,7 +528,7 @@ fn list(
     Ok(Out::new("todos", to_json(&todos), text))
 }
 
-fn show(ctx: &Ctx, store: &FileStore, input: &str) -> Result<Out> {
+fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
     let snap = store.load()?;
     let id = store.resolve_todo(&snap, input)?;
     if let Some(p) = snap.quarantined.get(&id) {

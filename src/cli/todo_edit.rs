@@ -1,14 +1,16 @@
-//! `todo handoff` and `todo edit`, and a todo's context (body and links) for `add` and `show`.
+//! `todo handoff`, `todo edit` and `todo release --owner`, and a todo's context (body and links)
+//! for `add` and `show`.
 
 use std::path::Path;
 
 use clap::Args;
+use serde_json::Value;
 
 use super::{Ctx, Out, to_json};
 use crate::kernel::bounds;
 use crate::kernel::ops::{self, Edit, Handoff};
-use crate::kernel::{Dur, Error, Priority, Result, Todo};
-use crate::store::{FileStore, Store, StoreExt};
+use crate::kernel::{Dur, Error, Priority, Result, Snapshot, Todo};
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// A todo's body and links, as `todo add` and `todo edit` take them.
@@ -116,7 +118,7 @@ pub struct EditArgs {
 }
 
 /// Runs `todo handoff`.
-pub fn handoff(ctx: &Ctx, store: &FileStore, a: HandoffArgs) -> Result<Out> {
+pub fn handoff(ctx: &Ctx, store: &dyn Store, a: HandoffArgs) -> Result<Out> {
     let agent = ctx.agent.as_str();
     crate::kernel::id::check_agent(&a.to)?;
     if let Some(n) = &a.note {
@@ -149,7 +151,7 @@ pub fn handoff(ctx: &Ctx, store: &FileStore, a: HandoffArgs) -> Result<Out> {
 }
 
 /// Runs `todo edit`.
-pub fn edit(ctx: &Ctx, store: &FileStore, a: EditArgs) -> Result<Out> {
+pub fn edit(ctx: &Ctx, store: &dyn Store, a: EditArgs) -> Result<Out> {
     let (body, links) = a.context.read(ctx)?;
     bounds::usage(bounds::count(
         "--depends-on",
@@ -173,14 +175,69 @@ pub fn edit(ctx: &Ctx, store: &FileStore, a: EditArgs) -> Result<Out> {
         let e = Edit {
             title: a.title.clone(),
             priority: a.priority,
-            body,
+            body: body.clone(),
             clear_links: a.clear_links,
-            links,
+            links: links.clone(),
             depends_on,
         };
         ops::edit(snap, &ctx.agent, ctx.now, &id, e)
     })?;
     Ok(Out::new("todo", to_json(&t), format!("{} edited", esc(&t.id))).noted(notes))
+}
+
+/// `todo release ID --owner`: the owner takes the lease back from whoever holds it.
+pub fn release_by_owner(ctx: &Ctx, store: &dyn Store, id: Option<String>) -> Result<Out> {
+    let Some(id) = id else {
+        return Err(
+            Error::usage("--owner needs the todo's id").hint("loopx todo release t-4kq9zx --owner")
+        );
+    };
+    let mut from = String::new();
+    let t = store.mutate(|snap| {
+        let id = store.resolve_todo(snap, &id)?;
+        gone_or_broken(store, snap, &id)?;
+        let holder = snap.todos.get(&id).and_then(|t| t.lease.as_ref());
+        let Some(l) = holder else {
+            return Err(Error::new(
+                crate::kernel::Code::LeaseConflict,
+                format!("{id} has no lease; nothing to release"),
+            )
+            .hint("`loopx status` lists the leases held"));
+        };
+        from = l.holder.clone();
+        ops::release_by_owner(snap, ops::OWNER, ctx.now, &id, &from)
+    })?;
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} released from {} by the owner", esc(&t.id), esc(&from)),
+    )
+    .with("released_from", Value::String(from)))
+}
+
+/// Refuses, saying why, a todo that is finished (archived) or whose file cannot be read.
+fn gone_or_broken(store: &dyn Store, snap: &Snapshot, id: &str) -> Result<()> {
+    use crate::kernel::Code;
+    if let Some(p) = snap.quarantined.get(id) {
+        return Err(Error::new(
+            Code::InvalidState,
+            format!(
+                "{id}'s file cannot be read ({}); nothing released",
+                p.message
+            ),
+        )
+        .hint("fix the file, or see `loopx doctor`"));
+    }
+    if snap.todos.contains_key(id) {
+        return Ok(());
+    }
+    let status = store
+        .archived_todo(id)?
+        .map_or("finished".to_string(), |t| t.status.as_str().to_string());
+    Err(Error::new(
+        Code::InvalidState,
+        format!("{id} is {status} (archived): it holds no lease; nothing to release"),
+    ))
 }
 
 /// The body and links of a todo as text lines for people (escaped), or nothing.

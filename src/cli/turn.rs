@@ -12,7 +12,6 @@ use crate::kernel::{Dur, Error, Result, ops::check_ttl};
 use crate::runtime::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
 use crate::runtime::process::{self, Echo, Exit};
 use crate::runtime::turn::{self, TurnOptions, TurnOutcome, TurnReport};
-use crate::store::Store;
 use crate::text::escape as esc;
 
 /// What `turn` and `heartbeat` share.
@@ -106,6 +105,7 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         } else {
             Echo::Through
         },
+        store_url: ctx.store_url.clone(),
         ..TurnOptions::new(root, &ctx.agent, a.cmd)
     })
 }
@@ -144,11 +144,11 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
     if let Some(step) = t.step {
         return super::turn_step::run(ctx, step);
     }
-    let store = ctx.store()?;
-    let mut opts = options(ctx, store.root(), t.args)?;
+    let store = ctx.open()?;
+    let mut opts = options(ctx, &ctx.work_dir(&*store), t.args)?;
     opts.turn = t.turn;
     process::forward_signals();
-    match turn::run_turn(&store, &opts)? {
+    match turn::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
         TurnOutcome::Replayed(id) => Ok(Out::new(
             "turn",
@@ -250,19 +250,19 @@ fn line(r: &TurnReport, ended: &str) -> String {
 
 /// Runs `heartbeat`: one line per turn (and per new wait) on stdout as it goes.
 pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     if h.every.is_some_and(|d| d > Dur::from_secs(86_400)) {
         return Err(Error::usage("--every must be at most 1d").hint("give it like `--every 10m`"));
     }
     let opts = HeartbeatOptions {
-        turn: options(ctx, store.root(), h.args)?,
+        turn: options(ctx, &ctx.work_dir(&*store), h.args)?,
         every: h.every,
         max_turns: h.max_turns,
     };
     process::forward_signals();
     let json = ctx.json;
     let mut last_wait: Option<String> = None;
-    let (stopped, ran) = heartbeat::heartbeat(&store as &(dyn Store + Sync), &opts, |b| {
+    let (stopped, ran) = heartbeat::heartbeat(&*store, &opts, |b| {
         let (text, value) = match b {
             Beat::Ran(r, d) => {
                 last_wait = None;

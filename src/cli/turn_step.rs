@@ -78,8 +78,8 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
     if let Some(t) = a.ttl {
         check_ttl(t).map_err(|e| e.hint("give it like `--ttl 30m`"))?;
     }
-    let store = ctx.store()?;
-    let (start, resumed) = store.mutate(|snap| {
+    let store = ctx.open()?;
+    let (start, resumed) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
         // Started already by this agent (a retry after a lost answer): the same claim again.
         if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
             return Ok((ops::Change::default(), (Start::Claimed(Box::new(t)), true)));
@@ -121,9 +121,9 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let turn = check_turn_id(&a.turn)?;
     let summary = a.summary.clone().unwrap_or_else(|| "turn ended".into());
     bounds::usage(bounds::text("--summary", &summary, bounds::TEXT_MAX))?;
-    let store = ctx.store()?;
+    let store = ctx.open()?;
     let snap = store.load()?;
-    let Some((todo, fence, since)) = target(&store, &snap, (&ctx.agent, ctx.now), &turn, &a)?
+    let Some((todo, fence, since)) = target(&*store, &snap, (&ctx.agent, ctx.now), &turn, &a)?
     else {
         return Ok(replayed(&turn));
     };
@@ -203,7 +203,7 @@ fn replayed(turn: &str) -> Out {
 /// The todo, fence and start time of `turn`: the lease naming it, or what `--todo`/`--fence`
 /// say. `None` when the turn was recorded already and nothing names it any more.
 fn target(
-    store: &impl Store,
+    store: &dyn Store,
     snap: &Snapshot,
     (agent, now): (&str, Ts),
     turn: &str,
@@ -261,7 +261,7 @@ const CLAIM_SCAN: usize = 10_000;
 
 /// The newest claim in the journal that `pick` accepts. A turn's claim names the turn, so its
 /// todo is found after the lease stops naming it (taken over, or given up by its own commands).
-fn claim(store: &impl Store, pick: impl Fn(&Event) -> bool) -> Result<Option<Event>> {
+fn claim(store: &dyn Store, pick: impl Fn(&Event) -> bool) -> Result<Option<Event>> {
     Ok(store
         .journal_tail(CLAIM_SCAN)?
         .into_iter()

@@ -34,8 +34,8 @@ pub struct Server {
 /// first (each is one transaction, so none is ever half-done).
 pub fn serve(ctx: &Ctx) -> Result<()> {
     crate::store::owner::forbid();
-    // Found now, so a session started outside a project says so at once.
-    ctx.store()?;
+    // Found now, so a session started outside a project (or on a store it cannot reach) says so at once.
+    ctx.open()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)

@@ -43,6 +43,8 @@ pub struct TurnOptions {
     pub turn: Option<String>,
     /// Where the command's output is copied.
     pub echo: Echo,
+    /// The database's URL, given to the command as `LOOPX_STORE`; `None`: the files.
+    pub store_url: Option<String>,
 }
 
 impl TurnOptions {
@@ -58,6 +60,7 @@ impl TurnOptions {
             ttl: None,
             turn: None,
             echo: Echo::None,
+            store_url: None,
         }
     }
 }
@@ -122,7 +125,7 @@ impl TurnReport {
 /// let store = FileStore::at(&root);
 /// store.create(&Config::new("g-doc", "Ship the report", Ts::now()), "me")?;
 /// let id = store.fresh_id(Kind::Todo)?;
-/// store.mutate(|snap| ops::add_todo(snap, "me", Ts::now(), ops::NewTodo::new(id, "Write it")))?;
+/// store.mutate(|snap| ops::add_todo(snap, "me", Ts::now(), ops::NewTodo::new(id.clone(), "Write it")))?;
 ///
 /// let mut opts = TurnOptions::new(&root, "agent-1", vec!["true".into()]);
 /// opts.complete_on_success = true;
@@ -143,9 +146,10 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Some(t) => check_turn_id(t)?,
         None => fresh_turn_id()?,
     };
-    let (start, ttl) = store.mutate(|snap| {
+    let now = Ts::now();
+    let (start, ttl) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &opts.agent, Ts::now(), ttl, &turn)?;
+        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, &turn)?;
         Ok((c, (s, ttl)))
     })?;
     let todo = match start {
@@ -202,20 +206,22 @@ fn run_renewed(
     turn: &str,
 ) -> Result<Finished> {
     let env = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
+    let mut vars = vec![
+        (
+            OsString::from("LOOPX_DIR"),
+            opts.dir.clone().into_os_string(),
+        ),
+        env("LOOPX_AGENT", &opts.agent),
+        env("LOOPX_TODO_ID", &todo.id),
+        // A hand-edited title may hold a NUL, which no environment value can.
+        env("LOOPX_TODO_TITLE", &todo.title.replace('\0', "\u{fffd}")),
+        env("LOOPX_FENCE", &todo.fence.to_string()),
+        env("LOOPX_TURN", turn),
+    ];
+    vars.extend(opts.store_url.as_deref().map(|u| env("LOOPX_STORE", u)));
     let spec = Spec {
         argv: opts.argv.clone(),
-        env: vec![
-            (
-                OsString::from("LOOPX_DIR"),
-                opts.dir.clone().into_os_string(),
-            ),
-            env("LOOPX_AGENT", &opts.agent),
-            env("LOOPX_TODO_ID", &todo.id),
-            // A hand-edited title may hold a NUL, which no environment value can.
-            env("LOOPX_TODO_TITLE", &todo.title.replace('\0', "\u{fffd}")),
-            env("LOOPX_FENCE", &todo.fence.to_string()),
-            env("LOOPX_TURN", turn),
-        ],
+        env: vars,
         cwd: None,
         stdin: None,
         echo: opts.echo,

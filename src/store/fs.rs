@@ -4,14 +4,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::kernel::authority::OwnerPub;
-use crate::kernel::id::{self, Kind};
+use crate::kernel::id;
 use crate::kernel::ops::Change;
-use crate::kernel::{Code, Config, Error, Event, Evidence, QuotaFile, Result, Snapshot, Todo, Ts};
-use crate::store::cache::Cache;
-use crate::store::commit::FileTx;
+use crate::kernel::{Code, Config, Error, Event, QuotaFile, Result, Snapshot, Ts};
 use crate::store::owner;
 use crate::store::parse::{self, shown};
-use crate::store::{Store, Transaction, atomic, journal, lock, tx};
+use crate::store::{Store, atomic, journal, lock, tx};
 
 /// The name of the state directory.
 pub const DIR: &str = ".loopx";
@@ -463,112 +461,6 @@ impl FileStore {
     /// Every archived todo id.
     pub fn archived_ids(&self) -> Result<Vec<String>> {
         self.list_ids("archive")
-    }
-}
-
-impl Store for FileStore {
-    fn load(&self) -> Result<Snapshot> {
-        let cache = Cache::read(&self.cache_path());
-        let (snap, refresh) = {
-            let g = self.lock(false)?;
-            if self.needs_recovery()? {
-                // A crash left a commit unfinished: finish it under the exclusive lock first.
-                drop(g);
-                let _x = self.lock(true)?;
-                self.recover()?;
-                self.load_with(cache)?
-            } else {
-                self.load_with(cache)?
-            }
-        };
-        self.refresh_cache(&snap, refresh);
-        Ok(snap)
-    }
-
-    fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
-        // The cache is parsed before the lock and rewritten after it: under the lock, every
-        // entry is only checked against its file's key.
-        let cache = Cache::read(&self.cache_path());
-        let guard = self.lock(true)?;
-        let tail = self.recover_tail()?;
-        let (snap, refresh) = self.load_with(cache)?;
-        Ok(Box::new(FileTx {
-            store: self,
-            snap,
-            refresh,
-            tail,
-            _guard: guard,
-        }))
-    }
-
-    fn fresh_id(&self, kind: Kind) -> Result<String> {
-        for _ in 0..64 {
-            let mut r = [0u8; 6];
-            getrandom::fill(&mut r)
-                .map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
-            let id = id::new_id(kind, r);
-            let taken = match kind {
-                Kind::Todo => self.todo_path(&id).exists() || self.archive_path(&id).exists(),
-                Kind::Gate => self.gate_path(&id).exists(),
-            };
-            if !taken {
-                return Ok(id);
-            }
-        }
-        Err(Error::new(Code::Internal, "could not find a free id"))
-    }
-
-    fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        let want = id::normalize(Kind::Todo, input)?;
-        if snap.todos.contains_key(&want)
-            || snap.quarantined.contains_key(&want)
-            || (id::is_full_id(Kind::Todo, &want) && self.archive_path(&want).exists())
-        {
-            return Ok(want);
-        }
-        match id::resolve(Kind::Todo, input, snap.todos.keys().map(String::as_str)) {
-            Err(e) if e.code == Code::NotFound => {
-                let archived = self.archived_ids()?;
-                id::resolve(Kind::Todo, input, archived.iter().map(String::as_str))
-            }
-            other => other,
-        }
-    }
-
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
-    }
-
-    fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
-        id::check_not_path(id)?;
-        parse::read::<Todo>(&self.archive_path(id))
-    }
-
-    fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
-        id::check_not_path(id)?;
-        let p = self.evidence_path(id);
-        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines
-            .iter()
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect())
-    }
-
-    fn evidence_all(
-        &self,
-        only: Option<&str>,
-        keep: super::evidence::Keep<'_>,
-    ) -> Result<Vec<(String, Evidence)>> {
-        self.evidence_scan(only, keep)
-    }
-
-    fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
-        let p = self.journal_path();
-        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines
-            .iter()
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect())
     }
 }
 

@@ -1,4 +1,4 @@
-//! Reading the logs (the journal, evidence) and writing STATE.md, for the faces.
+//! Reading the logs (the journal, evidence) for the faces.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -22,12 +22,6 @@ pub struct JournalCheck {
 }
 
 impl FileStore {
-    /// Writes `STATE.md`: a projection for agents, replaced atomically, never read back as state.
-    pub fn write_projection(&self, text: &str) -> Result<()> {
-        let p = self.path("STATE.md");
-        atomic::write(&p, text.as_bytes()).map_err(|e| Error::io(&p, &e))
-    }
-
     /// Checks the whole journal's chain under the shared lock.
     pub fn verify_journal(&self) -> Result<JournalCheck> {
         let p = self.journal_path();

@@ -5,11 +5,13 @@ pub mod cache;
 mod commit;
 pub mod doctor;
 pub mod evidence;
+mod files;
 pub mod fs;
 pub mod journal;
 mod load;
 pub mod lock;
 pub mod logs;
+pub mod open;
 pub mod owner;
 pub mod parse;
 pub(crate) mod sealing;
@@ -21,14 +23,18 @@ pub mod pg;
 
 pub use fs::FileStore;
 
+use std::path::{Path, PathBuf};
+
 use crate::kernel::id::Kind;
 use crate::kernel::ops::Change;
-use crate::kernel::{Event, Evidence, Result, Snapshot};
+use crate::kernel::roster::Seen;
+use crate::kernel::{Event, Evidence, Result, Snapshot, Ts};
 
 /// A place that keeps a project's state: the file store now, a database later.
 ///
 /// Usable as `dyn Store`: every change goes through [`Store::begin`] and [`Transaction::commit`].
 pub trait Store {
+    // -- state and changes --
     /// A consistent snapshot of the working state (an interrupted commit is finished first).
     fn load(&self) -> Result<Snapshot>;
 
@@ -38,6 +44,7 @@ pub trait Store {
     /// A fresh random id of this kind, unused in the project.
     fn fresh_id(&self, kind: Kind) -> Result<String>;
 
+    // -- ids and the archive --
     /// Resolves a todo id or unique prefix against open and archived todos.
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String>;
 
@@ -47,11 +54,15 @@ pub trait Store {
     /// Reads an archived todo.
     fn archived_todo(&self, id: &str) -> Result<Option<crate::kernel::Todo>>;
 
+    /// Every archived todo's id.
+    fn archived_ids(&self) -> Result<Vec<String>>;
+
+    /// How many todos are archived.
+    fn archived_count(&self) -> Result<usize>;
+
+    // -- the logs: evidence and the journal --
     /// The last `n` evidence entries of a todo, oldest first.
     fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>>;
-
-    /// The last `n` journal events, oldest first.
-    fn journal_tail(&self, n: usize) -> Result<Vec<Event>>;
 
     /// Every evidence entry `keep` accepts, across todos (or only `only`'s), as (todo id, entry).
     fn evidence_all(
@@ -59,12 +70,42 @@ pub trait Store {
         only: Option<&str>,
         keep: evidence::Keep<'_>,
     ) -> Result<Vec<(String, Evidence)>>;
+
+    /// The last `n` journal events, oldest first.
+    fn journal_tail(&self, n: usize) -> Result<Vec<Event>>;
+
+    /// Every actor of the recent journal with the time of its latest event, and the lapsed leases.
+    fn journal_seen(&self) -> Result<Seen>;
+
+    /// The whole journal's hash chain checked: its events, a torn end, the first broken link.
+    fn verify_journal(&self) -> Result<logs::JournalCheck>;
+
+    /// Where the journal's committed events end now: an opaque position to follow from.
+    fn journal_end(&self) -> Result<u64>;
+
+    /// The committed events after position `pos` (from `journal_end`), and the next position.
+    fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)>;
+
+    // -- this machine --
+    /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
+    fn local_root(&self) -> Option<&Path>;
+
+    /// Writes STATE.md (a projection, never read back) and says where; `None`: it keeps no file.
+    fn write_projection(&self, text: &str) -> Result<Option<PathBuf>>;
 }
 
 /// One change in the making: the snapshot it decides on, and the commit of what it decided.
 pub trait Transaction {
     /// The snapshot loaded under the lock.
     fn snapshot(&self) -> &Snapshot;
+
+    /// Before an unnamed claim: locks the todo the kernel would give `agent`, skipping todos
+    /// other transactions hold, and freshens the snapshot for it.
+    fn reserve_claim(&mut self, agent: &str, now: Ts) -> Result<()> {
+        // The file store holds one lock for the whole transaction: nothing to do.
+        let _ = (agent, now);
+        Ok(())
+    }
 
     /// Commits the change (journal line first, then files) and ends the transaction.
     fn commit(self: Box<Self>, change: Change) -> Result<Vec<Event>>;
@@ -76,20 +117,65 @@ pub trait Transaction {
     }
 }
 
+/// The most times a change is tried when its commit meets a conflict worth retrying.
+pub const COMMIT_TRIES: u32 = 16;
+
+/// True when a commit failed on a conflict that a fresh try may not meet (`"retry": true` in
+/// its details: a database's optimistic conflict). The file store never says so.
+pub fn worth_retry(e: &crate::kernel::Error) -> bool {
+    e.details
+        .as_deref()
+        .and_then(|d| d.get("retry"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
+/// An unnamed claim's agent and time, for [`Transaction::reserve_claim`].
+pub type Claim<'a> = Option<(&'a str, Ts)>;
+
 /// `mutate` for every store, `dyn Store` included.
 pub trait StoreExt {
     /// Runs `f` on a fresh snapshot in a transaction and commits its change; returns `f`'s value.
-    /// An error from `f` ends the transaction with nothing written.
-    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T>;
+    /// `claim` reserves an unnamed claim's todo first. An error from `f` ends the transaction
+    /// with nothing written; a commit that says `retry` runs `f` again on a fresh snapshot.
+    fn mutate_with<T>(
+        &self,
+        claim: Claim<'_>,
+        f: impl FnMut(&Snapshot) -> Result<(Change, T)>,
+    ) -> Result<T>;
+
+    /// `mutate_with` without a claim.
+    fn mutate<T>(&self, f: impl FnMut(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
+        self.mutate_with(None, f)
+    }
+
+    /// `mutate_with` for an unnamed claim of `agent` at `now`.
+    fn mutate_claim<T>(
+        &self,
+        agent: &str,
+        now: Ts,
+        f: impl FnMut(&Snapshot) -> Result<(Change, T)>,
+    ) -> Result<T> {
+        self.mutate_with(Some((agent, now)), f)
+    }
 
     /// `mutate`, with the snapshot's owner notes (where files disagree with the owner's seal)
     /// attached: to the error's details on failure, returned beside the value on success.
     fn mutate_noted<T>(
         &self,
-        f: impl FnOnce(&Snapshot) -> Result<(Change, T)>,
+        f: impl FnMut(&Snapshot) -> Result<(Change, T)>,
+    ) -> Result<(T, Vec<String>)> {
+        self.mutate_noted_with(None, f)
+    }
+
+    /// `mutate_noted`, reserving an unnamed claim's todo first when `claim` says so.
+    fn mutate_noted_with<T>(
+        &self,
+        claim: Claim<'_>,
+        mut f: impl FnMut(&Snapshot) -> Result<(Change, T)>,
     ) -> Result<(T, Vec<String>)> {
         let mut notes = Vec::new();
-        let r = self.mutate(|snap| {
+        let r = self.mutate_with(claim, |snap| {
             notes = snap.owner_notes.clone();
             f(snap)
         });
@@ -115,10 +201,30 @@ pub trait StoreExt {
 }
 
 impl<S: Store + ?Sized> StoreExt for S {
-    fn mutate<T>(&self, f: impl FnOnce(&Snapshot) -> Result<(Change, T)>) -> Result<T> {
-        let tx = self.begin()?;
-        let (change, out) = f(tx.snapshot())?;
-        tx.commit(change)?;
-        Ok(out)
+    fn mutate_with<T>(
+        &self,
+        claim: Claim<'_>,
+        mut f: impl FnMut(&Snapshot) -> Result<(Change, T)>,
+    ) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut tx = self.begin()?;
+            if let Some((agent, now)) = claim {
+                tx.reserve_claim(agent, now)?;
+            }
+            let (change, out) = f(tx.snapshot())?;
+            match tx.commit(change) {
+                Ok(_) => return Ok(out),
+                Err(e) if tries < COMMIT_TRIES && worth_retry(&e) => {
+                    // A tiny backoff, longer each time, so racing writers spread out.
+                    std::thread::sleep(std::time::Duration::from_micros(50 << tries.min(8)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

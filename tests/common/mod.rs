@@ -210,6 +210,7 @@ impl Project {
             .env_remove("LOOPX_DIR")
             .env_remove("LOOPX_AGENT")
             .env_remove("LOOPX_LOCK_TIMEOUT")
+            .env_remove("LOOPX_STORE")
             .env_remove("XDG_CONFIG_HOME")
             .env("HOME", &self.home.path)
             .env("LOOPX_OWNER_KEY", &self.key);

@@ -1,0 +1,108 @@
+//! What every command gets (flags, identity, the clock), and the store it works on.
+
+use std::path::PathBuf;
+
+use crate::kernel::{Code, Error, Result, Ts};
+use crate::store::open::{self, Choice};
+use crate::store::{FileStore, Store};
+
+/// What every command gets: flags, identity, the clock.
+#[derive(Clone)]
+pub struct Ctx {
+    /// `--json`.
+    pub json: bool,
+    /// The agent id (default `local`).
+    pub agent: String,
+    /// `--dir`.
+    pub dir: Option<PathBuf>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Now.
+    pub now: Ts,
+    /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`, read once).
+    pub lock_wait: std::time::Duration,
+    /// The database chosen (`--store`, `LOOPX_STORE` or `[store] url`); `None`: the files.
+    pub store_url: Option<String>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The store's URL may hold a password: never shown.
+        f.debug_struct("Ctx")
+            .field("json", &self.json)
+            .field("agent", &self.agent)
+            .field("dir", &self.dir)
+            .field("cwd", &self.cwd)
+            .field("now", &self.now)
+            .field("lock_wait", &self.lock_wait)
+            .field("store_url", &self.store_url.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
+}
+
+impl Ctx {
+    /// Chooses the store once, for the whole command: the database's URL, or `None` for the
+    /// files (also when there is no project yet: the command that needs one says so).
+    pub fn choose_store(&self, explicit_url: Option<&str>) -> Result<Option<String>> {
+        let explicit = explicit_url.filter(|u| !u.is_empty());
+        match open::choose(explicit, self.dir.as_deref(), &self.cwd, self.env()) {
+            Ok(Choice::Url(u)) => Ok(Some(u)),
+            Ok(Choice::Files(_)) => Ok(None),
+            Err(e) if e.code == Code::NotInitialized => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The store this command works on: the database chosen, or the project's files.
+    pub fn open(&self) -> Result<Box<dyn Store + Sync>> {
+        match &self.store_url {
+            Some(url) => open::connect(url, self.env()),
+            None => Ok(Box::new(self.store()?)),
+        }
+    }
+
+    /// The store for an agent's act (`open`); for an owner's act the files (`store`): owner acts
+    /// stay on the file store for now.
+    pub fn open_as(&self, owner: bool) -> Result<Box<dyn Store + Sync>> {
+        if owner {
+            Ok(Box::new(self.store()?))
+        } else {
+            self.open()
+        }
+    }
+
+    /// The project's files, for a command that works on them only (owner acts, setup, the
+    /// board); refused (exit 2) when a database was chosen, so nothing is written beside it.
+    pub fn store(&self) -> Result<FileStore> {
+        self.files_only()?;
+        Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))
+    }
+
+    /// Refuses (exit 2) when a database was chosen: this command works on the files only.
+    pub fn files_only(&self) -> Result<()> {
+        match self.store_url {
+            Some(_) => Err(
+                Error::usage("this command works on the file store only for now")
+                    .hint("unset --store / LOOPX_STORE (and [store] url in .loopx/loopx.toml)"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The directory the agent works in: the store's project root, else `--dir`, else here.
+    pub fn work_dir(&self, store: &dyn Store) -> PathBuf {
+        match (store.local_root(), &self.dir) {
+            (Some(root), _) => root.to_path_buf(),
+            (None, Some(d)) => self.cwd.join(d),
+            (None, None) => self.cwd.clone(),
+        }
+    }
+
+    /// The clock and environment facts the store needs.
+    pub fn env(&self) -> crate::store::fs::Env {
+        crate::store::fs::Env {
+            now: self.now,
+            lock_wait: self.lock_wait,
+        }
+    }
+}
