@@ -35,7 +35,7 @@ pub struct Server {
 pub fn serve(ctx: &Ctx) -> Result<()> {
     crate::store::owner::forbid();
     // Found now, so a session started outside a project (or on a store it cannot reach) says so at once.
-    ctx.open()?;
+    ctx.open()?.journal_end()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)

@@ -109,12 +109,6 @@ pub trait Transaction {
 
     /// Commits the change (journal line first, then files) and ends the transaction.
     fn commit(self: Box<Self>, change: Change) -> Result<Vec<Event>>;
-
-    /// Before an unnamed claim: locks the todo the kernel would give `agent`, skipping todos
-    /// other transactions hold, and freshens the snapshot for it.
-    fn reserve_claim(&mut self, _agent: &str, _now: crate::kernel::Ts) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// The most times a change is tried when its commit meets a conflict worth retrying.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{Code, Error, Result};
+use crate::kernel::{Error, Result};
 use crate::store::fs::Env;
 use crate::store::parse::{self, shown};
 use crate::store::{FileStore, Store};
@@ -114,17 +114,13 @@ pub fn check_url(url: &str) -> std::result::Result<(), String> {
 
 /// Connects to the database at `url`.
 pub fn connect(url: &str, env: Env) -> Result<Box<dyn Store + Sync>> {
-    let _ = (url, env);
-    Err(
-        Error::new(Code::Io, "the PostgreSQL store is not built in yet")
-            .hint("use the file store: unset --store / LOOPX_STORE and [store] in loopx.toml"),
-    )
+    Ok(Box::new(crate::store::pg::PgStore::new(url, env)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{Config, Ts};
+    use crate::kernel::{Code, Config, Ts};
 
     fn project(tag: &str, toml: &str) -> std::path::PathBuf {
         let root = std::env::temp_dir().join(format!("loopx-open-{tag}-{}", std::process::id()));
@@ -203,9 +199,9 @@ mod tests {
     }
 
     #[test]
-    fn connecting_says_the_database_store_is_not_built_in() {
-        let e = connect("postgres://h/db", Env::default()).err().unwrap();
-        assert_eq!(e.code, Code::Io);
-        assert!(e.message.contains("not built in yet"));
+    fn connecting_needs_a_postgres_url() {
+        let e = connect("mysql://h/db", Env::default()).err().unwrap();
+        assert_eq!(e.code, Code::Usage);
+        assert!(connect("postgres://h/db", Env::default()).is_ok(), "connects on first use");
     }
 }

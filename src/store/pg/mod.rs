@@ -168,6 +168,28 @@ impl PgStore {
         r
     }
 
+    /// The journal's lines after line `after`, as `journal.jsonl` would hold them, and the
+    /// last line's `seq`.
+    pub fn journal_bytes(&self, after: u64) -> Result<(Vec<u8>, u64)> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let rows = self.with(|c| {
+            c.client()?
+                .query(
+                    "SELECT seq, line FROM loopx.journal WHERE seq > $1 ORDER BY seq",
+                    &[&after],
+                )
+                .map_err(db_error)
+        })?;
+        let mut out = Vec::new();
+        let mut end = 0;
+        for r in rows {
+            end = u64::try_from(r.get::<_, i64>(0)).unwrap_or(0);
+            out.extend_from_slice(r.get::<_, &str>(1).as_bytes());
+            out.push(b'\n');
+        }
+        Ok((out, end))
+    }
+
     /// The database's schema version (0 when it has none), for `store migrate` and `doctor`.
     pub fn schema_version(&self) -> Result<i64> {
         schema::current_version(&mut Self::connect(&self.url)?)
@@ -364,6 +386,65 @@ impl Store for PgStore {
             .iter()
             .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
             .collect())
+    }
+
+    fn archived_ids(&self) -> Result<Vec<String>> {
+        let rows = self.with(|c| {
+            c.client()?
+                .query("SELECT id FROM loopx.todos WHERE archived ORDER BY id", &[])
+                .map_err(db_error)
+        })?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn archived_count(&self) -> Result<usize> {
+        let n = self.with(|c| {
+            c.client()?
+                .query_one("SELECT count(*) FROM loopx.todos WHERE archived", &[])
+                .map_err(db_error)
+        })?;
+        Ok(usize::try_from(n.get::<_, i64>(0)).unwrap_or(0))
+    }
+
+    fn journal_seen(&self) -> Result<crate::kernel::roster::Seen> {
+        Ok(crate::store::seen::seen_in(&self.journal_bytes(0)?.0))
+    }
+
+    fn verify_journal(&self) -> Result<crate::store::logs::JournalCheck> {
+        let (bytes, _) = self.journal_bytes(0)?;
+        let (broken, torn) = crate::store::journal::verify(&bytes);
+        Ok(crate::store::logs::JournalCheck {
+            lines: bytes.iter().filter(|b| **b == b'\n').count(),
+            torn,
+            broken,
+        })
+    }
+
+    fn journal_end(&self) -> Result<u64> {
+        let r = self.with(|c| {
+            c.client()?
+                .query_one("SELECT coalesce(max(seq), 0) FROM loopx.journal", &[])
+                .map_err(db_error)
+        })?;
+        Ok(u64::try_from(r.get::<_, i64>(0)).unwrap_or(0))
+    }
+
+    fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
+        let (bytes, end) = self.journal_bytes(pos)?;
+        let events = bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect();
+        Ok((events, end.max(pos)))
+    }
+
+    fn local_root(&self) -> Option<&std::path::Path> {
+        None
+    }
+
+    fn write_projection(&self, _text: &str) -> Result<Option<std::path::PathBuf>> {
+        Ok(None)
     }
 
     fn evidence_all(
