@@ -12,6 +12,7 @@ mod monitor;
 mod owner;
 mod quota;
 mod state;
+mod store;
 mod todo;
 // teams (issue 9)
 mod evidence;
@@ -179,6 +180,9 @@ pub enum Cmd {
     #[command(subcommand)]
     Evidence(evidence::EvidenceCmd),
     // -- end teams --
+    /// The PostgreSQL store: create its schema and roles, import and export a project.
+    #[command(subcommand)]
+    Store(store::StoreCmd),
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,
@@ -456,6 +460,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Agent(c)) => agent::run(ctx, c),
         Some(Cmd::Agents) => roster::run(ctx),
         Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
+        Some(Cmd::Store(c)) => store::run(ctx, c),
         Some(Cmd::Mcp) => {
             crate::mcp::serve(ctx)?;
             Ok(Out::default())
