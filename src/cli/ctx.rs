@@ -61,14 +61,11 @@ impl Ctx {
         }
     }
 
-    /// The store for an agent's act (`open`); for an owner's act the files (`store`): owner acts
-    /// stay on the file store for now.
+    /// The store for an act of the owner's or an agent's: the same on both stores (on a
+    /// database, the owner's acts need the owner's role as well as the owner's key).
     pub fn open_as(&self, owner: bool) -> Result<Box<dyn Store + Sync>> {
-        if owner {
-            Ok(Box::new(self.store()?))
-        } else {
-            self.open()
-        }
+        let _ = owner;
+        self.open()
     }
 
     /// The project's files, for a command that works on them only (owner acts, setup, the
