@@ -358,13 +358,27 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
 
 /// `doctor [--fix]`.
 pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
-    let store = ctx.store()?;
-    let fixed = if fix {
-        doctor::fix(&store, ctx.now)?
-    } else {
-        Vec::new()
+    let (fixed, findings) = match &ctx.store_url {
+        Some(url) => {
+            if fix {
+                return Err(crate::kernel::Error::usage(
+                    "doctor --fix repairs files; a database is changed only by its transactions",
+                )
+                .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
+            }
+            let db = crate::store::pg::PgStore::new(url, ctx.env())?;
+            (Vec::new(), doctor::check_db(&db, ctx.now)?)
+        }
+        None => {
+            let store = ctx.store()?;
+            let fixed = if fix {
+                doctor::fix(&store, ctx.now)?
+            } else {
+                Vec::new()
+            };
+            (fixed, doctor::check_locked(&store, ctx.now)?)
+        }
     };
-    let findings = doctor::check_locked(&store, ctx.now)?;
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

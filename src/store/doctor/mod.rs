@@ -6,6 +6,8 @@
 //! link.
 
 mod cache;
+mod db;
+pub use db::check_db;
 mod files;
 mod fix;
 mod owner;

@@ -209,8 +209,102 @@ impl<'a> PgTx<'a> {
         }))
     }
 
+    /// Commits an agent's change in one call of `loopx.commit`: the locks, the checks, every
+    /// row and the journal lines, which the database chains; each line is checked to be the
+    /// very bytes loopx writes for its event.
+    fn commit_agent(&mut self, change: Change) -> Result<Vec<Event>> {
+        let mut ids: Vec<String> = Vec::new();
+        let mut writes = Vec::with_capacity(change.writes.len());
+        let mut spends = false;
+        for w in &change.writes {
+            let (k, id, b) = match w {
+                Write::Todo(t) => ("todo", t.id.clone(), json(t)?),
+                Write::Archive(t) => ("archive", t.id.clone(), json(t)?),
+                Write::Gate(g) if self.snap.gates.contains_key(&g.id) => ("gate", g.id.clone(), json(g)?),
+                Write::Gate(g) => ("gate+", g.id.clone(), json(g)?),
+                Write::Agent(a) if self.snap.agents.contains_key(&a.id) => ("agent", a.id.clone(), json(a)?),
+                Write::Agent(a) => ("agent+", a.id.clone(), json(a)?),
+                Write::Evidence(id, e) => ("evidence", id.clone(), json(e)?),
+                Write::Config(c) => ("config", String::new(), json(c)?),
+                Write::Quota(q) => {
+                    for v in self.new_spends(q)? {
+                        spends = true;
+                        writes.push(serde_json::json!({"k": "spend", "id": "", "b": v}));
+                    }
+                    if let Some(rest) = self.quota_rest(q)? {
+                        writes.push(serde_json::json!({"k": "doc", "id": "quota.toml", "b": rest}));
+                    }
+                    continue;
+                }
+            };
+            if matches!(k, "todo" | "archive") {
+                ids.push(id.clone());
+            }
+            writes.push(serde_json::json!({"k": k, "id": id, "b": b}));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let seqs: Vec<i64> = ids
+            .iter()
+            .map(|id| i64::try_from(self.todo_seq(id)).unwrap_or(i64::MAX))
+            .collect();
+        let frags = change
+            .events
+            .iter()
+            .map(fragment)
+            .collect::<Result<Vec<String>>>()?;
+        let base = i64::try_from(self.base).unwrap_or(i64::MAX);
+        let rows = self.q_all(
+            "SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)",
+            &[&base, &ids, &seqs, &spends, &Json(&writes), &frags],
+        )?;
+        let mut events = Vec::with_capacity(rows.len());
+        for r in rows {
+            let line: String = r.get(1);
+            let ev: Event = serde_json::from_str(&line).map_err(internal)?;
+            if serde_json::to_string(&ev).map_err(internal)? != line {
+                return Err(internal(format!("the database wrote a journal line loopx would not: {line}")));
+            }
+            events.push(ev);
+        }
+        Ok(events)
+    }
+
+    /// The spends of `q` the snapshot does not have, as JSON.
+    fn new_spends(&self, q: &crate::kernel::QuotaFile) -> Result<Vec<Value>> {
+        let have: Vec<Value> = self
+            .snap
+            .quota
+            .spends
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect();
+        let mut out = Vec::new();
+        for s in &q.spends {
+            let v = serde_json::to_value(s).map_err(internal)?;
+            if !have.contains(&v) {
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `quota.toml` without its spends, when it differs from the snapshot's (the owner's).
+    fn quota_rest(&self, q: &crate::kernel::QuotaFile) -> Result<Option<String>> {
+        let rest = |f: &crate::kernel::QuotaFile| {
+            let mut f = f.clone();
+            f.spends.clear();
+            serde_json::to_string(&f).map_err(internal)
+        };
+        let (new, old) = (rest(q)?, rest(&self.snap.quota)?);
+        Ok((new != old).then_some(new))
+    }
+
     /// Commits: the checks, the owner's signatures, every row and the journal lines.
     fn commit_change(&mut self, change: Change) -> Result<Vec<Event>> {
+        if !change.owner {
+            return self.commit_agent(change);
+        }
         // Locks in one order, so two commits never wait on each other: the todos it writes
         // (by id), then the journal's lock, under which no other commit can land between the
         // check and the writes.
@@ -320,29 +414,14 @@ impl<'a> PgTx<'a> {
     /// A quota write: the spends the snapshot does not have are added (old ones stay: the
     /// database keeps every spend); the other keys, when they changed, are the owner's.
     fn write_quota(&mut self, q: &crate::kernel::QuotaFile, seq: i64) -> Result<()> {
-        let have: Vec<Value> = self
-            .snap
-            .quota
-            .spends
-            .iter()
-            .filter_map(|s| serde_json::to_value(s).ok())
-            .collect();
-        for s in &q.spends {
-            let v = serde_json::to_value(s).map_err(internal)?;
-            if !have.contains(&v) {
-                self.q_exec("INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
-                        &[&Json(&v), &seq],
-                    )?;
-            }
+        for v in self.new_spends(q)? {
+            self.q_exec(
+                "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+                &[&Json(&v), &seq],
+            )?;
         }
-        let rest = |f: &crate::kernel::QuotaFile| {
-            let mut f = f.clone();
-            f.spends.clear();
-            serde_json::to_string(&f)
-        };
-        let (new, old) = (rest(q).map_err(internal)?, rest(&self.snap.quota).map_err(internal)?);
-        if new != old {
-            self.put_doc("quota.toml", &new, seq)?;
+        if let Some(rest) = self.quota_rest(q)? {
+            self.put_doc("quota.toml", &rest, seq)?;
         }
         Ok(())
     }
@@ -445,6 +524,28 @@ fn held_elsewhere(fence: u64, now: Ts) -> Lease {
         handoff_from: None,
         extra: Default::default(),
     }
+}
+
+/// An event's line without `seq`, `prev`, `tx` and `files` (the database adds them): the
+/// fields between `{"seq":N,` and `,"prev":...`, as loopx writes them.
+fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
+    let ev = Event {
+        seq: 0,
+        at: d.at,
+        actor: d.actor.clone(),
+        action: d.action.clone(),
+        target: d.target.clone(),
+        data: d.data.clone(),
+        prev: String::new(),
+        tx: None,
+        files: None,
+        sig: None,
+    };
+    let text = serde_json::to_string(&ev).map_err(internal)?;
+    text.strip_prefix("{\"seq\":0,")
+        .and_then(|t| t.strip_suffix(",\"prev\":\"\"}"))
+        .map(str::to_string)
+        .ok_or_else(|| internal("an event's line has an unexpected shape"))
 }
 
 /// A record as JSON.

@@ -132,6 +132,10 @@ impl PgStore {
             Error::usage(format!("{} is not a PostgreSQL URL: {e}", redact(url)))
         })?;
         cfg.connect_timeout(CONNECT_TIMEOUT);
+        // A server that goes away without closing the connection is noticed in seconds.
+        cfg.keepalives(true);
+        cfg.keepalives_idle(Duration::from_secs(5));
+        cfg.tcp_user_timeout(Duration::from_secs(20));
         cfg.application_name("loopx");
         cfg.options(&format!("-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout=10000"));
         cfg.connect(postgres::NoTls).map_err(|e| {

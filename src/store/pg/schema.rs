@@ -90,6 +90,68 @@ BEGIN
   RETURN QUERY SELECT j.seq, j.line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
 END $f$;
 
+CREATE OR REPLACE FUNCTION loopx.commit(
+  base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
+RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql AS $f$
+DECLARE
+  last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
+  l text; have bigint;
+BEGIN
+  -- Locks in one order: the todos written (by id), then the journal.
+  PERFORM 1 FROM loopx.todos t WHERE t.id = ANY(todo_ids) ORDER BY t.id FOR UPDATE;
+  PERFORM pg_advisory_xact_lock({lock});
+  SELECT j.seq, j.line INTO last_seq, last_line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
+  IF (SELECT coalesce(max(c.seq), 0) FROM loopx.config c) > base
+     OR (SELECT coalesce(max(g.seq), 0) FROM loopx.gates g) > base
+     OR (SELECT coalesce(max(a.seq), 0) FROM loopx.agents a) > base
+     OR (spends AND (SELECT coalesce(max(s.seq), 0) FROM loopx.spends s) > base) THEN
+    RAISE EXCEPTION 'the goal, a gate, an agent or the quota changed' USING ERRCODE = '40001';
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(todo_ids, 1), 0) LOOP
+    SELECT t.seq INTO have FROM loopx.todos t WHERE t.id = todo_ids[i];
+    IF coalesce(have, 0) <> todo_seqs[i] THEN
+      RAISE EXCEPTION 'todo % changed', todo_ids[i] USING ERRCODE = '40001';
+    END IF;
+  END LOOP;
+  n := coalesce(last_seq, 0) + 1;
+  first := n;
+  FOR w IN SELECT * FROM jsonb_array_elements(writes) LOOP
+    CASE w->>'k'
+      WHEN 'todo' THEN
+        INSERT INTO loopx.todos AS t (id, body, seq) VALUES (w->>'id', w->'b', first)
+          ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, seq = first, archived = false;
+      WHEN 'archive' THEN
+        INSERT INTO loopx.todos AS t (id, body, seq, archived) VALUES (w->>'id', w->'b', first, true)
+          ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, seq = first, archived = true;
+      WHEN 'gate+' THEN INSERT INTO loopx.gates (id, body, seq) VALUES (w->>'id', w->'b', first);
+      WHEN 'gate' THEN UPDATE loopx.gates g SET body = w->'b', seq = first WHERE g.id = w->>'id';
+      WHEN 'agent+' THEN INSERT INTO loopx.agents (id, body, seq) VALUES (w->>'id', w->'b', first);
+      WHEN 'agent' THEN UPDATE loopx.agents a SET body = w->'b', seq = first WHERE a.id = w->>'id';
+      WHEN 'evidence' THEN
+        INSERT INTO loopx.evidence (todo, body, seq) VALUES (w->>'id', w->'b', first);
+      WHEN 'spend' THEN INSERT INTO loopx.spends (body, seq) VALUES (w->'b', first);
+      WHEN 'config' THEN
+        INSERT INTO loopx.config (id, body, seq) VALUES (1, w->'b', first)
+          ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, seq = first;
+      WHEN 'doc' THEN
+        INSERT INTO loopx.docs (name, body, seq) VALUES (w->>'id', w->>'b', first)
+          ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, seq = first;
+      ELSE RAISE EXCEPTION 'unknown write %', w->>'k';
+    END CASE;
+  END LOOP;
+  prev := CASE WHEN last_line IS NULL THEN repeat('0', 64)
+          ELSE encode(sha256(convert_to(last_line, 'UTF8')), 'hex') END;
+  FOR i IN 1 .. coalesce(array_length(frags, 1), 0) LOOP
+    l := '{{"seq":' || n || ',' || frags[i] || ',"prev":"' || prev || '","tx":' || first
+         || CASE WHEN i = array_length(frags, 1) THEN ',"files":[]' ELSE '' END || '}}';
+    INSERT INTO loopx.journal (seq, line) VALUES (n, l);
+    seq := n; line := l;
+    RETURN NEXT;
+    prev := encode(sha256(convert_to(l, 'UTF8')), 'hex');
+    n := n + 1;
+  END LOOP;
+END $f$;
+
 CREATE OR REPLACE FUNCTION loopx.journal_check() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE last record; ev jsonb;
 BEGIN
