@@ -15,6 +15,9 @@ use crate::kernel::{Code, Error, Event, Lease, Result, Snapshot, Ts};
 use crate::store::pg::{Conn, PgStore, conflict, db_error};
 use crate::store::{Transaction, journal, owner, sealing};
 
+/// A transaction whose commit waits until every commit before it is on disk.
+const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
+
 /// The most todos one claim tries to lock before it gives up on the rest.
 const CLAIM_CANDIDATES: usize = 64;
 
@@ -581,7 +584,19 @@ impl Transaction for PgTx<'_> {
             }
         };
         self.open = false;
-        let r = self.client()?.batch_execute("COMMIT");
+        // The commit releases the journal's lock at once, without waiting for the disk; the
+        // second transaction waits for the disk instead (its commit is flushed after this one's,
+        // with other clients' at the same time), so the change is durable before loopx says so,
+        // and commits are not queued behind each other's flushes.
+        let r = self
+            .client()?
+            .batch_execute("SET LOCAL synchronous_commit = off; COMMIT")
+            .and_then(|()| {
+                self.conn
+                    .client
+                    .as_mut()
+                    .map_or(Ok(()), |c| c.batch_execute(DURABLE))
+            });
         if let Err(e) = r {
             let lost = e.is_closed() || e.as_db_error().is_none();
             self.conn.client = None;
