@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+pub mod backend;
 pub mod pg;
 pub mod tmux;
 pub mod turns;

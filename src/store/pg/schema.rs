@@ -2,8 +2,9 @@
 //!
 //! The agent role may read everything, add todos, gates (pending ones), evidence, spends and
 //! journal lines, and change todos and its own declaration; the database itself refuses it the
-//! owner's facts (the goal and its limits, gate decisions, hooks, the seal) and another agent's
-//! lease, and nobody may change or remove a journal line.
+//! owner's facts (the goal and its limits, gate decisions, hooks, the seal), another agent's
+//! lease and the todo it holds (a holder may hand its own on), and nobody may change or remove
+//! a journal line.
 
 use crate::kernel::{Code, Error, Result};
 
@@ -194,25 +195,42 @@ CREATE TRIGGER journal_notify AFTER INSERT ON loopx.journal
   REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION loopx.journal_notify();
 
 CREATE OR REPLACE FUNCTION loopx.lease_check() RETURNS trigger LANGUAGE plpgsql AS $f$
-DECLARE old_lease jsonb; new_lease jsonb;
+DECLARE
+  old_body jsonb; old_archived boolean; old_lease jsonb; new_lease jsonb;
+  others boolean := false; handoff boolean := false;
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
-  new_lease := NEW.body->'lease';
+  -- An INSERT that may turn into an UPDATE (ON CONFLICT) is checked against the row there.
   IF TG_OP = 'UPDATE' THEN
-    old_lease := OLD.body->'lease';
-    IF (NEW.body->>'fence')::bigint < (OLD.body->>'fence')::bigint THEN
-      RAISE EXCEPTION 'the fence of % may not go back', NEW.id USING ERRCODE = '42501';
-    END IF;
+    old_body := OLD.body;
+    old_archived := OLD.archived;
+  ELSE
+    SELECT t.body, t.archived INTO old_body, old_archived FROM loopx.todos t WHERE t.id = NEW.id;
   END IF;
-  IF new_lease IS NOT DISTINCT FROM old_lease THEN RETURN NEW; END IF;
-  IF old_lease IS NOT NULL AND jsonb_typeof(old_lease) = 'object'
-     AND old_lease->>'holder' <> session_user
-     AND (old_lease->>'expires_at')::timestamptz > now() THEN
+  new_lease := NEW.body->'lease';
+  old_lease := old_body->'lease';
+  IF (NEW.body->>'fence')::bigint < (old_body->>'fence')::bigint THEN
+    RAISE EXCEPTION 'the fence of % may not go back', NEW.id USING ERRCODE = '42501';
+  END IF;
+  -- Another agent's live lease: only its holder (or the owner) moves the todo on.
+  others := coalesce(jsonb_typeof(old_lease) = 'object'
+    AND old_lease->>'holder' <> session_user
+    AND (old_lease->>'expires_at')::timestamptz > now(), false);
+  IF others AND (NEW.body->'status' IS DISTINCT FROM old_body->'status'
+      OR NEW.body->'fence' IS DISTINCT FROM old_body->'fence'
+      OR NEW.archived IS DISTINCT FROM old_archived
+      OR new_lease IS DISTINCT FROM old_lease) THEN
     RAISE EXCEPTION 'the lease on % is held by %', NEW.id, old_lease->>'holder'
       USING ERRCODE = '42501';
   END IF;
-  IF new_lease IS NOT NULL AND jsonb_typeof(new_lease) = 'object'
-     AND new_lease->>'holder' <> session_user THEN
+  -- A hand-off: the live lease's holder passes it on, under a new fence.
+  handoff := coalesce(jsonb_typeof(old_lease) = 'object'
+    AND old_lease->>'holder' = session_user
+    AND (old_lease->>'expires_at')::timestamptz > now()
+    AND new_lease->>'handoff_from' = session_user
+    AND (NEW.body->>'fence')::bigint > (old_body->>'fence')::bigint, false);
+  IF new_lease IS DISTINCT FROM old_lease AND jsonb_typeof(new_lease) = 'object'
+     AND new_lease->>'holder' IS DISTINCT FROM session_user AND NOT handoff THEN
     RAISE EXCEPTION 'only the owner gives % a lease on %', new_lease->>'holder', NEW.id
       USING ERRCODE = '42501';
   END IF;
@@ -233,9 +251,12 @@ BEGIN
     RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.body->>'agent'
       USING ERRCODE = '42501';
   END IF;
-  IF TG_TABLE_NAME = 'agents' AND NEW.id IS DISTINCT FROM session_user THEN
-    RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.id
-      USING ERRCODE = '42501';
+  -- Nested: PL/pgSQL resolves every field an expression names, and spends have no id.
+  IF TG_TABLE_NAME = 'agents' THEN
+    IF NEW.id IS DISTINCT FROM session_user THEN
+      RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.id
+        USING ERRCODE = '42501';
+    END IF;
   END IF;
   RETURN NEW;
 END $f$;
