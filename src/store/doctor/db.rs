@@ -22,7 +22,11 @@ pub fn check_db(db: &PgStore, now: Ts) -> Result<Vec<Finding>> {
     let snap = db.load()?;
     let check = db.verify_journal()?;
     if let Some(b) = &check.broken {
-        out.push(Finding::error("database:journal", Some(b.line), b.message.clone()));
+        out.push(Finding::error(
+            "database:journal",
+            Some(b.line),
+            b.message.clone(),
+        ));
     }
     for (id, p) in &snap.quarantined {
         out.push(Finding::error(
@@ -42,9 +46,17 @@ pub fn check_db(db: &PgStore, now: Ts) -> Result<Vec<Finding>> {
     }
     let state = State {
         config: Some(doc("config", "goal", snap.config.clone())),
-        todos: snap.todos.values().map(|t| doc("todos", &t.id, t.clone())).collect(),
+        todos: snap
+            .todos
+            .values()
+            .map(|t| doc("todos", &t.id, t.clone()))
+            .collect(),
         archived,
-        gates: snap.gates.values().map(|g| doc("gates", &g.id, g.clone())).collect(),
+        gates: snap
+            .gates
+            .values()
+            .map(|g| doc("gates", &g.id, g.clone()))
+            .collect(),
         quota: Some(doc("docs", "quota", snap.quota.clone())),
     };
     relations::check(&state, now, &mut out);

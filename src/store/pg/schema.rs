@@ -247,7 +247,8 @@ BEGIN
        OR NEW.body ? 'signature' OR NEW.body ? 'decided_by') THEN
     RAISE EXCEPTION 'only the owner decides gate %', NEW.id USING ERRCODE = '42501';
   END IF;
-  IF TG_TABLE_NAME = 'spends' AND NEW.body->>'agent' IS DISTINCT FROM session_user THEN
+  IF TG_TABLE_NAME IN ('spends', 'evidence')
+     AND NEW.body->>'agent' IS DISTINCT FROM session_user THEN
     RAISE EXCEPTION 'you are connected as %, not %', session_user, NEW.body->>'agent'
       USING ERRCODE = '42501';
   END IF;
@@ -265,6 +266,9 @@ CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.gates
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
 DROP TRIGGER IF EXISTS own_rows ON loopx.spends;
 CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.spends
+  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
+DROP TRIGGER IF EXISTS own_rows ON loopx.evidence;
+CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.evidence
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
 DROP TRIGGER IF EXISTS own_rows ON loopx.agents;
 CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.agents
