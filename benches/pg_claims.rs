@@ -31,8 +31,11 @@ fn main() {
     let (clients, secs, todos) = (arg(1, 8), arg(2, 5), arg(3, 32));
     let url = setup(&base, clients, todos);
     let single = single_claims(&url_as(&url, "bench_a1"), 300);
-    println!("single client: claim round trip median {:.2} ms, p99 {:.2} ms (300 claims)",
-        ms(single[single.len() / 2]), ms(single[single.len() * 99 / 100]));
+    println!(
+        "single client: claim round trip median {:.2} ms, p99 {:.2} ms (300 claims)",
+        ms(single[single.len() / 2]),
+        ms(single[single.len() * 99 / 100])
+    );
     let start = Instant::now();
     let until = start + Duration::from_secs(secs);
     let handles: Vec<_> = (1..=clients)
@@ -61,7 +64,11 @@ fn main() {
     let (double, journal_claims) = audit(&url);
     println!("journal: {journal_claims} claims, double claims: {double}");
     assert_eq!(double, 0, "a todo was claimed twice");
-    assert_eq!(journal_claims, claims + single.len(), "a claim is missing from the journal");
+    assert_eq!(
+        journal_claims,
+        claims + single.len(),
+        "a claim is missing from the journal"
+    );
 }
 
 fn ms(d: Duration) -> f64 {
@@ -78,7 +85,9 @@ fn url_as(url: &str, user: &str) -> String {
 fn setup(base: &str, clients: u64, todos: u64) -> String {
     let db = format!("lx_bench_{}", std::process::id());
     let mut admin = postgres::Client::connect(base, postgres::NoTls).expect("connect");
-    admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("createdb");
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .expect("createdb");
     let url = format!("{}/{db}", base.rsplit_once('/').expect("url").0);
     let store = PgStore::new(&url, Env::default()).expect("url");
     let roles = Roles::with_prefix("lxbench").expect("prefix");
@@ -99,7 +108,14 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
         .expect("goal");
     for i in 0..todos {
         files
-            .mutate(|s| ops::add_todo(s, "planner", now, NewTodo::new(format!("t-b{i:05}"), format!("todo {i}"))))
+            .mutate(|s| {
+                ops::add_todo(
+                    s,
+                    "planner",
+                    now,
+                    NewTodo::new(format!("t-b{i:05}"), format!("todo {i}")),
+                )
+            })
             .expect("add");
     }
     store.import(&files).expect("import");
@@ -158,12 +174,18 @@ fn run_client(url: &str, agent: &str, until: Instant) -> (Vec<Duration>, u64) {
 /// Reads the journal: per todo, claims and releases must alternate, by the same agent.
 fn audit(url: &str) -> (usize, usize) {
     let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
-    let rows = c.query("SELECT line FROM loopx.journal ORDER BY seq", &[]).expect("journal");
+    let rows = c
+        .query("SELECT line FROM loopx.journal ORDER BY seq", &[])
+        .expect("journal");
     let mut holder: HashMap<String, String> = HashMap::new();
     let (mut double, mut claims) = (0, 0);
     for r in rows {
         let v: serde_json::Value = serde_json::from_str(&r.get::<_, String>(0)).expect("line");
-        let (action, target, actor) = (v["action"].as_str().unwrap_or(""), v["target"].as_str().unwrap_or("").to_string(), v["actor"].as_str().unwrap_or("").to_string());
+        let (action, target, actor) = (
+            v["action"].as_str().unwrap_or(""),
+            v["target"].as_str().unwrap_or("").to_string(),
+            v["actor"].as_str().unwrap_or("").to_string(),
+        );
         match action {
             "todo.claim" => {
                 claims += 1;

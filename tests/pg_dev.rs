@@ -7,13 +7,19 @@ use loopx::store::{Store, StoreExt};
 
 #[test]
 fn import_claim_export() {
-    let Ok(base) = std::env::var("LOOPX_TEST_PG") else { return };
+    let Ok(base) = std::env::var("LOOPX_TEST_PG") else {
+        return;
+    };
     let db = format!("lx_dev_{}", std::process::id());
     let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .unwrap();
     let url = base.rsplit_once('/').unwrap().0.to_string() + "/" + &db;
     let p = Project::new("pgdev");
-    for i in 0..5 { p.add(&format!("t{i}"), &[]); }
+    for i in 0..5 {
+        p.add(&format!("t{i}"), &[]);
+    }
     p.gate("Ship it?", &[]);
     let env = loopx::store::fs::Env::default();
     let s = PgStore::new(&url, env).unwrap();
@@ -27,7 +33,14 @@ fn import_claim_export() {
     for agent in ["a1", "a2"] {
         let mut tx = s.begin().unwrap();
         tx.reserve_claim(agent, now).unwrap();
-        let (c, t) = ops::claim(tx.snapshot(), agent, now, loopx::kernel::Dur::from_mins(5), None).unwrap();
+        let (c, t) = ops::claim(
+            tx.snapshot(),
+            agent,
+            now,
+            loopx::kernel::Dur::from_mins(5),
+            None,
+        )
+        .unwrap();
         tx.commit(c).unwrap();
         eprintln!("{agent} claimed {}", t.id);
     }

@@ -89,14 +89,7 @@ fn agent_commands_go_to_the_database_chosen_and_write_no_files() {
     let before = p.files();
     for (i, args) in AGENT_COMMANDS.iter().enumerate() {
         let flag = i % 2 == 0;
-        refused(
-            &p,
-            URL,
-            flag,
-            args,
-            "io",
-            "cannot connect to the database",
-        );
+        refused(&p, URL, flag, args, "io", "cannot connect to the database");
     }
     for args in FILE_COMMANDS {
         refused(

@@ -24,14 +24,18 @@ pub enum StoreCmd {
     },
     /// Copy a `.loopx/` project into the database (which must hold no project yet); run as
     /// the owner's role.
-    #[command(after_help = "Example:\n  loopx --store postgres://owner@db/loopx store import --from .")]
+    #[command(
+        after_help = "Example:\n  loopx --store postgres://owner@db/loopx store import --from ."
+    )]
     Import {
         /// The directory that holds `.loopx/`.
         #[arg(long, value_name = "DIR", default_value = ".")]
         from: PathBuf,
     },
     /// Write the database's project into `DIR/.loopx/` (which must not exist).
-    #[command(after_help = "Example:\n  loopx --store postgres://owner@db/loopx store export --to ./back")]
+    #[command(
+        after_help = "Example:\n  loopx --store postgres://owner@db/loopx store export --to ./back"
+    )]
     Export {
         /// The directory to hold the new `.loopx/`.
         #[arg(long, value_name = "DIR")]
@@ -51,9 +55,15 @@ pub fn run(ctx: &Ctx, c: StoreCmd) -> Result<Out> {
             let r = Roles::with_prefix(&roles)?;
             let m = db.migrate(&r)?;
             let text = if m.from == m.to {
-                format!("{shown}: schema {} is current; roles {} and {}", m.to, r.owner, r.agent)
+                format!(
+                    "{shown}: schema {} is current; roles {} and {}",
+                    m.to, r.owner, r.agent
+                )
             } else {
-                format!("{shown}: schema {} -> {}; roles {} and {}", m.from, m.to, r.owner, r.agent)
+                format!(
+                    "{shown}: schema {} -> {}; roles {} and {}",
+                    m.from, m.to, r.owner, r.agent
+                )
             };
             Ok(Out::new(
                 "migrated",
@@ -78,7 +88,11 @@ pub fn run(ctx: &Ctx, c: StoreCmd) -> Result<Out> {
             let text = format!(
                 "exported {shown} to {}: {} todos, {} gates, {} evidence, {} spends, {} journal lines",
                 root.join(".loopx").display(),
-                m.todos, m.gates, m.evidence, m.spends, m.journal
+                m.todos,
+                m.gates,
+                m.evidence,
+                m.spends,
+                m.journal
             );
             Ok(Out::new("exported", json!(m), text))
         }

@@ -202,6 +202,9 @@ mod tests {
     fn connecting_needs_a_postgres_url() {
         let e = connect("mysql://h/db", Env::default()).err().unwrap();
         assert_eq!(e.code, Code::Usage);
-        assert!(connect("postgres://h/db", Env::default()).is_ok(), "connects on first use");
+        assert!(
+            connect("postgres://h/db", Env::default()).is_ok(),
+            "connects on first use"
+        );
     }
 }

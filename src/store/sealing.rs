@@ -114,7 +114,9 @@ impl FileStore {
         before: &Snapshot,
         change: &Change,
     ) -> Result<tx::Op> {
-        let text = seal_text(key, before, change, self.journal_mark()?, || self.load_raw())?;
+        let text = seal_text(key, before, change, self.journal_mark()?, || {
+            self.load_raw()
+        })?;
         Ok(tx::Op::put("owner.seal", text.into_bytes()))
     }
 }

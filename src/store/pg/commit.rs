@@ -79,9 +79,10 @@ impl<'a> PgTx<'a> {
 
     /// The `seq` the snapshot's copy of todo `id` has (0: not in the project).
     fn todo_seq(&self, id: &str) -> u64 {
-        self.fresh.get(id).copied().unwrap_or_else(|| {
-            self.conn.cache.todos.get(id).map_or(0, |r| r.seq)
-        })
+        self.fresh
+            .get(id)
+            .copied()
+            .unwrap_or_else(|| self.conn.cache.todos.get(id).map_or(0, |r| r.seq))
     }
 
     /// Locks the first candidate no other transaction holds; the ones before it are held
@@ -158,14 +159,15 @@ impl<'a> PgTx<'a> {
             }
         }
         let base = i64::try_from(self.base).unwrap_or(i64::MAX);
-        let r = self.q_one("SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
+        let r = self.q_one(
+            "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.gates) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.spends) > $1, \
                  (SELECT coalesce(max(seq), 0) FROM loopx.agents) > $1, \
                  (SELECT coalesce(json_agg(json_build_array(id, seq)), '[]')::text \
                     FROM loopx.todos WHERE id = ANY($2))",
-                &[&base, &todos],
-            )?;
+            &[&base, &todos],
+        )?;
         let (cfg, gates, spent, agents): (bool, bool, bool, bool) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
         if cfg || gates || agents || (spends && spent) {
@@ -198,10 +200,11 @@ impl<'a> PgTx<'a> {
             return Ok(None);
         };
         let s = i64::try_from(*seq).unwrap_or(i64::MAX);
-        let r = self.q_one("SELECT coalesce(sum(octet_length(line) + 1), 0)::bigint FROM loopx.journal \
+        let r = self.q_one(
+            "SELECT coalesce(sum(octet_length(line) + 1), 0)::bigint FROM loopx.journal \
                  WHERE seq < $1",
-                &[&s],
-            )?;
+            &[&s],
+        )?;
         Ok(Some(Mark {
             seq: *seq,
             offset: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
@@ -234,9 +237,10 @@ impl<'a> PgTx<'a> {
         } else {
             None
         };
-        let head = last
-            .as_ref()
-            .map_or_else(|| journal::GENESIS.to_string(), |(_, l)| journal::sha256_hex(l.as_bytes()));
+        let head = last.as_ref().map_or_else(
+            || journal::GENESIS.to_string(),
+            |(_, l)| journal::sha256_hex(l.as_bytes()),
+        );
         let (writes, decided) = match &signer {
             Some(k) => sealing::sign_decisions(change.writes, k, &head),
             None => (change.writes, Vec::new()),
@@ -290,10 +294,11 @@ impl<'a> PgTx<'a> {
                 json(g)?,
             ),
             Write::Config(c) => {
-                self.q_exec("INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
+                self.q_exec(
+                    "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
                          ON CONFLICT (id) DO UPDATE SET body = $1, seq = $2",
-                        &[&Json(&json(c)?), &seq],
-                    )?;
+                    &[&Json(&json(c)?), &seq],
+                )?;
                 return Ok(());
             }
             Write::Agent(a) if self.snap.agents.contains_key(&a.id) => (
@@ -330,9 +335,10 @@ impl<'a> PgTx<'a> {
         for s in &q.spends {
             let v = serde_json::to_value(s).map_err(internal)?;
             if !have.contains(&v) {
-                self.q_exec("INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
-                        &[&Json(&v), &seq],
-                    )?;
+                self.q_exec(
+                    "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+                    &[&Json(&v), &seq],
+                )?;
             }
         }
         let rest = |f: &crate::kernel::QuotaFile| {
@@ -340,7 +346,10 @@ impl<'a> PgTx<'a> {
             f.spends.clear();
             serde_json::to_string(&f)
         };
-        let (new, old) = (rest(q).map_err(internal)?, rest(&self.snap.quota).map_err(internal)?);
+        let (new, old) = (
+            rest(q).map_err(internal)?,
+            rest(&self.snap.quota).map_err(internal)?,
+        );
         if new != old {
             self.put_doc("quota.toml", &new, seq)?;
         }
@@ -349,10 +358,11 @@ impl<'a> PgTx<'a> {
 
     /// Writes an owner document (`owner.seal`, `owner.proofs`, `owner.pub`, `quota.toml`).
     fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
-        self.q_exec("INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
+        self.q_exec(
+            "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
                  ON CONFLICT (name) DO UPDATE SET body = $2, seq = $3",
-                &[&name, &body, &seq],
-            )?;
+            &[&name, &body, &seq],
+        )?;
         Ok(())
     }
 
@@ -388,7 +398,10 @@ impl<'a> PgTx<'a> {
             let text = crate::kernel::authority::proofs_text(&hashes, &sig);
             self.put_doc("owner.proofs", &text, seq)?;
         }
-        if self.snap.seal.is_none() && !change.adopt_files && self.conn.cache.docs.contains_key("owner.seal") {
+        if self.snap.seal.is_none()
+            && !change.adopt_files
+            && self.conn.cache.docs.contains_key("owner.seal")
+        {
             return Err(Error::new(
                 Code::InvalidState,
                 "the owner's seal in the database is not valid, so loopx cannot tell your facts from hand edits",
@@ -412,9 +425,10 @@ impl<'a> PgTx<'a> {
             .filter(|l| !l.is_empty())
             .map(|l| String::from_utf8_lossy(l).into_owned())
             .collect();
-        self.q_exec("INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
-                &[&seqs, &texts],
-            )?;
+        self.q_exec(
+            "INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
+            &[&seqs, &texts],
+        )?;
         Ok(())
     }
 

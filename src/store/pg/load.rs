@@ -149,8 +149,13 @@ impl Cached {
             self.spends.push(s);
         }
         for v in items(row.get(6), "owner documents")? {
-            let body = v.get(1).and_then(Value::as_str).unwrap_or_default().to_string();
-            self.docs.insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
+            let body = v
+                .get(1)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            self.docs
+                .insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
         }
         if let Some(Ok(cfg)) = self.config.as_ref().map(|r| &r.value) {
             let mut q = QuotaFile {
@@ -185,8 +190,10 @@ impl Cached {
     pub fn snapshot_raw(&self) -> Result<Snapshot> {
         let config = match &self.config {
             None => {
-                return Err(Error::new(Code::NotInitialized, "the database has no goal yet")
-                    .hint("start one with `loopx start-goal` (as the owner)"));
+                return Err(
+                    Error::new(Code::NotInitialized, "the database has no goal yet")
+                        .hint("start one with `loopx start-goal` (as the owner)"),
+                );
             }
             Some(Row { value: Ok(c), .. }) => c.clone(),
             Some(Row { value: Err(p), .. }) => {

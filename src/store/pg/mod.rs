@@ -39,7 +39,9 @@ pub(crate) struct Conn {
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgStore").field("url", &redact(&self.url)).finish()
+        f.debug_struct("PgStore")
+            .field("url", &redact(&self.url))
+            .finish()
     }
 }
 
@@ -67,15 +69,22 @@ pub fn db_error(e: postgres::Error) -> Error {
             Code::Io,
             format!(
                 "the database {}: {e}",
-                if closed { "connection was lost" } else { "did not answer" }
+                if closed {
+                    "connection was lost"
+                } else {
+                    "did not answer"
+                }
             ),
         )
         .hint("check that the server is up and reachable, then run the command again");
     };
     let code = db.code();
     if *code == SqlState::INSUFFICIENT_PRIVILEGE {
-        return Error::new(Code::Denied, format!("the database refused: {}", db.message()))
-            .hint("this is the owner's to do: connect as the owner's role, with the owner's key");
+        return Error::new(
+            Code::Denied,
+            format!("the database refused: {}", db.message()),
+        )
+        .hint("this is the owner's to do: connect as the owner's role, with the owner's key");
     }
     if *code == SqlState::T_R_SERIALIZATION_FAILURE
         || *code == SqlState::T_R_DEADLOCK_DETECTED
@@ -84,8 +93,11 @@ pub fn db_error(e: postgres::Error) -> Error {
         return conflict(db.message());
     }
     if *code == SqlState::QUERY_CANCELED {
-        return Error::new(Code::Busy, "the database took too long and cancelled the statement")
-            .hint("try again; if it persists, check the server's load");
+        return Error::new(
+            Code::Busy,
+            "the database took too long and cancelled the statement",
+        )
+        .hint("try again; if it persists, check the server's load");
     }
     if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::INVALID_SCHEMA_NAME {
         return Error::new(Code::NotInitialized, "the database has no loopx schema")
@@ -96,9 +108,12 @@ pub fn db_error(e: postgres::Error) -> Error {
 
 /// An optimistic conflict: another transaction changed what this one read; `mutate` retries.
 pub(crate) fn conflict(what: &str) -> Error {
-    Error::new(Code::Busy, format!("another agent changed the project at the same time ({what})"))
-        .details(serde_json::json!({ "retry": true }))
-        .hint("run the command again")
+    Error::new(
+        Code::Busy,
+        format!("another agent changed the project at the same time ({what})"),
+    )
+    .details(serde_json::json!({ "retry": true }))
+    .hint("run the command again")
 }
 
 impl PgStore {
@@ -128,12 +143,14 @@ impl PgStore {
 
     /// A new connection, with loopx's timeouts set.
     pub fn connect(url: &str) -> Result<postgres::Client> {
-        let mut cfg: postgres::Config = url.parse().map_err(|e| {
-            Error::usage(format!("{} is not a PostgreSQL URL: {e}", redact(url)))
-        })?;
+        let mut cfg: postgres::Config = url
+            .parse()
+            .map_err(|e| Error::usage(format!("{} is not a PostgreSQL URL: {e}", redact(url))))?;
         cfg.connect_timeout(CONNECT_TIMEOUT);
         cfg.application_name("loopx");
-        cfg.options(&format!("-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout=10000"));
+        cfg.options(&format!(
+            "-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout=10000"
+        ));
         cfg.connect(postgres::NoTls).map_err(|e| {
             Error::new(
                 Code::Io,
@@ -254,13 +271,18 @@ impl Conn {
 fn check_schema(c: &mut postgres::Client) -> Result<()> {
     let v = schema::current_version(c)?;
     if v == 0 {
-        return Err(Error::new(Code::NotInitialized, "the database has no loopx schema")
-            .hint("create it with `loopx store migrate` (as the database's owner)"));
+        return Err(
+            Error::new(Code::NotInitialized, "the database has no loopx schema")
+                .hint("create it with `loopx store migrate` (as the database's owner)"),
+        );
     }
     if v > schema::VERSION {
         return Err(Error::new(
             Code::SchemaTooNew,
-            format!("the database has loopx schema {v}; this loopx knows {}", schema::VERSION),
+            format!(
+                "the database has loopx schema {v}; this loopx knows {}",
+                schema::VERSION
+            ),
         )
         .hint("upgrade loopx"));
     }
@@ -322,7 +344,8 @@ impl Store for PgStore {
         if snap.todos.contains_key(&want) || snap.quarantined.contains_key(&want) {
             return Ok(want);
         }
-        let archived: Vec<String> = self.with(|c| Ok(c.cache.archived.keys().cloned().collect()))?;
+        let archived: Vec<String> =
+            self.with(|c| Ok(c.cache.archived.keys().cloned().collect()))?;
         if archived.contains(&want) {
             return Ok(want);
         }

@@ -40,8 +40,8 @@ fn json_lines(path: &Path) -> Result<Vec<(String, Value)>> {
         return Ok(Vec::new());
     };
     let shown = parse::shown(path);
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::invalid(&shown, None, "not valid UTF-8"))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::invalid(&shown, None, "not valid UTF-8"))?;
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let v = serde_json::from_str(l)
@@ -63,18 +63,18 @@ impl PgStore {
     pub fn import(&self, files: &FileStore) -> Result<Moved> {
         let check = files.verify_journal()?;
         if let Some(b) = &check.broken {
-            return Err(Error::invalid(
-                ".loopx/journal.jsonl",
-                Some(b.line),
-                b.message.clone(),
-            )
-            .hint("repair the journal with `loopx doctor` before importing"));
+            return Err(
+                Error::invalid(".loopx/journal.jsonl", Some(b.line), b.message.clone())
+                    .hint("repair the journal with `loopx doctor` before importing"),
+            );
         }
         let snap = files.load_raw()?;
         if let Some((id, p)) = snap.quarantined.iter().next() {
-            return Err(Error::invalid(&p.file, p.line, p.message.clone()).hint(format!(
-                "fix {id} (or move it out of .loopx/) before importing: an import loses nothing"
-            )));
+            return Err(
+                Error::invalid(&p.file, p.line, p.message.clone()).hint(format!(
+                    "fix {id} (or move it out of .loopx/) before importing: an import loses nothing"
+                )),
+            );
         }
         let lines = json_lines(&files.journal_path())?;
         let head = lines
@@ -232,43 +232,65 @@ fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
         let p = dir.join(rel);
         atomic::write(&p, bytes).map_err(|e| Error::io(&p, &e))
     };
-    let rows = |tx: &mut postgres::Transaction<'_>, sql: &str| {
-        tx.query(sql, &[]).map_err(db_error)
-    };
+    let rows = |tx: &mut postgres::Transaction<'_>, sql: &str| tx.query(sql, &[]).map_err(db_error);
     let cfg = rows(tx, "SELECT body::text FROM loopx.config")?;
     let Some(cfg) = cfg.first() else {
-        return Err(Error::new(Code::NotInitialized, "the database has no goal to export"));
+        return Err(Error::new(
+            Code::NotInitialized,
+            "the database has no goal to export",
+        ));
     };
     let cfg: Config = from_text(&cfg.get::<_, String>(0), "config")?;
     put("loopx.toml", parse::encode(&cfg)?.as_bytes())?;
-    for r in rows(tx, "SELECT id, body::text, archived FROM loopx.todos ORDER BY id")? {
+    for r in rows(
+        tx,
+        "SELECT id, body::text, archived FROM loopx.todos ORDER BY id",
+    )? {
         let t: Todo = from_text(&r.get::<_, String>(1), "todos")?;
-        let sub = if r.get::<_, bool>(2) { "archive" } else { "todos" };
-        put(&format!("{sub}/{}.toml", file_id(&t.id)?), parse::encode(&t)?.as_bytes())?;
+        let sub = if r.get::<_, bool>(2) {
+            "archive"
+        } else {
+            "todos"
+        };
+        put(
+            &format!("{sub}/{}.toml", file_id(&t.id)?),
+            parse::encode(&t)?.as_bytes(),
+        )?;
         moved.todos += 1;
     }
     for r in rows(tx, "SELECT id, body::text FROM loopx.gates ORDER BY id")? {
         let g: crate::kernel::Gate = from_text(&r.get::<_, String>(1), "gates")?;
-        put(&format!("gates/{}.toml", file_id(&g.id)?), parse::encode(&g)?.as_bytes())?;
+        put(
+            &format!("gates/{}.toml", file_id(&g.id)?),
+            parse::encode(&g)?.as_bytes(),
+        )?;
         moved.gates += 1;
     }
     for r in rows(tx, "SELECT id, body::text FROM loopx.agents ORDER BY id")? {
         let a: crate::kernel::model::AgentInfo = from_text(&r.get::<_, String>(1), "agents")?;
-        put(&format!("agents/{}.toml", file_id(&a.id)?), parse::encode(&a)?.as_bytes())?;
+        put(
+            &format!("agents/{}.toml", file_id(&a.id)?),
+            parse::encode(&a)?.as_bytes(),
+        )?;
     }
-    let mut quota: QuotaFile = match rows(tx, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
-        Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
-        None => QuotaFile::default(),
-    };
+    let mut quota: QuotaFile =
+        match rows(tx, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
+            Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
+            None => QuotaFile::default(),
+        };
     for r in rows(tx, "SELECT body::text FROM loopx.spends ORDER BY n")? {
-        quota.spends.push(from_text(&r.get::<_, String>(0), "spends")?);
+        quota
+            .spends
+            .push(from_text(&r.get::<_, String>(0), "spends")?);
     }
     moved.spends = quota.spends.len();
     put("quota.toml", parse::encode(&quota)?.as_bytes())?;
     let mut logs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for r in rows(tx, "SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
         let e: crate::kernel::Evidence = from_text(&r.get::<_, String>(1), "evidence")?;
-        let buf = logs.entry(file_id(&r.get::<_, String>(0))?.to_string()).or_default();
+        let buf = logs
+            .entry(file_id(&r.get::<_, String>(0))?.to_string())
+            .or_default();
         buf.extend(serde_json::to_vec(&e).map_err(|e| Error::new(Code::Internal, e.to_string()))?);
         buf.push(b'\n');
         moved.evidence += 1;
@@ -276,7 +298,10 @@ fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
     for (id, bytes) in logs {
         put(&format!("evidence/{id}.jsonl"), &bytes)?;
     }
-    for r in rows(tx, "SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'")? {
+    for r in rows(
+        tx,
+        "SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'",
+    )? {
         let name: String = r.get(0);
         if OWNER_DOCS.contains(&name.as_str()) {
             put(&name, r.get::<_, String>(1).as_bytes())?;
