@@ -66,10 +66,9 @@ const AGENT_COMMANDS: &[&[&str]] = &[
     &["mcp"],
 ];
 
-/// Commands that work on the files only for now: owner acts, setup, the board, doctor.
+/// Commands that work on the files only for now: owner acts, setup, doctor.
 const FILE_COMMANDS: &[&[&str]] = &[
     &["doctor"],
-    &["board"],
     &["gate", "approve", "g-aaaaaa"],
     &["todo", "reassign", "t-aaaaaa", "--to", "b"],
     &["todo", "release", "t-aaaaaa", "--owner"],
