@@ -53,7 +53,7 @@ fn board(p: &Project, now: Ts) -> (Loader, App) {
     let mut loader = Loader::new(store.clone());
     let mut app = App::new("test", Theme::dark(), false, now);
     app.size = (120, 40);
-    app.owner = Owner::detect(&store);
+    app.owner = Owner::detect(store.owner_pub());
     app.on_event(AppEvent::Loaded(loader.full(now)));
     (loader, app)
 }

@@ -191,7 +191,7 @@ fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
     );
     // With it: the todo.add line is the owner's and its signature verifies.
     set_owner_key(&p.key);
-    let owner = Owner::detect(&store);
+    let owner = Owner::detect(store.owner_pub());
     assert!(owner.verified, "{owner:?}");
     perform(&store, &owner, &add, Ts::now()).expect("add");
     let text = std::fs::read_to_string(p.lx("journal.jsonl")).unwrap();

@@ -68,7 +68,6 @@ const AGENT_COMMANDS: &[&[&str]] = &[
 
 /// Commands that work on the files only for now: the owner's key, hooks, monitors, setup.
 const FILE_COMMANDS: &[&[&str]] = &[
-    &["board"],
     &["owner", "show"],
     &["hook", "list"],
     &["monitor", "list"],

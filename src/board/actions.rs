@@ -1,9 +1,10 @@
 //! Owner actions: the one place the board changes state, always through `Store::mutate` and the kernel.
 
+use crate::kernel::authority::OwnerPub;
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Ts};
-use crate::store::{FileStore, Store, StoreExt};
+use crate::store::{Store, StoreExt};
 
 /// Something the owner asks for on the board.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,9 +131,10 @@ impl Owner {
         }
     }
 
-    /// Checks for the owner's key, as the store will when it signs a change.
-    pub fn detect(store: &FileStore) -> Owner {
-        let Ok(project) = store.owner_pub() else {
+    /// Checks for the owner's key against the project's public key (`store.owner_pub()`, or
+    /// `Source::owner_pub`), as the store will when it signs a change.
+    pub fn detect(project_pub: Result<Option<OwnerPub>>) -> Owner {
+        let Ok(project) = project_pub else {
             return Owner::unverified_because("owner.pub unreadable");
         };
         match crate::store::owner::signer_for(project.as_ref()) {
@@ -152,7 +154,7 @@ impl Owner {
 /// Performs an owner action through the store and the kernel; returns a line for the status bar.
 ///
 /// This is the only function of the board that changes state. Owner signatures plug in here.
-pub fn perform(store: &FileStore, owner: &Owner, action: &OwnerAction, now: Ts) -> Result<String> {
+pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) -> Result<String> {
     let who = owner.actor.as_str();
     match action {
         OwnerAction::Approve {

@@ -143,6 +143,8 @@ pub enum Live {
     Watching,
     /// Polling, and why.
     Polling(String),
+    /// The database's connection dropped: reconnecting, and why.
+    Reconnecting(String),
 }
 
 /// A message in the status bar.
@@ -353,8 +355,15 @@ impl App {
                 Vec::new()
             }
             AppEvent::Live(l) => {
-                if let Live::Polling(why) = &l {
-                    self.say(format!("polling: {why}"), false);
+                match &l {
+                    Live::Polling(why) => self.say(format!("polling: {why}"), false),
+                    Live::Reconnecting(why) => {
+                        self.say(format!("lost the database, reconnecting: {why}"), true)
+                    }
+                    Live::Watching if matches!(self.live, Live::Reconnecting(_)) => {
+                        self.say("reconnected to the database", false)
+                    }
+                    Live::Watching => {}
                 }
                 self.live = l;
                 Vec::new()

@@ -1,13 +1,14 @@
-//! Reading `.loopx/` for the board, only through the store: its tolerant full load and its
-//! per-file reload, the journal's tail, evidence, and archived titles for the Done column.
+//! Reading the project for the board, only through the store: a full load (on files, the
+//! tolerant one, and a per-file reload), the journal's tail, evidence, and archived titles for
+//! the Done column.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::board::source::Source;
 use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
-use crate::store::parse::shown;
 use crate::store::view::View;
-use crate::store::{FileStore, Store, atomic};
+use crate::store::{Store, atomic};
 
 /// How many journal events the board keeps for the activity feed and the Done column.
 pub const JOURNAL_TAIL: usize = 400;
@@ -56,11 +57,13 @@ pub struct Delta {
 /// per-file reload) and a cache of archived titles for the Done column.
 #[derive(Debug)]
 pub struct Loader {
-    store: FileStore,
+    source: Source,
     /// The last good load's files' values, before the owner's seal; `None` after a failed load
-    /// (the next change loads everything again).
+    /// (the next change loads everything again). Always `None` on a database.
     raw: Option<Snapshot>,
     archive_cache: HashMap<String, Option<(String, Status)>>,
+    /// The newest journal line read (a database's evidence changes are found after it).
+    journal_seq: Option<u64>,
 }
 
 /// What one changed path means to the board.
@@ -116,40 +119,44 @@ pub fn classify(dir: &Path, path: &Path) -> Target {
 }
 
 impl Loader {
-    /// A loader over a store.
-    pub fn new(store: FileStore) -> Loader {
+    /// A loader over a store (a [`FileStore`](crate::store::FileStore) or a database).
+    pub fn new(source: impl Into<Source>) -> Loader {
         Loader {
-            store,
+            source: source.into(),
             raw: None,
             archive_cache: HashMap::new(),
+            journal_seq: None,
         }
     }
 
     /// The store read.
-    pub fn store(&self) -> &FileStore {
-        &self.store
+    pub fn source(&self) -> &Source {
+        &self.source
     }
 
-    /// Reads everything through the store's tolerant load; a load that fails is a problem and
-    /// the last good state stays.
+    /// Reads everything (on files, through the store's tolerant load); a load that fails is a
+    /// problem and the last good state stays.
     pub fn full(&mut self, now: Ts) -> Delta {
         let mut d = Delta {
             at: now,
             ..Delta::default()
         };
-        let r = self.store.load_view();
+        let r = match &self.source {
+            Source::Files(f) => f.load_view().map(|v| (Some(v.raw), v.snap)),
+            Source::Db(db) => db.load().map(|snap| (None, snap)),
+        };
         self.take(r, &mut d);
         self.journal_into(&mut d);
         d
     }
 
-    /// Reads only what these paths name, through the store's reload; a directory event, the
-    /// owner's files, or a failed load before fall back to a full load.
+    /// Reads only what these paths name, through the file store's reload; a directory event, the
+    /// owner's files, a failed load before, or a database (no paths) fall back to a full load.
     pub fn changed(&mut self, paths: &[PathBuf], now: Ts) -> Delta {
-        let targets: Vec<Target> = paths
-            .iter()
-            .map(|p| classify(self.store.dir(), p))
-            .collect();
+        let Some(files) = self.source.files() else {
+            return self.full(now);
+        };
+        let targets: Vec<Target> = paths.iter().map(|p| classify(files.dir(), p)).collect();
         if self.raw.is_none() || targets.contains(&Target::Everything) {
             return self.full(now);
         }
@@ -176,8 +183,11 @@ impl Loader {
         }
         if !state.is_empty()
             && let Some(raw) = self.raw.take()
+            && let Some(files) = self.source.files()
         {
-            let r = self.store.reload(raw, &state);
+            let r = files
+                .reload(raw, &state)
+                .map(|v: View| (Some(v.raw), v.snap));
             self.take(r, &mut d);
         }
         if targets.contains(&Target::Journal) {
@@ -186,16 +196,17 @@ impl Loader {
         d
     }
 
-    /// Keeps a load's result: the new state, or the problem (and a full load next time).
-    fn take(&mut self, r: crate::kernel::Result<View>, d: &mut Delta) {
+    /// Keeps a load's result (the files' values, and the snapshot): the new state, or the
+    /// problem (and a full load next time).
+    fn take(&mut self, r: crate::kernel::Result<(Option<Snapshot>, Snapshot)>, d: &mut Delta) {
         match r {
-            Ok(v) => {
-                self.raw = Some(v.raw);
-                d.full = Some(v.snap);
+            Ok((raw, snap)) => {
+                self.raw = raw;
+                d.full = Some(snap);
             }
             Err(e) => {
                 self.raw = None;
-                d.problems.push(Problem::of(&e, &shown(self.store.dir())));
+                d.problems.push(Problem::of(&e, &self.source.whole()));
             }
         }
     }
@@ -203,9 +214,10 @@ impl Loader {
     /// The last evidence entries of a todo, newest first.
     pub fn evidence(&self, id: &str) -> Result<Vec<Evidence>, Problem> {
         let mut v = self
-            .store
+            .source
+            .store()
             .evidence_tail(id, EVIDENCE_TAIL)
-            .map_err(|e| Problem::of(&e, &shown(&self.store.evidence_path(id))))?;
+            .map_err(|e| Problem::of(&e, &self.source.evidence_name(id)))?;
         v.reverse();
         Ok(v)
     }
@@ -215,7 +227,8 @@ impl Loader {
             return c.clone();
         }
         let v = self
-            .store
+            .source
+            .store()
             .archived_todo(id)
             .ok()
             .flatten()
@@ -225,8 +238,13 @@ impl Loader {
     }
 
     fn journal_into(&mut self, d: &mut Delta) {
-        match self.store.journal_tail(JOURNAL_TAIL) {
+        match self.source.store().journal_tail(JOURNAL_TAIL) {
             Ok(events) => {
+                if self.source.files().is_none() {
+                    // No evidence events on a database: the todos its new lines name.
+                    self.new_targets(&events, &mut d.evidence_changed);
+                }
+                self.journal_seq = events.last().map(|e| e.seq).or(self.journal_seq);
                 d.done = Some(self.done_of(&events));
                 d.journal = Some(events);
             }
@@ -235,6 +253,16 @@ impl Loader {
                 file: JOURNAL_FILE.into(),
                 ..Problem::of(&e, JOURNAL_FILE)
             }),
+        }
+    }
+
+    /// The targets of the events after the last journal line read (none on the first read).
+    fn new_targets(&self, events: &[Event], out: &mut Vec<String>) {
+        let Some(seen) = self.journal_seq else { return };
+        for e in events.iter().filter(|e| e.seq > seen) {
+            if !e.target.is_empty() && !out.contains(&e.target) {
+                out.push(e.target.clone());
+            }
         }
     }
 

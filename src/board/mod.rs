@@ -1,4 +1,5 @@
-//! The board: a live terminal control plane over `.loopx/` (the loop, the terminal, and its parts).
+//! The board: a live terminal control plane over a project, in `.loopx/` or in a database (the
+//! loop, the terminal, and its parts).
 
 pub mod actions;
 pub mod alerts;
@@ -7,11 +8,14 @@ pub mod data;
 pub mod demo;
 pub mod derive;
 pub mod edit;
+pub mod feed;
 pub mod keymap;
 pub mod layout;
+pub mod listen;
 pub mod notify;
 pub mod panes;
 pub mod sealer;
+pub mod source;
 pub mod term;
 pub mod theme;
 pub mod view;
@@ -24,13 +28,15 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::Event as TermEvent;
 
+use crate::board::actions::Owner;
 use crate::board::app::{App, AppEvent, Effect, Live};
 use crate::board::data::Loader;
+use crate::board::feed::Feed;
+use crate::board::source::Source;
 use crate::board::theme::Theme;
-use crate::board::watcher::{Poller, Signal};
+use crate::board::watcher::Signal;
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Code, Dur, Error, Result, Ts};
-use crate::store::FileStore;
 
 /// How the board is opened.
 #[derive(Debug, Clone, Default)]
@@ -67,13 +73,13 @@ pub fn choose_theme(flag: Option<&str>, config_theme: Option<&str>) -> Result<Th
     })
 }
 
-/// Opens the board on a store until the operator quits.
-pub fn run(store: FileStore, opts: Options) -> Result<()> {
+/// Opens the board on a store (the files, or a database) until the operator quits.
+pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::usage("the board needs a terminal")
             .hint("use `loopx status` for a text summary"));
     }
-    let mut loader = Loader::new(store.clone());
+    let mut loader = Loader::new(source);
     let first = loader.full(Ts::now());
     let cfg_theme = first
         .full
@@ -83,9 +89,8 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
         .and_then(|t| t.as_str())
         .map(str::to_string);
     let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
-    let project = store.root().display().to_string();
-    let mut app = App::new(project, theme, opts.readonly, Ts::now());
-    app.owner = actions::Owner::detect(&store);
+    let mut app = App::new(loader.source().name(), theme, opts.readonly, Ts::now());
+    app.owner = Owner::detect(loader.source().owner_pub());
     let mut pending = app.on_event(AppEvent::Loaded(first));
 
     let mut term = term::Term::enter()
@@ -99,73 +104,19 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
         .name("board-input".into())
         .spawn(move || term::read_input(|ev| input_tx.send(Msg::Term(ev)).is_ok()))
         .map_err(|e| Error::new(Code::Io, format!("cannot start the input thread: {e}")))?;
-
-    let dir = store.dir().to_path_buf();
-    let mut poller: Option<Poller> = None;
-    let mut _watch = None;
-    if opts.poll {
-        poller = Some(Poller::new(&dir));
-        app.on_event(AppEvent::Live(Live::Polling("--poll".into())));
-    } else if let Some(fs) = crate::store::lock::network_fs(&dir) {
-        poller = Some(Poller::new(&dir));
-        app.on_event(AppEvent::Live(Live::Polling(format!(
-            "{fs}: no events there"
-        ))));
-    } else {
-        match watcher::watch_channel(&dir, tx.clone(), Msg::Watch) {
-            Ok(w) => _watch = Some(w),
-            Err(e) => {
-                poller = Some(Poller::new(&dir));
-                app.on_event(AppEvent::Live(Live::Polling(format!("watch failed: {e}"))));
-            }
-        }
+    let (mut feed, live) = Feed::start(loader.source(), opts.poll, tx, Msg::Watch)?;
+    if let Some(l) = live {
+        app.on_event(AppEvent::Live(l));
     }
 
     let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
-    let mut journal_seen = watcher::journal_stamp(&dir);
-    let mut unseen_since: Option<Instant> = None;
-    let mut last_event = Instant::now();
     let mut dirty = true;
     let result: Result<()> = loop {
         // Effects first: they may produce more events.
         while let Some(fx) = pending.pop() {
-            match fx {
-                Effect::Quit => app.quit = true,
-                Effect::Suspend => term.suspend(),
-                Effect::Bell => term.bell(),
-                Effect::Title(t) => term.title(&t),
-                Effect::Copy(text) => term.copy(&text),
-                Effect::Edit(file) => {
-                    let r = edit::run(&mut term, store.root(), &file);
-                    pending.extend(app.on_event(AppEvent::ActionDone(r)));
-                    let d = loader.full(Ts::now());
-                    pending.extend(app.on_event(AppEvent::Loaded(d)));
-                }
-                Effect::Reload => {
-                    let d = loader.full(Ts::now());
-                    pending.extend(app.on_event(AppEvent::Loaded(d)));
-                }
-                Effect::LoadEvidence(id) => {
-                    let r = loader.evidence(&id);
-                    pending.extend(app.on_event(AppEvent::Evidence(id, r)));
-                }
-                Effect::Perform(a) => {
-                    // The key may have been created since the board started.
-                    if !app.owner.verified {
-                        app.owner = actions::Owner::detect(&store);
-                    }
-                    let r =
-                        actions::perform(&store, &app.owner, &a, Ts::now()).map_err(|e| {
-                            match e.hint {
-                                Some(h) => format!("{} ({h})", e.message),
-                                None => e.message,
-                            }
-                        });
-                    pending.extend(app.on_event(AppEvent::ActionDone(r)));
-                }
-            }
+            perform(fx, &mut app, &mut loader, &mut term, &mut pending);
             dirty = true;
         }
         if app.quit || term::terminated() {
@@ -183,9 +134,66 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
         };
-        let mut changed: Vec<PathBuf> = Vec::new();
-        let mut rescan = false;
-        let mut handle = |m: Msg, app: &mut App, pending: &mut Vec<Effect>| match m {
+        let mut news = News::default();
+        if let Some(m) = msg {
+            news.handle(m, &mut app, &mut pending);
+            // Fold whatever else is queued into this round.
+            while let Ok(m) = rx.try_recv() {
+                news.handle(m, &mut app, &mut pending);
+            }
+            dirty = true;
+        }
+        if Instant::now() >= next_tick {
+            next_tick = Instant::now() + tick;
+            pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
+            if let Some(files) = loader.source().files() {
+                // The seal shows hand edits of the files; a database needs none.
+                sealer.tick(files, &mut app, Ts::now());
+            }
+            dirty = true;
+            let (polled, live) = feed.tick();
+            news.note(polled);
+            if let Some(l) = live {
+                app.on_event(AppEvent::Live(l));
+            }
+        }
+        news.rescan |= feed.fallback(&app.live);
+        if news.rescan || news.changed {
+            let d = if news.rescan {
+                loader.full(Ts::now())
+            } else {
+                feed.saw_changes();
+                loader.changed(&news.paths, Ts::now())
+            };
+            pending.extend(app.on_event(AppEvent::Loaded(d)));
+            dirty = true;
+        }
+    };
+    drop(term);
+    result
+}
+
+/// What one round of messages said about the store.
+#[derive(Debug, Default)]
+struct News {
+    /// Something changed (a database says no more).
+    changed: bool,
+    /// The files that changed.
+    paths: Vec<PathBuf>,
+    /// Read everything again.
+    rescan: bool,
+}
+
+impl News {
+    /// Changed files found by a poll.
+    fn note(&mut self, paths: Vec<PathBuf>) {
+        self.changed |= !paths.is_empty();
+        self.paths.extend(paths);
+    }
+
+    /// Takes one message: a key, a resize, a paste go to the app, a signal is noted.
+    fn handle(&mut self, m: Msg, app: &mut App, pending: &mut Vec<Effect>) {
+        match m {
             Msg::Term(TermEvent::Key(k)) => pending.extend(app.on_event(AppEvent::Key(k))),
             Msg::Term(TermEvent::Mouse(me)) => pending.extend(app.on_event(AppEvent::Mouse(me))),
             Msg::Term(TermEvent::Resize(w, h)) => {
@@ -195,65 +203,72 @@ pub fn run(store: FileStore, opts: Options) -> Result<()> {
                 pending.extend(app.on_event(AppEvent::Paste(text)))
             }
             Msg::Term(_) => {}
-            Msg::Watch(Signal::Changed(p)) => changed.extend(p),
-            Msg::Watch(Signal::Rescan) => rescan = true,
+            Msg::Watch(Signal::Changed(p)) => {
+                self.changed = true;
+                self.paths.extend(p);
+            }
+            Msg::Watch(Signal::Rescan) => self.rescan = true,
             Msg::Watch(Signal::Failed(e)) => {
-                pending.extend(
-                    app.on_event(AppEvent::Live(Live::Polling(format!("watch failed: {e}")))),
-                );
+                let live = Live::Polling(format!("watch failed: {e}"));
+                pending.extend(app.on_event(AppEvent::Live(live)));
             }
-        };
-        if let Some(m) = msg {
-            handle(m, &mut app, &mut pending);
-            // Fold whatever else is queued into this round.
-            while let Ok(m) = rx.try_recv() {
-                handle(m, &mut app, &mut pending);
+            Msg::Watch(Signal::Reconnecting(why)) => {
+                pending.extend(app.on_event(AppEvent::Live(Live::Reconnecting(why))));
             }
-            dirty = true;
-        }
-        if matches!(app.live, Live::Polling(_)) && poller.is_none() {
-            poller = Some(Poller::new(&dir));
-            _watch = None;
-            rescan = true;
-        }
-        if Instant::now() >= next_tick {
-            next_tick = Instant::now() + tick;
-            pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
-            sealer.tick(&store, &mut app, Ts::now());
-            dirty = true;
-            if let Some(p) = poller.as_mut() {
-                changed.extend(p.scan());
-            } else {
-                // No events while the journal grows: events do not arrive here, so poll.
-                let stamp = watcher::journal_stamp(&dir);
-                if stamp != journal_seen {
-                    match unseen_since {
-                        None => unseen_since = Some(Instant::now()),
-                        Some(t) if last_event < t && t.elapsed() >= Duration::from_millis(1500) => {
-                            app.on_event(AppEvent::Live(Live::Polling(
-                                "no file events arrive".into(),
-                            )));
-                        }
-                        Some(_) => {}
-                    }
-                }
+            Msg::Watch(Signal::Reconnected) => {
+                pending.extend(app.on_event(AppEvent::Live(Live::Watching)));
+                self.rescan = true;
             }
         }
-        if rescan {
+    }
+}
+
+/// Carries out one effect of the app.
+fn perform(
+    fx: Effect,
+    app: &mut App,
+    loader: &mut Loader,
+    term: &mut term::Term,
+    pending: &mut Vec<Effect>,
+) {
+    match fx {
+        Effect::Quit => app.quit = true,
+        Effect::Suspend => term.suspend(),
+        Effect::Bell => term.bell(),
+        Effect::Title(t) => term.title(&t),
+        Effect::Copy(text) => term.copy(&text),
+        Effect::Edit(file) => {
+            let r = match loader.source().files() {
+                Some(f) => edit::run(term, f.root(), &file),
+                None => Err(format!(
+                    "not opening {file}: the project is in a database, not in files"
+                )),
+            };
+            pending.extend(app.on_event(AppEvent::ActionDone(r)));
             let d = loader.full(Ts::now());
             pending.extend(app.on_event(AppEvent::Loaded(d)));
-            changed.clear();
-            dirty = true;
         }
-        if !changed.is_empty() {
-            last_event = Instant::now();
-            journal_seen = watcher::journal_stamp(&dir);
-            unseen_since = None;
-            let d = loader.changed(&changed, Ts::now());
+        Effect::Reload => {
+            let d = loader.full(Ts::now());
             pending.extend(app.on_event(AppEvent::Loaded(d)));
-            dirty = true;
         }
-    };
-    drop(term);
-    result
+        Effect::LoadEvidence(id) => {
+            let r = loader.evidence(&id);
+            pending.extend(app.on_event(AppEvent::Evidence(id, r)));
+        }
+        Effect::Perform(a) => {
+            // The key may have been created since the board started.
+            if !app.owner.verified {
+                app.owner = Owner::detect(loader.source().owner_pub());
+            }
+            let r =
+                actions::perform(loader.source().store(), &app.owner, &a, Ts::now()).map_err(|e| {
+                    match e.hint {
+                        Some(h) => format!("{} ({h})", e.message),
+                        None => e.message,
+                    }
+                });
+            pending.extend(app.on_event(AppEvent::ActionDone(r)));
+        }
+    }
 }

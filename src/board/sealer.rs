@@ -1,5 +1,7 @@
-//! The board's seal: a board that holds the owner's key seals new journal lines, at most once a
-//! minute, on its tick, as one small owner transaction (`ops::seal` through `StoreExt::mutate`).
+//! The board's seal: a board on files that holds the owner's key seals new journal lines (hand
+//! edits of `.loopx/` show against it), at most once a minute, on its tick, as one small owner
+//! transaction (`ops::seal` through `StoreExt::mutate`). A database needs none: it refuses
+//! agents the owner's rows.
 
 use std::time::Duration;
 
@@ -90,7 +92,7 @@ impl Sealer {
                 return false;
             }
             self.checked = Some(now);
-            let o = Owner::detect(store);
+            let o = Owner::detect(store.owner_pub());
             if !o.verified {
                 return false;
             }
@@ -109,7 +111,7 @@ impl Sealer {
             Err(e) if e.code == Code::Busy => false,
             Err(e) => {
                 self.last = Some(now);
-                app.owner = Owner::detect(store);
+                app.owner = Owner::detect(store.owner_pub());
                 let msg = format!("the board could not seal the journal: {}", e.message);
                 if self.said.as_ref() == Some(&msg) {
                     return true;

@@ -1,4 +1,5 @@
-//! Watching `.loopx/`: notify with a full debouncer on the directory, and a polling fallback.
+//! Watching `.loopx/`: notify with a full debouncer on the directory, and a polling fallback;
+//! the signals every feed of changes sends (a database's too, see `listen`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -25,6 +26,10 @@ pub enum Signal {
     Rescan,
     /// The watcher failed: fall back to polling.
     Failed(String),
+    /// The database's connection dropped (why): reconnecting.
+    Reconnecting(String),
+    /// The database's connection is back: reload everything (events may have been missed).
+    Reconnected,
 }
 
 /// The paths of a raw notify event that matter: not access events, not temp files, not the lock.

@@ -61,6 +61,15 @@ impl Ctx {
         }
     }
 
+    /// The store for the board: what [`Ctx::open`] opens, with its kind known (the board reloads
+    /// files by path and watches them, and listens to a database).
+    pub fn open_board(&self) -> Result<crate::board::source::Source> {
+        Ok(match &self.store_url {
+            Some(url) => crate::store::pg::PgStore::new(url, self.env())?.into(),
+            None => self.store()?.into(),
+        })
+    }
+
     /// The store for an act of the owner's or an agent's: the same on both stores (on a
     /// database, the owner's acts need the owner's role as well as the owner's key).
     pub fn open_as(&self, owner: bool) -> Result<Box<dyn Store + Sync>> {
@@ -68,8 +77,8 @@ impl Ctx {
         self.open()
     }
 
-    /// The project's files, for a command that works on them only (owner acts, setup, the
-    /// board); refused (exit 2) when a database was chosen, so nothing is written beside it.
+    /// The project's files, for a command that works on them only (owner acts, setup); refused
+    /// (exit 2) when a database was chosen, so nothing is written beside it.
     pub fn store(&self) -> Result<FileStore> {
         self.files_only()?;
         Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))

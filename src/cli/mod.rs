@@ -418,7 +418,7 @@ fn env_text(name: &str) -> Result<Option<String>> {
 fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
     match cmd {
         None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() && !ctx.json => {
-            crate::board::run(ctx.store()?, crate::board::Options::default())?;
+            crate::board::run(ctx.open_board()?, crate::board::Options::default())?;
             Ok(Out::default())
         }
         None => state::status(ctx),
@@ -429,7 +429,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             seal_every,
         }) => {
             crate::board::run(
-                ctx.store()?,
+                ctx.open_board()?,
                 crate::board::Options {
                     readonly,
                     poll,

@@ -187,7 +187,33 @@ fn throwaway() -> Option<Server> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let dir = parent.join(format!("{}-{nanos:08x}", std::process::id()));
+    Some(serve(
+        parent.join(format!("{}-{nanos:08x}", std::process::id())),
+    ))
+}
+
+/// A throwaway server for one test alone, which it may stop and start again
+/// ([`Server::halt`], [`Server::resume`]); stopped and removed when dropped. None (after saying
+/// so) when the PostgreSQL server binaries are missing, even with `LOOPX_TEST_PG` set: a server
+/// the tests did not start is never stopped.
+pub fn private_or_skip(tag: &str) -> Option<Server> {
+    if !script(&["bindir"]).status.success() {
+        assert!(
+            !in_ci(),
+            "CI is set but there are no PostgreSQL server binaries"
+        );
+        eprintln!(
+            "skipping: no PostgreSQL server binaries to start a private server (postgresql-15)"
+        );
+        return None;
+    }
+    let dir = servers_dir().join(format!("{}-{tag}", std::process::id()));
+    Some(serve(dir))
+}
+
+/// Starts a server in `dir` and a watcher that stops it once this process ends, or once the
+/// returned value is dropped (its stdin closes).
+fn serve(dir: PathBuf) -> Server {
     let dir_s = dir.to_str().expect("a UTF-8 temp dir");
     // One process starts the server, prints its URL and then watches this one: it has its own
     // process group (a Ctrl-C of the tests must not kill it) and keeps no output of ours open.
@@ -210,11 +236,34 @@ fn throwaway() -> Option<Server> {
         let _ = serve.wait();
         panic!("scripts/pg-throwaway serve {dir_s} failed: {err}");
     }
-    Some(Server {
+    Server {
         url,
         dir: Some(dir),
         _watch: Some(serve),
-    })
+    }
+}
+
+impl Server {
+    /// Stops this throwaway server, keeping its data: its clients' connections drop.
+    pub fn halt(&self) {
+        self.own("halt");
+    }
+
+    /// Starts this throwaway server again, on the same port (its URL holds).
+    pub fn resume(&self) {
+        self.own("start");
+    }
+
+    /// Runs the script's `cmd` on this throwaway server's directory.
+    fn own(&self, cmd: &str) {
+        let dir = self.dir.as_ref().expect("a throwaway server of the tests");
+        let out = script(&[cmd, dir.to_str().expect("a UTF-8 temp dir")]);
+        assert!(
+            out.status.success(),
+            "pg-throwaway {cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// This user's directory of throwaway servers in the temp dir, made if missing; refuses one that
@@ -237,4 +286,77 @@ fn servers_dir() -> PathBuf {
     std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755))
         .expect("chmod the servers dir");
     parent
+}
+
+/// A project on a database: its URL, the owner's key, a working directory without a project
+/// for its commands, and the ids of its todo ("Claim me") and gate ("Ship it?").
+pub struct DbProject {
+    /// The database's URL.
+    pub url: String,
+    /// The owner's key file.
+    pub key: PathBuf,
+    /// Where its commands run.
+    pub cwd: PathBuf,
+    /// The todo's id.
+    pub todo: String,
+    /// The gate's id.
+    pub gate: String,
+}
+
+impl DbProject {
+    /// `loopx --store URL ARGS` from `cwd`, with the owner's key.
+    pub fn lx(&self, args: &[&str]) -> std::process::Output {
+        self.cmd(args).output().expect("loopx runs")
+    }
+
+    /// The command `lx` runs, to spawn it.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(super::bin());
+        c.arg("--store")
+            .arg(&self.url)
+            .args(args)
+            .current_dir(&self.cwd)
+            .env("LOOPX_OWNER_KEY", &self.key)
+            .env_remove("LOOPX_DIR")
+            .env_remove("LOOPX_AGENT")
+            .env_remove("LOOPX_STORE");
+        c
+    }
+}
+
+/// The JSON answer of a command that must succeed (`null` when it printed none).
+pub fn ok(out: std::process::Output, what: &str) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// A file project with a todo and a gate, moved into the fresh database at `url` (migrated
+/// and imported as its superuser).
+pub fn project_in(tag: &str, url: &str) -> DbProject {
+    use super::tmux::{loopx, owned_project, temp_dir};
+    let (dir, key) = owned_project(tag, "Ship over the database");
+    let v = ok(
+        loopx(&dir, &key, &["--json", "todo", "add", "Claim me"]),
+        "todo add",
+    );
+    let todo = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    let args = ["--json", "--agent", "agent-x", "gate", "open", "Ship it?"];
+    let v = ok(loopx(&dir, &key, &args), "gate open");
+    let gate = v["gate"]["id"].as_str().expect("a gate id").to_string();
+    let p = DbProject {
+        url: url.to_string(),
+        key,
+        cwd: temp_dir(&format!("{tag}-cwd")),
+        todo,
+        gate,
+    };
+    ok(p.lx(&["store", "migrate"]), "store migrate");
+    let from = dir.to_str().expect("a UTF-8 temp dir");
+    ok(p.lx(&["store", "import", "--from", from]), "store import");
+    p
 }

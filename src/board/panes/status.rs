@@ -73,16 +73,11 @@ fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
     } else {
         out.push((esc(vm.owner_note).into_owned(), false));
     }
-    if vm.broken.label().is_none() {
-        out.push((
-            match vm.live {
-                Live::Watching => "● live".to_string(),
-                Live::Polling(why) => format!("◌ polling ({})", esc(why)),
-            },
-            false,
-        ));
-    } else if let Live::Polling(why) = vm.live {
-        out.push((format!("◌ polling ({})", esc(why)), false));
+    match vm.live {
+        Live::Watching if vm.broken.label().is_none() => out.push(("● live".into(), false)),
+        Live::Watching => {}
+        Live::Polling(why) => out.push((format!("◌ polling ({})", esc(why)), false)),
+        Live::Reconnecting(_) => out.push(("◌ reconnecting".into(), true)),
     }
     out.push((
         vm.last_reload

@@ -36,7 +36,16 @@ impl<'a> PgTx<'a> {
     /// Starts a transaction and reads the snapshot in it.
     pub(crate) fn begin(store: &'a PgStore) -> Result<PgTx<'a>> {
         let mut conn = store.conn()?;
-        conn.client()?.batch_execute("BEGIN").map_err(db_error)?;
+        if let Err(e) = conn.client()?.batch_execute("BEGIN") {
+            // A connection the server closed while it sat idle (a restart): once more on a new one.
+            if !conn.client()?.is_closed() {
+                return Err(db_error(e));
+            }
+            conn.client = None;
+            drop(conn);
+            conn = store.conn()?;
+            conn.client()?.batch_execute("BEGIN").map_err(db_error)?;
+        }
         let snap = match conn.fresh(store.env().now) {
             Ok(s) => s,
             Err(e) => {

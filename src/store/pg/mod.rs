@@ -99,6 +99,14 @@ pub fn db_error(e: postgres::Error) -> Error {
         )
         .hint("try again");
     }
+    if code.code().starts_with("57P") {
+        // The server shut down, crashed or is starting: the connection is gone.
+        return Error::new(
+            Code::Io,
+            format!("the database connection was lost: {}", db.message()),
+        )
+        .hint("check that the server is up and reachable, then run the command again");
+    }
     if *code == SqlState::QUERY_CANCELED {
         return Error::new(
             Code::Busy,
@@ -190,6 +198,29 @@ impl PgStore {
         })
     }
 
+    /// The URL a listening connection of its own is opened on ([`PgStore::listen`]); it may
+    /// hold a password: never show it.
+    pub fn listen_url(&self) -> &str {
+        &self.url
+    }
+
+    /// A new connection that listens for commits: each commit notifies channel `loopx` with the
+    /// journal's last `seq` (the trigger `journal_notify`), delivered when it commits.
+    pub fn listen(url: &str) -> Result<postgres::Client> {
+        let mut c = Self::connect(url)?;
+        c.batch_execute("LISTEN loopx").map_err(db_error)?;
+        Ok(c)
+    }
+
+    /// The project's owner public key, as the database holds it now (`None`: it has none).
+    pub fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
+        let now = self.env.now;
+        self.with(|c| {
+            c.fresh(now)?;
+            c.cache.owner_pub()
+        })
+    }
+
     /// The connection (made or made again when lost) and the cache, locked for this thread.
     pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Conn>> {
         let mut g = self
@@ -205,14 +236,22 @@ impl PgStore {
         Ok(g)
     }
 
-    /// Runs `f` on the connection; a lost connection is dropped, so the next call reconnects.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
-        let mut g = self.conn()?;
-        let r = f(&mut g);
-        if g.client.as_ref().is_some_and(|c| c.is_closed()) {
-            g.client = None;
+    /// Runs `f` (a read) on the connection; a lost connection is dropped, so the next call
+    /// reconnects, and `f` runs once more on a new one: a server that restarted while the
+    /// connection sat idle is found closed only when used.
+    pub(crate) fn with<T>(&self, mut f: impl FnMut(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut again = true;
+        loop {
+            let mut g = self.conn()?;
+            let r = f(&mut g);
+            if g.client.as_ref().is_some_and(|c| c.is_closed()) {
+                g.client = None;
+                if r.is_err() && std::mem::take(&mut again) {
+                    continue;
+                }
+            }
+            return r;
         }
-        r
     }
 
     /// The journal's lines after line `after`, as `journal.jsonl` would hold them, and the
