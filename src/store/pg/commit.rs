@@ -233,7 +233,8 @@ impl<'a> PgTx<'a> {
         let mut spends = false;
         for w in &change.writes {
             let (k, id, b) = match w {
-                Write::Todo(t) => ("todo", t.id.clone(), json(t)?),
+                Write::Todo(t) if self.todo_seq(&t.id) > 0 => ("todo", t.id.clone(), json(t)?),
+                Write::Todo(t) => ("todo+", t.id.clone(), json(t)?),
                 Write::Archive(t) => ("archive", t.id.clone(), json(t)?),
                 Write::Gate(g) if self.snap.gates.contains_key(&g.id) => {
                     ("gate", g.id.clone(), json(g)?)
@@ -256,7 +257,7 @@ impl<'a> PgTx<'a> {
                     continue;
                 }
             };
-            if matches!(k, "todo" | "archive") {
+            if matches!(k, "todo" | "todo+" | "archive") {
                 ids.push(id.clone());
             }
             writes.push(serde_json::json!({"k": k, "id": id, "b": b}));
@@ -272,21 +273,55 @@ impl<'a> PgTx<'a> {
             .iter()
             .map(fragment)
             .collect::<Result<Vec<String>>>()?;
-        let base = i64::try_from(self.base).unwrap_or(i64::MAX);
-        let rows = self.q_all(
-            "SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)",
-            &[&base, &ids, &seqs, &spends, &Json(&writes), &frags],
-        )?;
-        let mut events = Vec::with_capacity(rows.len());
-        for r in rows {
-            let line: String = r.get(1);
-            let ev: Event = serde_json::from_str(&line).map_err(internal)?;
-            if serde_json::to_string(&ev).map_err(internal)? != line {
-                return Err(internal(format!(
-                    "the database wrote a journal line loopx would not: {line}"
-                )));
+        // The call and the COMMIT go in one round trip: the journal's lock is held for the
+        // shortest time. Values are written as dollar-quoted literals under a random tag.
+        let texts: Vec<String> = ids
+            .iter()
+            .cloned()
+            .chain(frags.iter().cloned())
+            .chain(std::iter::once(
+                serde_json::to_string(&writes).map_err(internal)?,
+            ))
+            .collect();
+        let q = Quoter::new(&texts)?;
+        let sql = format!(
+            "SELECT seq, line FROM loopx.commit({}, {}, {}, {}, {}::jsonb, {}); \
+             SET LOCAL synchronous_commit = off; COMMIT",
+            self.base,
+            q.array(&ids, "text"),
+            format!(
+                "ARRAY[{}]::bigint[]",
+                seqs.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            spends,
+            q.lit(texts.last().map_or("[]", String::as_str)),
+            q.array(&frags, "text"),
+        );
+        let msgs = match self.client()?.simple_query(&sql) {
+            Ok(m) => m,
+            Err(e) if e.as_db_error().is_some() => return Err(db_error(e)),
+            Err(_) => {
+                self.open = false;
+                self.conn.client = None;
+                return Err(outcome_unknown());
             }
-            events.push(ev);
+        };
+        self.open = false;
+        let mut events = Vec::new();
+        for m in msgs {
+            if let postgres::SimpleQueryMessage::Row(r) = m {
+                let line = r.get(1).unwrap_or_default();
+                let ev: Event = serde_json::from_str(line).map_err(internal)?;
+                if serde_json::to_string(&ev).map_err(internal)? != line {
+                    return Err(internal(format!(
+                        "the database wrote a journal line loopx would not: {line}"
+                    )));
+                }
+                events.push(ev);
+            }
         }
         Ok(events)
     }
@@ -576,6 +611,46 @@ fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
         .ok_or_else(|| internal("an event's line has an unexpected shape"))
 }
 
+/// The error for a commit whose connection was lost after it was sent.
+fn outcome_unknown() -> Error {
+    Error::new(
+        Code::Io,
+        "the database connection was lost while committing: the change may or may not be in",
+    )
+    .hint("check with `loopx status` before running the command again")
+}
+
+/// Writes values as SQL literals, dollar-quoted under a tag none of them contains.
+struct Quoter {
+    tag: String,
+}
+
+impl Quoter {
+    fn new(texts: &[String]) -> Result<Quoter> {
+        for _ in 0..16 {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r).map_err(internal)?;
+            let tag = format!(
+                "$lx{}$",
+                r.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            );
+            if texts.iter().all(|t| !t.contains(&tag)) {
+                return Ok(Quoter { tag });
+            }
+        }
+        Err(internal("no quoting tag fits"))
+    }
+
+    fn lit(&self, t: &str) -> String {
+        format!("{}{t}{}", self.tag, self.tag)
+    }
+
+    fn array(&self, items: &[String], ty: &str) -> String {
+        let inner: Vec<String> = items.iter().map(|t| self.lit(t)).collect();
+        format!("ARRAY[{}]::{ty}[]", inner.join(","))
+    }
+}
+
 /// A record as JSON.
 fn json<T: serde::Serialize>(v: &T) -> Result<Value> {
     serde_json::to_value(v).map_err(internal)
@@ -601,39 +676,40 @@ impl Transaction for PgTx<'_> {
             self.rollback();
             return Ok(Vec::new());
         }
-        let events = match self.commit_change(change) {
+        let owner = change.owner;
+        let done = if owner {
+            self.commit_change(change)
+        } else {
+            self.commit_agent(change)
+        };
+        let events = match done {
             Ok(e) => e,
             Err(e) => {
                 self.rollback();
                 return Err(e);
             }
         };
-        self.open = false;
         // The commit releases the journal's lock at once, without waiting for the disk; the
         // second transaction waits for the disk instead (its commit is flushed after this one's,
         // with other clients' at the same time), so the change is durable before loopx says so,
         // and commits are not queued behind each other's flushes.
-        let r = self
-            .client()?
-            .batch_execute("SET LOCAL synchronous_commit = off; COMMIT")
-            .and_then(|()| {
-                self.conn
-                    .client
-                    .as_mut()
-                    .map_or(Ok(()), |c| c.batch_execute(DURABLE))
-            });
+        let mut r = Ok(());
+        if owner {
+            self.open = false;
+            r = self
+                .client()?
+                .batch_execute("SET LOCAL synchronous_commit = off; COMMIT");
+        }
+        let r = r.and_then(|()| {
+            self.conn
+                .client
+                .as_mut()
+                .map_or(Ok(()), |c| c.batch_execute(DURABLE))
+        });
         if let Err(e) = r {
             let lost = e.is_closed() || e.as_db_error().is_none();
             self.conn.client = None;
-            let err = db_error(e);
-            if lost {
-                return Err(Error::new(
-                    Code::Io,
-                    "the database connection was lost while committing: the change may or may not be in",
-                )
-                .hint("check with `loopx status` before running the command again"));
-            }
-            return Err(err);
+            return Err(if lost { outcome_unknown() } else { db_error(e) });
         }
         Ok(events)
     }
