@@ -2,6 +2,7 @@
 //! many machines, with the owner's authority enforced by the database's own roles.
 
 mod commit;
+mod fast;
 mod load;
 pub mod port;
 pub mod schema;

@@ -1,0 +1,193 @@
+//! An agent's commit on the database in one round trip: `loopx.commit` takes the locks, checks
+//! what the change was decided on, writes every row and the journal lines (which the database
+//! chains), and the COMMIT follows in the same message.
+
+use serde_json::Value;
+
+use super::commit::{PgTx, internal, json, outcome_unknown};
+use crate::kernel::ops::{Change, Write};
+use crate::kernel::{Event, Result};
+use crate::store::pg::db_error;
+
+impl PgTx<'_> {
+    /// Commits an agent's change in one call of `loopx.commit`: the locks, the checks, every
+    /// row and the journal lines, which the database chains; each line is checked to be the
+    /// very bytes loopx writes for its event.
+    pub(super) fn commit_agent(&mut self, change: Change) -> Result<Vec<Event>> {
+        let mut ids: Vec<String> = Vec::new();
+        let mut writes = Vec::with_capacity(change.writes.len());
+        let mut spends = false;
+        for w in &change.writes {
+            let (k, id, b) = match w {
+                Write::Todo(t) if self.todo_seq(&t.id) > 0 => ("todo", t.id.clone(), json(t)?),
+                Write::Todo(t) => ("todo+", t.id.clone(), json(t)?),
+                Write::Archive(t) => ("archive", t.id.clone(), json(t)?),
+                Write::Gate(g) if self.snap.gates.contains_key(&g.id) => {
+                    ("gate", g.id.clone(), json(g)?)
+                }
+                Write::Gate(g) => ("gate+", g.id.clone(), json(g)?),
+                Write::Agent(a) if self.snap.agents.contains_key(&a.id) => {
+                    ("agent", a.id.clone(), json(a)?)
+                }
+                Write::Agent(a) => ("agent+", a.id.clone(), json(a)?),
+                Write::Evidence(id, e) => ("evidence", id.clone(), json(e)?),
+                Write::Config(c) => ("config", String::new(), json(c)?),
+                Write::Quota(q) => {
+                    for v in self.new_spends(q)? {
+                        spends = true;
+                        writes.push(serde_json::json!({"k": "spend", "id": "", "b": v}));
+                    }
+                    if let Some(rest) = self.quota_rest(q)? {
+                        writes.push(serde_json::json!({"k": "doc", "id": "quota.toml", "b": rest}));
+                    }
+                    continue;
+                }
+            };
+            if matches!(k, "todo" | "todo+" | "archive") {
+                ids.push(id.clone());
+            }
+            writes.push(serde_json::json!({"k": k, "id": id, "b": b}));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let seqs: Vec<i64> = ids
+            .iter()
+            .map(|id| i64::try_from(self.todo_seq(id)).unwrap_or(i64::MAX))
+            .collect();
+        let frags = change
+            .events
+            .iter()
+            .map(fragment)
+            .collect::<Result<Vec<String>>>()?;
+        // The call and the COMMIT go in one round trip: the journal's lock is held for the
+        // shortest time. Values are written as dollar-quoted literals under a random tag.
+        let texts: Vec<String> = ids
+            .iter()
+            .cloned()
+            .chain(frags.iter().cloned())
+            .chain(std::iter::once(
+                serde_json::to_string(&writes).map_err(internal)?,
+            ))
+            .collect();
+        let q = Quoter::new(&texts)?;
+        let seq_list = seqs.iter().map(i64::to_string).collect::<Vec<_>>();
+        let seq_list = format!("ARRAY[{}]::bigint[]", seq_list.join(","));
+        let sql = format!(
+            "SELECT seq, line FROM loopx.commit({}, {}, {}, {}, {}::jsonb, {}); \
+             SET LOCAL synchronous_commit = off; COMMIT",
+            self.base,
+            q.array(&ids, "text"),
+            seq_list,
+            spends,
+            q.lit(texts.last().map_or("[]", String::as_str)),
+            q.array(&frags, "text"),
+        );
+        let msgs = match self.client()?.simple_query(&sql) {
+            Ok(m) => m,
+            Err(e) if e.as_db_error().is_some() => return Err(db_error(e)),
+            Err(_) => {
+                self.open = false;
+                self.conn.client = None;
+                return Err(outcome_unknown());
+            }
+        };
+        self.open = false;
+        let mut events = Vec::new();
+        for m in msgs {
+            if let postgres::SimpleQueryMessage::Row(r) = m {
+                let line = r.get(1).unwrap_or_default();
+                let ev: Event = serde_json::from_str(line).map_err(internal)?;
+                if serde_json::to_string(&ev).map_err(internal)? != line {
+                    return Err(internal(format!(
+                        "the database wrote a journal line loopx would not: {line}"
+                    )));
+                }
+                events.push(ev);
+            }
+        }
+        Ok(events)
+    }
+
+    /// The spends of `q` the snapshot does not have, as JSON.
+    pub(super) fn new_spends(&self, q: &crate::kernel::QuotaFile) -> Result<Vec<Value>> {
+        let have: Vec<Value> = self
+            .snap
+            .quota
+            .spends
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect();
+        let mut out = Vec::new();
+        for s in &q.spends {
+            let v = serde_json::to_value(s).map_err(internal)?;
+            if !have.contains(&v) {
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `quota.toml` without its spends, when it differs from the snapshot's (the owner's).
+    pub(super) fn quota_rest(&self, q: &crate::kernel::QuotaFile) -> Result<Option<String>> {
+        let rest = |f: &crate::kernel::QuotaFile| {
+            let mut f = f.clone();
+            f.spends.clear();
+            serde_json::to_string(&f).map_err(internal)
+        };
+        let (new, old) = (rest(q)?, rest(&self.snap.quota)?);
+        Ok((new != old).then_some(new))
+    }
+}
+
+/// An event's line without `seq`, `prev`, `tx` and `files` (the database adds them): the
+/// fields between `{"seq":N,` and `,"prev":...`, as loopx writes them.
+fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
+    let ev = Event {
+        seq: 0,
+        at: d.at,
+        actor: d.actor.clone(),
+        action: d.action.clone(),
+        target: d.target.clone(),
+        data: d.data.clone(),
+        prev: String::new(),
+        tx: None,
+        files: None,
+        sig: None,
+    };
+    let text = serde_json::to_string(&ev).map_err(internal)?;
+    text.strip_prefix("{\"seq\":0,")
+        .and_then(|t| t.strip_suffix(",\"prev\":\"\"}"))
+        .map(str::to_string)
+        .ok_or_else(|| internal("an event's line has an unexpected shape"))
+}
+
+/// Writes values as SQL literals, dollar-quoted under a tag none of them contains.
+struct Quoter {
+    tag: String,
+}
+
+impl Quoter {
+    fn new(texts: &[String]) -> Result<Quoter> {
+        for _ in 0..16 {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r).map_err(internal)?;
+            let tag = format!(
+                "$lx{}$",
+                r.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            );
+            if texts.iter().all(|t| !t.contains(&tag)) {
+                return Ok(Quoter { tag });
+            }
+        }
+        Err(internal("no quoting tag fits"))
+    }
+
+    fn lit(&self, t: &str) -> String {
+        format!("{}{t}{}", self.tag, self.tag)
+    }
+
+    fn array(&self, items: &[String], ty: &str) -> String {
+        let inner: Vec<String> = items.iter().map(|t| self.lit(t)).collect();
+        format!("ARRAY[{}]::{ty}[]", inner.join(","))
+    }
+}
