@@ -176,6 +176,11 @@ BEGIN
     IF ev->>'actor' IS NULL OR lower(ev->>'actor') = 'owner' THEN
       RAISE EXCEPTION 'only the owner writes the owner''s journal lines' USING ERRCODE = '42501';
     END IF;
+    -- loopx's own lines from an agent's process: a failed hook, a repaired journal; no more.
+    IF ev->>'actor' = 'loopx' AND ev->>'action' NOT IN ('hook.fail', 'journal.repair') THEN
+      RAISE EXCEPTION 'loopx does not write % lines for an agent', ev->>'action'
+        USING ERRCODE = '42501';
+    END IF;
     IF ev->>'actor' NOT IN (session_user, 'loopx') THEN
       RAISE EXCEPTION 'you are connected as %, not %', session_user, ev->>'actor'
         USING ERRCODE = '42501';
@@ -211,7 +216,8 @@ BEGIN
   END IF;
   new_lease := NEW.body->'lease';
   old_lease := old_body->'lease';
-  IF (NEW.body->>'fence')::bigint < (old_body->>'fence')::bigint THEN
+  -- A fence removed (null) would let a later write set it back to anything.
+  IF coalesce((NEW.body->>'fence')::bigint, -1) < coalesce((old_body->>'fence')::bigint, -1) THEN
     RAISE EXCEPTION 'the fence of % may not go back', NEW.id USING ERRCODE = '42501';
   END IF;
   -- Another agent's live lease: only its holder (or the owner) moves the todo on.
@@ -263,6 +269,26 @@ BEGIN
   END IF;
   RETURN NEW;
 END $f$;
+CREATE OR REPLACE FUNCTION loopx.journaled() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  -- At COMMIT: an agent's row comes with the journal line that records it, written by the same
+  -- transaction. A row without one would hide from clients' caches (a past seq) or stall every
+  -- later commit (a seq past the journal's head).
+  IF loopx.is_owner() THEN RETURN NULL; END IF;
+  IF NOT EXISTS (SELECT 1 FROM loopx.journal j
+                 WHERE j.seq = NEW.seq AND j.xmin = pg_current_xact_id()::xid) THEN
+    RAISE EXCEPTION 'a change to loopx.% needs its journal line (seq %) in the same transaction',
+      TG_TABLE_NAME, NEW.seq USING ERRCODE = '42501';
+  END IF;
+  RETURN NULL;
+END $f$;
+DO $t$ DECLARE t text; BEGIN
+  FOREACH t IN ARRAY ARRAY['todos', 'gates', 'agents', 'spends', 'evidence'] LOOP
+    EXECUTE format('DROP TRIGGER IF EXISTS journaled ON loopx.%I', t);
+    EXECUTE format('CREATE CONSTRAINT TRIGGER journaled AFTER INSERT OR UPDATE ON loopx.%I '
+      'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION loopx.journaled()', t);
+  END LOOP;
+END $t$;
 DROP TRIGGER IF EXISTS own_rows ON loopx.gates;
 CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.gates
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
