@@ -135,6 +135,29 @@ fn an_agent_writes_no_loopx_line_but_loopxs_own() {
     lab.ok(Who::Owner, &["log", "--verify"]);
 }
 
+#[test]
+fn an_agent_cannot_write_a_huge_row_or_line() {
+    let Some(lab) = Lab::new(common::backend::Backend::Db, "red-big", 1, 1) else {
+        return;
+    };
+    let url = lab.login(Who::Agent(lab.agent(1))).expect("a database lab");
+    // Random text does not compress: every client would load 2 MB more on each read.
+    let huge = "md5(g::text)";
+    let big = format!(
+        "UPDATE loopx.todos SET body = jsonb_set(body, '{{title}}', to_jsonb((SELECT \
+         string_agg({huge}, '') FROM generate_series(1, 65536) g))), seq = {NEXT} \
+         WHERE id = '{}'; {}",
+        lab.todos[0],
+        journal_line(lab.agent(1))
+    );
+    refused(&url, &big, "over 1048576 bytes");
+    let line = journal_line(lab.agent(1)).replace(
+        "'data', '{}'::json",
+        &format!("'data', (SELECT string_agg({huge}, '') FROM generate_series(1, 65536) g)"),
+    );
+    refused(&url, &line, "over 1048576 bytes");
+}
+
 /// Titles that could end a dollar-quoted literal or a JSON string early.
 const NASTY: &[&str] = &[
     "$lx$ '); DROP TABLE loopx.journal; --",

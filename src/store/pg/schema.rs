@@ -14,6 +14,10 @@ pub const VERSION: i64 = 1;
 /// The advisory lock every commit holds while it writes (commits are ordered by it).
 pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
 
+/// The most bytes of a row's body or a journal line an agent's login may write (loopx's own
+/// are far smaller: the kernel bounds every value).
+pub const ROW_MAX: usize = 1 << 20;
+
 /// The names of the two roles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roles {
@@ -173,6 +177,9 @@ BEGIN
     RAISE EXCEPTION 'journal line % does not follow line %', NEW.seq, last.seq;
   END IF;
   IF NOT loopx.is_owner() THEN
+    IF octet_length(NEW.line) > {big} THEN
+      RAISE EXCEPTION 'journal line % is over {big} bytes', NEW.seq USING ERRCODE = '42501';
+    END IF;
     IF ev->>'actor' IS NULL OR lower(ev->>'actor') = 'owner' THEN
       RAISE EXCEPTION 'only the owner writes the owner''s journal lines' USING ERRCODE = '42501';
     END IF;
@@ -207,6 +214,9 @@ DECLARE
   others boolean := false; handoff boolean := false;
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
+  IF pg_column_size(NEW.body) > {big} THEN
+    RAISE EXCEPTION 'todo % is over {big} bytes', NEW.id USING ERRCODE = '42501';
+  END IF;
   -- An INSERT that may turn into an UPDATE (ON CONFLICT) is checked against the row there.
   IF TG_OP = 'UPDATE' THEN
     old_body := OLD.body;
@@ -251,6 +261,10 @@ CREATE TRIGGER lease_check BEFORE INSERT OR UPDATE ON loopx.todos
 CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
+  -- Every client loads every row: a huge one would stall them all.
+  IF pg_column_size(NEW.body) > {big} THEN
+    RAISE EXCEPTION 'a row of loopx.% is over {big} bytes', TG_TABLE_NAME USING ERRCODE = '42501';
+  END IF;
   IF TG_TABLE_NAME = 'gates' AND (NEW.body->>'status' IS DISTINCT FROM 'pending'
        OR NEW.body ? 'signature' OR NEW.body ? 'decided_by') THEN
     RAISE EXCEPTION 'only the owner decides gate %', NEW.id USING ERRCODE = '42501';
@@ -303,6 +317,7 @@ CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.agents
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
 "#,
         lock = JOURNAL_LOCK,
+        big = ROW_MAX,
     )
 }
 
