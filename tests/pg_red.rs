@@ -158,6 +158,44 @@ fn an_agent_cannot_write_a_huge_row_or_line() {
     refused(&url, &line, "over 1048576 bytes");
 }
 
+#[test]
+fn an_agent_cannot_become_the_owner_or_commit_the_owners_rows_by_hand() {
+    let Some(lab) = Lab::new(common::backend::Backend::Db, "red-role", 1, 1) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    let url = lab.login(Who::Agent(a1)).expect("a database lab");
+    let name = &lab.db.as_ref().expect("a database lab").name;
+    refused(&url, &format!("SET ROLE {name}_owner"), "permission denied");
+    refused(
+        &url,
+        &format!("SET SESSION AUTHORIZATION {name}_o"),
+        "permission denied",
+    );
+    // `is_owner` names pg_has_role: no schema an agent may create in can shadow it.
+    let shadow = "CREATE FUNCTION public.pg_has_role(name, text, text) RETURNS boolean \
+                  LANGUAGE sql AS 'SELECT true'";
+    refused(&url, shadow, "permission denied for schema public");
+    // loopx.commit by hand runs as the agent: the owner's rows stay the owner's.
+    let frag = format!(
+        r#""at":"2026-01-01T00:00:00.000Z","actor":"{a1}","action":"todo.update","target":"t-x","data":{{}}"#
+    );
+    for (write, table) in [
+        (r#"{"k":"doc","id":"owner.seal","b":"x"}"#, "docs"),
+        (r#"{"k":"config","id":"","b":{}}"#, "config"),
+        (
+            r#"{"k":"gate","id":"g-aaaaaa","b":{"status":"approved"}}"#,
+            "gates",
+        ),
+    ] {
+        let call = format!(
+            "SELECT * FROM loopx.commit(999999999, ARRAY[]::text[], ARRAY[]::bigint[], false, \
+             '[{write}]'::jsonb, ARRAY['{frag}']::text[])"
+        );
+        refused(&url, &call, &format!("permission denied for table {table}"));
+    }
+}
+
 /// Titles that could end a dollar-quoted literal or a JSON string early.
 const NASTY: &[&str] = &[
     "$lx$ '); DROP TABLE loopx.journal; --",
