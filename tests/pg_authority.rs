@@ -91,13 +91,7 @@ fn lease_for(holder: &str) -> String {
 
 /// SQL appending the next journal line (chained) with `actor`.
 fn journal_line(actor: &str) -> String {
-    format!(
-        "INSERT INTO loopx.journal (seq, line) SELECT seq + 1, json_build_object('seq', seq + 1, \
-         'at', '2026-01-01T00:00:00.000Z', 'actor', '{actor}', 'action', 'gate.approve', \
-         'target', 'g-aaaaaa', 'data', '{{}}'::json, 'prev', \
-         encode(sha256(convert_to(line, 'UTF8')), 'hex'))::text \
-         FROM loopx.journal ORDER BY seq DESC LIMIT 1"
-    )
+    pg::next_line(actor, "gate.approve", "g-aaaaaa")
 }
 
 const DENIED: &str = "permission denied for table";

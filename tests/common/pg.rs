@@ -114,6 +114,18 @@ pub fn psql(url: &str, sql: &str) -> (i32, String, String) {
     )
 }
 
+/// SQL appending the next journal line (chained to the last) by `actor`, doing `action` on
+/// `target` (no quotes in any of them).
+pub fn next_line(actor: &str, action: &str, target: &str) -> String {
+    format!(
+        "INSERT INTO loopx.journal (seq, line) SELECT seq + 1, json_build_object('seq', seq + 1, \
+         'at', '2026-01-01T00:00:00.000Z', 'actor', '{actor}', 'action', '{action}', \
+         'target', '{target}', 'data', '{{}}'::json, 'prev', \
+         encode(sha256(convert_to(line, 'UTF8')), 'hex'))::text \
+         FROM loopx.journal ORDER BY seq DESC LIMIT 1"
+    )
+}
+
 /// `url` with its database replaced by `db` (the query string kept).
 pub fn with_db(url: &str, db: &str) -> String {
     let (base, query) = match url.split_once('?') {

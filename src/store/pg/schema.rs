@@ -14,6 +14,10 @@ pub const VERSION: i64 = 1;
 /// The advisory lock every commit holds while it writes (commits are ordered by it).
 pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
 
+/// The most bytes of a row's body or a journal line an agent's login may write (loopx's own
+/// are far smaller: the kernel bounds every value).
+pub const ROW_MAX: usize = 1 << 20;
+
 /// The names of the two roles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roles {
@@ -173,8 +177,16 @@ BEGIN
     RAISE EXCEPTION 'journal line % does not follow line %', NEW.seq, last.seq;
   END IF;
   IF NOT loopx.is_owner() THEN
+    IF octet_length(NEW.line) > {big} THEN
+      RAISE EXCEPTION 'journal line % is over {big} bytes', NEW.seq USING ERRCODE = '42501';
+    END IF;
     IF ev->>'actor' IS NULL OR lower(ev->>'actor') = 'owner' THEN
       RAISE EXCEPTION 'only the owner writes the owner''s journal lines' USING ERRCODE = '42501';
+    END IF;
+    -- loopx's own lines from an agent's process: a failed hook, a repaired journal; no more.
+    IF ev->>'actor' = 'loopx' AND ev->>'action' NOT IN ('hook.fail', 'journal.repair') THEN
+      RAISE EXCEPTION 'loopx does not write % lines for an agent', ev->>'action'
+        USING ERRCODE = '42501';
     END IF;
     IF ev->>'actor' NOT IN (session_user, 'loopx') THEN
       RAISE EXCEPTION 'you are connected as %, not %', session_user, ev->>'actor'
@@ -202,6 +214,9 @@ DECLARE
   others boolean := false; handoff boolean := false;
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
+  IF pg_column_size(NEW.body) > {big} THEN
+    RAISE EXCEPTION 'todo % is over {big} bytes', NEW.id USING ERRCODE = '42501';
+  END IF;
   -- An INSERT that may turn into an UPDATE (ON CONFLICT) is checked against the row there.
   IF TG_OP = 'UPDATE' THEN
     old_body := OLD.body;
@@ -211,7 +226,8 @@ BEGIN
   END IF;
   new_lease := NEW.body->'lease';
   old_lease := old_body->'lease';
-  IF (NEW.body->>'fence')::bigint < (old_body->>'fence')::bigint THEN
+  -- A fence removed (null) would let a later write set it back to anything.
+  IF coalesce((NEW.body->>'fence')::bigint, -1) < coalesce((old_body->>'fence')::bigint, -1) THEN
     RAISE EXCEPTION 'the fence of % may not go back', NEW.id USING ERRCODE = '42501';
   END IF;
   -- Another agent's live lease: only its holder (or the owner) moves the todo on.
@@ -245,6 +261,10 @@ CREATE TRIGGER lease_check BEFORE INSERT OR UPDATE ON loopx.todos
 CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
+  -- Every client loads every row: a huge one would stall them all.
+  IF pg_column_size(NEW.body) > {big} THEN
+    RAISE EXCEPTION 'a row of loopx.% is over {big} bytes', TG_TABLE_NAME USING ERRCODE = '42501';
+  END IF;
   IF TG_TABLE_NAME = 'gates' AND (NEW.body->>'status' IS DISTINCT FROM 'pending'
        OR NEW.body ? 'signature' OR NEW.body ? 'decided_by') THEN
     RAISE EXCEPTION 'only the owner decides gate %', NEW.id USING ERRCODE = '42501';
@@ -263,6 +283,26 @@ BEGIN
   END IF;
   RETURN NEW;
 END $f$;
+CREATE OR REPLACE FUNCTION loopx.journaled() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  -- At COMMIT: an agent's row comes with the journal line that records it, written by the same
+  -- transaction. A row without one would hide from clients' caches (a past seq) or stall every
+  -- later commit (a seq past the journal's head).
+  IF loopx.is_owner() THEN RETURN NULL; END IF;
+  IF NOT EXISTS (SELECT 1 FROM loopx.journal j
+                 WHERE j.seq = NEW.seq AND j.xmin = pg_current_xact_id()::xid) THEN
+    RAISE EXCEPTION 'a change to loopx.% needs its journal line (seq %) in the same transaction',
+      TG_TABLE_NAME, NEW.seq USING ERRCODE = '42501';
+  END IF;
+  RETURN NULL;
+END $f$;
+DO $t$ DECLARE t text; BEGIN
+  FOREACH t IN ARRAY ARRAY['todos', 'gates', 'agents', 'spends', 'evidence'] LOOP
+    EXECUTE format('DROP TRIGGER IF EXISTS journaled ON loopx.%I', t);
+    EXECUTE format('CREATE CONSTRAINT TRIGGER journaled AFTER INSERT OR UPDATE ON loopx.%I '
+      'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION loopx.journaled()', t);
+  END LOOP;
+END $t$;
 DROP TRIGGER IF EXISTS own_rows ON loopx.gates;
 CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.gates
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
@@ -277,6 +317,7 @@ CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.agents
   FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
 "#,
         lock = JOURNAL_LOCK,
+        big = ROW_MAX,
     )
 }
 
