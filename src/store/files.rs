@@ -47,20 +47,12 @@ impl Store for FileStore {
     }
 
     fn fresh_id(&self, kind: Kind) -> Result<String> {
-        for _ in 0..64 {
-            let mut r = [0u8; 6];
-            getrandom::fill(&mut r)
-                .map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
-            let id = id::new_id(kind, r);
-            let taken = match kind {
-                Kind::Todo => self.todo_path(&id).exists() || self.archive_path(&id).exists(),
-                Kind::Gate => self.gate_path(&id).exists(),
-            };
-            if !taken {
-                return Ok(id);
-            }
-        }
-        Err(Error::new(Code::Internal, "could not find a free id"))
+        super::fresh_id_where(kind, |id| {
+            Ok(match kind {
+                Kind::Todo => self.todo_path(id).exists() || self.archive_path(id).exists(),
+                Kind::Gate => self.gate_path(id).exists(),
+            })
+        })
     }
 
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {

@@ -94,6 +94,24 @@ pub trait Store {
     fn write_projection(&self, text: &str) -> Result<Option<PathBuf>>;
 }
 
+/// A fresh random id of `kind` that `taken` says is free (64 tries).
+pub fn fresh_id_where(kind: Kind, mut taken: impl FnMut(&str) -> Result<bool>) -> Result<String> {
+    for _ in 0..64 {
+        let mut r = [0u8; 6];
+        getrandom::fill(&mut r).map_err(|e| {
+            crate::kernel::Error::new(crate::kernel::Code::Io, format!("no randomness: {e}"))
+        })?;
+        let id = crate::kernel::id::new_id(kind, r);
+        if !taken(&id)? {
+            return Ok(id);
+        }
+    }
+    Err(crate::kernel::Error::new(
+        crate::kernel::Code::Internal,
+        "could not find a free id",
+    ))
+}
+
 /// One change in the making: the snapshot it decides on, and the commit of what it decided.
 pub trait Transaction {
     /// The snapshot loaded under the lock.

@@ -255,6 +255,12 @@ impl PgStore {
         }
     }
 
+    /// The one number a query answers (a count, a `seq`); negative counts as 0.
+    fn count(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
+        let r = self.with(|c| c.client()?.query_one(sql, params).map_err(db_error))?;
+        Ok(u64::try_from(r.get::<_, i64>(0)).unwrap_or(0))
+    }
+
     /// The journal's lines after line `after`, as `journal.jsonl` would hold them, and the
     /// last line's `seq`.
     pub fn journal_bytes(&self, after: u64) -> Result<(Vec<u8>, u64)> {
@@ -386,27 +392,11 @@ impl Store for PgStore {
     }
 
     fn fresh_id(&self, kind: Kind) -> Result<String> {
-        for _ in 0..64 {
-            let mut r = [0u8; 6];
-            getrandom::fill(&mut r)
-                .map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
-            let id = id::new_id(kind, r);
-            let table = match kind {
-                Kind::Todo => "loopx.todos",
-                Kind::Gate => "loopx.gates",
-            };
-            let sql = format!("SELECT 1 FROM {table} WHERE id = $1");
-            let taken = self.with(|c| {
-                c.client()?
-                    .query_opt(&sql, &[&id])
-                    .map(|r| r.is_some())
-                    .map_err(db_error)
-            })?;
-            if !taken {
-                return Ok(id);
-            }
-        }
-        Err(Error::new(Code::Internal, "could not find a free id"))
+        let sql = match kind {
+            Kind::Todo => "SELECT count(*) FROM loopx.todos WHERE id = $1",
+            Kind::Gate => "SELECT count(*) FROM loopx.gates WHERE id = $1",
+        };
+        crate::store::fresh_id_where(kind, |id| Ok(self.count(sql, &[&id])? > 0))
     }
 
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
@@ -491,12 +481,8 @@ impl Store for PgStore {
     }
 
     fn archived_count(&self) -> Result<usize> {
-        let n = self.with(|c| {
-            c.client()?
-                .query_one("SELECT count(*) FROM loopx.todos WHERE archived", &[])
-                .map_err(db_error)
-        })?;
-        Ok(usize::try_from(n.get::<_, i64>(0)).unwrap_or(0))
+        let n = self.count("SELECT count(*) FROM loopx.todos WHERE archived", &[])?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     fn journal_seen(&self) -> Result<crate::kernel::roster::Seen> {
@@ -514,12 +500,7 @@ impl Store for PgStore {
     }
 
     fn journal_end(&self) -> Result<u64> {
-        let r = self.with(|c| {
-            c.client()?
-                .query_one("SELECT coalesce(max(seq), 0) FROM loopx.journal", &[])
-                .map_err(db_error)
-        })?;
-        Ok(u64::try_from(r.get::<_, i64>(0)).unwrap_or(0))
+        self.count("SELECT coalesce(max(seq), 0) FROM loopx.journal", &[])
     }
 
     fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
