@@ -121,12 +121,12 @@ impl PgStore {
                     .map(|_| ())
                     .map_err(db_error)
             };
-            put(
-                &mut tx,
-                "INSERT INTO loopx.config (id, body, seq) SELECT 1, $2, $3 WHERE $1 <> ''",
-                "goal",
-                json(&stored_config(snap.config.clone()))?,
-            )?;
+            let cfg = json(&stored_config(snap.config.clone()))?;
+            tx.execute(
+                "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2)",
+                &[&Json(&cfg), &head],
+            )
+            .map_err(db_error)?;
             let todos = snap.todos.values().map(|t| (t, false));
             for (t, arch) in todos.chain(archived.iter().map(|t| (t, true))) {
                 let sql = if arch {
@@ -143,7 +143,11 @@ impl PgStore {
                 put(&mut tx, "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)", &a.id, json(a)?)?;
             }
             for s in &quota.spends {
-                put(&mut tx, "INSERT INTO loopx.spends (body, seq) SELECT $2, $3 WHERE $1 = ''", "", json(s)?)?;
+                tx.execute(
+                    "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+                    &[&Json(&json(s)?), &head],
+                )
+                .map_err(db_error)?;
             }
             for (id, v) in &evidence {
                 put(&mut tx, "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)", id, v.clone())?;
