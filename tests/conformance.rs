@@ -32,7 +32,8 @@ on_both!(
     lease_expiry,
     owner_signatures,
     round_trip,
-    refusals
+    refusals,
+    monitor_checks
 );
 
 /// Todos and racing agents in the claim race.
@@ -535,4 +536,49 @@ fn refusals(b: Backend) {
     }
     assert_eq!(lab.journal_text(), journal, "nothing journaled");
     assert!(lab.p.files() == files, "no file written");
+}
+
+/// A watcher's check: an agent proposes it, only the owner approves and revokes it, and the
+/// approval (the owner's seal) is what `monitor list` reports.
+fn monitor_checks(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-mon", 1, 0) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    let v = lab.ok(
+        Who::Agent(a1),
+        &["todo", "add", "Watch the feed", "--every", "1h"],
+    );
+    let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    let p = lab.ok(
+        Who::Agent(a1),
+        &["monitor", "propose", &id, "--", "echo", "fed"],
+    );
+    let sha = p["check"]["sha256"].as_str().expect("a sha").to_string();
+    let approved = |lab: &Lab| {
+        let l = lab.ok(Who::Agent(a1), &["monitor", "list"]);
+        l["monitors"][0]["check"]["approved"].clone()
+    };
+    assert_eq!(approved(&lab), Value::from(false));
+    lab.fails(
+        Who::OwnerNoKey,
+        &["monitor", "approve", &id, "--sha", &sha],
+        "denied",
+    );
+    // On files the key is the owner's authority; a database also wants the owner's login.
+    let db = matches!(b, Backend::Db);
+    if db {
+        lab.fails(
+            Who::AgentWithKey(a1),
+            &["monitor", "approve", &id, "--sha", &sha],
+            "denied",
+        );
+    }
+    lab.ok(Who::Owner, &["monitor", "approve", &id, "--sha", &sha]);
+    assert_eq!(approved(&lab), Value::from(true));
+    if db {
+        lab.fails(Who::AgentWithKey(a1), &["monitor", "revoke", &id], "denied");
+    }
+    lab.ok(Who::Owner, &["monitor", "revoke", &id]);
+    assert_eq!(approved(&lab), Value::from(false));
 }

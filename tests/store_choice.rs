@@ -70,7 +70,7 @@ const AGENT_COMMANDS: &[&[&str]] = &[
 const FILE_COMMANDS: &[&[&str]] = &[
     &["owner", "show"],
     &["hook", "list"],
-    &["monitor", "list"],
+    &["monitor", "poll"],
     &["setup", "cron", "--every", "1h", "--", "true"],
 ];
 

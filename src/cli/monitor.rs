@@ -58,7 +58,8 @@ pub enum MonitorCmd {
 
 /// Runs `monitor ...`.
 pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
-    let store = ctx.store()?;
+    let store = ctx.open()?;
+    let store = store.as_ref();
     let now = ctx.now;
     let owner = ops::OWNER;
     match c {
@@ -110,8 +111,9 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
             let j = json!({"id": id, "sha256": sha, "approved": false});
             Ok(Out::new("check", j, text).noted(notes))
         }
-        MonitorCmd::List => list(&store, now),
-        MonitorCmd::Poll { timeout } => poll(ctx, &store, timeout),
+        MonitorCmd::List => list(store, now),
+        // Running a watcher's check needs the project's files (its lock, its working directory).
+        MonitorCmd::Poll { timeout } => poll(ctx, &ctx.store()?, timeout),
     }
 }
 
@@ -153,7 +155,7 @@ fn list_line(snap: &Snapshot, t: &Todo, now: Ts) -> String {
     s
 }
 
-fn list(store: &FileStore, now: Ts) -> Result<Out> {
+fn list(store: &dyn Store, now: Ts) -> Result<Out> {
     let snap = store.load()?;
     let mons: Vec<&Todo> = snap
         .todos
