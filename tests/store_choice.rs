@@ -66,9 +66,8 @@ const AGENT_COMMANDS: &[&[&str]] = &[
     &["mcp"],
 ];
 
-/// Commands that work on the files only for now: the owner's key, hooks, monitors, setup.
+/// Commands that work on the files only for now: hooks, a watcher's poll, setup.
 const FILE_COMMANDS: &[&[&str]] = &[
-    &["owner", "show"],
     &["hook", "list"],
     &["monitor", "poll"],
     &["setup", "cron", "--every", "1h", "--", "true"],
@@ -111,8 +110,8 @@ fn start_goal_makes_no_files_beside_a_database() {
         URL,
         false,
         &["start-goal", "--goal-text", "Ship it"],
-        "usage",
-        "works on the file store only",
+        "io",
+        "cannot connect to the database",
     );
     assert!(!p.root().join(".loopx").exists());
 }

@@ -85,8 +85,6 @@ fn ask(prompt: &str) -> Option<String> {
 
 /// Creates `.loopx/`.
 pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
-    // A goal is never created as files beside a database project.
-    ctx.files_only()?;
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
@@ -98,6 +96,9 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     ))?;
     for s in &a.success {
         bounds::usage(bounds::text("--success", s, bounds::TITLE_MAX))?;
+    }
+    if let Some(url) = &ctx.store_url {
+        return start_on_db(ctx, url, &a);
     }
     let root = a
         .project
@@ -227,6 +228,46 @@ fn todo_line(line: &str) -> (Priority, String) {
         return (p, rest.trim().to_string());
     }
     (Priority::P2, line.to_string())
+}
+
+/// `start-goal` on a database (the owner's login): the goal and its first line; no `--replace`
+/// (a new goal there needs a new database) and no questions.
+fn start_on_db(ctx: &Ctx, url: &str, a: &StartGoal) -> Result<Out> {
+    if a.replace {
+        return Err(Error::usage("--replace works on files; a new goal needs a new database")
+            .hint("export the project with `loopx store export`, then start the goal in a new database"));
+    }
+    let now = ctx.now;
+    let config = Config {
+        schema_version: SCHEMA_VERSION,
+        goal: Goal {
+            id: goal_id()?,
+            objective: a.goal_text.trim().to_string(),
+            success_criteria: a.success.clone(),
+            status: GoalStatus::Active,
+            created_at: now,
+            updated_at: now,
+            reason: None,
+            extra: Extra::new(),
+        },
+        quota: QuotaPolicy::default(),
+        lease: LeasePolicy::default(),
+        agents: Default::default(),
+        hooks: Default::default(),
+        extra: Extra::new(),
+    };
+    bounds::usage(bounds::check_config(&config))?;
+    let db = crate::store::pg::PgStore::new(url, ctx.env())?;
+    db.create(&config, &ctx.agent)?;
+    let shown = crate::store::pg::redact(url);
+    let text = format!(
+        "started {} in {shown}\n  objective: {}\nnext: `loopx owner init` (as the owner's login), then add todos",
+        config.goal.id,
+        esc(&config.goal.objective)
+    );
+    Ok(Out::new("goal", to_json(&config.goal), text)
+        .with("store", json!(shown))
+        .with("todos", json!([])))
 }
 
 /// Runs `goal ...`.

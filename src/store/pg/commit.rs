@@ -200,14 +200,14 @@ impl<'a> PgTx<'a> {
     }
 
     /// The journal's last line, with the journal's lock taken until the end of the transaction.
-    fn journal_head(&mut self) -> Result<Option<(u64, String)>> {
+    pub(super) fn journal_head(&mut self) -> Result<Option<(u64, String)>> {
         let row = self.q_opt("SELECT seq, line FROM loopx.journal_head()", &[])?;
         Ok(row.map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1))))
     }
 
     /// The seal's mark of the journal's last line: its `seq`, its byte offset as a
     /// `journal.jsonl` of the same lines would have it, and its hash.
-    fn mark(&mut self, last: Option<&(u64, String)>) -> Result<Option<Mark>> {
+    pub(super) fn mark(&mut self, last: Option<&(u64, String)>) -> Result<Option<Mark>> {
         let Some((seq, line)) = last else {
             return Ok(None);
         };
@@ -353,7 +353,7 @@ impl<'a> PgTx<'a> {
     }
 
     /// Writes an owner document (`owner.seal`, `owner.proofs`, `owner.pub`, `quota.toml`).
-    fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
+    pub(super) fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
         self.q_exec(
             "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
                  ON CONFLICT (name) DO UPDATE SET body = $2, seq = $3",
@@ -411,7 +411,7 @@ impl<'a> PgTx<'a> {
     }
 
     /// Inserts the journal lines in one statement (the database checks their chain).
-    fn insert_lines(&mut self, events: &[Event], lines: &[u8]) -> Result<()> {
+    pub(super) fn insert_lines(&mut self, events: &[Event], lines: &[u8]) -> Result<()> {
         let seqs: Vec<i64> = events
             .iter()
             .map(|e| i64::try_from(e.seq).unwrap_or(i64::MAX))
@@ -426,6 +426,46 @@ impl<'a> PgTx<'a> {
             &[&seqs, &texts],
         )?;
         Ok(())
+    }
+
+    /// Commits what the transaction wrote, then waits until it is on disk.
+    ///
+    /// The commit releases the journal's lock at once, without waiting for the disk; the second
+    /// transaction waits for the disk instead (its commit is flushed after this one's, with
+    /// other clients' at the same time), so the change is durable before loopx says so, and
+    /// commits are not queued behind each other's flushes.
+    pub(super) fn finish(&mut self) -> Result<()> {
+        self.open = false;
+        let r = self
+            .client()?
+            .batch_execute("SET LOCAL synchronous_commit = off; COMMIT");
+        match r {
+            Ok(()) => self.durable(),
+            Err(e) => Err(self.lost(e)),
+        }
+    }
+
+    /// Waits until every commit before now is on disk.
+    pub(super) fn durable(&mut self) -> Result<()> {
+        let r = self
+            .conn
+            .client
+            .as_mut()
+            .map_or(Ok(()), |c| c.batch_execute(DURABLE));
+        r.map_err(|e| self.lost(e))
+    }
+
+    /// The error for a failed commit: the connection is dropped; when it was lost, the outcome
+    /// is unknown.
+    fn lost(&mut self, e: postgres::Error) -> Error {
+        let lost = e.is_closed() || e.as_db_error().is_none();
+        self.conn.client = None;
+        if lost { outcome_unknown() } else { db_error(e) }
+    }
+
+    /// Ends the transaction with nothing written.
+    pub(super) fn abandon(&mut self) {
+        self.rollback();
     }
 
     fn rollback(&mut self) {
@@ -504,27 +544,10 @@ impl Transaction for PgTx<'_> {
                 return Err(e);
             }
         };
-        // The commit releases the journal's lock at once, without waiting for the disk; the
-        // second transaction waits for the disk instead (its commit is flushed after this one's,
-        // with other clients' at the same time), so the change is durable before loopx says so,
-        // and commits are not queued behind each other's flushes.
-        let mut r = Ok(());
         if owner {
-            self.open = false;
-            r = self
-                .client()?
-                .batch_execute("SET LOCAL synchronous_commit = off; COMMIT");
-        }
-        let r = r.and_then(|()| {
-            self.conn
-                .client
-                .as_mut()
-                .map_or(Ok(()), |c| c.batch_execute(DURABLE))
-        });
-        if let Err(e) = r {
-            let lost = e.is_closed() || e.as_db_error().is_none();
-            self.conn.client = None;
-            return Err(if lost { outcome_unknown() } else { db_error(e) });
+            self.finish()?;
+        } else {
+            self.durable()?;
         }
         Ok(events)
     }

@@ -141,7 +141,7 @@ impl PgTx<'_> {
 
 /// An event's line without `seq`, `prev`, `tx` and `files` (the database adds them): the
 /// fields between `{"seq":N,` and `,"prev":...`, as loopx writes them.
-fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
+pub(super) fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
     let ev = Event {
         seq: 0,
         at: d.at,

@@ -245,7 +245,11 @@ impl Cached {
         }
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
             Some((t, _)) => serde_json::from_str(t).map_err(|e| bad("quota", e))?,
-            None => QuotaFile::default(),
+            // A goal started in the database has no quota document yet.
+            None => QuotaFile {
+                schema_version: crate::kernel::SCHEMA_VERSION,
+                ..QuotaFile::default()
+            },
         };
         quota.spends = self.spends.clone();
         Ok(Snapshot {

@@ -3,6 +3,7 @@
 
 mod commit;
 mod fast;
+mod goal;
 mod load;
 pub mod port;
 pub mod schema;

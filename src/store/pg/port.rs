@@ -280,7 +280,11 @@ fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
     let mut quota: QuotaFile =
         match rows(tx, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
             Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
-            None => QuotaFile::default(),
+            // A goal started in the database has no quota document yet.
+            None => QuotaFile {
+                schema_version: crate::kernel::SCHEMA_VERSION,
+                ..QuotaFile::default()
+            },
         };
     for r in rows(tx, "SELECT body::text FROM loopx.spends ORDER BY n")? {
         quota
