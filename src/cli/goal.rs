@@ -237,25 +237,8 @@ fn start_on_db(ctx: &Ctx, url: &str, a: &StartGoal) -> Result<Out> {
         return Err(Error::usage("--replace works on files; a new goal needs a new database")
             .hint("export the project with `loopx store export`, then start the goal in a new database"));
     }
-    let now = ctx.now;
-    let config = Config {
-        schema_version: SCHEMA_VERSION,
-        goal: Goal {
-            id: goal_id()?,
-            objective: a.goal_text.trim().to_string(),
-            success_criteria: a.success.clone(),
-            status: GoalStatus::Active,
-            created_at: now,
-            updated_at: now,
-            reason: None,
-            extra: Extra::new(),
-        },
-        quota: QuotaPolicy::default(),
-        lease: LeasePolicy::default(),
-        agents: Default::default(),
-        hooks: Default::default(),
-        extra: Extra::new(),
-    };
+    let mut config = Config::new(&goal_id()?, a.goal_text.trim(), ctx.now);
+    config.goal.success_criteria = a.success.clone();
     bounds::usage(bounds::check_config(&config))?;
     let db = crate::store::pg::PgStore::new(url, ctx.env())?;
     db.create(&config, &ctx.agent)?;
