@@ -256,6 +256,19 @@ impl PgStore {
         }
     }
 
+    /// The JSON texts of a query's first column, parsed; a row that does not parse is skipped.
+    fn parsed<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<T>> {
+        let rows = self.with(|c| c.client()?.query(sql, params).map_err(db_error))?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
+            .collect())
+    }
+
     /// The one number a query answers (a count, a `seq`); negative counts as 0.
     fn count(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
         let r = self.with(|c| c.client()?.query_one(sql, params).map_err(db_error))?;
@@ -440,36 +453,20 @@ impl Store for PgStore {
 
     fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
-        let rows = self.with(|c| {
-            c.client()?
-                .query(
-                    "SELECT body::text FROM (SELECT body, n FROM loopx.evidence WHERE todo = $1 \
-                     ORDER BY n DESC LIMIT $2) e ORDER BY n",
-                    &[&id, &n],
-                )
-                .map_err(db_error)
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
-            .collect())
+        self.parsed(
+            "SELECT body::text FROM (SELECT body, n FROM loopx.evidence WHERE todo = $1 \
+             ORDER BY n DESC LIMIT $2) e ORDER BY n",
+            &[&id, &n],
+        )
     }
 
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
-        let rows = self.with(|c| {
-            c.client()?
-                .query(
-                    "SELECT line FROM (SELECT line, seq FROM loopx.journal ORDER BY seq DESC \
-                     LIMIT $1) j ORDER BY seq",
-                    &[&n],
-                )
-                .map_err(db_error)
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| serde_json::from_str(&r.get::<_, String>(0)).ok())
-            .collect())
+        self.parsed(
+            "SELECT line FROM (SELECT line, seq FROM loopx.journal ORDER BY seq DESC \
+             LIMIT $1) j ORDER BY seq",
+            &[&n],
+        )
     }
 
     fn archived_ids(&self) -> Result<Vec<String>> {

@@ -303,18 +303,13 @@ DO $t$ DECLARE t text; BEGIN
       'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION loopx.journaled()', t);
   END LOOP;
 END $t$;
-DROP TRIGGER IF EXISTS own_rows ON loopx.gates;
-CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.gates
-  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
-DROP TRIGGER IF EXISTS own_rows ON loopx.spends;
-CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.spends
-  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
-DROP TRIGGER IF EXISTS own_rows ON loopx.evidence;
-CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.evidence
-  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
-DROP TRIGGER IF EXISTS own_rows ON loopx.agents;
-CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.agents
-  FOR EACH ROW EXECUTE FUNCTION loopx.own_rows();
+DO $t$ DECLARE t text; BEGIN
+  FOREACH t IN ARRAY ARRAY['gates', 'spends', 'evidence', 'agents'] LOOP
+    EXECUTE format('DROP TRIGGER IF EXISTS own_rows ON loopx.%I', t);
+    EXECUTE format('CREATE TRIGGER own_rows BEFORE INSERT OR UPDATE ON loopx.%I '
+      'FOR EACH ROW EXECUTE FUNCTION loopx.own_rows()', t);
+  END LOOP;
+END $t$;
 "#,
         lock = JOURNAL_LOCK,
         big = ROW_MAX,
