@@ -2,8 +2,11 @@
 //! and its own agent login role, claim a todo and release it, as fast as they can, for a few
 //! seconds; then the journal is read back to prove no todo was ever claimed twice at once.
 //!
+//! With `claims` after the numbers, each client only claims (no release), until the time is up
+//! or no todo is free: each claim is then one commit.
+//!
 //! usage: LOOPX_BENCH_PG=postgres://postgres@127.0.0.1:PORT/postgres \
-//!        cargo bench --bench pg_claims -- [CLIENTS] [SECONDS] [TODOS]
+//!        cargo bench --bench pg_claims -- [CLIENTS] [SECONDS] [TODOS] [cycle|claims]
 //! (benches/pg.sh starts a throwaway server and runs this).
 
 use std::collections::HashMap;
@@ -29,6 +32,7 @@ fn main() {
         return;
     };
     let (clients, secs, todos) = (arg(1, 8), arg(2, 5), arg(3, 32));
+    let only_claims = std::env::args().any(|a| a == "claims");
     let url = setup(&base, clients, todos);
     let single = single_claims(&url_as(&url, "bench_a1"), 300);
     println!(
@@ -41,22 +45,35 @@ fn main() {
     let handles: Vec<_> = (1..=clients)
         .map(|i| {
             let u = url_as(&url, &format!("bench_a{i}"));
-            std::thread::spawn(move || run_client(&u, &format!("bench_a{i}"), until))
+            std::thread::spawn(move || run_client(&u, &format!("bench_a{i}"), until, only_claims))
         })
         .collect();
     let mut lat = Vec::new();
     let mut retries_total = 0;
+    let mut last = start;
     for h in handles {
-        let (l, r) = h.join().expect("client thread");
+        let (l, r, end) = h.join().expect("client thread");
         lat.extend(l);
         retries_total += r;
+        last = last.max(end);
     }
-    let wall = start.elapsed().as_secs_f64();
+    // Claims only: up to the last claim (a client that finds nothing free stops).
+    let wall = if only_claims {
+        last - start
+    } else {
+        start.elapsed()
+    }
+    .as_secs_f64();
+    let what = if only_claims {
+        "claims only, no release"
+    } else {
+        "each followed by its release"
+    };
     lat.sort();
     let claims = lat.len();
     println!(
-        "{clients} clients, {todos} todos, {wall:.1} s: {claims} claims, {:.0} claims/s \
-         (each followed by its release), claim p50 {:.2} ms p99 {:.2} ms, {retries_total} nothing-free answers",
+        "{clients} clients, {todos} todos, {wall:.2} s: {claims} claims, {:.0} claims/s \
+         ({what}), claim p50 {:.2} ms p99 {:.2} ms, {retries_total} nothing-free answers",
         claims as f64 / wall,
         ms(lat[claims / 2]),
         ms(lat[claims * 99 / 100])
@@ -106,8 +123,10 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
     files
         .create(&Config::new("g-bench", "bench claims", now), "planner")
         .expect("goal");
+    store.import(&files).expect("import");
+    let _ = std::fs::remove_dir_all(&dir);
     for i in 0..todos {
-        files
+        store
             .mutate(|s| {
                 ops::add_todo(
                     s,
@@ -118,8 +137,6 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
             })
             .expect("add");
     }
-    store.import(&files).expect("import");
-    let _ = std::fs::remove_dir_all(&dir);
     url
 }
 
@@ -155,20 +172,25 @@ fn single_claims(url: &str, n: usize) -> Vec<Duration> {
     out
 }
 
-fn run_client(url: &str, agent: &str, until: Instant) -> (Vec<Duration>, u64) {
+/// One client's claims: their latencies, how many found nothing free, and when the last ended.
+fn run_client(url: &str, agent: &str, until: Instant, only: bool) -> (Vec<Duration>, u64, Instant) {
     let s = PgStore::new(url, Env::default()).expect("url");
-    let (mut lat, mut none) = (Vec::new(), 0);
+    let (mut lat, mut none, mut end) = (Vec::new(), 0, Instant::now());
     while Instant::now() < until {
         let t = Instant::now();
         match claim(&s, agent) {
             Some(id) => {
                 lat.push(t.elapsed());
-                release(&s, agent, &id);
+                end = Instant::now();
+                if !only {
+                    release(&s, agent, &id);
+                }
             }
+            None if only => break,
             None => none += 1,
         }
     }
-    (lat, none)
+    (lat, none, end)
 }
 
 /// Reads the journal: per todo, claims and releases must alternate, by the same agent.

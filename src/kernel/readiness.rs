@@ -216,7 +216,7 @@ pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
     let mut v: Vec<&Todo> = snap
         .todos
         .values()
-        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
+        .filter(|t| unblocked(snap, t, agent, have, now))
         .collect();
     v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
@@ -227,8 +227,35 @@ pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
     let have = crate::kernel::agents::capabilities(snap, agent);
     snap.todos
         .values()
-        .filter(|t| yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty())
+        .filter(|t| unblocked(snap, t, agent, have, now))
         .min_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)))
+}
+
+/// `yours(..) && blockers(..).is_empty()` without building the blockers: the pick calls it on
+/// every open todo, most of them leased or not open.
+fn unblocked(snap: &Snapshot, t: &Todo, agent: &str, have: &[String], now: Ts) -> bool {
+    let fast = snap.config.goal.status == GoalStatus::Active
+        && t.role == Role::Agent
+        && t.status == Status::Open
+        && t.live_lease(now).is_none()
+        && t.next_due_at.is_none_or(|due| now >= due)
+        && yours(t, agent, have)
+        && ((t.requires.is_empty() && t.exclude_agents.is_empty())
+            || crate::kernel::agents::missing(snap, t, agent).is_empty())
+        && t.depends_on
+            .iter()
+            .all(|d| snap.status_of(d) == Some(Status::Done))
+        && !snap
+            .gates
+            .values()
+            .any(|g| g.effective_status() == GateStatus::Pending && g.blocks_todo(t));
+    debug_assert_eq!(
+        fast,
+        yours(t, agent, have) && blockers(snap, t, agent, now, false).is_empty(),
+        "unblocked disagrees with blockers for {}",
+        t.id
+    );
+    fast
 }
 
 /// Todos `agent` holds a live lease on, best first.

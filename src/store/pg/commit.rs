@@ -12,11 +12,26 @@ use serde_json::Value;
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::seal::Mark;
 use crate::kernel::{Code, Error, Event, Lease, Result, Snapshot, Ts};
+use crate::store::pg::fast::Quoter;
 use crate::store::pg::{Conn, PgStore, conflict, db_error};
 use crate::store::{Transaction, journal, owner, sealing};
 
+/// A locked todo's row as the simple protocol gives it: id, body, seq, archived.
+fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)> {
+    let field = |i: usize| r.get(i).ok_or_else(|| internal("a todo row lacks a field"));
+    let seq = field(2)?
+        .parse::<u64>()
+        .map_err(|_| internal("a todo row's seq is not a number"))?;
+    Ok((
+        field(0)?.to_string(),
+        field(1)?.to_string(),
+        seq,
+        field(3)? == "t",
+    ))
+}
+
 /// A transaction whose commit waits until every commit before it is on disk.
-const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
+pub(super) const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
 
 /// The most todos one claim tries to lock before it gives up on the rest.
 const CLAIM_CANDIDATES: usize = 64;
@@ -29,31 +44,32 @@ pub(crate) struct PgTx<'a> {
     pub(super) base: u64,
     /// Rows read again under a lock during the transaction: their `seq` now.
     pub(super) fresh: HashMap<String, u64>,
+    /// Todos changed in `snap` by this transaction (set back when it goes to the cache).
+    touched: Vec<String>,
     pub(super) open: bool,
 }
 
 impl<'a> PgTx<'a> {
-    /// Starts a transaction and reads the snapshot in it.
+    /// Reads the snapshot; the database transaction itself starts with the first statement
+    /// that needs it (a claim's lock, the commit), in the same round trip.
     pub(crate) fn begin(store: &'a PgStore) -> Result<PgTx<'a>> {
         let mut conn = store.conn()?;
-        if let Err(e) = conn.client()?.batch_execute("BEGIN") {
-            // A connection the server closed while it sat idle (a restart): once more on a new one.
-            if !conn.client()?.is_closed() {
-                return Err(db_error(e));
-            }
-            conn.client = None;
-            drop(conn);
-            conn = store.conn()?;
-            conn.client()?.batch_execute("BEGIN").map_err(db_error)?;
-        }
         let snap = match conn.fresh(store.env().now) {
             Ok(s) => s,
-            Err(e) => {
-                if conn.client()?.batch_execute("ROLLBACK").is_err() {
-                    conn.client = None;
-                }
-                return Err(e);
+            // A connection the server closed while it sat idle (a restart): once more on a new one.
+            Err(e)
+                if conn
+                    .client
+                    .as_ref()
+                    .is_some_and(postgres::Client::is_closed) =>
+            {
+                let _ = e;
+                conn.client = None;
+                drop(conn);
+                conn = store.conn()?;
+                conn.fresh(store.env().now)?
             }
+            Err(e) => return Err(e),
         };
         let base = conn.cache.head;
         Ok(PgTx {
@@ -61,8 +77,28 @@ impl<'a> PgTx<'a> {
             snap,
             base,
             fresh: HashMap::new(),
-            open: true,
+            touched: Vec::new(),
+            open: false,
         })
+    }
+
+    /// `BEGIN; ` when the database transaction has not started yet (and it is marked started:
+    /// the text goes first in the next message), else nothing.
+    pub(super) fn begin_text(&mut self) -> &'static str {
+        if std::mem::replace(&mut self.open, true) {
+            ""
+        } else {
+            "BEGIN; "
+        }
+    }
+
+    /// Starts the database transaction now, unless it has started.
+    fn ensure_open(&mut self) -> Result<()> {
+        if !self.open {
+            self.client()?.batch_execute("BEGIN").map_err(db_error)?;
+            self.open = true;
+        }
+        Ok(())
     }
 
     pub(super) fn client(&mut self) -> Result<&mut postgres::Client> {
@@ -70,21 +106,25 @@ impl<'a> PgTx<'a> {
     }
 
     fn q_opt(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        self.ensure_open()?;
         let (c, st) = self.conn.prep(sql)?;
         c.query_opt(&st, p).map_err(db_error)
     }
 
     fn q_all(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.ensure_open()?;
         let (c, st) = self.conn.prep(sql)?;
         c.query(&st, p).map_err(db_error)
     }
 
     fn q_one(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        self.ensure_open()?;
         let (c, st) = self.conn.prep(sql)?;
         c.query_one(&st, p).map_err(db_error)
     }
 
     fn q_exec(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.ensure_open()?;
         let (c, st) = self.conn.prep(sql)?;
         c.execute(&st, p).map_err(db_error)
     }
@@ -101,26 +141,40 @@ impl<'a> PgTx<'a> {
     /// elsewhere and count as leased in this snapshot. Returns whether one was locked.
     fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
         // Only rows free as the database has them now (no live lease) are locked: a row locked
-        // and then not taken would hold up its holder's own release.
+        // and then not taken would hold up its holder's own release. One round trip with the
+        // transaction's BEGIN, so values are quoted literals.
         let at = now.to_string();
-        let row = self.q_opt(
-            "SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY($1) \
+        let q = Quoter::new(ids)?;
+        let list = q.array(ids, "text");
+        let sql = format!(
+            "{}SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY({list}) \
              AND NOT archived AND (jsonb_typeof(body->'lease') IS DISTINCT FROM 'object' \
-               OR (body->'lease'->>'expires_at')::timestamptz <= $2::text::timestamptz) \
-             ORDER BY array_position($1, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
-            &[&ids, &at],
-        )?;
-        let got: Option<String> = row.as_ref().map(|r| r.get(0));
+               OR (body->'lease'->>'expires_at')::timestamptz <= {}::timestamptz) \
+             ORDER BY array_position({list}, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+            self.begin_text(),
+            q.lit(&at),
+        );
+        let msgs = self.client()?.simple_query(&sql).map_err(db_error)?;
+        let row = msgs.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => Some(r),
+            _ => None,
+        });
+        let row = match row {
+            Some(r) => Some(text_row(r)?),
+            None => None,
+        };
+        let got: Option<String> = row.as_ref().map(|r| r.0.clone());
         for id in ids.iter().take_while(|i| Some(*i) != got.as_ref()) {
             if let Some(t) = self.snap.todos.get_mut(id) {
                 t.lease = Some(held_elsewhere(t.fence, now));
+                self.touched.push(id.clone());
             }
         }
-        let Some(r) = row else { return Ok(false) };
-        let (id, body, seq, archived): (String, String, i64, bool) =
-            (r.get(0), r.get(1), r.get(2), r.get(3));
-        let seq = u64::try_from(seq).unwrap_or(0);
+        let Some((id, body, seq, archived)) = row else {
+            return Ok(false);
+        };
         if seq != self.todo_seq(&id) {
+            self.touched.push(id.clone());
             // Changed since the snapshot: decide on the row as it is now.
             match serde_json::from_str(&body) {
                 Ok(t) if !archived => {
@@ -514,6 +568,9 @@ pub(super) fn json<T: serde::Serialize>(v: &T) -> Result<Value> {
 impl Drop for PgTx<'_> {
     fn drop(&mut self) {
         self.rollback();
+        let empty = Snapshot::new(crate::kernel::Config::new("", "", Ts::default()));
+        let snap = std::mem::replace(&mut self.snap, empty);
+        self.conn.cache.give_back(snap, &self.touched);
     }
 }
 
@@ -546,8 +603,6 @@ impl Transaction for PgTx<'_> {
         };
         if owner {
             self.finish()?;
-        } else {
-            self.durable()?;
         }
         Ok(events)
     }

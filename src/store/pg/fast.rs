@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::commit::{PgTx, internal, json, outcome_unknown};
+use super::commit::{DURABLE, PgTx, internal, json, outcome_unknown};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Event, Result};
 use crate::store::pg::db_error;
@@ -59,8 +59,10 @@ impl PgTx<'_> {
             .iter()
             .map(fragment)
             .collect::<Result<Vec<String>>>()?;
-        // The call and the COMMIT go in one round trip: the journal's lock is held for the
-        // shortest time. Values are written as dollar-quoted literals under a random tag.
+        // The BEGIN (unless a claim's lock started the transaction), the call, the COMMIT and
+        // the wait for the disk go in one round trip: the journal's lock is released at the
+        // COMMIT, before the disk wait (see `PgTx::durable`). Values are written as
+        // dollar-quoted literals under a random tag.
         let texts: Vec<String> = ids
             .iter()
             .cloned()
@@ -73,8 +75,9 @@ impl PgTx<'_> {
         let seq_list = seqs.iter().map(i64::to_string).collect::<Vec<_>>();
         let seq_list = format!("ARRAY[{}]::bigint[]", seq_list.join(","));
         let sql = format!(
-            "SELECT seq, line FROM loopx.commit({}, {}, {}, {}, {}::jsonb, {}); \
-             SET LOCAL synchronous_commit = off; COMMIT",
+            "{}SELECT seq, line FROM loopx.commit({}, {}, {}, {}, {}::jsonb, {}); \
+             SET LOCAL synchronous_commit = off; COMMIT; {DURABLE}",
+            self.begin_text(),
             self.base,
             q.array(&ids, "text"),
             seq_list,
@@ -84,7 +87,10 @@ impl PgTx<'_> {
         );
         let msgs = match self.client()?.simple_query(&sql) {
             Ok(m) => m,
-            Err(e) if e.as_db_error().is_some() => return Err(db_error(e)),
+            // Refused by loopx.commit or a trigger: nothing was committed.
+            Err(e) if e.as_db_error().is_some_and(|d| !lost_class(d.code())) => {
+                return Err(db_error(e));
+            }
             Err(_) => {
                 self.open = false;
                 self.conn.client = None;
@@ -93,7 +99,14 @@ impl PgTx<'_> {
         };
         self.open = false;
         let mut events = Vec::new();
+        // The first statement's rows: the lines (the disk wait's row comes later).
+        let mut begun = false;
         for m in msgs {
+            match m {
+                postgres::SimpleQueryMessage::CommandComplete(_) if begun => break,
+                postgres::SimpleQueryMessage::RowDescription(_) => begun = true,
+                _ => {}
+            }
             if let postgres::SimpleQueryMessage::Row(r) = m {
                 let line = r.get(1).unwrap_or_default();
                 let ev: Event = serde_json::from_str(line).map_err(internal)?;
@@ -161,13 +174,21 @@ pub(super) fn fragment(d: &crate::kernel::EventDraft) -> Result<String> {
         .ok_or_else(|| internal("an event's line has an unexpected shape"))
 }
 
+/// Whether an error of this class means the connection or the server went away (the message's
+/// COMMIT may have run): shutdown, crash, connection failures.
+fn lost_class(code: &postgres::error::SqlState) -> bool {
+    let c = code.code();
+    c.starts_with("57P") || c.starts_with("08") || c.starts_with("XX")
+}
+
 /// Writes values as SQL literals, dollar-quoted under a tag none of them contains.
-struct Quoter {
+pub(super) struct Quoter {
     tag: String,
 }
 
 impl Quoter {
-    fn new(texts: &[String]) -> Result<Quoter> {
+    /// A tag none of `texts` contains.
+    pub(super) fn new(texts: &[String]) -> Result<Quoter> {
         for _ in 0..16 {
             let mut r = [0u8; 6];
             getrandom::fill(&mut r).map_err(internal)?;
@@ -182,11 +203,13 @@ impl Quoter {
         Err(internal("no quoting tag fits"))
     }
 
-    fn lit(&self, t: &str) -> String {
+    /// `t` as a literal.
+    pub(super) fn lit(&self, t: &str) -> String {
         format!("{}{t}{}", self.tag, self.tag)
     }
 
-    fn array(&self, items: &[String], ty: &str) -> String {
+    /// `items` as an array literal of type `ty`.
+    pub(super) fn array(&self, items: &[String], ty: &str) -> String {
         let inner: Vec<String> = items.iter().map(|t| self.lit(t)).collect();
         format!("ARRAY[{}]::{ty}[]", inner.join(","))
     }

@@ -60,6 +60,8 @@ pub struct Cached {
     pub spends_seq: u64,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
+    /// The snapshot derived from these rows, kept between transactions (see `view.rs`).
+    pub(super) view: super::view::View,
 }
 
 fn bad(what: &str, e: impl std::fmt::Display) -> Error {
@@ -116,6 +118,7 @@ impl Cached {
             let mut r = decode::<Config>("config", "goal", v.first().cloned().unwrap_or_default());
             r.seq = v.get(1).map_or(0, seq_of);
             self.config = Some(r);
+            self.view.forget();
         }
         for v in items(row.get(2), "todos")? {
             let (id, seq) = (id_of(&v[0]), v.get(2).map_or(0, seq_of));
@@ -123,25 +126,29 @@ impl Cached {
                 self.todos.remove(&id);
                 let st = v[1].get("status").cloned().unwrap_or_default();
                 if let Ok(s) = serde_json::from_value::<Status>(st) {
-                    self.archived.insert(id, s);
+                    self.archived.insert(id.clone(), s);
                 }
+                self.patch_view(&id);
                 continue;
             }
             let mut r = decode::<Todo>("todos", &id, v[1].clone());
             r.seq = seq;
-            self.todos.insert(id, r);
+            self.todos.insert(id.clone(), r);
+            self.patch_view(&id);
         }
         for v in items(row.get(3), "gates")? {
             let id = id_of(&v[0]);
             let mut r = decode::<Gate>("gates", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.gates.insert(id, r);
+            self.view.forget();
         }
         for v in items(row.get(4), "agents")? {
             let id = id_of(&v[0]);
             let mut r = decode("agents", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.agents.insert(id, r);
+            self.view.forget();
         }
         for v in items(row.get(5), "spends")? {
             let s: Spend = serde_json::from_value(v[0].clone()).map_err(|e| bad("spends", e))?;
@@ -156,6 +163,7 @@ impl Cached {
                 .to_string();
             self.docs
                 .insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
+            self.view.forget();
         }
         if let Some(Ok(cfg)) = self.config.as_ref().map(|r| &r.value) {
             let mut q = QuotaFile {

@@ -7,6 +7,7 @@ mod goal;
 mod load;
 pub mod port;
 pub mod schema;
+mod view;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -341,7 +342,7 @@ impl Conn {
         Ok((c, st))
     }
 
-    /// The cache brought up to date, and the snapshot it gives.
+    /// The cache brought up to date, and its snapshot lent (give it back to the cache).
     pub(crate) fn fresh(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
         let since = i64::try_from(self.cache.head).unwrap_or(i64::MAX);
         let (c, st) = self.prep(load::CHANGES)?;
@@ -353,7 +354,15 @@ impl Conn {
             let row = c.query_one(&st, &[&0i64]).map_err(db_error)?;
             self.cache.apply(&row, now)?;
         }
-        self.cache.snapshot()
+        self.cache.lend()
+    }
+
+    /// The cache brought up to date, and a copy of its snapshot.
+    pub(crate) fn fresh_copy(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
+        let snap = self.fresh(now)?;
+        let copy = snap.clone();
+        self.cache.give_back(snap, &[]);
+        Ok(copy)
     }
 }
 
@@ -398,7 +407,7 @@ pub fn check_url(url: &str) -> Result<()> {
 impl Store for PgStore {
     fn load(&self) -> Result<Snapshot> {
         let now = self.env.now;
-        self.with(|c| c.fresh(now))
+        self.with(|c| c.fresh_copy(now))
     }
 
     fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
