@@ -10,32 +10,10 @@ mod common;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-
-/// Waits (at most a minute) until `f` gives a value.
-#[track_caller]
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "waited a minute for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The JSON a hook wrote to `path`, once the whole object is there.
-fn read_json(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(text.trim()).ok()
-}
 
 /// The journal's `hook.fail` lines.
 fn hook_fails(p: &Project) -> Vec<Value> {

@@ -64,11 +64,12 @@ const AGENT_COMMANDS: &[&[&str]] = &[
     &["log"],
     &["goal", "show"],
     &["mcp"],
+    &["hook", "list"],
+    &["hook", "serve"],
 ];
 
-/// Commands that work on the files only for now: hooks, a watcher's poll, setup.
+/// Commands that work on the files only for now: a watcher's poll, setup.
 const FILE_COMMANDS: &[&[&str]] = &[
-    &["hook", "list"],
     &["monitor", "poll"],
     &["setup", "cron", "--every", "1h", "--", "true"],
 ];
@@ -128,7 +129,7 @@ fn a_pointer_file_with_only_a_store_section_chooses_the_database() {
     let v = parse_json(&r, "todo list under a pointer");
     assert_err(&v, "io");
     assert!(!r.stdout.contains("secret") && !r.stderr.contains("secret"));
-    // The flag wins over the pointer; a file-only command refuses it too.
+    // The flag wins over the pointer; the owner's hooks are the database's too.
     refused(
         &p,
         "postgres://other@127.0.0.1:1/db",
@@ -137,14 +138,7 @@ fn a_pointer_file_with_only_a_store_section_chooses_the_database() {
         "io",
         "cannot connect",
     );
-    refused(
-        &p,
-        URL,
-        false,
-        &["hook", "list"],
-        "usage",
-        "file store only",
-    );
+    refused(&p, URL, false, &["hook", "list"], "io", "cannot connect");
     // A pointer whose URL is not one is invalid state, without the URL in the message.
     std::fs::write(
         p.lx("loopx.toml"),

@@ -5,27 +5,14 @@
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
-
 use crate::board::watcher::Signal;
 use crate::kernel::{Code, Error, Result};
-use crate::store::pg::{PgStore, db_error};
+use crate::store::pg::PgStore;
+pub use crate::store::pg::listen::{BACKOFF_MAX, BACKOFF_MIN, backoff};
+use crate::store::pg::listen::{alive, notified};
 
-/// The first wait before connecting again.
-pub const BACKOFF_MIN: Duration = Duration::from_secs(1);
-/// The longest wait before connecting again.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// How long the thread waits for a notification before it checks the connection is alive.
 const IDLE: Duration = Duration::from_secs(5);
-/// How long that check may take.
-const PROBE: Duration = Duration::from_secs(5);
-
-/// The wait before the next try after `failed` failed tries in a row: 1 s, 2 s, 4 s, 8 s, 10 s...
-pub fn backoff(failed: u32) -> Duration {
-    BACKOFF_MIN
-        .saturating_mul(1 << failed.saturating_sub(1).min(8))
-        .min(BACKOFF_MAX)
-}
 
 /// Starts the listening thread on `url`; it sends each signal through `send`, and ends when
 /// `send` says the board is gone (returns false).
@@ -71,47 +58,19 @@ fn listen(url: &str, send: &dyn Fn(Signal) -> bool) {
 /// or the board is gone (`None`).
 fn serve(c: &mut postgres::Client, send: &dyn Fn(Signal) -> bool) -> Option<String> {
     loop {
-        let mut got = 0usize;
-        let waited = {
-            let mut n = c.notifications();
-            let first = n.timeout_iter(IDLE).next();
-            // Fold what arrived with it into the same "changed".
-            let rest = first
-                .as_ref()
-                .is_ok_and(Option::is_some)
-                .then(|| n.iter().count());
-            got += usize::from(first.as_ref().is_ok_and(Option::is_some));
-            got += rest.and_then(|r| r.ok()).unwrap_or(0);
-            first
+        let quiet = match notified(c, IDLE) {
+            Ok(got) => got == 0,
+            Err(e) => return Some(e.message),
         };
-        if let Err(e) = waited {
-            return Some(db_error(e).message);
-        }
-        if got > 0 {
+        if !quiet {
             if !send(Signal::Changed(Vec::new())) {
                 return None;
             }
             continue;
         }
-        if c.is_closed() {
-            return Some("the database closed the connection".into());
+        // Quiet for a while: make sure the server is still there.
+        if let Err(e) = alive(c) {
+            return Some(e.message);
         }
-        // Quiet for a while: make sure the server is still there (a cut cable says nothing).
-        if let Err(e) = c.is_valid(PROBE) {
-            return Some(db_error(e).message);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_backoff_doubles_from_one_second_to_ten() {
-        let secs: Vec<u64> = (1..7).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(secs, [1, 2, 4, 8, 10, 10]);
-        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
-        assert_eq!(backoff(0), BACKOFF_MIN);
     }
 }

@@ -100,7 +100,7 @@ fn line(g: &Gate) -> String {
 
 /// Runs `gate ...`.
 pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
-    // Deciding is the owner's act: on the file store only, for now.
+    // Deciding is the owner's act: the owner's key, and on a database the owner's login.
     let decides = !matches!(c, GateCmd::Open { .. } | GateCmd::List { .. });
     let store = ctx.open_as(decides)?;
     let now = ctx.now;

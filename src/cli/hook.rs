@@ -5,8 +5,12 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, Out, env_text};
-use crate::kernel::{Result, alert, ops};
+use std::io::Write as _;
+
+use crate::kernel::{Error, Result, alert, ops};
+use crate::runtime::hook_serve;
 use crate::runtime::hooks::{self, Ran};
+use crate::store::pg::PgStore;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -41,6 +45,19 @@ pub enum HookCmd {
     Run {
         /// The event.
         event: String,
+    },
+    /// Owner, on a database: fire the hooks for every change committed to it, until stopped.
+    ///
+    /// On files, hooks fire from the command that commits; on a database, agents commit from
+    /// many machines, so run this on one machine (the owner's). It follows the journal from its
+    /// head when it starts (or from `--from`), runs each hook in this directory (or `--dir`),
+    /// reconnects and catches up when the server restarts, and stops on Ctrl-C or SIGTERM.
+    #[command(after_help = "Example:\n  loopx --store postgres://alice@db.internal/wx hook serve")]
+    Serve {
+        /// Fire for the events from journal line SEQ on (default: only those committed after
+        /// it starts).
+        #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(u64).range(1..))]
+        from: Option<u64>,
     },
 }
 
@@ -82,26 +99,16 @@ fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {
 
 /// Runs `hook ...`.
 pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
-    let store = ctx.store()?;
-    let now = ctx.now;
-    let owner = ops::OWNER;
+    if let HookCmd::Serve { from } = c {
+        return serve(ctx, from);
+    }
+    let store = ctx.open()?;
+    let store = store.as_ref();
     match c {
-        HookCmd::Set { event, command } => {
-            let text = shell_text(&command);
-            let (cfg, notes) =
-                store.mutate_noted(|snap| ops::hook_set(snap, owner, now, &event, &text))?;
-            let sha = alert::hook_hash(&text);
-            Ok(Out::new(
-                "hook",
-                json!({"event": event, "command": text, "sha256": sha, "sealed": true}),
-                format!("hook for {}: {} (sealed)", esc(&event), esc(&text)),
-            )
-            .with("hooks", json!(cfg.hooks.len()))
-            .noted(notes))
-        }
+        HookCmd::Set { event, command } => set(ctx, store, &event, &command),
         HookCmd::Remove { event } => {
             let (_, notes) =
-                store.mutate_noted(|snap| ops::hook_remove(snap, owner, now, &event))?;
+                store.mutate_noted(|snap| ops::hook_remove(snap, ops::OWNER, ctx.now, &event))?;
             Ok(Out::new(
                 "removed",
                 json!(event),
@@ -109,48 +116,93 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
             )
             .noted(notes))
         }
-        HookCmd::List => {
-            let snap = store.load()?;
-            let list = hook_json(&snap);
-            let mut text = String::new();
-            for (e, c) in &snap.config.hooks {
-                let state = if alert::sealed_hook(&snap, e).is_some() {
-                    "sealed"
-                } else {
-                    "NOT SEALED: never runs"
-                };
-                text.push_str(&format!("{} ({state}): {}\n", esc(e), esc(c)));
-            }
-            if list.is_empty() {
-                text.push_str("no hooks; set one with `loopx hook set EVENT -- COMMAND`\n");
-            }
-            text.push_str(&format!("events: {}", alert::names()));
-            let events: Vec<&str> = alert::EVENTS.iter().map(|(n, _)| *n).collect();
-            Ok(Out::new("hooks", json!(list), text)
-                .with("events", json!(events))
-                .noted(snap.owner_notes.clone()))
-        }
-        HookCmd::Run { event } => {
-            let timeout = hooks::timeout_from(env_text(hooks::TIMEOUT_VAR)?.as_deref())?;
-            let payload = hooks::read_payload(std::io::stdin().lock());
-            let ran = hooks::supervise(&store, &event, &payload, timeout, now)?;
-            let (word, exit) = match &ran {
-                Ran::Ok => ("ran", 0),
-                Ran::NotSealed => ("not_sealed", 3),
-                Ran::NotInJournal => ("not_in_journal", 3),
-                Ran::Failed(_) => ("failed", 1),
-            };
-            let mut out = Out::new("hook", json!(word), format!("{}: {word}", esc(&event)));
-            if let Ran::Failed(f) = &ran {
-                out = out.with(
-                    "failure",
-                    json!({"exit": f.exit, "timed_out": f.timed_out, "error": f.error}),
-                );
-            }
-            out.exit = exit;
-            Ok(out)
-        }
+        HookCmd::List => list(store),
+        HookCmd::Run { event } => run_one(ctx, store, &event),
+        HookCmd::Serve { from } => serve(ctx, from),
     }
+}
+
+/// `hook serve`: on a database only (on files, the command that commits fires the hooks).
+fn serve(ctx: &Ctx, from: Option<u64>) -> Result<Out> {
+    let Some(url) = &ctx.store_url else {
+        return Err(Error::usage(
+            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
+        )
+        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"));
+    };
+    let store = PgStore::new(url, ctx.env())?;
+    let dir = ctx.work_dir(&store);
+    let mut err = std::io::stderr();
+    let mut say = |line: &str| {
+        let _ = writeln!(err, "loopx: {}", esc(line));
+    };
+    let s = hook_serve::serve(&store, &dir, from, &mut say)?;
+    let text = format!(
+        "stopped: {} hook(s) fired, {} could not start; the next line was {}",
+        s.fired, s.not_started, s.next
+    );
+    Ok(Out::new("served", json!(s), text))
+}
+
+/// `hook set EVENT -- COMMAND...`.
+fn set(ctx: &Ctx, store: &dyn Store, event: &str, command: &[String]) -> Result<Out> {
+    let text = shell_text(command);
+    let (cfg, notes) =
+        store.mutate_noted(|snap| ops::hook_set(snap, ops::OWNER, ctx.now, event, &text))?;
+    let sha = alert::hook_hash(&text);
+    Ok(Out::new(
+        "hook",
+        json!({"event": event, "command": text, "sha256": sha, "sealed": true}),
+        format!("hook for {}: {} (sealed)", esc(event), esc(&text)),
+    )
+    .with("hooks", json!(cfg.hooks.len()))
+    .noted(notes))
+}
+
+/// `hook list`.
+fn list(store: &dyn Store) -> Result<Out> {
+    let snap = store.load()?;
+    let list = hook_json(&snap);
+    let mut text = String::new();
+    for (e, c) in &snap.config.hooks {
+        let state = if alert::sealed_hook(&snap, e).is_some() {
+            "sealed"
+        } else {
+            "NOT SEALED: never runs"
+        };
+        text.push_str(&format!("{} ({state}): {}\n", esc(e), esc(c)));
+    }
+    if list.is_empty() {
+        text.push_str("no hooks; set one with `loopx hook set EVENT -- COMMAND`\n");
+    }
+    text.push_str(&format!("events: {}", alert::names()));
+    let events: Vec<&str> = alert::EVENTS.iter().map(|(n, _)| *n).collect();
+    Ok(Out::new("hooks", json!(list), text)
+        .with("events", json!(events))
+        .noted(snap.owner_notes.clone()))
+}
+
+/// The hidden `hook run EVENT`: the supervisor, in the work directory.
+fn run_one(ctx: &Ctx, store: &dyn Store, event: &str) -> Result<Out> {
+    let timeout = hooks::timeout_from(env_text(hooks::TIMEOUT_VAR)?.as_deref())?;
+    let payload = hooks::read_payload(std::io::stdin().lock());
+    let dir = ctx.work_dir(store);
+    let ran = hooks::supervise(store, &dir, event, &payload, timeout, ctx.now)?;
+    let (word, exit) = match &ran {
+        Ran::Ok => ("ran", 0),
+        Ran::NotSealed => ("not_sealed", 3),
+        Ran::NotInJournal => ("not_in_journal", 3),
+        Ran::Failed(_) => ("failed", 1),
+    };
+    let mut out = Out::new("hook", json!(word), format!("{}: {word}", esc(event)));
+    if let Ran::Failed(f) = &ran {
+        out = out.with(
+            "failure",
+            json!({"exit": f.exit, "timed_out": f.timed_out, "error": f.error}),
+        );
+    }
+    out.exit = exit;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ pub(super) fn answer_out(a: &should_run::Answer) -> Out {
 
 /// Runs `quota ...`.
 pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
-    // Setting the limits is the owner's act: on the file store only, for now.
+    // Setting the limits is the owner's act: the owner's key, and on a database the owner's login.
     let store = ctx.open_as(matches!(c, QuotaCmd::Set { .. }))?;
     let now = ctx.now;
     match c {

@@ -9,7 +9,7 @@ use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
 use crate::kernel::bounds::{self, Checked};
-use crate::kernel::model::{Event, Snapshot};
+use crate::kernel::model::{Event, EventDraft, Snapshot};
 use crate::kernel::seal::Seal;
 use crate::text::escape;
 
@@ -156,10 +156,36 @@ pub fn event_of(e: &Event) -> Option<&'static str> {
     })
 }
 
-/// The alerts of committed lines of goal `goal`, in journal order.
+/// The variable a hook's command runs with: the event's name. A change committed where it is
+/// set is a hook's doing: its lines say so ([`BY_HOOK`]) and fire no hook, so a hook that causes
+/// its own event cannot loop.
+pub const EVENT_VAR: &str = "LOOPX_EVENT";
+
+/// The key of a journal line's `data` that names the hook whose command committed the line.
+pub const BY_HOOK: &str = "by_hook";
+
+/// Marks each drafted line as a hook's doing: `data.by_hook` is the hook's event (`other` for a
+/// name loopx does not fire, so the mark stays bounded).
+pub fn mark_by_hook(drafts: &mut [EventDraft], hook: &str) {
+    let name = if is_event(hook) { hook } else { "other" };
+    for d in drafts {
+        if let Value::Object(m) = &mut d.data {
+            m.insert(BY_HOOK.into(), Value::String(name.into()));
+        }
+    }
+}
+
+/// True for a line a hook's command committed: it fires no hook.
+pub fn by_hook(e: &Event) -> bool {
+    e.data.get(BY_HOOK).is_some()
+}
+
+/// The alerts of committed lines of goal `goal`, in journal order; a line a hook's command
+/// committed is none.
 pub fn alerts(goal: &str, events: &[Event]) -> Vec<Alert> {
     events
         .iter()
+        .filter(|e| !by_hook(e))
         .filter_map(|e| {
             let name = event_of(e)?;
             Some(Alert {
@@ -335,6 +361,25 @@ mod tests {
         let mut empty = h.hooks;
         empty.insert("gate.decided".into(), " ".into());
         assert!(check_hooks(&empty).is_err());
+    }
+
+    #[test]
+    fn a_line_a_hook_committed_fires_nothing() {
+        let mut drafts = vec![EventDraft {
+            at: Ts(0),
+            actor: "a".into(),
+            action: Action::parse("gate.open"),
+            target: "g-aaaaaa".into(),
+            data: json!({"question": "again?"}),
+        }];
+        mark_by_hook(&mut drafts, "gate.opened");
+        assert_eq!(drafts[0].data[BY_HOOK], "gate.opened");
+        let line = ev("gate.open", drafts[0].data.clone());
+        assert!(by_hook(&line));
+        assert!(alerts("g", &[line]).is_empty());
+        assert_eq!(alerts("g", &[ev("gate.open", json!({}))]).len(), 1);
+        mark_by_hook(&mut drafts, &"x".repeat(10_000));
+        assert_eq!(drafts[0].data[BY_HOOK], "other");
     }
 
     #[test]

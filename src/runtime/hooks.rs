@@ -6,13 +6,13 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::kernel::alert;
+use crate::kernel::alert::{self, Alert};
 use crate::kernel::authority::event_proven;
 use crate::kernel::ops::{self, HookFailure};
 use crate::kernel::{Error, Event, Result, Snapshot, Ts};
@@ -29,12 +29,21 @@ pub const TIMEOUT_RANGE_S: (f64, f64) = (0.1, 3600.0);
 pub const GRACE: Duration = Duration::from_secs(2);
 /// The most bytes of event JSON the supervisor reads from its stdin.
 pub const PAYLOAD_MAX: u64 = 2 * alert::DATA_MAX as u64 + 8_192;
-/// How many of the journal's last lines the supervisor searches for the line it was started for.
-pub const JOURNAL_SCAN: usize = 10_000;
 
 /// The variable a hook's command runs with: the event's name. A commit made where it is set (by
 /// a hook's command) fires no hooks, so a hook that causes its own event cannot loop.
-pub const EVENT_VAR: &str = "LOOPX_EVENT";
+pub const EVENT_VAR: &str = alert::EVENT_VAR;
+
+/// Where a hook's supervisor runs and how it finds the project: the directory it and the hook
+/// run in, and the database's URL for a project kept in one (given to the supervisor in its
+/// environment as `LOOPX_STORE`, never in its arguments, where `ps` would show a password).
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The project root, or the work directory of a project in a database.
+    pub dir: &'a Path,
+    /// The database's URL; `None` for the files under `dir`.
+    pub url: Option<&'a str>,
+}
 
 /// The commit observer: for each committed line that is an event with a sealed hook, starts a
 /// detached `loopx hook run EVENT` with the event's JSON on its stdin. Never fails the commit.
@@ -42,37 +51,55 @@ pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
     if std::env::var_os(EVENT_VAR).is_some() {
         return;
     }
-    let goal = &snap.config.goal.id;
-    for a in alert::alerts(goal, events) {
-        if alert::sealed_hook(snap, a.event).is_none() {
-            continue;
-        }
-        let payload = with_root(a.payload, store);
+    let place = Place {
+        dir: store.root(),
+        url: None,
+    };
+    for a in to_fire(snap, events, place.dir) {
         // The change is committed whatever happens here; a supervisor that cannot start is
         // journaled as the hook's failure (best effort: that commit fires nothing).
-        if let Err(e) = spawn_supervisor(store.root(), a.event, payload.to_string().as_bytes()) {
-            not_started(store, a.event, payload["seq"].as_u64(), &e);
+        match start(place, &a) {
+            Ok(mut child) => {
+                // Reaped by a thread: a long-lived face such as the board leaves no zombie; a
+                // command that exits leaves it to init.
+                std::thread::spawn(move || {
+                    let _ = child.wait();
+                });
+            }
+            Err(e) => not_started(store, store.env().now, &a, &e),
         }
     }
 }
 
+/// The alerts of committed `events` whose hook the owner's seal holds, each with its JSON (with
+/// the directory the hook runs in as `root`).
+pub fn to_fire(snap: &Snapshot, events: &[Event], dir: &Path) -> Vec<Alert> {
+    alert::alerts(&snap.config.goal.id, events)
+        .into_iter()
+        .filter(|a| alert::sealed_hook(snap, a.event).is_some())
+        .map(|a| Alert {
+            payload: with_root(a.payload, dir),
+            ..a
+        })
+        .collect()
+}
+
 /// Journals `hook.fail` for a supervisor that could not start (best effort).
-fn not_started(store: &FileStore, event: &str, seq: Option<u64>, e: &std::io::Error) {
+pub fn not_started(store: &dyn Store, now: Ts, a: &Alert, e: &std::io::Error) {
     let failure = HookFailure {
-        event: event.to_string(),
-        seq,
+        event: a.event.to_string(),
+        seq: a.payload["seq"].as_u64(),
         exit: None,
         timed_out: false,
         error: Some(format!("cannot start `loopx hook run`: {e}")),
         tail: String::new(),
     };
-    let now = store.env().now;
     let _ = store.mutate(|_| Ok((ops::hook_fail(now, &failure), ())));
 }
 
-/// The payload with the project's root, where the hook runs.
-fn with_root(mut payload: Value, store: &FileStore) -> Value {
-    payload["root"] = Value::String(store.root().display().to_string());
+/// The payload with the directory the hook runs in.
+fn with_root(mut payload: Value, dir: &Path) -> Value {
+    payload["root"] = Value::String(dir.display().to_string());
     payload
 }
 
@@ -102,28 +129,26 @@ fn payload_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Starts `loopx hook run EVENT` in a process group of its own, output to /dev/null, and does
-/// not wait for it: a thread reaps it (a long-lived face such as the board leaves no zombie; a
-/// command that exits leaves it to init).
-fn spawn_supervisor(root: &Path, event: &str, payload: &[u8]) -> std::io::Result<()> {
+/// Starts `loopx hook run EVENT` for alert `a` in a process group of its own, its JSON on
+/// stdin and its output to /dev/null; the caller reaps it.
+pub fn start(place: Place<'_>, a: &Alert) -> std::io::Result<Child> {
     let exe = std::env::current_exe()?;
-    let stdin = payload_file(payload)?;
-    let mut child = Command::new(exe)
-        .arg("--dir")
-        .arg(root)
-        .args(["hook", "run", event])
-        .current_dir(root)
+    let stdin = payload_file(a.payload.to_string().as_bytes())?;
+    let mut cmd = Command::new(exe);
+    match place.url {
+        // The URL may hold a password: in the environment, where `ps` does not show it.
+        Some(url) => cmd.env("LOOPX_STORE", url).env_remove("LOOPX_DIR"),
+        None => cmd.arg("--dir").arg(place.dir),
+    };
+    cmd.args(["hook", "run", a.event])
+        .current_dir(place.dir)
         // The supervisor signs nothing: it needs no owner key, and neither does the hook.
         .env_remove("LOOPX_OWNER_KEY")
         .process_group(0)
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()?;
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    Ok(())
+        .spawn()
 }
 
 /// `LOOPX_HOOK_TIMEOUT` in seconds (fractions allowed); unset or empty: 10 s.
@@ -147,8 +172,8 @@ pub enum Ran {
     Ok,
     /// No sealed hook for the event (none set, hand-edited, or the project has no seal).
     NotSealed,
-    /// The JSON names no journal line of this event among the journal's last lines (a hand run
-    /// with made-up JSON): the hook does not run.
+    /// The JSON names no journal line of this event (a hand run with made-up JSON): the hook
+    /// does not run.
     NotInJournal,
     /// It failed, and `hook.fail` was journaled.
     Failed(HookFailure),
@@ -162,13 +187,14 @@ pub fn read_payload(r: impl Read) -> Vec<u8> {
 }
 
 /// The hidden `hook run EVENT`: runs the event's hook if the owner's seal holds its text as it
-/// is, through `sh -c` in the project root, bounded by `timeout`; journals `hook.fail` when it
-/// exits non-zero, times out or cannot start. The hook's stdin is the event's JSON rebuilt from
-/// the journal line whose `seq` the given JSON names (that line must be this event), so a
-/// hand-run `hook run` cannot feed a hook made-up data. `now` dates the failure when the clock
-/// cannot be read after the run.
+/// is, through `sh -c` in `dir` (the project root, or the work directory of a project in a
+/// database), bounded by `timeout`; journals `hook.fail` when it exits non-zero, times out or
+/// cannot start. The hook's stdin is the event's JSON rebuilt from the journal line whose `seq`
+/// the given JSON names (that line must be this event), so a hand-run `hook run` cannot feed a
+/// hook made-up data. `now` dates the failure when the clock cannot be read after the run.
 pub fn supervise(
-    store: &FileStore,
+    store: &dyn Store,
+    dir: &Path,
     event: &str,
     payload: &[u8],
     timeout: Duration,
@@ -181,8 +207,8 @@ pub fn supervise(
     let Some(line) = journal_line(store, event, payload)? else {
         return Ok(Ran::NotInJournal);
     };
-    let json = with_root(alert::payload(event, &snap.config.goal.id, &line), store);
-    let Some(failure) = run_hook(text, event, &json, store.root(), timeout, line.seq) else {
+    let json = with_root(alert::payload(event, &snap.config.goal.id, &line), dir);
+    let Some(failure) = run_hook(text, event, &json, dir, timeout, line.seq) else {
         return Ok(Ran::Ok);
     };
     let at = Ts::checked_now().unwrap_or(now);
@@ -190,10 +216,10 @@ pub fn supervise(
     Ok(Ran::Failed(failure))
 }
 
-/// The journal line of `event` whose `seq` the JSON names, among the journal's last lines. An
-/// owner action's line must carry the owner's signature: an agent can append a line with the
-/// chain right, but not sign one, so it cannot make the owner's `goal.completed` hook run.
-fn journal_line(store: &FileStore, event: &str, payload: &[u8]) -> Result<Option<Event>> {
+/// The journal line of `event` whose `seq` the JSON names (on files, among the journal's last
+/// lines). An owner action's line must carry the owner's signature: an agent can append a line
+/// with the chain right, but not sign one, so it cannot make the owner's `goal.completed` hook run.
+fn journal_line(store: &dyn Store, event: &str, payload: &[u8]) -> Result<Option<Event>> {
     let Some(seq) = serde_json::from_slice::<Value>(payload)
         .ok()
         .and_then(|v| v["seq"].as_u64())
@@ -202,9 +228,7 @@ fn journal_line(store: &FileStore, event: &str, payload: &[u8]) -> Result<Option
     };
     let key = store.owner_pub()?;
     Ok(store
-        .journal_tail(JOURNAL_SCAN)?
-        .into_iter()
-        .find(|e| e.seq == seq)
+        .journal_line(seq)?
         .filter(|l| alert::event_of(l) == Some(event))
         .filter(|l| !l.action.is_owner() || event_proven(l, key.as_ref())))
 }

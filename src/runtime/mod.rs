@@ -1,6 +1,7 @@
 //! The runtime: what loopx runs itself (a bounded turn, a heartbeat of turns, checks, hooks).
 
 pub mod heartbeat;
+pub mod hook_serve;
 pub mod hooks;
 pub mod monitor;
 pub mod process;

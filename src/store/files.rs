@@ -132,6 +132,15 @@ impl Store for FileStore {
         FileStore::journal_after(self, pos)
     }
 
+    fn journal_line(&self, seq: u64) -> Result<Option<Event>> {
+        let tail = self.journal_tail(super::JOURNAL_SCAN)?;
+        Ok(tail.into_iter().find(|e| e.seq == seq))
+    }
+
+    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
+        FileStore::owner_pub(self)
+    }
+
     fn local_root(&self) -> Option<&Path> {
         Some(self.root())
     }

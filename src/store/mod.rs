@@ -86,12 +86,31 @@ pub trait Store {
     /// The committed events after position `pos` (from `journal_end`), and the next position.
     fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)>;
 
+    /// The journal line `seq`, if the journal holds it (the file store looks among its last
+    /// [`JOURNAL_SCAN`] lines).
+    fn journal_line(&self, seq: u64) -> Result<Option<Event>>;
+
+    /// The project's owner public key, if it has one.
+    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>>;
+
     // -- this machine --
     /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
     fn local_root(&self) -> Option<&Path>;
 
     /// Writes STATE.md (a projection, never read back) and says where; `None`: it keeps no file.
     fn write_projection(&self, text: &str) -> Result<Option<PathBuf>>;
+}
+
+/// How many of the journal's last lines the file store searches for one line by its `seq`.
+pub const JOURNAL_SCAN: usize = 10_000;
+
+/// A change made where a hook's command runs (`LOOPX_EVENT` set): its lines say so, and fire
+/// no hook on any store, so a hook that causes its own event cannot loop.
+fn marked(mut change: Change) -> Change {
+    if let Some(hook) = std::env::var_os(crate::kernel::alert::EVENT_VAR) {
+        crate::kernel::alert::mark_by_hook(&mut change.events, &hook.to_string_lossy());
+    }
+    change
 }
 
 /// A fresh random id of `kind` that `taken` says is free (64 tries).
@@ -226,7 +245,7 @@ impl<S: Store + ?Sized> StoreExt for S {
                 tx.reserve_claim(agent, now)?;
             }
             let (change, out) = f(tx.snapshot())?;
-            match tx.commit(change) {
+            match tx.commit(marked(change)) {
                 Ok(_) => return Ok(out),
                 Err(e) if tries < COMMIT_TRIES && worth_retry(&e) => {
                     // A tiny backoff, longer each time, so racing writers spread out.

@@ -114,6 +114,12 @@ impl Store for Fake {
     fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
         Ok((Vec::new(), pos))
     }
+    fn journal_line(&self, _seq: u64) -> Result<Option<Event>> {
+        Ok(None)
+    }
+    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
+        Ok(None)
+    }
     fn local_root(&self) -> Option<&Path> {
         None
     }

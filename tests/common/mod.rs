@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -414,4 +415,27 @@ pub fn complete_bash(p: &Project, words: &[&str], env: &[(&str, &str)]) -> Run {
         c.env(k, v);
     }
     run_cmd(&mut c)
+}
+
+/// Waits (at most 90 s) until `f` gives a value: for what a detached process leaves, so a test
+/// fails only when the thing never comes, never on how fast it came.
+#[track_caller]
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "waited too long for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The JSON object a process wrote to `path`, once it is all there.
+pub fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(text.trim()).ok()
 }

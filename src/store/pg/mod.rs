@@ -4,6 +4,7 @@
 mod commit;
 mod fast;
 mod goal;
+pub mod listen;
 mod load;
 pub mod port;
 pub mod schema;
@@ -205,14 +206,6 @@ impl PgStore {
     /// hold a password: never show it.
     pub fn listen_url(&self) -> &str {
         &self.url
-    }
-
-    /// A new connection that listens for commits: each commit notifies channel `loopx` with the
-    /// journal's last `seq` (the trigger `journal_notify`), delivered when it commits.
-    pub fn listen(url: &str) -> Result<postgres::Client> {
-        let mut c = Self::connect(url)?;
-        c.batch_execute("LISTEN loopx").map_err(db_error)?;
-        Ok(c)
     }
 
     /// The project's owner public key, as the database holds it now (`None`: it has none).
@@ -518,6 +511,17 @@ impl Store for PgStore {
             .filter_map(|l| serde_json::from_slice(l).ok())
             .collect();
         Ok((events, end.max(pos)))
+    }
+
+    fn journal_line(&self, seq: u64) -> Result<Option<Event>> {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        let mut found: Vec<Event> =
+            self.parsed("SELECT line FROM loopx.journal WHERE seq = $1", &[&seq])?;
+        Ok(found.pop())
+    }
+
+    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
+        PgStore::owner_pub(self)
     }
 
     fn local_root(&self) -> Option<&std::path::Path> {
