@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use loopx::kernel::ops::{self, NewTodo};
-use loopx::kernel::{Config, Dur, Ts};
+use loopx::kernel::{Code, Config, Dur, Ts};
 use loopx::store::fs::Env;
 use loopx::store::pg::{PgStore, schema::Roles};
 use loopx::store::{FileStore, Store, StoreExt};
@@ -140,17 +140,17 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
     url
 }
 
-/// One claim: the todo locked, the lease granted and journaled; None when nothing is free.
+/// One claim through the store's API, as `todo claim` makes it (the todo locked, the lease
+/// granted and journaled, retried on a conflict); None when nothing is free.
 fn claim(s: &PgStore, agent: &str) -> Option<String> {
     let now = Ts::now();
-    let mut tx = s.begin().expect("begin");
-    tx.reserve_claim(agent, now).expect("reserve");
-    match ops::claim(tx.snapshot(), agent, now, Dur::from_mins(5), None) {
-        Ok((c, t)) => {
-            tx.commit(c).expect("commit");
-            Some(t.id)
-        }
-        Err(_) => None,
+    let r = s.mutate_claim(agent, now, |snap| {
+        ops::claim(snap, agent, now, Dur::from_mins(5), None)
+    });
+    match r {
+        Ok(t) => Some(t.id),
+        Err(e) if e.code == Code::NothingReady => None,
+        Err(e) => panic!("claim: {e:?}"),
     }
 }
 

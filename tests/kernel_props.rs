@@ -204,6 +204,16 @@ proptest! {
         }
     }
 
+    /// The first `k` ready todos are `ready`'s first `k`, in its order.
+    #[test]
+    fn ready_first_is_the_head_of_ready(w in world(), agent in 0usize..3, k in 0usize..12) {
+        let agent = AGENTS[agent];
+        let all: Vec<&str> = readiness::ready(&w.snap, agent, NOW).iter().map(|t| t.id.as_str()).collect();
+        let first: Vec<&str> =
+            readiness::ready_first(&w.snap, agent, NOW, k).iter().map(|t| t.id.as_str()).collect();
+        prop_assert_eq!(&first[..], &all[..k.min(all.len())]);
+    }
+
     /// Ready means no blocker, and every blocker reason is consistent with the todo.
     #[test]
     fn ready_means_no_blockers(w in world(), agent in 0usize..3) {

@@ -222,6 +222,26 @@ pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
     v
 }
 
+/// The best `k` ready todos for `agent`, best first: `ready(..)` cut at `k`, without sorting
+/// the rest (a claim ranks a few candidates among thousands of todos).
+pub fn ready_first<'a>(snap: &'a Snapshot, agent: &str, now: Ts, k: usize) -> Vec<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
+    let mut v: Vec<&Todo> = snap
+        .todos
+        .values()
+        .filter(|t| unblocked(snap, t, agent, have, now))
+        .collect();
+    let order = |a: &&Todo, b: &&Todo| pick_key(a, now).cmp(&pick_key(b, now));
+    if k < v.len() {
+        if k > 0 {
+            v.select_nth_unstable_by(k - 1, order);
+        }
+        v.truncate(k);
+    }
+    v.sort_by(order);
+    v
+}
+
 /// The best ready todo for `agent`, if any.
 pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
     let have = crate::kernel::agents::capabilities(snap, agent);

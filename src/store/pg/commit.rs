@@ -34,7 +34,7 @@ fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)>
 pub(super) const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
 
 /// The most todos one claim tries to lock before it gives up on the rest.
-const CLAIM_CANDIDATES: usize = 64;
+const CLAIM_CANDIDATES: usize = 16;
 
 /// One change in the making on the database.
 pub(crate) struct PgTx<'a> {
@@ -138,8 +138,8 @@ impl<'a> PgTx<'a> {
     }
 
     /// Locks the first candidate no other transaction holds; the ones before it are held
-    /// elsewhere and count as leased in this snapshot. Returns whether one was locked.
-    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
+    /// elsewhere and count as leased in this snapshot (all of them when none was free).
+    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<()> {
         // Only rows free as the database has them now (no live lease) are locked: a row locked
         // and then not taken would hold up its holder's own release. One round trip with the
         // transaction's BEGIN, so values are quoted literals.
@@ -147,10 +147,7 @@ impl<'a> PgTx<'a> {
         let q = Quoter::new(ids)?;
         let list = q.array(ids, "text");
         let sql = format!(
-            "{}SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY({list}) \
-             AND NOT archived AND (jsonb_typeof(body->'lease') IS DISTINCT FROM 'object' \
-               OR (body->'lease'->>'expires_at')::timestamptz <= {}::timestamptz) \
-             ORDER BY array_position({list}, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+            "{}SELECT * FROM loopx.lock_free({list}, {}::timestamptz)",
             self.begin_text(),
             q.lit(&at),
         );
@@ -171,7 +168,7 @@ impl<'a> PgTx<'a> {
             }
         }
         let Some((id, body, seq, archived)) = row else {
-            return Ok(false);
+            return Ok(());
         };
         if seq != self.todo_seq(&id) {
             self.touched.push(id.clone());
@@ -187,17 +184,17 @@ impl<'a> PgTx<'a> {
         }
         // Locked by this transaction and current from here on.
         self.fresh.insert(id, seq);
-        Ok(true)
+        Ok(())
     }
 
     /// Before an unnamed claim: locks the todo the kernel would give `agent`.
     fn reserve(&mut self, agent: &str, now: Ts) -> Result<()> {
         for _ in 0..CLAIM_CANDIDATES {
-            let ranked: Vec<String> = crate::kernel::readiness::ready(&self.snap, agent, now)
-                .into_iter()
-                .take(CLAIM_CANDIDATES)
-                .map(|t| t.id.clone())
-                .collect();
+            let ranked: Vec<String> =
+                crate::kernel::readiness::ready_first(&self.snap, agent, now, CLAIM_CANDIDATES)
+                    .into_iter()
+                    .map(|t| t.id.clone())
+                    .collect();
             let Some(first) = ranked.first().cloned() else {
                 return Ok(());
             };
@@ -205,9 +202,8 @@ impl<'a> PgTx<'a> {
                 // Locked by us and current: the kernel's choice is ours.
                 return Ok(());
             }
-            if !self.lock_first(&ranked, now)? {
-                return Ok(());
-            }
+            // None free among these: they count as held, and the next ranking goes further.
+            self.lock_first(&ranked, now)?;
         }
         Ok(())
     }

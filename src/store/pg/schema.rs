@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS loopx.todos (
   id text PRIMARY KEY CHECK (length(id) <= 64), body jsonb NOT NULL,
   archived boolean NOT NULL DEFAULT false, seq bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS todos_seq ON loopx.todos (seq);
-CREATE INDEX IF NOT EXISTS todos_open ON loopx.todos (id) WHERE NOT archived;
+DROP INDEX IF EXISTS loopx.todos_open;
 CREATE TABLE IF NOT EXISTS loopx.gates (
   id text PRIMARY KEY CHECK (length(id) <= 64), body jsonb NOT NULL, seq bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS gates_seq ON loopx.gates (seq);
@@ -201,12 +201,24 @@ CREATE TRIGGER journal_check BEFORE INSERT ON loopx.journal
 
 CREATE OR REPLACE FUNCTION loopx.journal_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
-  PERFORM pg_notify('loopx', (SELECT max(seq) FROM new_lines)::text);
+  -- A wake-up only: listeners read the journal after their own position.
+  PERFORM pg_notify('loopx', '');
   RETURN NULL;
 END $f$;
 DROP TRIGGER IF EXISTS journal_notify ON loopx.journal;
 CREATE TRIGGER journal_notify AFTER INSERT ON loopx.journal
-  REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION loopx.journal_notify();
+  FOR EACH STATEMENT EXECUTE FUNCTION loopx.journal_notify();
+
+CREATE OR REPLACE FUNCTION loopx.lock_free(ids text[], at timestamptz)
+RETURNS TABLE (id text, body text, seq bigint, archived boolean) LANGUAGE plpgsql AS $f$
+BEGIN
+  -- The first of `ids` with no live lease that no other transaction has locked, locked.
+  RETURN QUERY SELECT t.id, t.body::text, t.seq, t.archived FROM loopx.todos t
+    WHERE t.id = ANY(ids) AND NOT t.archived
+      AND (jsonb_typeof(t.body->'lease') IS DISTINCT FROM 'object'
+           OR (t.body->'lease'->>'expires_at')::timestamptz <= at)
+    ORDER BY array_position(ids, t.id) LIMIT 1 FOR UPDATE OF t SKIP LOCKED;
+END $f$;
 
 CREATE OR REPLACE FUNCTION loopx.lease_check() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE
