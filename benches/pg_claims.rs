@@ -16,7 +16,7 @@ use loopx::kernel::ops::{self, NewTodo};
 use loopx::kernel::{Code, Config, Dur, Ts};
 use loopx::store::fs::Env;
 use loopx::store::pg::{PgStore, schema::Roles};
-use loopx::store::{FileStore, Store, StoreExt};
+use loopx::store::{FileStore, StoreExt};
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args()
