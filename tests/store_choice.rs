@@ -64,14 +64,11 @@ const AGENT_COMMANDS: &[&[&str]] = &[
     &["log"],
     &["goal", "show"],
     &["mcp"],
+    &["monitor", "poll"],
 ];
 
-/// Commands that work on the files only for now: hooks, a watcher's poll, setup.
-const FILE_COMMANDS: &[&[&str]] = &[
-    &["hook", "list"],
-    &["monitor", "poll"],
-    &["setup", "cron", "--every", "1h", "--", "true"],
-];
+/// Commands that work on the files only for now: hooks.
+const FILE_COMMANDS: &[&[&str]] = &[&["hook", "list"]];
 
 #[test]
 fn agent_commands_go_to_the_database_chosen_and_write_no_files() {
@@ -92,6 +89,9 @@ fn agent_commands_go_to_the_database_chosen_and_write_no_files() {
             "works on the file store only",
         );
     }
+    // setup on a database wires the work dir's pointer; a project on files there is refused.
+    let setup = ["setup", "cron", "--every", "1h", "--", "true"];
+    refused(&p, URL, false, &setup, "usage", "holds a project on files");
     assert_eq!(p.files(), before, "nothing was written beside the database");
     // Unset (or empty), the files are chosen as before.
     let (code, v) = on_store(&p, "", false, &["todo", "show", &id]);
