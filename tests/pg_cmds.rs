@@ -512,3 +512,49 @@ fn a_client_that_read_the_old_goal_follows_the_new_one() {
             .all(|t| added.contains(t) && id::is_full_id(Kind::Todo, t))
     );
 }
+
+#[test]
+fn a_file_project_with_history_goes_through_a_database_unchanged() {
+    let Some(server) = pg::server_or_skip() else {
+        return;
+    };
+    let p = Project::new("pgc-fhist");
+    p.add("Of the first goal", &[]);
+    p.ok(&["start-goal", "--goal-text", "The second goal", "--replace"]);
+    p.add("Of the second goal", &[]);
+    let history = |t: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        t.iter()
+            .filter(|(k, _)| k.starts_with("history/"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let kept = history(&tree(p.root()));
+    assert!(
+        kept.keys().any(|k| k.ends_with("/journal.jsonl")),
+        "{:?}",
+        kept.keys()
+    );
+    let from = p.root().to_str().expect("UTF-8");
+    // A database of schema 1 has nowhere to keep them: refused, nothing written.
+    let old = Db::version_1(server);
+    let r = run_cmd(&mut p.cmd(&[
+        "--json", "--store", &old.owner, "store", "import", "--from", from,
+    ]));
+    let v = parse_json(&r, "import into schema 1");
+    assert_eq!(
+        (r.code, &v["error"]["code"]),
+        (6, &Value::from("invalid_state")),
+        "{v}"
+    );
+    assert_eq!(old.sql("SELECT count(*) FROM loopx.journal").trim(), "0");
+    let db = Db::new(server, &p);
+    let v = db.import(&p, p.root());
+    assert_eq!(v["imported"]["history"], kept.len(), "{v}");
+    let out = TempDir::new("pgc-fhist-out");
+    db.export(&p, &out.path);
+    assert!(
+        history(&tree(&out.path)) == kept,
+        "{:?}",
+        diff(&kept, &history(&tree(&out.path)))
+    );
+}

@@ -48,6 +48,8 @@ pub enum MonitorCmd {
     #[command(after_help = "Example:\n  loopx monitor list")]
     List,
     /// Run every approved check that is due; a changed result makes its todo ready now.
+    ///
+    /// Checks run in the project root (on a database: --dir, else here), one poll at a time.
     #[command(after_help = "Example:\n  loopx monitor poll --timeout 1m")]
     Poll {
         /// How long one check may run before it is stopped (1s to 1h).

@@ -181,6 +181,14 @@ pub fn read_dir(dot_loopx: &Path) -> Result<Vec<HistoryFile>> {
     let top = dot_loopx.join("history");
     for goal in entries(&top)? {
         let dir = top.join(&goal);
+        if !is_dir(&dir)? {
+            return Err(Error::invalid(
+                &parse::shown(&dir),
+                None,
+                "is not a replaced goal's directory",
+            )
+            .hint("move it out of .loopx/history/ before importing: an import loses nothing"));
+        }
         for name in entries(&dir)? {
             let p = dir.join(&name);
             if is_dir(&p)? {
