@@ -176,7 +176,8 @@ fn an_agent_cannot_become_the_owner_or_commit_the_owners_rows_by_hand() {
     let shadow = "CREATE FUNCTION public.pg_has_role(name, text, text) RETURNS boolean \
                   LANGUAGE sql AS 'SELECT true'";
     refused(&url, shadow, "permission denied for schema public");
-    // loopx.commit by hand runs as the agent: the owner's rows stay the owner's.
+    // loopx.commit by hand runs as the agent: the owner's rows stay the owner's. Its base is
+    // the journal's head, so the optimistic checks pass and the privileges decide.
     let frag = format!(
         r#""at":"2026-01-01T00:00:00.000Z","actor":"{a1}","action":"todo.update","target":"t-x","data":{{}}"#
     );
@@ -189,7 +190,8 @@ fn an_agent_cannot_become_the_owner_or_commit_the_owners_rows_by_hand() {
         ),
     ] {
         let call = format!(
-            "SELECT * FROM loopx.commit(999999999, ARRAY[]::text[], ARRAY[]::bigint[], false, \
+            "SELECT * FROM loopx.commit((SELECT max(seq) FROM loopx.journal), ARRAY[]::text[], \
+             ARRAY[]::bigint[], false, \
              '[{write}]'::jsonb, ARRAY['{frag}']::text[])"
         );
         refused(&url, &call, &format!("permission denied for table {table}"));

@@ -66,12 +66,7 @@ const AGENT_COMMANDS: &[&[&str]] = &[
     &["mcp"],
     &["hook", "list"],
     &["hook", "serve"],
-];
-
-/// Commands that work on the files only for now: a watcher's poll, setup.
-const FILE_COMMANDS: &[&[&str]] = &[
     &["monitor", "poll"],
-    &["setup", "cron", "--every", "1h", "--", "true"],
 ];
 
 #[test]
@@ -83,16 +78,9 @@ fn agent_commands_go_to_the_database_chosen_and_write_no_files() {
         let flag = i % 2 == 0;
         refused(&p, URL, flag, args, "io", "cannot connect to the database");
     }
-    for args in FILE_COMMANDS {
-        refused(
-            &p,
-            URL,
-            false,
-            args,
-            "usage",
-            "works on the file store only",
-        );
-    }
+    // setup on a database wires the work dir's pointer; a project on files there is refused.
+    let setup = ["setup", "cron", "--every", "1h", "--", "true"];
+    refused(&p, URL, false, &setup, "usage", "holds a project on files");
     assert_eq!(p.files(), before, "nothing was written beside the database");
     // Unset (or empty), the files are chosen as before.
     let (code, v) = on_store(&p, "", false, &["todo", "show", &id]);

@@ -77,8 +77,9 @@ impl Ctx {
         self.open()
     }
 
-    /// The project's files, for a command that works on them only (owner acts, setup); refused
-    /// (exit 2) when a database was chosen, so nothing is written beside it.
+    /// The project's files, for a command that works on them only (`hook`), or for the files'
+    /// path of one that works on both; refused (exit 2) when a database was chosen, so nothing
+    /// is written beside it.
     pub fn store(&self) -> Result<FileStore> {
         self.files_only()?;
         Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))

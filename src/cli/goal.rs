@@ -32,7 +32,7 @@ pub struct StartGoal {
     /// A success criterion (repeatable).
     #[arg(long, value_name = "TEXT")]
     success: Vec<String>,
-    /// Move an existing goal to history/ and start anew.
+    /// Move an existing goal to history/ (on a database, its history table) and start anew.
     #[arg(long)]
     replace: bool,
 }
@@ -230,27 +230,37 @@ fn todo_line(line: &str) -> (Priority, String) {
     (Priority::P2, line.to_string())
 }
 
-/// `start-goal` on a database (the owner's login): the goal and its first line; no `--replace`
-/// (a new goal there needs a new database) and no questions.
+/// `start-goal` on a database (the owner's login): the goal and its first line, no questions.
+/// `--replace` keeps the old goal in the database's history and starts the new one, in one
+/// transaction; without it, a database that holds a goal is refused (exit 4).
 fn start_on_db(ctx: &Ctx, url: &str, a: &StartGoal) -> Result<Out> {
-    if a.replace {
-        return Err(Error::usage("--replace works on files; a new goal needs a new database")
-            .hint("export the project with `loopx store export`, then start the goal in a new database"));
-    }
     let mut config = Config::new(&goal_id()?, a.goal_text.trim(), ctx.now);
     config.goal.success_criteria = a.success.clone();
     bounds::usage(bounds::check_config(&config))?;
     let db = crate::store::pg::PgStore::new(url, ctx.env())?;
-    db.create(&config, &ctx.agent)?;
+    // No goal yet (or no schema: `create` says which): a replace starts the first, as on files.
+    let replacing =
+        a.replace && !matches!(db.load(), Err(e) if e.code == crate::kernel::Code::NotInitialized);
+    let replaced = if replacing {
+        Some(db.replace(&config, &ctx.agent)?)
+    } else {
+        db.create(&config, &ctx.agent)?;
+        None
+    };
     let shown = crate::store::pg::redact(url);
-    let text = format!(
-        "started {} in {shown}\n  objective: {}\nnext: `loopx owner init` (as the owner's login), then add todos",
+    let mut text = format!(
+        "started {} in {shown}\n  objective: {}",
         config.goal.id,
         esc(&config.goal.objective)
     );
+    match &replaced {
+        Some(h) => text.push_str(&format!("\n  the old goal moved to {h}")),
+        None => text.push_str("\nnext: `loopx owner init` (as the owner's login), then add todos"),
+    }
     Ok(Out::new("goal", to_json(&config.goal), text)
         .with("store", json!(shown))
-        .with("todos", json!([])))
+        .with("todos", json!([]))
+        .with("replaced", json!(replaced)))
 }
 
 /// Runs `goal ...`.

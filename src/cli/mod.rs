@@ -189,7 +189,13 @@ pub enum Cmd {
     // -- hosts (issue 10) --
     /// Write the wiring for a host into the project: claude, codex, cron or systemd.
     #[command(
-        after_help = "Example:\n  loopx --agent nightly setup cron --every 1h --complete-on-success -- ./agent.sh"
+        after_help = "Example:\n  loopx --agent nightly setup cron --every 1h --complete-on-success -- ./agent.sh\n  \
+          loopx --store postgres://a1@db.internal/wx --dir /srv/wx setup claude\n\n\
+          On a database, the wiring runs `loopx --dir ROOT ...` and reaches the database through\n\
+          ROOT's .loopx/loopx.toml ([store] url), never a URL in a crontab, unit or host config.\n\
+          ROOT is the project whose pointer names the database, else the work dir (--dir, else\n\
+          here), where setup writes the pointer (mode 0600) when the URL holds no password; a URL\n\
+          with one is refused: write the pointer yourself. The agent id defaults to the URL's login."
     )]
     Setup(setup::Setup),
     /// Print the short protocol an agent follows each turn, for its runtime.

@@ -8,8 +8,8 @@ use super::{Ctx, Out, rel_time};
 use crate::kernel::monitor::{self, Approval};
 use crate::kernel::ops::{self, Recorded};
 use crate::kernel::{Dur, Result, Snapshot, Todo, Ts};
-use crate::runtime::monitor::Checked;
-use crate::store::{FileStore, Store, StoreExt};
+use crate::runtime::monitor::{Checked, Poller};
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// `monitor ...`.
@@ -48,6 +48,8 @@ pub enum MonitorCmd {
     #[command(after_help = "Example:\n  loopx monitor list")]
     List,
     /// Run every approved check that is due; a changed result makes its todo ready now.
+    ///
+    /// Checks run in the project root (on a database: --dir, else here), one poll at a time.
     #[command(after_help = "Example:\n  loopx monitor poll --timeout 1m")]
     Poll {
         /// How long one check may run before it is stopped (1s to 1h).
@@ -112,8 +114,8 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
             Ok(Out::new("check", j, text).noted(notes))
         }
         MonitorCmd::List => list(store, now),
-        // Running a watcher's check needs the project's files (its lock, its working directory).
-        MonitorCmd::Poll { timeout } => poll(ctx, &ctx.store()?, timeout),
+        // Checks run in the work dir: the project root on files, --dir or here on a database.
+        MonitorCmd::Poll { timeout } => poll(ctx, store, timeout),
     }
 }
 
@@ -173,8 +175,14 @@ fn list(store: &dyn Store, now: Ts) -> Result<Out> {
 }
 
 /// `monitor poll`, as text and JSON.
-fn poll(ctx: &Ctx, store: &FileStore, timeout: Dur) -> Result<Out> {
-    let p = crate::runtime::monitor::poll(store, &ctx.agent, ctx.now, timeout)?;
+fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
+    let dir = ctx.work_dir(store);
+    let who = Poller {
+        agent: &ctx.agent,
+        dir: &dir,
+        timeout,
+    };
+    let p = crate::runtime::monitor::poll(store, who, ctx.now)?;
     let mut text = Vec::new();
     let mut skipped = Vec::new();
     for (id, why) in &p.skipped {

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{Ctx, Out};
 use crate::kernel::{Error, Result};
 use crate::store::FileStore;
+use crate::store::pg::port::Moved;
 use crate::store::pg::{PgStore, redact, schema::Roles};
 
 /// `store ...`.
@@ -75,10 +76,7 @@ pub fn run(ctx: &Ctx, c: StoreCmd) -> Result<Out> {
             let root = ctx.cwd.join(from);
             let files = FileStore::discover(Some(&root), &ctx.cwd)?.with_env(ctx.env());
             let m = db.import(&files)?;
-            let text = format!(
-                "imported into {shown}: {} todos, {} gates, {} evidence, {} spends, {} journal lines",
-                m.todos, m.gates, m.evidence, m.spends, m.journal
-            );
+            let text = format!("imported into {shown}: {}", moved(&m));
             Ok(Out::new("imported", json!(m), text))
         }
         StoreCmd::Export { to } => {
@@ -86,15 +84,23 @@ pub fn run(ctx: &Ctx, c: StoreCmd) -> Result<Out> {
             std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, &e))?;
             let m = db.export(&root)?;
             let text = format!(
-                "exported {shown} to {}: {} todos, {} gates, {} evidence, {} spends, {} journal lines",
+                "exported {shown} to {}: {}",
                 root.join(".loopx").display(),
-                m.todos,
-                m.gates,
-                m.evidence,
-                m.spends,
-                m.journal
+                moved(&m)
             );
             Ok(Out::new("exported", json!(m), text))
         }
     }
+}
+
+/// What an import or export moved, as a line's end.
+fn moved(m: &Moved) -> String {
+    let history = match m.history {
+        0 => String::new(),
+        n => format!(", {n} files of replaced goals (history/)"),
+    };
+    format!(
+        "{} todos, {} gates, {} evidence, {} spends, {} journal lines{history}",
+        m.todos, m.gates, m.evidence, m.spends, m.journal
+    )
 }

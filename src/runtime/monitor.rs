@@ -1,13 +1,14 @@
 //! `monitor poll`: runs the approved checks that are due, bounded, outside the store's lock, and
-//! records each result in its own transaction; never spends quota.
+//! records each result in its own transaction; never spends quota. The same on every store.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::kernel::monitor::{self, Step};
 use crate::kernel::ops::{self, Ran, Recorded};
-use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, bounds};
+use crate::kernel::{Dur, Error, Result, Snapshot, Todo, Ts, bounds};
 use crate::runtime::process::{self, Echo, Limits, Spec};
-use crate::store::{FileStore, Store, StoreExt};
+use crate::store::{Store, StoreExt};
 
 /// One check that ran.
 #[derive(Debug)]
@@ -65,9 +66,22 @@ fn plan(snap: &Snapshot, now: Ts, report: &mut Poll) -> Vec<String> {
     run
 }
 
+/// Where and as whom a poll runs its checks.
+#[derive(Debug, Clone, Copy)]
+pub struct Poller<'a> {
+    /// The agent that records the results.
+    pub agent: &'a str,
+    /// The directory the checks run in (the project root, or the work dir on a database).
+    pub dir: &'a Path,
+    /// How long one check may run.
+    pub timeout: Dur,
+}
+
 /// One load when nothing is due; otherwise the poll lock, a fresh load, the overdue notes, and
-/// each due check run outside the store's lock and recorded in its own transaction, as `agent`.
-pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Poll> {
+/// each due check run outside the store's lock and recorded in its own transaction, as the
+/// poller's agent. Only one poll of a project runs checks at a time (the store's poll lock).
+pub fn poll(store: &dyn Store, who: Poller<'_>, now: Ts) -> Result<Poll> {
+    let (agent, timeout) = (who.agent, who.timeout);
     if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
         return Err(Error::usage(format!(
             "--timeout must be 1s to 1h, not {timeout}"
@@ -81,7 +95,7 @@ pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Pol
     if due.is_empty() && !unnoted {
         return Ok(report);
     }
-    let Some(_guard) = poll_lock(store)? else {
+    let Some(mut lock) = store.poll_lock()? else {
         for id in &due {
             report.skip(id, "another `monitor poll` is running");
         }
@@ -100,6 +114,13 @@ pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Pol
     let started = Instant::now();
     let mut snap = Some(snap);
     for id in due {
+        if !lock.held() {
+            report.skip(
+                &id,
+                "the poll lock was lost (the store's connection dropped)",
+            );
+            continue;
+        }
         // Decided again on a fresh load just before it runs: while the checks before it ran,
         // the owner may have revoked it, or an agent leased it.
         let fresh = match snap.take().map_or_else(|| store.load(), Ok) {
@@ -113,7 +134,7 @@ pub fn poll(store: &FileStore, agent: &str, now: Ts, timeout: Dur) -> Result<Pol
             continue;
         };
         match monitor::step(&fresh, t, now.add(elapsed(started))) {
-            Some(Step::Run) => run_one(store, agent, now, t, timeout, started, &mut report),
+            Some(Step::Run) => run_one(store, who, now, t, started, &mut report),
             Some(Step::Skip(why)) => report.skip(&id, &why),
             _ => {}
         }
@@ -126,62 +147,15 @@ fn elapsed(started: Instant) -> Dur {
     Dur(started.elapsed().as_millis().min(i64::MAX as u128) as i64)
 }
 
-/// The poll lock: a flock on the `.loopx` directory itself, or `None` when another poll holds
-/// it. Not a file in `cache/`, which may be deleted at any time, and with it the lock a running
-/// poll holds (a second poll would then lock a new file and run the same checks). Where a
-/// directory cannot be locked (flock emulated on a network file system), `cache/monitor.lock`.
-fn poll_lock(store: &FileStore) -> Result<Option<Guard>> {
-    let dir = store.dir();
-    let f = std::fs::File::open(dir).map_err(|e| Error::io(dir, &e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(Some(Guard::Dir(f))),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(_)) => Ok(cache_lock(store)?.map(Guard::File)),
-    }
-}
-
-/// A held poll lock: the open file whose drop releases it (never read).
-#[allow(dead_code)]
-enum Guard {
-    Dir(std::fs::File),
-    File(crate::store::lock::Guard),
-}
-
-/// The poll lock in `.loopx/cache/monitor.lock`, or `None` when another poll holds it.
-fn cache_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
-    let dir = store.path("cache");
-    // The cache directory is made when first needed; a link or a file there is refused.
-    let _ = std::fs::create_dir(&dir);
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-        return Err(Error::new(
-            Code::InvalidState,
-            ".loopx/cache is not a directory".to_string(),
-        )
-        .hint("run `loopx doctor`"));
-    }
-    match crate::store::lock::acquire(&dir.join("monitor.lock"), true, Duration::ZERO) {
-        Ok(g) => Ok(Some(g)),
-        Err(e) if e.code == Code::Busy => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Runs one check with `sh -c` in the project root, bounded, and records what it gave.
-fn run_one(
-    store: &FileStore,
-    agent: &str,
-    now: Ts,
-    t: &Todo,
-    timeout: Dur,
-    started: Instant,
-    r: &mut Poll,
-) {
+/// Runs one check with `sh -c` in the poller's directory, bounded, and records what it gave.
+fn run_one(store: &dyn Store, who: Poller<'_>, now: Ts, t: &Todo, started: Instant, r: &mut Poll) {
+    let (agent, timeout) = (who.agent, who.timeout);
     let Some(check) = &t.check else {
         return;
     };
     let spec = Spec {
         argv: vec!["sh".into(), "-c".into(), check.command.clone().into()],
-        cwd: Some(store.root().to_path_buf()),
+        cwd: Some(who.dir.to_path_buf()),
         echo: Echo::None,
         ..Spec::default()
     };

@@ -150,4 +150,8 @@ impl Store for FileStore {
         atomic::write(&p, text.as_bytes()).map_err(|e| Error::io(&p, &e))?;
         Ok(Some(p))
     }
+
+    fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::poll::PollLock>>> {
+        crate::store::poll::files(self)
+    }
 }

@@ -465,7 +465,7 @@ impl FileStore {
 }
 
 /// The seal of a new goal: its config, nothing else yet, signed.
-fn new_goal_seal(key: &owner::OwnerKey, config: &Config) -> String {
+pub(crate) fn new_goal_seal(key: &owner::OwnerKey, config: &Config) -> String {
     let s = crate::kernel::seal::Seal::of(&Snapshot::new(config.clone()), None, None, &[], &[]);
     s.text(&key.sign(&s.body()))
 }

@@ -14,6 +14,7 @@ pub mod logs;
 pub mod open;
 pub mod owner;
 pub mod parse;
+pub mod poll;
 pub(crate) mod sealing;
 pub mod seen;
 pub mod tx;
@@ -99,6 +100,10 @@ pub trait Store {
 
     /// Writes STATE.md (a projection, never read back) and says where; `None`: it keeps no file.
     fn write_projection(&self, text: &str) -> Result<Option<PathBuf>>;
+
+    /// The lock one `monitor poll` holds while it runs checks (released when dropped), or
+    /// `None` when another poll holds it.
+    fn poll_lock(&self) -> Result<Option<Box<dyn poll::PollLock>>>;
 }
 
 /// How many of the journal's last lines the file store searches for one line by its `seq`.

@@ -126,6 +126,9 @@ impl Store for Fake {
     fn write_projection(&self, _text: &str) -> Result<Option<PathBuf>> {
         Ok(None)
     }
+    fn poll_lock(&self) -> Result<Option<Box<dyn super::poll::PollLock>>> {
+        Ok(None)
+    }
 }
 
 /// Runs `mutate` (or `mutate_claim` for `claim`) on the store as `dyn Store`; how often `f` ran.

@@ -66,7 +66,30 @@ impl Db {
             "--json", "--store", &admin, "store", "migrate", "--roles", &name,
         ]);
         let v = parse_json(&run_cmd(&mut c), "store migrate");
-        assert_eq!(v["migrated"]["to"], 1, "{v}");
+        assert_eq!(v["migrated"]["to"], 2, "{v}");
+        Db::with_owner(admin, name)
+    }
+
+    /// A fresh database with the schema of version 1 (tests/fixtures/pg-schema-v1.sql, the SQL
+    /// of loopx before version 2), and an owner's login.
+    pub fn version_1(server: &pg::Server) -> Db {
+        let admin = pg::fresh_db(server);
+        let name = db_name(&admin);
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/pg-schema-v1.sql"
+        );
+        let sql = std::fs::read_to_string(path)
+            .expect("the version 1 schema")
+            .replace("__OWNER__", &format!("{name}_owner"))
+            .replace("__AGENT__", &format!("{name}_agent"));
+        let (code, _, err) = pg::psql(&admin, &sql);
+        assert_eq!(code, 0, "the version 1 schema: {err}");
+        Db::with_owner(admin, name)
+    }
+
+    /// The database `admin` names, with an owner's login `NAME_o` in the owner role.
+    fn with_owner(admin: String, name: String) -> Db {
         let login = format!("{name}_o");
         make_login(&admin, &login, &format!("{name}_owner"));
         let owner = pg::with_user(&admin, &login, PASSWORD);

@@ -132,7 +132,14 @@ pub fn apply(root: &Path, c: &Change) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     }
-    atomic::write(&path, &c.bytes).map_err(|e| Error::io(&path, &e))
+    atomic::write(&path, &c.bytes).map_err(|e| Error::io(&path, &e))?;
+    if c.private {
+        use std::os::unix::fs::PermissionsExt;
+        let f = atomic::open_nofollow(&path).map_err(|e| Error::io(&path, &e))?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Error::io(&path, &e))?;
+    }
+    Ok(())
 }
 
 /// A change from the old bytes (if any) to new ones, with `same` deciding "unchanged".
@@ -146,6 +153,7 @@ pub fn change(rel: &str, old: Option<Vec<u8>>, new: Vec<u8>, same: bool) -> Chan
         rel: rel.to_string(),
         bytes,
         action,
+        private: false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! `setup`: writes a host's wiring (Claude Code, Codex CLI, cron, systemd) into the project.
 
+mod db;
 mod files;
 mod hosts;
 mod sched;
@@ -96,6 +97,8 @@ pub struct Change {
     pub bytes: Vec<u8>,
     /// Created, updated or unchanged.
     pub action: Action,
+    /// Readable and writable by its owner only (0600).
+    pub private: bool,
 }
 
 /// What a host's setup gives: files, what to do next, and extra JSON fields.
@@ -115,16 +118,23 @@ const EVERY_DEFAULT: Dur = Dur(30 * 60_000);
 /// Runs `setup`.
 pub fn run(ctx: &Ctx, a: Setup) -> Result<Out> {
     check_flags(&a)?;
-    let store = ctx.store()?;
-    let root = absolute(store.root());
-    let agent = if ctx.agent == "local" {
-        a.host.name().to_string()
-    } else {
-        ctx.agent.clone()
+    let (root, pointer, login) = match &ctx.store_url {
+        None => (absolute(ctx.store()?.root()), None, None),
+        Some(url) => {
+            let d = db::root(ctx, url)?;
+            (d.root, Some(d.pointer), d.login)
+        }
     };
+    // On a database the login is the agent: its changes are taken from that login only.
+    let agent = match (ctx.agent.as_str(), &login) {
+        ("local", Some(l)) => l.clone(),
+        ("local", None) => a.host.name().to_string(),
+        (given, _) => given.to_string(),
+    };
+    crate::kernel::id::check_agent(&agent)?;
     let bin = bin_text(a.host, a.bin.as_deref(), &ctx.cwd)?;
     let plan = Plan { root, agent, bin };
-    let wiring = match a.host {
+    let mut wiring = match a.host {
         Host::Claude => hosts::claude(&plan)?,
         Host::Codex => hosts::codex(&plan)?,
         Host::Cron | Host::Systemd => {
@@ -136,6 +146,16 @@ pub fn run(ctx: &Ctx, a: Setup) -> Result<Out> {
             }
         }
     };
+    if let Some(p) = pointer {
+        wiring.changes.insert(0, p);
+    }
+    if let Some(l) = login.filter(|l| *l != plan.agent) {
+        let w = format!(
+            "the database takes agent {}'s changes only from its own login, and this URL logs in as {}",
+            plan.agent, l
+        );
+        wiring.extra.insert("warning".into(), json!(w));
+    }
     if !a.dry_run {
         for c in &wiring.changes {
             files::apply(&plan.root, c)?;
@@ -226,6 +246,9 @@ fn report(host: Host, dry_run: bool, w: Wiring) -> Out {
         text.push_str("nothing to change: already set up\n");
     } else if dry_run {
         text.push_str("dry run: nothing was written\n");
+    }
+    if let Some(Value::String(warn)) = w.extra.get("warning") {
+        text.push_str(&format!("warning: {}\n", esc(warn)));
     }
     text.push_str(&format!("next: {}", w.next));
     let files: Vec<Value> = w

@@ -296,6 +296,10 @@ impl<'a> PgTx<'a> {
             &[&ids],
         )?;
         let last = self.journal_head()?;
+        if self.base > last.as_ref().map_or(0, |(s, _)| *s) {
+            // Read before the goal was replaced (its journal starts again at 1).
+            return Err(conflict("the goal was replaced"));
+        }
         self.check_current(&change)?;
         let signer = if change.owner {
             Some(owner::signer_for(self.conn.cache.owner_pub()?.as_ref())?)

@@ -14,7 +14,8 @@ use crate::kernel::{
     Todo,
 };
 
-/// Everything changed after journal line `$1`, and the journal's last line, in one snapshot.
+/// Everything changed after journal line `$1`, the journal's last line and the goal's id (a
+/// replaced goal starts the journal again), in one snapshot.
 pub(crate) const CHANGES: &str = "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.journal), \
   (SELECT json_build_array(body, seq)::text FROM loopx.config WHERE id = 1 AND seq > $1), \
   (SELECT coalesce(json_agg(json_build_array(id, body, seq, archived)), '[]')::text \
@@ -26,7 +27,8 @@ pub(crate) const CHANGES: &str = "SELECT (SELECT coalesce(max(seq), 0) FROM loop
   (SELECT coalesce(json_agg(json_build_array(body, seq) ORDER BY n), '[]')::text \
      FROM loopx.spends WHERE seq > $1), \
   (SELECT coalesce(json_agg(json_build_array(name, body, seq)), '[]')::text \
-     FROM loopx.docs WHERE seq > $1)";
+     FROM loopx.docs WHERE seq > $1), \
+  (SELECT body->'goal'->>'id' FROM loopx.config WHERE id = 1)";
 
 /// A record as the database holds it: its value (or why it cannot be read) and the journal
 /// line of the transaction that last wrote it.
@@ -44,6 +46,8 @@ pub struct Row<T> {
 pub struct Cached {
     /// The journal's last line when read.
     pub head: u64,
+    /// The goal's id when read (a new id: the goal was replaced, read it all again).
+    pub goal: Option<String>,
     /// The goal (None before `start-goal`).
     pub config: Option<Row<Config>>,
     /// Open todos.
@@ -103,12 +107,14 @@ fn id_of(v: &Value) -> String {
 
 impl Cached {
     /// Applies the answer of `CHANGES` since `self.head`; false when the database is behind
-    /// this copy (it was replaced: read it all again).
+    /// this copy or holds another goal (it was replaced: read it all again).
     pub fn apply(&mut self, row: &postgres::Row, policy_now: crate::kernel::Ts) -> Result<bool> {
         let head = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-        if head < self.head {
+        let goal: Option<String> = row.get(7);
+        if head < self.head || (self.head > 0 && goal != self.goal) {
             return Ok(false);
         }
+        self.goal = goal;
         if head == self.head && self.config.is_some() {
             return Ok(true);
         }

@@ -4,8 +4,10 @@
 mod commit;
 mod fast;
 mod goal;
+pub mod history;
 pub mod listen;
 mod load;
+mod poll;
 pub mod port;
 pub mod schema;
 mod view;
@@ -505,6 +507,10 @@ impl Store for PgStore {
 
     fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
         let (bytes, end) = self.journal_bytes(pos)?;
+        if bytes.is_empty() {
+            // A journal shorter than `pos` (the goal was replaced) starts over at its end.
+            return Ok((Vec::new(), self.journal_end()?.min(pos)));
+        }
         let events = bytes
             .split(|b| *b == b'\n')
             .filter(|l| !l.is_empty())
@@ -530,6 +536,10 @@ impl Store for PgStore {
 
     fn write_projection(&self, _text: &str) -> Result<Option<std::path::PathBuf>> {
         Ok(None)
+    }
+
+    fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::poll::PollLock>>> {
+        self.try_poll_lock()
     }
 
     fn evidence_all(

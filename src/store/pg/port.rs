@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use postgres::GenericClient;
 use postgres::types::Json;
 use serde_json::Value;
 
 use crate::kernel::{Code, Config, Error, QuotaFile, Result, Todo};
 use crate::store::fs::FileStore;
-use crate::store::pg::{PgStore, db_error};
+use crate::store::pg::{PgStore, db_error, history};
 use crate::store::{Store, atomic, parse};
 
 /// What an import or export moved.
@@ -25,6 +26,8 @@ pub struct Moved {
     pub spends: usize,
     /// Journal lines.
     pub journal: usize,
+    /// Files of replaced goals (`history/GOAL-ID/`).
+    pub history: usize,
 }
 
 /// The owner's documents a project may have, kept byte for byte.
@@ -103,6 +106,7 @@ impl PgStore {
                 docs.insert(name, t);
             }
         }
+        let kept = history::read_dir(files.dir())?;
         self.with(|c| {
             let mut tx = c.client()?.transaction().map_err(db_error)?;
             let goal = tx
@@ -173,6 +177,7 @@ impl PgStore {
                 &[&seqs, &texts],
             )
             .map_err(db_error)?;
+            history::insert(&mut tx, &kept)?;
             tx.commit().map_err(db_error)?;
             c.cache = super::Cached::default();
             Ok(Moved {
@@ -181,6 +186,7 @@ impl PgStore {
                 evidence: evidence.len(),
                 spends: quota.spends.len(),
                 journal: lines.len(),
+                history: kept.len(),
             })
         })
     }
@@ -225,19 +231,40 @@ impl PgStore {
     }
 }
 
-/// Writes every file of the project under `dir` (a new directory).
-fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
-    let mut moved = Moved::default();
-    for sub in ["todos", "archive", "gates", "evidence", "agents"] {
+/// A project's files by their path below `.loopx/`, as an export writes them.
+pub(super) type Tree = BTreeMap<String, Vec<u8>>;
+
+/// The directories every exported project has, empty or not.
+const DIRS: [&str; 5] = ["todos", "archive", "gates", "evidence", "agents"];
+
+/// Writes every file of the project under `dir` (a new directory), its history included.
+fn write_tree(c: &mut impl GenericClient, dir: &Path) -> Result<Moved> {
+    let (tree, mut moved) = render(c)?;
+    let history = history::rows(c)?;
+    moved.history = history.len();
+    for sub in DIRS {
         let p = dir.join(sub);
         std::fs::create_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
     }
-    let put = |rel: &str, bytes: &[u8]| {
-        let p = dir.join(rel);
-        atomic::write(&p, bytes).map_err(|e| Error::io(&p, &e))
-    };
-    let rows = |tx: &mut postgres::Transaction<'_>, sql: &str| tx.query(sql, &[]).map_err(db_error);
-    let cfg = rows(tx, "SELECT body::text FROM loopx.config")?;
+    let kept = history
+        .into_iter()
+        .map(|(goal, path, body)| (format!("history/{goal}/{path}"), body));
+    for (rel, bytes) in tree.into_iter().chain(kept) {
+        let p = dir.join(&rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
+        }
+        atomic::write(&p, &bytes).map_err(|e| Error::io(&p, &e))?;
+    }
+    Ok(moved)
+}
+
+/// Every file of the project as the database holds it now, by path below `.loopx/`.
+pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
+    let mut moved = Moved::default();
+    let mut tree = Tree::new();
+    let mut rows = |sql: &str| c.query(sql, &[]).map_err(db_error);
+    let cfg = rows("SELECT body::text FROM loopx.config")?;
     let Some(cfg) = cfg.first() else {
         return Err(Error::new(
             Code::NotInitialized,
@@ -245,40 +272,31 @@ fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
         ));
     };
     let cfg: Config = from_text(&cfg.get::<_, String>(0), "config")?;
-    put("loopx.toml", parse::encode(&cfg)?.as_bytes())?;
-    for r in rows(
-        tx,
-        "SELECT id, body::text, archived FROM loopx.todos ORDER BY id",
-    )? {
+    tree.insert("loopx.toml".into(), parse::encode(&cfg)?.into_bytes());
+    for r in rows("SELECT id, body::text, archived FROM loopx.todos ORDER BY id")? {
         let t: Todo = from_text(&r.get::<_, String>(1), "todos")?;
         let sub = if r.get::<_, bool>(2) {
             "archive"
         } else {
             "todos"
         };
-        put(
-            &format!("{sub}/{}.toml", file_id(&t.id)?),
-            parse::encode(&t)?.as_bytes(),
-        )?;
+        let rel = format!("{sub}/{}.toml", file_id(&t.id)?);
+        tree.insert(rel, parse::encode(&t)?.into_bytes());
         moved.todos += 1;
     }
-    for r in rows(tx, "SELECT id, body::text FROM loopx.gates ORDER BY id")? {
+    for r in rows("SELECT id, body::text FROM loopx.gates ORDER BY id")? {
         let g: crate::kernel::Gate = from_text(&r.get::<_, String>(1), "gates")?;
-        put(
-            &format!("gates/{}.toml", file_id(&g.id)?),
-            parse::encode(&g)?.as_bytes(),
-        )?;
+        let rel = format!("gates/{}.toml", file_id(&g.id)?);
+        tree.insert(rel, parse::encode(&g)?.into_bytes());
         moved.gates += 1;
     }
-    for r in rows(tx, "SELECT id, body::text FROM loopx.agents ORDER BY id")? {
+    for r in rows("SELECT id, body::text FROM loopx.agents ORDER BY id")? {
         let a: crate::kernel::model::AgentInfo = from_text(&r.get::<_, String>(1), "agents")?;
-        put(
-            &format!("agents/{}.toml", file_id(&a.id)?),
-            parse::encode(&a)?.as_bytes(),
-        )?;
+        let rel = format!("agents/{}.toml", file_id(&a.id)?);
+        tree.insert(rel, parse::encode(&a)?.into_bytes());
     }
     let mut quota: QuotaFile =
-        match rows(tx, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
+        match rows("SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
             Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
             // A goal started in the database has no quota document yet.
             None => QuotaFile {
@@ -286,44 +304,36 @@ fn write_tree(tx: &mut postgres::Transaction<'_>, dir: &Path) -> Result<Moved> {
                 ..QuotaFile::default()
             },
         };
-    for r in rows(tx, "SELECT body::text FROM loopx.spends ORDER BY n")? {
+    for r in rows("SELECT body::text FROM loopx.spends ORDER BY n")? {
         quota
             .spends
             .push(from_text(&r.get::<_, String>(0), "spends")?);
     }
     moved.spends = quota.spends.len();
-    put("quota.toml", parse::encode(&quota)?.as_bytes())?;
-    let mut logs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for r in rows(tx, "SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
+    tree.insert("quota.toml".into(), parse::encode(&quota)?.into_bytes());
+    for r in rows("SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
         let e: crate::kernel::Evidence = from_text(&r.get::<_, String>(1), "evidence")?;
-        let buf = logs
-            .entry(file_id(&r.get::<_, String>(0))?.to_string())
-            .or_default();
+        let rel = format!("evidence/{}.jsonl", file_id(&r.get::<_, String>(0))?);
+        let buf = tree.entry(rel).or_default();
         buf.extend(serde_json::to_vec(&e).map_err(|e| Error::new(Code::Internal, e.to_string()))?);
         buf.push(b'\n');
         moved.evidence += 1;
     }
-    for (id, bytes) in logs {
-        put(&format!("evidence/{id}.jsonl"), &bytes)?;
-    }
-    for r in rows(
-        tx,
-        "SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'",
-    )? {
+    for r in rows("SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'")? {
         let name: String = r.get(0);
         if OWNER_DOCS.contains(&name.as_str()) {
-            put(&name, r.get::<_, String>(1).as_bytes())?;
+            tree.insert(name, r.get::<_, String>(1).into_bytes());
         }
     }
-    put(".gitignore", b"lock\ncache/\n.*.tmp-*\n")?;
+    tree.insert(".gitignore".into(), b"lock\ncache/\n.*.tmp-*\n".to_vec());
     let mut journal_bytes = Vec::new();
-    for r in rows(tx, "SELECT line FROM loopx.journal ORDER BY seq")? {
+    for r in rows("SELECT line FROM loopx.journal ORDER BY seq")? {
         journal_bytes.extend_from_slice(r.get::<_, String>(0).as_bytes());
         journal_bytes.push(b'\n');
         moved.journal += 1;
     }
-    put("journal.jsonl", &journal_bytes)?;
-    Ok(moved)
+    tree.insert("journal.jsonl".into(), journal_bytes);
+    Ok((tree, moved))
 }
 
 /// An id that is safe as a file name.

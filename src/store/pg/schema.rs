@@ -8,8 +8,8 @@
 
 use crate::kernel::{Code, Error, Result};
 
-/// The schema version this binary writes.
-pub const VERSION: i64 = 1;
+/// The schema version this binary writes (2: `loopx.history` and `loopx.retire_goal`).
+pub const VERSION: i64 = 2;
 
 /// The advisory lock every commit holds while it writes (commits are ordered by it).
 pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
@@ -106,6 +106,10 @@ BEGIN
   PERFORM 1 FROM loopx.todos t WHERE t.id = ANY(todo_ids) ORDER BY t.id FOR UPDATE;
   PERFORM pg_advisory_xact_lock({lock});
   SELECT j.seq, j.line INTO last_seq, last_line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
+  -- A snapshot past the journal's end was read before the goal was replaced.
+  IF base > coalesce(last_seq, 0) THEN
+    RAISE EXCEPTION 'the goal was replaced' USING ERRCODE = '40001';
+  END IF;
   IF (SELECT coalesce(max(c.seq), 0) FROM loopx.config c) > base
      OR (SELECT coalesce(max(g.seq), 0) FROM loopx.gates g) > base
      OR (SELECT coalesce(max(a.seq), 0) FROM loopx.agents a) > base
@@ -385,11 +389,12 @@ pub fn migrate(c: &mut postgres::Client, r: &Roles) -> Result<Migrated> {
         .hint("upgrade loopx"));
     }
     let sql = format!(
-        "{}{TABLES}{}{}INSERT INTO loopx.meta VALUES ('schema_version', '{VERSION}') \
+        "{}{TABLES}{}{}{}INSERT INTO loopx.meta VALUES ('schema_version', '{VERSION}') \
          ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;",
         roles_sql(r),
         rules(r),
-        grants(r)
+        grants(r),
+        super::history::schema(r),
     );
     tx.batch_execute(&sql).map_err(super::db_error)?;
     tx.commit().map_err(super::db_error)?;
