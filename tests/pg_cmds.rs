@@ -412,6 +412,12 @@ fn store_migrate_upgrades_a_version_1_database_in_place() {
     // Version 1 works as it did, but has nowhere to keep a replaced goal.
     let (code, v) = owner(&["todo", "show", &t]);
     assert_eq!(code, 0, "{v}");
+    let (code, v) = owner(&["--agent", "lead", "todo", "claim"]);
+    assert_eq!(
+        (code, &v["todo"]["id"]),
+        (0, &Value::from(t.as_str())),
+        "{v}"
+    );
     let journal = db.sql("SELECT line FROM loopx.journal ORDER BY seq");
     let (code, v) = owner(&["start-goal", "--goal-text", "Next", "--replace"]);
     assert_eq!(

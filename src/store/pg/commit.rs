@@ -146,11 +146,23 @@ impl<'a> PgTx<'a> {
         let at = now.to_string();
         let q = Quoter::new(ids)?;
         let list = q.array(ids, "text");
-        let sql = format!(
-            "{}SELECT * FROM loopx.lock_free({list}, {}::timestamptz)",
-            self.begin_text(),
-            q.lit(&at),
-        );
+        let sql = if self.conn.version >= 2 {
+            format!(
+                "{}SELECT * FROM loopx.lock_free({list}, {}::timestamptz)",
+                self.begin_text(),
+                q.lit(&at),
+            )
+        } else {
+            // Schema 1 (before `store migrate`): the same query, planned each time.
+            format!(
+                "{}SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY({list}) \
+                 AND NOT archived AND (jsonb_typeof(body->'lease') IS DISTINCT FROM 'object' \
+                 OR (body->'lease'->>'expires_at')::timestamptz <= {}::timestamptz) \
+                 ORDER BY array_position({list}, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+                self.begin_text(),
+                q.lit(&at),
+            )
+        };
         let msgs = self.client()?.simple_query(&sql).map_err(db_error)?;
         let row = msgs.iter().find_map(|m| match m {
             postgres::SimpleQueryMessage::Row(r) => Some(r),

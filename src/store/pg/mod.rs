@@ -41,6 +41,8 @@ pub(crate) struct Conn {
     pub(crate) cache: Cached,
     /// Statements prepared on this connection, by their text.
     stmts: std::collections::HashMap<&'static str, postgres::Statement>,
+    /// The database's schema version, read when connecting.
+    pub(crate) version: i64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -163,6 +165,7 @@ impl PgStore {
                 client: None,
                 cache: Cached::default(),
                 stmts: Default::default(),
+                version: 0,
             }),
         })
     }
@@ -227,7 +230,7 @@ impl PgStore {
             .map_err(|_| Error::new(Code::Internal, "the database connection was poisoned"))?;
         if g.client.as_ref().is_none_or(|c| c.is_closed()) {
             let mut c = Self::connect(&self.url)?;
-            check_schema(&mut c)?;
+            g.version = check_schema(&mut c)?;
             g.client = Some(c);
             g.stmts.clear();
         }
@@ -362,7 +365,7 @@ impl Conn {
 }
 
 /// Refuses a database without loopx's schema, or with a newer one.
-fn check_schema(c: &mut postgres::Client) -> Result<()> {
+fn check_schema(c: &mut postgres::Client) -> Result<i64> {
     let v = schema::current_version(c)?;
     if v == 0 {
         return Err(
@@ -380,7 +383,7 @@ fn check_schema(c: &mut postgres::Client) -> Result<()> {
         )
         .hint("upgrade loopx"));
     }
-    Ok(())
+    Ok(v)
 }
 
 /// A URL loopx will use: `postgres://` or `postgresql://`, at most 2 KiB, no control characters.
