@@ -100,10 +100,17 @@ CREATE OR REPLACE FUNCTION loopx.commit(
 RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
-  l text; have bigint;
+  l text; moved text;
 BEGIN
-  -- Locks in one order: the todos written (by id), then the journal.
-  PERFORM 1 FROM loopx.todos t WHERE t.id = ANY(todo_ids) ORDER BY t.id FOR UPDATE;
+  -- Locks in one order: the todos written (by id), then the journal. A todo locked here cannot
+  -- change, so it is checked before the journal's lock, which every commit waits for.
+  SELECT s.id INTO moved FROM unnest(todo_ids, todo_seqs) AS s(id, seq)
+    LEFT JOIN (SELECT t.id, t.seq FROM loopx.todos t WHERE t.id = ANY(todo_ids)
+               ORDER BY t.id FOR UPDATE) x ON x.id = s.id
+    WHERE coalesce(x.seq, 0) <> s.seq LIMIT 1;
+  IF moved IS NOT NULL THEN
+    RAISE EXCEPTION 'todo % changed', moved USING ERRCODE = '40001';
+  END IF;
   PERFORM pg_advisory_xact_lock({lock});
   SELECT j.seq, j.line INTO last_seq, last_line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
   -- A snapshot past the journal's end was read before the goal was replaced.
@@ -116,12 +123,6 @@ BEGIN
      OR (spends AND (SELECT coalesce(max(s.seq), 0) FROM loopx.spends s) > base) THEN
     RAISE EXCEPTION 'the goal, a gate, an agent or the quota changed' USING ERRCODE = '40001';
   END IF;
-  FOR i IN 1 .. coalesce(array_length(todo_ids, 1), 0) LOOP
-    SELECT t.seq INTO have FROM loopx.todos t WHERE t.id = todo_ids[i];
-    IF coalesce(have, 0) <> todo_seqs[i] THEN
-      RAISE EXCEPTION 'todo % changed', todo_ids[i] USING ERRCODE = '40001';
-    END IF;
-  END LOOP;
   n := coalesce(last_seq, 0) + 1;
   first := n;
   FOR w IN SELECT * FROM jsonb_array_elements(writes) LOOP
