@@ -294,9 +294,28 @@ fn killed_round(lab: &Lab, round: u64) -> Vec<(String, String, u64)> {
     got
 }
 
+/// Waits until no other session is connected to the database: a killed claimer's last message
+/// may still be committing on the server, after the rows and before the journal were read.
+fn settled(admin: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (code, out, err) = pg::psql(
+            admin,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND pid <> pg_backend_pid()",
+        );
+        assert_eq!(code, 0, "{err}");
+        if out.trim() == "0" || std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// On the database at `admin` (a superuser's URL): no todo claimed twice, every acknowledged
 /// claim journaled by its claimer and held in its row under its fence, every claim line held.
 fn no_double_no_lost(admin: &str, acked: &[(String, String, u64)]) {
+    settled(admin);
     let (code, out, err) = pg::psql(
         admin,
         "SELECT id, body->'lease' FROM loopx.todos ORDER BY id",

@@ -344,12 +344,12 @@ impl Conn {
     pub(crate) fn fresh(&mut self, now: crate::kernel::Ts) -> Result<Snapshot> {
         let since = i64::try_from(self.cache.head).unwrap_or(i64::MAX);
         let (c, st) = self.prep(load::CHANGES)?;
-        let row = c.query_one(&st, &[&since]).map_err(db_error)?;
+        let row = c.query_one(&st, &[&since, &i64::MAX]).map_err(db_error)?;
         if !self.cache.apply(&row, now)? {
             // The database was replaced under us: read it all again.
             self.cache = Cached::default();
             let (c, st) = self.prep(load::CHANGES)?;
-            let row = c.query_one(&st, &[&0i64]).map_err(db_error)?;
+            let row = c.query_one(&st, &[&0i64, &i64::MAX]).map_err(db_error)?;
             self.cache.apply(&row, now)?;
         }
         self.cache.lend()

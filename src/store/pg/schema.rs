@@ -97,7 +97,10 @@ END $f$;
 
 CREATE OR REPLACE FUNCTION loopx.commit(
   base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
-RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql AS $f$
+RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql
+-- Rows by id through their indexes, however few rows the planner thinks a table has (a scan
+-- of every row version of a small, busy table costs more than the lookups).
+SET enable_seqscan = off AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
   l text; moved text;
@@ -215,7 +218,8 @@ CREATE TRIGGER journal_notify AFTER INSERT ON loopx.journal
   FOR EACH STATEMENT EXECUTE FUNCTION loopx.journal_notify();
 
 CREATE OR REPLACE FUNCTION loopx.lock_free(ids text[], at timestamptz)
-RETURNS TABLE (id text, body text, seq bigint, archived boolean) LANGUAGE plpgsql AS $f$
+RETURNS TABLE (id text, body text, seq bigint, archived boolean) LANGUAGE plpgsql
+SET enable_seqscan = off AS $f$
 BEGIN
   -- The first of `ids` with no live lease that no other transaction has locked, locked.
   RETURN QUERY SELECT t.id, t.body::text, t.seq, t.archived FROM loopx.todos t
