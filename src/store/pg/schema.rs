@@ -97,10 +97,7 @@ END $f$;
 
 CREATE OR REPLACE FUNCTION loopx.commit(
   base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
-RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql
--- Rows by id through their indexes, however few rows the planner thinks a table has (a scan
--- of every row version of a small, busy table costs more than the lookups).
-SET enable_seqscan = off AS $f$
+RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
   l text; moved text;
@@ -219,6 +216,8 @@ CREATE TRIGGER journal_notify AFTER INSERT ON loopx.journal
 
 CREATE OR REPLACE FUNCTION loopx.lock_free(ids text[], at timestamptz)
 RETURNS TABLE (id text, body text, seq bigint, archived boolean) LANGUAGE plpgsql
+-- Rows by id through the index, however few rows the planner thinks the table has (a scan of
+-- every row version of a small, busy table costs more than the lookups).
 SET enable_seqscan = off AS $f$
 BEGIN
   -- The first of `ids` with no live lease that no other transaction has locked, locked.
