@@ -57,13 +57,12 @@ impl<'a> PgTx<'a> {
         let snap = match conn.fresh(store.env().now) {
             Ok(s) => s,
             // A connection the server closed while it sat idle (a restart): once more on a new one.
-            Err(e)
+            Err(_)
                 if conn
                     .client
                     .as_ref()
                     .is_some_and(postgres::Client::is_closed) =>
             {
-                let _ = e;
                 conn.client = None;
                 drop(conn);
                 conn = store.conn()?;
