@@ -219,8 +219,16 @@ fn hook_serve_fires_a_hook_for_a_gate_an_agent_opened() {
     // A gate opened before it starts is not its business.
     lab.ok(Who::Agent(&a1), &["gate", "open", "Before?"]);
     let serving = Serving::start(lab.cmd(Who::OwnerNoKey, &["hook", "serve"]));
-    // One per database: a second would run each hook twice.
-    lab.fails(Who::OwnerNoKey, &["hook", "serve"], "busy");
+    // One per database: a second would run each hook twice; it names the one serving.
+    let busy = lab.fails(Who::OwnerNoKey, &["hook", "serve"], "busy");
+    assert!(
+        busy["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("pg_terminate_backend")),
+        "{busy}"
+    );
+    // The hooks are the owner's: an agent's login neither serves them nor takes the lock.
+    lab.fails(Who::Agent(&a1), &["hook", "serve"], "denied");
 
     let g = lab.ok(Who::Agent(&a1), &["gate", "open", "Ship it?"]);
     let gid = g["gate"]["id"].as_str().expect("a gate id").to_string();

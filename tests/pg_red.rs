@@ -208,6 +208,35 @@ const NASTY: &[&str] = &[
 ];
 
 #[test]
+fn a_shadowing_search_path_does_not_make_an_agent_the_owner() {
+    let Some(lab) = Lab::new(common::backend::Backend::Db, "red-path", 1, 1) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    let url = lab.login(Who::Agent(a1)).expect("a database lab");
+    let db = lab.db.as_ref().expect("a database lab");
+    // A schema the agent may create in, as `public` is for everyone on PostgreSQL 14 and older.
+    db.sql(&format!(
+        "CREATE SCHEMA shadow; GRANT USAGE, CREATE ON SCHEMA shadow TO {a1}"
+    ));
+    let shadow = "CREATE FUNCTION shadow.pg_has_role(name, text, text) RETURNS boolean \
+                  LANGUAGE sql AS 'SELECT true'";
+    let (code, err) = commit_sql(&url, shadow);
+    assert_eq!(code, 0, "{err}");
+    let approved = pending_gate(a1, "g-shadow", NEXT).replace("'pending'", "'approved'");
+    refused(
+        &url,
+        &format!("SET LOCAL search_path = shadow, pg_catalog; {approved}"),
+        "only the owner decides gate",
+    );
+    let (code, out, err) = pg::psql(
+        &url,
+        "SET search_path = shadow, pg_catalog; SELECT loopx.is_owner()",
+    );
+    assert_eq!((code, out.trim()), (0, "f"), "{err}");
+}
+
+#[test]
 fn hostile_text_travels_intact_through_the_one_round_trip_commit() {
     let Some(lab) = Lab::new(common::backend::Backend::Db, "red-quote", 1, 0) else {
         return;

@@ -83,8 +83,9 @@ pub fn serve(store: &PgStore, dir: &Path, from: Option<u64>, say: Say<'_>) -> Re
                     Err(e) => e.message,
                 }
             }
-            // Another `hook serve` at the start: this one is not wanted.
-            Err(e) if first && e.code == Code::Busy => return Err(e),
+            // Another `hook serve` at the start: this one is not wanted. Not the owner's login:
+            // never.
+            Err(e) if e.code == Code::Denied || (first && e.code == Code::Busy) => return Err(e),
             Err(e) => e.message,
         };
         failed = failed.saturating_add(1);
@@ -153,6 +154,13 @@ impl Server<'_> {
         loop {
             let (events, end) = self.store.journal_page(self.cursor, PAGE)?;
             if end == self.cursor {
+                // A journal shorter than the cursor started again (a goal replaced): from its
+                // first line.
+                if self.cursor > 0 && self.store.journal_end()? < self.cursor {
+                    say("the journal started again (a new goal): serving from its first line");
+                    self.cursor = 0;
+                    continue;
+                }
                 return Ok(());
             }
             let snap = self.store.load()?;

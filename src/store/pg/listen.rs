@@ -57,13 +57,43 @@ impl PgStore {
     /// connection lasts: exit 8 while another connection holds it.
     pub fn listen_alone(url: &str) -> Result<postgres::Client> {
         let mut c = Self::listen(url)?;
+        // The hooks are the owner's commands: an agent's login neither runs them nor holds
+        // the lock that would keep the owner's serve out (it is taken only after this).
+        let owner: bool = c
+            .query_one("SELECT loopx.is_owner()", &[])
+            .map_err(db_error)?
+            .get(0);
+        if !owner {
+            return Err(
+                Error::new(Code::Denied, "`hook serve` runs the owner's hooks")
+                    .hint("run it as the owner's login (a member of PREFIX_owner)"),
+            );
+        }
         let row = c
             .query_one("SELECT pg_try_advisory_lock($1)", &[&SERVE_LOCK])
             .map_err(db_error)?;
         if !row.get::<_, bool>(0) {
+            let holder = c
+                .query_opt(
+                    "SELECT a.usename::text, a.pid FROM pg_locks l JOIN pg_stat_activity a \
+                     ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted \
+                     AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 LIMIT 1",
+                    &[&SERVE_LOCK],
+                )
+                .ok()
+                .flatten()
+                .map(|r| (r.get::<_, Option<String>>(0), r.get::<_, i32>(1)));
+            let who = match holder {
+                Some((name, pid)) => format!(
+                    " (login {}, server process {pid}; if it is not yours, end it with \
+                     `SELECT pg_terminate_backend({pid})`)",
+                    name.unwrap_or_default()
+                ),
+                None => String::new(),
+            };
             return Err(Error::new(
                 Code::Busy,
-                "another `loopx hook serve` serves this database",
+                format!("another `loopx hook serve` serves this database{who}"),
             )
             .hint("run one per database (two would run each hook twice): stop the other first"));
         }

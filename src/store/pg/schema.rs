@@ -83,13 +83,16 @@ fn rules(r: &Roles) -> String {
     let owner = &r.owner;
     format!(
         r#"
-CREATE OR REPLACE FUNCTION loopx.is_owner() RETURNS boolean LANGUAGE sql STABLE AS $f$
+-- Every function runs with the catalog's names only: a login may set its own search_path, and a
+-- function or operator of its own shadowing a built-in one would otherwise decide the rules.
+CREATE OR REPLACE FUNCTION loopx.is_owner() RETURNS boolean LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp AS $f$
   -- A superuser is a member of every role. One plain call: triggers evaluate it cheaply.
   SELECT pg_has_role(session_user, '{owner}', 'MEMBER')
 $f$;
 
 CREATE OR REPLACE FUNCTION loopx.journal_head() RETURNS TABLE (seq bigint, line text)
-LANGUAGE plpgsql AS $f$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   PERFORM pg_advisory_xact_lock({lock});
   RETURN QUERY SELECT j.seq, j.line FROM loopx.journal j ORDER BY j.seq DESC LIMIT 1;
@@ -97,7 +100,7 @@ END $f$;
 
 CREATE OR REPLACE FUNCTION loopx.commit(
   base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
-RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql AS $f$
+RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
   l text; moved text;
@@ -164,7 +167,8 @@ BEGIN
   END LOOP;
 END $f$;
 
-CREATE OR REPLACE FUNCTION loopx.journal_check() RETURNS trigger LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION loopx.journal_check() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE last record; ev jsonb;
 BEGIN
   -- Not JSON: the cast fails and the insert with it.
@@ -204,7 +208,8 @@ DROP TRIGGER IF EXISTS journal_check ON loopx.journal;
 CREATE TRIGGER journal_check BEFORE INSERT ON loopx.journal
   FOR EACH ROW EXECUTE FUNCTION loopx.journal_check();
 
-CREATE OR REPLACE FUNCTION loopx.journal_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION loopx.journal_notify() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   -- A wake-up only: listeners read the journal after their own position.
   PERFORM pg_notify('loopx', '');
@@ -218,7 +223,7 @@ CREATE OR REPLACE FUNCTION loopx.lock_free(ids text[], at timestamptz)
 RETURNS TABLE (id text, body text, seq bigint, archived boolean) LANGUAGE plpgsql
 -- Rows by id through the index, however few rows the planner thinks the table has (a scan of
 -- every row version of a small, busy table costs more than the lookups).
-SET enable_seqscan = off AS $f$
+SET enable_seqscan = off SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   -- The first of `ids` with no live lease that no other transaction has locked, locked.
   RETURN QUERY SELECT t.id, t.body::text, t.seq, t.archived FROM loopx.todos t
@@ -228,7 +233,8 @@ BEGIN
     ORDER BY array_position(ids, t.id) LIMIT 1 FOR UPDATE OF t SKIP LOCKED;
 END $f$;
 
-CREATE OR REPLACE FUNCTION loopx.lease_check() RETURNS trigger LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION loopx.lease_check() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
   old_body jsonb; old_archived boolean; old_lease jsonb; new_lease jsonb;
   others boolean := false; handoff boolean := false;
@@ -278,7 +284,8 @@ DROP TRIGGER IF EXISTS lease_check ON loopx.todos;
 CREATE TRIGGER lease_check BEFORE INSERT OR UPDATE ON loopx.todos
   FOR EACH ROW EXECUTE FUNCTION loopx.lease_check();
 
-CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   IF loopx.is_owner() THEN RETURN NEW; END IF;
   -- Every client loads every row: a huge one would stall them all.
@@ -303,7 +310,8 @@ BEGIN
   END IF;
   RETURN NEW;
 END $f$;
-CREATE OR REPLACE FUNCTION loopx.journaled() RETURNS trigger LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION loopx.journaled() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   -- At COMMIT: an agent's row comes with the journal line that records it, written by the same
   -- transaction. A row without one would hide from clients' caches (a past seq) or stall every
