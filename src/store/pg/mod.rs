@@ -1,6 +1,7 @@
 //! The PostgreSQL store: the same snapshots and transactions as the file store, for agents on
 //! many machines, with the owner's authority enforced by the database's own roles.
 
+mod claim;
 mod commit;
 mod fast;
 mod goal;
@@ -217,7 +218,8 @@ impl PgStore {
     pub fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
         let now = self.env.now;
         self.with(|c| {
-            c.fresh(now)?;
+            let snap = c.fresh(now)?;
+            c.cache.give_back(snap, &[]);
             c.cache.owner_pub()
         })
     }

@@ -1,0 +1,122 @@
+//! A claim on the database: the todo the kernel would pick, locked with `SKIP LOCKED` among
+//! the rows free now; the candidates other transactions hold count as leased in the snapshot.
+
+use super::commit::{PgTx, internal};
+use super::db_error;
+use super::fast::Quoter;
+use crate::kernel::{Lease, Result, Ts};
+
+/// The most todos one claim tries to lock before it gives up on the rest.
+const CLAIM_CANDIDATES: usize = 16;
+
+/// A locked todo's row as the simple protocol gives it: id, body, seq, archived.
+fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)> {
+    let field = |i: usize| r.get(i).ok_or_else(|| internal("a todo row lacks a field"));
+    let seq = field(2)?
+        .parse::<u64>()
+        .map_err(|_| internal("a todo row's seq is not a number"))?;
+    Ok((
+        field(0)?.to_string(),
+        field(1)?.to_string(),
+        seq,
+        field(3)? == "t",
+    ))
+}
+
+impl PgTx<'_> {
+    /// Locks the first candidate no other transaction holds; the ones before it are held
+    /// elsewhere and count as leased in this snapshot (all of them when none was free).
+    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<()> {
+        // Only rows free as the database has them now (no live lease) are locked: a row locked
+        // and then not taken would hold up its holder's own release. One round trip with the
+        // transaction's BEGIN, so values are quoted literals.
+        let at = now.to_string();
+        let q = Quoter::new(ids)?;
+        let list = q.array(ids, "text");
+        let sql = if self.conn.version >= 2 {
+            format!(
+                "{}SELECT * FROM loopx.lock_free({list}, {}::timestamptz)",
+                self.begin_text(),
+                q.lit(&at),
+            )
+        } else {
+            // Schema 1 (before `store migrate`): the same query, planned each time.
+            format!(
+                "{}SELECT id, body::text, seq, archived FROM loopx.todos WHERE id = ANY({list}) \
+                 AND NOT archived AND (jsonb_typeof(body->'lease') IS DISTINCT FROM 'object' \
+                 OR (body->'lease'->>'expires_at')::timestamptz <= {}::timestamptz) \
+                 ORDER BY array_position({list}, id) LIMIT 1 FOR UPDATE SKIP LOCKED",
+                self.begin_text(),
+                q.lit(&at),
+            )
+        };
+        let msgs = self.client()?.simple_query(&sql).map_err(db_error)?;
+        let row = msgs.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => Some(r),
+            _ => None,
+        });
+        let row = match row {
+            Some(r) => Some(text_row(r)?),
+            None => None,
+        };
+        let got: Option<String> = row.as_ref().map(|r| r.0.clone());
+        for id in ids.iter().take_while(|i| Some(*i) != got.as_ref()) {
+            if let Some(t) = self.snap.todos.get_mut(id) {
+                t.lease = Some(held_elsewhere(t.fence, now));
+                self.touched.push(id.clone());
+            }
+        }
+        let Some((id, body, seq, archived)) = row else {
+            return Ok(());
+        };
+        if seq != self.todo_seq(&id) {
+            self.touched.push(id.clone());
+            // Changed since the snapshot: decide on the row as it is now.
+            match serde_json::from_str(&body) {
+                Ok(t) if !archived => {
+                    self.snap.todos.insert(id.clone(), t);
+                }
+                _ => {
+                    self.snap.todos.remove(&id);
+                }
+            }
+        }
+        // Locked by this transaction and current from here on.
+        self.fresh.insert(id, seq);
+        Ok(())
+    }
+
+    /// Before an unnamed claim: locks the todo the kernel would give `agent`.
+    pub(super) fn reserve(&mut self, agent: &str, now: Ts) -> Result<()> {
+        for _ in 0..CLAIM_CANDIDATES {
+            let ranked: Vec<String> =
+                crate::kernel::readiness::ready_first(&self.snap, agent, now, CLAIM_CANDIDATES)
+                    .into_iter()
+                    .map(|t| t.id.clone())
+                    .collect();
+            let Some(first) = ranked.first().cloned() else {
+                return Ok(());
+            };
+            if self.fresh.contains_key(&first) {
+                // Locked by us and current: the kernel's choice is ours.
+                return Ok(());
+            }
+            // None free among these: they count as held, and the next ranking goes further.
+            self.lock_first(&ranked, now)?;
+        }
+        Ok(())
+    }
+}
+
+/// The lease a snapshot shows on a todo another transaction is claiming right now.
+fn held_elsewhere(fence: u64, now: Ts) -> Lease {
+    Lease {
+        holder: "(another claim)".into(),
+        fence,
+        acquired_at: now,
+        expires_at: now.add(crate::kernel::Dur::from_mins(1)),
+        turn: None,
+        handoff_from: None,
+        extra: Default::default(),
+    }
+}
