@@ -237,6 +237,32 @@ fn a_shadowing_search_path_does_not_make_an_agent_the_owner() {
 }
 
 #[test]
+fn a_spend_row_that_does_not_read_stops_no_one() {
+    let Some(lab) = Lab::new(common::backend::Backend::Db, "red-spend", 2, 2) else {
+        return;
+    };
+    let (a1, a2) = (lab.agent(1), lab.agent(2));
+    let url = lab.login(Who::Agent(a1)).expect("a database lab");
+    // An agent's hand-made spend row: its journal line, and a body that is not a spend.
+    let bad = format!(
+        "{}; INSERT INTO loopx.spends (body, seq) VALUES \
+         (json_build_object('agent', '{a1}', 'slots', 'many')::jsonb, \
+         (SELECT max(seq) FROM loopx.journal))",
+        journal_line(a1)
+    );
+    let (code, err) = commit_sql(&url, &bad);
+    assert_eq!(code, 0, "{err}");
+    for who in [Who::Agent(a1), Who::Agent(a2), Who::Owner] {
+        let v = lab.ok(who, &["status"]);
+        let q = v["quarantined"].to_string();
+        assert!(q.contains("spends@"), "the bad row is named: {v}");
+    }
+    lab.ok(Who::Agent(a2), &["quota", "should-run"]);
+    let v = lab.ok(Who::Agent(a2), &["todo", "claim"]);
+    assert!(v["todo"]["id"].is_string(), "{v}");
+}
+
+#[test]
 fn hostile_text_travels_intact_through_the_one_round_trip_commit() {
     let Some(lab) = Lab::new(common::backend::Backend::Db, "red-quote", 1, 0) else {
         return;

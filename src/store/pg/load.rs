@@ -64,6 +64,9 @@ pub struct Cached {
     pub spends: Vec<Spend>,
     /// The `seq` of the last spend's transaction.
     pub spends_seq: u64,
+    /// Spend rows that do not read as a spend (an agent's hand-made row), by `spends@SEQ`:
+    /// shown as quarantined, never counted.
+    pub bad_spends: BTreeMap<String, Problem>,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
     /// The snapshot derived from these rows, kept between transactions (see `view.rs`).
@@ -159,9 +162,18 @@ impl Cached {
             self.view.forget();
         }
         for v in items(row.get(5), "spends")? {
-            let s: Spend = serde_json::from_value(v[0].clone()).map_err(|e| bad("spends", e))?;
-            self.spends_seq = self.spends_seq.max(v.get(1).map_or(0, seq_of));
-            self.spends.push(s);
+            let seq = v.get(1).map_or(0, seq_of);
+            self.spends_seq = self.spends_seq.max(seq);
+            match serde_json::from_value::<Spend>(v[0].clone()) {
+                Ok(s) => self.spends.push(s),
+                // One bad row must not stop every agent: it is quarantined, not counted.
+                Err(e) => {
+                    let file = format!("database:spends@{seq}");
+                    let p = Problem::of(&Error::invalid(&file, None, e.to_string()), &file);
+                    self.bad_spends.insert(format!("spends@{seq}"), p);
+                    self.view.forget();
+                }
+            }
         }
         for v in items(row.get(6), "owner documents")? {
             let body = v
@@ -259,6 +271,7 @@ impl Cached {
                 }
             }
         }
+        quarantined.extend(self.bad_spends.clone());
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
             Some((t, _)) => serde_json::from_str(t).map_err(|e| bad("quota", e))?,
             // A goal started in the database has no quota document yet.

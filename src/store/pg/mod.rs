@@ -347,7 +347,11 @@ impl Conn {
         let since = i64::try_from(self.cache.head).unwrap_or(i64::MAX);
         let (c, st) = self.prep(load::CHANGES)?;
         let row = c.query_one(&st, &[&since, &i64::MAX]).map_err(db_error)?;
-        if !self.cache.apply(&row, now)? {
+        let applied = self.cache.apply(&row, now).inspect_err(|_| {
+            // Half applied, the copy would skip the rest for good: read it all next time.
+            self.cache = Cached::default();
+        })?;
+        if !applied {
             // The database was replaced under us: read it all again.
             self.cache = Cached::default();
             let (c, st) = self.prep(load::CHANGES)?;
