@@ -212,25 +212,24 @@ pub fn pick_key(t: &Todo, now: Ts) -> (crate::kernel::Priority, bool, Ts, &str) 
 
 /// Ready todos for `agent`, best first.
 pub fn ready<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
-    let have = crate::kernel::agents::capabilities(snap, agent);
-    let mut v: Vec<&Todo> = snap
-        .todos
-        .values()
-        .filter(|t| unblocked(snap, t, agent, have, now))
-        .collect();
+    let mut v = unordered(snap, agent, now);
     v.sort_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)));
     v
+}
+
+/// Ready todos for `agent`, in the snapshot's order.
+fn unordered<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
+    let have = crate::kernel::agents::capabilities(snap, agent);
+    snap.todos
+        .values()
+        .filter(|t| unblocked(snap, t, agent, have, now))
+        .collect()
 }
 
 /// The best `k` ready todos for `agent`, best first: `ready(..)` cut at `k`, without sorting
 /// the rest (a claim ranks a few candidates among thousands of todos).
 pub fn ready_first<'a>(snap: &'a Snapshot, agent: &str, now: Ts, k: usize) -> Vec<&'a Todo> {
-    let have = crate::kernel::agents::capabilities(snap, agent);
-    let mut v: Vec<&Todo> = snap
-        .todos
-        .values()
-        .filter(|t| unblocked(snap, t, agent, have, now))
-        .collect();
+    let mut v = unordered(snap, agent, now);
     let order = |a: &&Todo, b: &&Todo| pick_key(a, now).cmp(&pick_key(b, now));
     if k < v.len() {
         if k > 0 {
