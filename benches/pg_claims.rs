@@ -40,6 +40,7 @@ fn main() {
         ms(single[single.len() / 2]),
         ms(single[single.len() * 99 / 100])
     );
+    let cpu0 = (own_cpu(), server_cpu());
     let start = Instant::now();
     let until = start + Duration::from_secs(secs);
     let handles: Vec<_> = (1..=clients)
@@ -57,6 +58,9 @@ fn main() {
         retries_total += r;
         last = last.max(end);
     }
+    // The clients' connections are closed: their server processes exit and are counted.
+    std::thread::sleep(Duration::from_millis(300));
+    let cpu = (own_cpu() - cpu0.0, server_cpu() - cpu0.1);
     // Claims only: up to the last claim (a client that finds nothing free stops).
     let wall = if only_claims {
         last - start
@@ -77,6 +81,13 @@ fn main() {
         claims as f64 / wall,
         ms(lat[claims / 2]),
         ms(lat[claims * 99 / 100])
+    );
+    println!(
+        "CPU per claim: clients {:.2} ms, server {:.2} ms (all its processes; {:.2} of {} cores busy)",
+        cpu.0 * 1000.0 / claims as f64,
+        cpu.1 * 1000.0 / claims as f64,
+        (cpu.0 + cpu.1) / wall,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     let (double, journal_claims) = audit(&url);
     println!("journal: {journal_claims} claims, double claims: {double}");
@@ -191,6 +202,51 @@ fn run_client(url: &str, agent: &str, until: Instant, only: bool) -> (Vec<Durati
         }
     }
     (lat, none, end)
+}
+
+/// Seconds of CPU this process has used (Linux; 0 elsewhere).
+fn own_cpu() -> f64 {
+    std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| ticks(&t, &[14, 15]))
+}
+
+/// Seconds of CPU every `postgres` process on this machine has used, with the exited ones
+/// the postmaster reaped (Linux; 0 elsewhere). The bench's server is the only one running.
+fn server_cpu() -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let mut total = 0.0;
+    for e in dir.flatten() {
+        let Ok(t) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        if !t.contains("(postgres)") {
+            continue;
+        }
+        // A postmaster's parent is not a postgres: its reaped children count too.
+        let parent = fields(&t)
+            .get(1)
+            .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok());
+        let reaped = parent.is_none_or(|p| !p.contains("(postgres)"));
+        total += ticks(&t, if reaped { &[14, 15, 16, 17] } else { &[14, 15] });
+    }
+    total
+}
+
+/// The fields after a `/proc/PID/stat` line's name: field 3 (state) is index 0.
+fn fields(stat: &str) -> Vec<&str> {
+    stat.rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect())
+}
+
+/// The sum of the clock-tick fields numbered `idx` in `man proc` (100 ticks a second), in seconds.
+fn ticks(stat: &str, idx: &[usize]) -> f64 {
+    let f = fields(stat);
+    let n: u64 = idx
+        .iter()
+        .filter_map(|i| f.get(i - 3).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    n as f64 / 100.0
 }
 
 /// Reads the journal: per todo, claims and releases must alternate, by the same agent.

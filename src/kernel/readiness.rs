@@ -226,28 +226,67 @@ fn unordered<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
         .collect()
 }
 
-/// The best `k` ready todos for `agent`, best first: `ready(..)` cut at `k`, without sorting
-/// the rest (a claim ranks a few candidates among thousands of todos).
+/// The best `k` ready todos for `agent`, best first: `ready(..)` cut at `k`, kept as it goes
+/// (a claim ranks a few candidates among thousands of todos).
 pub fn ready_first<'a>(snap: &'a Snapshot, agent: &str, now: Ts, k: usize) -> Vec<&'a Todo> {
-    let mut v = unordered(snap, agent, now);
-    let order = |a: &&Todo, b: &&Todo| pick_key(a, now).cmp(&pick_key(b, now));
-    if k < v.len() {
-        if k > 0 {
-            v.select_nth_unstable_by(k - 1, order);
+    let have = crate::kernel::agents::capabilities(snap, agent);
+    let mut v: Vec<&Todo> = Vec::with_capacity(k + 1);
+    if k == 0 {
+        return v;
+    }
+    for t in snap.todos.values() {
+        // Most todos of a busy project are leased or done: out first, on two fields.
+        if t.status != Status::Open || t.live_lease(now).is_some() {
+            continue;
         }
+        // No better than the k kept so far: out, before the other checks.
+        if v.len() == k
+            && v.last()
+                .is_some_and(|w| pick_key(w, now) <= pick_key(t, now))
+        {
+            continue;
+        }
+        if !unblocked(snap, t, agent, have, now) {
+            continue;
+        }
+        let at = v.partition_point(|x| pick_key(x, now) <= pick_key(t, now));
+        v.insert(at, t);
         v.truncate(k);
     }
-    v.sort_by(order);
     v
 }
 
 /// The best ready todo for `agent`, if any.
 pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {
+    ready_first(snap, agent, now, 1).pop()
+}
+
+/// What a claim without an id takes: the best todo handed to `agent` (a live lease it holds
+/// with `handoff_from`), else the best ready one; the flag says it was handed. One pass.
+pub fn pick<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<(&'a Todo, bool)> {
     let have = crate::kernel::agents::capabilities(snap, agent);
-    snap.todos
-        .values()
-        .filter(|t| unblocked(snap, t, agent, have, now))
-        .min_by(|a, b| pick_key(a, now).cmp(&pick_key(b, now)))
+    let better =
+        |cur: Option<&Todo>, t: &Todo| cur.is_none_or(|c| pick_key(t, now) < pick_key(c, now));
+    let (mut handed, mut ready): (Option<&Todo>, Option<&Todo>) = (None, None);
+    for t in snap.todos.values() {
+        if let Some(l) = t.live_lease(now) {
+            if l.handoff_from.is_some() && l.holder == agent && better(handed, t) {
+                handed = Some(t);
+            }
+            continue;
+        }
+        if handed.is_none()
+            && t.status == Status::Open
+            && better(ready, t)
+            && unblocked(snap, t, agent, have, now)
+        {
+            ready = Some(t);
+        }
+    }
+    match handed {
+        Some(t) => Some((t, true)),
+        None => ready.map(|t| (t, false)),
+    }
 }
 
 /// `yours(..) && blockers(..).is_empty()` without building the blockers: the pick calls it on

@@ -287,10 +287,19 @@ pub fn claim(
     let mut c = Change::default();
     let Some(id) = id else {
         // A todo handed to this agent comes first: the claim takes it up (teams).
-        if let Some(t) = handed_to(snap, agent, now) {
-            return claim(snap, agent, now, ttl, Some(&t.id));
-        }
-        let Some(best) = readiness::best(snap, agent, now) else {
+        let best = match readiness::pick(snap, agent, now) {
+            Some((t, true)) => return claim(snap, agent, now, ttl, Some(&t.id)),
+            Some((t, false)) => Some(t),
+            None => None,
+        };
+        debug_assert_eq!(
+            best.map(|t| &t.id),
+            handed_to(snap, agent, now)
+                .is_none()
+                .then(|| readiness::best(snap, agent, now).map(|t| &t.id))
+                .flatten()
+        );
+        let Some(best) = best else {
             let (why, hint) = readiness::why_none_ready(snap, agent, now);
             return Err(Error::new(Code::NothingReady, why).hint(hint));
         };

@@ -33,9 +33,13 @@ impl PgTx<'_> {
         let at = now.to_string();
         let q = Quoter::new(ids)?;
         let list = q.array(ids, "text");
-        let sql = if self.conn.version >= 2 {
+        let named = self.conn.version >= 2;
+        if named {
+            self.conn.named()?;
+        }
+        let sql = if named {
             format!(
-                "{}SELECT * FROM loopx.lock_free({list}, {}::timestamptz)",
+                "{}EXECUTE lx_lock({list}, {})",
                 self.begin_text(),
                 q.lit(&at),
             )

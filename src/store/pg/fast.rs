@@ -74,8 +74,15 @@ impl PgTx<'_> {
         let q = Quoter::new(&texts)?;
         let seq_list = seqs.iter().map(i64::to_string).collect::<Vec<_>>();
         let seq_list = format!("ARRAY[{}]::bigint[]", seq_list.join(","));
+        // Schema 1 has no `lx_lock` to prepare beside it: the call is planned each time.
+        let call = if self.conn.version >= 2 {
+            self.conn.named()?;
+            "EXECUTE lx_commit"
+        } else {
+            "SELECT seq, line FROM loopx.commit"
+        };
         let sql = format!(
-            "{}SELECT seq, line FROM loopx.commit({}, {}, {}, {}, {}::jsonb, {}); \
+            "{}{call}({}, {}, {}, {}, {}::jsonb, {}); \
              SET LOCAL synchronous_commit = off; COMMIT; {DURABLE}",
             self.begin_text(),
             self.base,

@@ -42,6 +42,8 @@ pub(crate) struct Conn {
     pub(crate) cache: Cached,
     /// Statements prepared on this connection, by their text.
     stmts: std::collections::HashMap<&'static str, postgres::Statement>,
+    /// Whether `NAMED` was run on this connection.
+    named: bool,
     /// The database's schema version, read when connecting.
     pub(crate) version: i64,
 }
@@ -166,6 +168,7 @@ impl PgStore {
                 client: None,
                 cache: Cached::default(),
                 stmts: Default::default(),
+                named: false,
                 version: 0,
             }),
         })
@@ -235,6 +238,7 @@ impl PgStore {
             g.version = check_schema(&mut c)?;
             g.client = Some(c);
             g.stmts.clear();
+            g.named = false;
         }
         Ok(g)
     }
@@ -322,6 +326,20 @@ impl Conn {
             .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))
     }
 
+    /// The client, with the claim's and the commit's calls prepared by name (`NAMED`): the
+    /// one-message transactions `EXECUTE` them, so the server plans them once per connection.
+    pub(crate) fn named(&mut self) -> Result<&mut postgres::Client> {
+        let c = self
+            .client
+            .as_mut()
+            .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))?;
+        if !self.named {
+            c.batch_execute(NAMED).map_err(db_error)?;
+            self.named = true;
+        }
+        Ok(c)
+    }
+
     /// The client, and `sql` prepared on it once per connection.
     pub(crate) fn prep(
         &mut self,
@@ -369,6 +387,11 @@ impl Conn {
         Ok(copy)
     }
 }
+
+/// The statements `Conn::named` prepares: a claim's lock and an agent's commit (schema 2).
+const NAMED: &str = "PREPARE lx_lock(text[], timestamptz) AS SELECT * FROM loopx.lock_free($1, $2); \
+     PREPARE lx_commit(bigint, text[], bigint[], boolean, jsonb, text[]) AS \
+     SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)";
 
 /// Refuses a database without loopx's schema, or with a newer one.
 fn check_schema(c: &mut postgres::Client) -> Result<i64> {

@@ -87,7 +87,8 @@ fn rules(r: &Roles) -> String {
 -- function or operator of its own shadowing a built-in one would otherwise decide the rules.
 CREATE OR REPLACE FUNCTION loopx.is_owner() RETURNS boolean LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp AS $f$
-  -- A superuser is a member of every role. One plain call: triggers evaluate it cheaply.
+  -- A superuser is a member of every role. The triggers make the same call inline: a call of
+  -- this function costs them more than the check.
   SELECT pg_has_role(session_user, '{owner}', 'MEMBER')
 $f$;
 
@@ -185,7 +186,7 @@ BEGIN
      OR ev->>'prev' IS DISTINCT FROM encode(sha256(convert_to(last.line, 'UTF8')), 'hex') THEN
     RAISE EXCEPTION 'journal line % does not follow line %', NEW.seq, last.seq;
   END IF;
-  IF NOT loopx.is_owner() THEN
+  IF NOT pg_has_role(session_user, '{owner}', 'MEMBER') THEN
     IF octet_length(NEW.line) > {big} THEN
       RAISE EXCEPTION 'journal line % is over {big} bytes', NEW.seq USING ERRCODE = '42501';
     END IF;
@@ -239,7 +240,7 @@ DECLARE
   old_body jsonb; old_archived boolean; old_lease jsonb; new_lease jsonb;
   others boolean := false; handoff boolean := false;
 BEGIN
-  IF loopx.is_owner() THEN RETURN NEW; END IF;
+  IF pg_has_role(session_user, '{owner}', 'MEMBER') THEN RETURN NEW; END IF;
   IF pg_column_size(NEW.body) > {big} THEN
     RAISE EXCEPTION 'todo % is over {big} bytes', NEW.id USING ERRCODE = '42501';
   END IF;
@@ -287,7 +288,7 @@ CREATE TRIGGER lease_check BEFORE INSERT OR UPDATE ON loopx.todos
 CREATE OR REPLACE FUNCTION loopx.own_rows() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
-  IF loopx.is_owner() THEN RETURN NEW; END IF;
+  IF pg_has_role(session_user, '{owner}', 'MEMBER') THEN RETURN NEW; END IF;
   -- Every client loads every row: a huge one would stall them all.
   IF pg_column_size(NEW.body) > {big} THEN
     RAISE EXCEPTION 'a row of loopx.% is over {big} bytes', TG_TABLE_NAME USING ERRCODE = '42501';
@@ -316,7 +317,7 @@ BEGIN
   -- At COMMIT: an agent's row comes with the journal line that records it, written by the same
   -- transaction. A row without one would hide from clients' caches (a past seq) or stall every
   -- later commit (a seq past the journal's head).
-  IF loopx.is_owner() THEN RETURN NULL; END IF;
+  IF pg_has_role(session_user, '{owner}', 'MEMBER') THEN RETURN NULL; END IF;
   IF NOT EXISTS (SELECT 1 FROM loopx.journal j
                  WHERE j.seq = NEW.seq AND j.xmin = pg_current_xact_id()::xid) THEN
     RAISE EXCEPTION 'a change to loopx.% needs its journal line (seq %) in the same transaction',
