@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PostgreSQL store's figures on a throwaway server of its own:
 #  1. the library (benches/pg_claims.rs): a single claim's round trip, then CLIENTS clients, each
-#     with its own connection and agent login, claiming and releasing for SECONDS;
+#     with its own connection and agent login, claiming and releasing for SECONDS; then claims
+#     only (no release) over 4,000 todos, with the CPU each claim cost the clients and the server;
 #  2. the CLI, one process per claim: 8 agent processes race `loopx --store URL todo claim` over
 #     TODOS todos (each process connects, reads, claims and exits), beside the same race on files.
 # usage: benches/pg.sh [CLIENTS] [SECONDS] [TODOS]   (builds target/release/loopx)
@@ -17,9 +18,12 @@ trap 'scripts/pg-throwaway stop "$srv" >/dev/null 2>&1 || true' EXIT
 url=$(scripts/pg-throwaway start "$srv")
 base=${url%/*}
 
-echo "== library: benches/pg_claims.rs"
+echo "== library: benches/pg_claims.rs, claim then release over 32 todos"
 LOOPX_BENCH_PG=$url cargo bench -q --bench pg_claims -- "$clients" "$secs" 32 2>/dev/null |
-  grep -E "single|claims|journal"
+  grep -E "single|claims|journal|CPU"
+echo "== library: claims only (one commit each) over 4,000 todos"
+LOOPX_BENCH_PG=$url cargo bench -q --bench pg_claims -- "$clients" "$secs" 4000 claims 2>/dev/null |
+  grep -E "clients|journal|CPU"
 
 echo "== CLI: 8 processes race over $todos todos, one process per claim"
 db=lx_cli_$$
