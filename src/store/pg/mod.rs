@@ -326,18 +326,14 @@ impl Conn {
             .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))
     }
 
-    /// The client, with the claim's and the commit's calls prepared by name (`NAMED`): the
-    /// one-message transactions `EXECUTE` them, so the server plans them once per connection.
-    pub(crate) fn named(&mut self) -> Result<&mut postgres::Client> {
-        let c = self
-            .client
-            .as_mut()
-            .ok_or_else(|| Error::new(Code::Io, "the database connection was lost"))?;
+    /// Prepares the claim's and the commit's calls by name (`NAMED`) unless done on this
+    /// connection: the one-message transactions `EXECUTE` them, planned once per connection.
+    pub(crate) fn named(&mut self) -> Result<()> {
         if !self.named {
-            c.batch_execute(NAMED).map_err(db_error)?;
+            self.client()?.batch_execute(NAMED).map_err(db_error)?;
             self.named = true;
         }
-        Ok(c)
+        Ok(())
     }
 
     /// The client, and `sql` prepared on it once per connection.
