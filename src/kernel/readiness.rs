@@ -205,7 +205,7 @@ pub fn is_ready(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> bool {
 }
 
 /// The pick order at `now`: priority, then a due monitor before other work, then oldest, then id.
-pub fn pick_key(t: &Todo, now: Ts) -> (crate::kernel::Priority, bool, Ts, &str) {
+pub fn pick_key(t: &Todo, now: Ts) -> PickKey<'_> {
     let due_monitor = crate::kernel::monitor::is_due(t, now);
     (t.priority, !due_monitor, t.created_at, t.id.as_str())
 }
@@ -230,9 +230,10 @@ fn unordered<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
 /// (a claim ranks a few candidates among thousands of todos).
 pub fn ready_first<'a>(snap: &'a Snapshot, agent: &str, now: Ts, k: usize) -> Vec<&'a Todo> {
     let have = crate::kernel::agents::capabilities(snap, agent);
-    let mut v: Vec<&Todo> = Vec::with_capacity(k + 1);
+    // The best so far with their keys, best first.
+    let mut v: Vec<(PickKey<'a>, &'a Todo)> = Vec::with_capacity(k + 1);
     if k == 0 {
-        return v;
+        return Vec::new();
     }
     for t in snap.todos.values() {
         // Most todos of a busy project are leased or done: out first, on two fields.
@@ -240,21 +241,22 @@ pub fn ready_first<'a>(snap: &'a Snapshot, agent: &str, now: Ts, k: usize) -> Ve
             continue;
         }
         // No better than the k kept so far: out, before the other checks.
-        if v.len() == k
-            && v.last()
-                .is_some_and(|w| pick_key(w, now) <= pick_key(t, now))
-        {
+        let key = pick_key(t, now);
+        if v.len() == k && v.last().is_some_and(|(w, _)| *w <= key) {
             continue;
         }
         if !unblocked(snap, t, agent, have, now) {
             continue;
         }
-        let at = v.partition_point(|x| pick_key(x, now) <= pick_key(t, now));
-        v.insert(at, t);
+        let at = v.partition_point(|(x, _)| *x <= key);
+        v.insert(at, (key, t));
         v.truncate(k);
     }
-    v
+    v.into_iter().map(|(_, t)| t).collect()
 }
+
+/// A todo's place in the pick order: priority, not a due monitor, created at, id.
+pub type PickKey<'a> = (crate::kernel::Priority, bool, Ts, &'a str);
 
 /// The best ready todo for `agent`, if any.
 pub fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Option<&'a Todo> {

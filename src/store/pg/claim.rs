@@ -25,8 +25,9 @@ fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)>
 
 impl PgTx<'_> {
     /// Locks the first candidate no other transaction holds; the ones before it are held
-    /// elsewhere and count as leased in this snapshot (all of them when none was free).
-    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<()> {
+    /// elsewhere and count as leased in this snapshot (all of them when none was free). True
+    /// when it locked one the snapshot already had as it is.
+    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
         // Only rows free as the database has them now (no live lease) are locked: a row locked
         // and then not taken would hold up its holder's own release. One round trip with the
         // transaction's BEGIN, so values are quoted literals.
@@ -39,7 +40,8 @@ impl PgTx<'_> {
         }
         let sql = if named {
             format!(
-                "{}EXECUTE lx_lock({list}, {})",
+                "{}SET LOCAL enable_seqscan = off; EXECUTE lx_lock({list}, {}); \
+                 SET LOCAL enable_seqscan TO DEFAULT",
                 self.begin_text(),
                 q.lit(&at),
             )
@@ -71,9 +73,10 @@ impl PgTx<'_> {
             }
         }
         let Some((id, body, seq, archived)) = row else {
-            return Ok(());
+            return Ok(false);
         };
-        if seq != self.todo_seq(&id) {
+        let current = seq == self.todo_seq(&id);
+        if !current {
             self.touched.push(id.clone());
             // Changed since the snapshot: decide on the row as it is now.
             match serde_json::from_str(&body) {
@@ -87,7 +90,7 @@ impl PgTx<'_> {
         }
         // Locked by this transaction and current from here on.
         self.fresh.insert(id, seq);
-        Ok(())
+        Ok(current)
     }
 
     /// Before an unnamed claim: locks the todo the kernel would give `agent`.
@@ -105,8 +108,12 @@ impl PgTx<'_> {
                 // Locked by us and current: the kernel's choice is ours.
                 return Ok(());
             }
-            // None free among these: they count as held, and the next ranking goes further.
-            self.lock_first(&ranked, now)?;
+            // The ones before the todo it locks count as held. Locked as the snapshot had it,
+            // that todo now ranks first: no other moved. Read again, or none free among these:
+            // rank again (further down).
+            if self.lock_first(&ranked, now)? {
+                return Ok(());
+            }
         }
         Ok(())
     }

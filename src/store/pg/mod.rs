@@ -385,7 +385,18 @@ impl Conn {
 }
 
 /// The statements `Conn::named` prepares: a claim's lock and an agent's commit (schema 2).
-const NAMED: &str = "PREPARE lx_lock(text[], timestamptz) AS SELECT * FROM loopx.lock_free($1, $2); \
+/// The lock goes down `$1` in order, one row by id at a time, and stops at the first it locks:
+/// a row with no live lease that no other transaction holds (rows locked and not taken would
+/// hold up their holders' own releases). It runs with `enable_seqscan` off (a scan of every
+/// row version of a small, busy table costs more than the lookups), set back for the commit
+/// (there it would pick worse plans).
+const NAMED: &str = "PREPARE lx_lock(text[], timestamptz) AS \
+     SELECT t.id, t.body::text, t.seq, t.archived FROM unnest($1) AS c(id) \
+     CROSS JOIN LATERAL (SELECT t.id, t.body, t.seq, t.archived FROM loopx.todos t \
+       WHERE t.id = c.id AND NOT t.archived \
+         AND (jsonb_typeof(t.body->'lease') IS DISTINCT FROM 'object' \
+              OR (t.body->'lease'->>'expires_at')::timestamptz <= $2) \
+       FOR UPDATE OF t SKIP LOCKED) t LIMIT 1; \
      PREPARE lx_commit(bigint, text[], bigint[], boolean, jsonb, text[]) AS \
      SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)";
 
