@@ -101,7 +101,10 @@ END $f$;
 
 CREATE OR REPLACE FUNCTION loopx.commit(
   base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
-RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
+RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+-- Each statement planned once per connection: planned again at each call (PostgreSQL's choice
+-- for statements with array arguments) it cost a commit more than the plans gained.
+SET plan_cache_mode = force_generic_plan AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
   l text; moved text;
