@@ -103,8 +103,10 @@ CREATE OR REPLACE FUNCTION loopx.commit(
   base bigint, todo_ids text[], todo_seqs bigint[], spends boolean, writes jsonb, frags text[])
 RETURNS TABLE (seq bigint, line text) LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 -- Each statement planned once per connection: planned again at each call (PostgreSQL's choice
--- for statements with array arguments) it cost a commit more than the plans gained.
-SET plan_cache_mode = force_generic_plan AS $f$
+-- for statements with array arguments) it cost a commit more than the plans gained. No JIT: with
+-- sequential scans turned off by the caller, the goal's check (a table with no index to use) was
+-- costed so high that each call compiled it (11 claims/s).
+SET plan_cache_mode = force_generic_plan SET jit = off AS $f$
 DECLARE
   last_seq bigint; last_line text; prev text; n bigint; first bigint; w jsonb; i int;
   l text; moved text;
