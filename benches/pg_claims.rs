@@ -104,6 +104,14 @@ fn main() {
         claims + single.len(),
         "a claim is missing from the journal"
     );
+    // Checked: the database goes (on a failed check it stays, to be looked at).
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
+    admin
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS lx_bench_{}",
+            std::process::id()
+        ))
+        .expect("dropdb");
 }
 
 fn ms(d: Duration) -> f64 {
