@@ -9,6 +9,23 @@ use crate::kernel::{Lease, Result, Ts};
 /// The most todos one claim tries to lock before it gives up on the rest.
 const CLAIM_CANDIDATES: usize = 16;
 
+/// The statements `Conn::named` prepares: a claim's lock and an agent's commit (schema 2).
+/// The lock goes down `$1` in order, one row by id at a time, and stops at the first it locks:
+/// a row with no live lease that no other transaction holds (rows locked and not taken would
+/// hold up their holders' own releases). The nested loop over `unnest` keeps the array's order;
+/// were it lost, a claim would take a lesser todo, never a held one. It runs with
+/// `enable_seqscan` off (a scan of every row version of a small, busy table costs more than the
+/// lookups), set back for the commit, whose plans it would cost as if no index would do.
+pub(super) const NAMED: &str = "PREPARE lx_lock(text[], timestamptz) AS \
+     SELECT t.id, t.body::text, t.seq, t.archived FROM unnest($1) AS c(id) \
+     CROSS JOIN LATERAL (SELECT t.id, t.body, t.seq, t.archived FROM loopx.todos t \
+       WHERE t.id = c.id AND NOT t.archived \
+         AND (jsonb_typeof(t.body->'lease') IS DISTINCT FROM 'object' \
+              OR (t.body->'lease'->>'expires_at')::timestamptz <= $2) \
+       FOR UPDATE OF t SKIP LOCKED) t LIMIT 1; \
+     PREPARE lx_commit(bigint, text[], bigint[], boolean, jsonb, text[]) AS \
+     SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)";
+
 /// A locked todo's row as the simple protocol gives it: id, body, seq, archived.
 fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)> {
     let field = |i: usize| r.get(i).ok_or_else(|| internal("a todo row lacks a field"));

@@ -330,7 +330,9 @@ impl Conn {
     /// connection: the one-message transactions `EXECUTE` them, planned once per connection.
     pub(crate) fn named(&mut self) -> Result<()> {
         if !self.named {
-            self.client()?.batch_execute(NAMED).map_err(db_error)?;
+            self.client()?
+                .batch_execute(claim::NAMED)
+                .map_err(db_error)?;
             self.named = true;
         }
         Ok(())
@@ -383,22 +385,6 @@ impl Conn {
         Ok(copy)
     }
 }
-
-/// The statements `Conn::named` prepares: a claim's lock and an agent's commit (schema 2).
-/// The lock goes down `$1` in order, one row by id at a time, and stops at the first it locks:
-/// a row with no live lease that no other transaction holds (rows locked and not taken would
-/// hold up their holders' own releases). It runs with `enable_seqscan` off (a scan of every
-/// row version of a small, busy table costs more than the lookups), set back for the commit
-/// (there it would pick worse plans).
-const NAMED: &str = "PREPARE lx_lock(text[], timestamptz) AS \
-     SELECT t.id, t.body::text, t.seq, t.archived FROM unnest($1) AS c(id) \
-     CROSS JOIN LATERAL (SELECT t.id, t.body, t.seq, t.archived FROM loopx.todos t \
-       WHERE t.id = c.id AND NOT t.archived \
-         AND (jsonb_typeof(t.body->'lease') IS DISTINCT FROM 'object' \
-              OR (t.body->'lease'->>'expires_at')::timestamptz <= $2) \
-       FOR UPDATE OF t SKIP LOCKED) t LIMIT 1; \
-     PREPARE lx_commit(bigint, text[], bigint[], boolean, jsonb, text[]) AS \
-     SELECT seq, line FROM loopx.commit($1, $2, $3, $4, $5, $6)";
 
 /// Refuses a database without loopx's schema, or with a newer one.
 fn check_schema(c: &mut postgres::Client) -> Result<i64> {
