@@ -3,6 +3,7 @@
 #  1. the library (benches/pg_claims.rs): a single claim's round trip, then CLIENTS clients, each
 #     with its own connection and agent login, claiming and releasing for SECONDS; then claims
 #     only (no release) over 4,000 todos, with the CPU each claim cost the clients and the server;
+#     for scale, the same with the database's rules off, then with the server held to one core;
 #  2. the CLI, one process per claim: 8 agent processes race `loopx --store URL todo claim` over
 #     TODOS todos (each process connects, reads, claims and exits), beside the same race on files.
 # usage: benches/pg.sh [CLIENTS] [SECONDS] [TODOS]   (builds target/release/loopx)
@@ -24,6 +25,18 @@ LOOPX_BENCH_PG=$url cargo bench -q --bench pg_claims -- "$clients" "$secs" 32 2>
 echo "== library: claims only (one commit each) over 4,000 todos"
 LOOPX_BENCH_PG=$url cargo bench -q --bench pg_claims -- "$clients" "$secs" 4000 claims 2>/dev/null |
   grep -E "clients|journal|CPU"
+
+echo "== for scale: the same, with the database's rules off (benches/pg_experiments/no_rules.sql)"
+LOOPX_BENCH_SQL=benches/pg_experiments/no_rules.sql LOOPX_BENCH_PG=$url \
+  cargo bench -q --bench pg_claims -- "$clients" "$secs" 4000 claims 2>/dev/null | grep -E "clients|CPU"
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  echo "== for scale: the server on core 0 only, the clients on core 1 (what one core of the server serves)"
+  pm=$(head -1 "$srv/data/postmaster.pid")
+  for p in "$pm" $(pgrep -P "$pm" || true); do taskset -a -p 0x1 "$p" >/dev/null; done
+  LOOPX_BENCH_PG=$url taskset -c 1 cargo bench -q --bench pg_claims -- "$clients" "$secs" 4000 claims 2>/dev/null |
+    grep -E "clients|CPU"
+  for p in "$pm" $(pgrep -P "$pm" || true); do taskset -a -p -c "0-$(($(nproc) - 1))" "$p" >/dev/null; done
+fi
 
 echo "== CLI: 8 processes race over $todos todos, one process per claim"
 db=lx_cli_$$

@@ -7,7 +7,9 @@
 //!
 //! usage: LOOPX_BENCH_PG=postgres://postgres@127.0.0.1:PORT/postgres \
 //!        cargo bench --bench pg_claims -- [CLIENTS] [SECONDS] [TODOS] [cycle|claims]
-//! (benches/pg.sh starts a throwaway server and runs this).
+//! (benches/pg.sh starts a throwaway server and runs this). With LOOPX_BENCH_SQL=FILE, FILE's
+//! SQL runs on the new database after the schema: an experiment, such as
+//! `benches/pg_experiments/no_rules.sql`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -88,7 +90,7 @@ fn main() {
             cpu.0 * 1000.0 / claims as f64,
             cpu.1 * 1000.0 / claims as f64,
             (cpu.0 + cpu.1) / wall,
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            machine_cores(),
         );
     } else {
         println!(
@@ -135,6 +137,12 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
     let store = PgStore::new(&url, Env::default()).expect("url");
     let roles = Roles::with_prefix("lxbench").expect("prefix");
     store.migrate(&roles).expect("migrate");
+    // An experiment: SQL run on the new database after the schema (LOOPX_BENCH_SQL=FILE).
+    if let Ok(f) = std::env::var("LOOPX_BENCH_SQL") {
+        let sql = std::fs::read_to_string(&f).expect("LOOPX_BENCH_SQL");
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        c.batch_execute(&sql).expect("LOOPX_BENCH_SQL");
+    }
     for i in 1..=clients {
         admin
             .batch_execute(&format!(
@@ -220,6 +228,15 @@ fn run_client(url: &str, agent: &str, until: Instant, only: bool) -> (Vec<Durati
 }
 
 /// Seconds of CPU this process has used (Linux; 0 elsewhere).
+/// The machine's cores, whatever this process is pinned to (`/proc/stat`'s `cpuN` lines).
+fn machine_cores() -> usize {
+    std::fs::read_to_string("/proc/stat").map_or(0, |t| {
+        t.lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count()
+    })
+}
+
 fn own_cpu() -> f64 {
     std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| ticks(&t, &[14, 15]))
 }
