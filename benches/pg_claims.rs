@@ -227,7 +227,6 @@ fn run_client(url: &str, agent: &str, until: Instant, only: bool) -> (Vec<Durati
     (lat, none, end)
 }
 
-/// Seconds of CPU this process has used (Linux; 0 elsewhere).
 /// The machine's cores, whatever this process is pinned to (`/proc/stat`'s `cpuN` lines).
 fn machine_cores() -> usize {
     std::fs::read_to_string("/proc/stat").map_or(0, |t| {
@@ -237,6 +236,7 @@ fn machine_cores() -> usize {
     })
 }
 
+/// Seconds of CPU this process has used (Linux; 0 elsewhere).
 fn own_cpu() -> f64 {
     std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| ticks(&t, &[14, 15]))
 }
