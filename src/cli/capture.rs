@@ -1,7 +1,8 @@
 //! Evidence `todo update` captures: artifacts' SHA-256, and git's HEAD and changed files.
 
 use std::path::Path;
-use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use super::Ctx;
 use crate::kernel::bounds;
@@ -62,58 +63,82 @@ pub struct Git {
     files: Vec<String>,
 }
 
-/// The project's git facts, or `None` outside a work tree (or without git).
-pub fn git_facts(root: &Path) -> Option<Git> {
-    // One git call: porcelain v2 gives HEAD (`# branch.oid`) and the changed files together.
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args([
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=all",
-        ])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
+/// What the project's git gave: its facts, no work tree, or why it could not be read.
+pub type GitFacts = std::result::Result<Option<Git>, String>;
+
+/// How long reading git may take: a FIFO planted as `.gitignore` or `core.excludesFile` would
+/// block the read for ever.
+const GIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The project's git facts, read in this process with libgit2: git itself would run programs
+/// the repository names (`core.fsmonitor`, filter drivers, hooks), as whoever runs loopx, the
+/// owner included. libgit2 runs none (docs/security.md). `Ok(None)` outside a work tree.
+pub fn git_facts(root: &Path) -> GitFacts {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let root = root.to_path_buf();
+    // A read blocked on a FIFO stays blocked: the thread is left behind, and ends with the process.
+    let spawned = std::thread::Builder::new()
+        .name("git-facts".into())
+        .spawn(move || {
+            let _ = tx.send(read_git(&root));
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot read git: {e}"));
     }
-    let mut head = None;
-    let mut files = Vec::new();
-    let mut records = out.stdout.split(|b| *b == 0);
-    while let Some(rec) = records.next() {
-        let rec = String::from_utf8_lossy(rec);
-        if let Some(oid) = rec.strip_prefix("# branch.oid ") {
-            head = Some(oid.to_string()).filter(|o| o != "(initial)");
-            continue;
-        }
-        let path = match rec.chars().next() {
-            Some('1') => rec.splitn(9, ' ').nth(8),
-            Some('2') => {
-                records.next(); // the original path of a rename
-                rec.splitn(10, ' ').nth(9)
-            }
-            Some('u') => rec.splitn(11, ' ').nth(10),
-            Some('?') => rec.get(2..),
-            _ => None,
-        };
-        if let Some(f) = path.filter(|f| !f.starts_with(".loopx/") && *f != ".loopx") {
-            files.push(f.to_string());
-        }
+    match rx.recv_timeout(GIT_TIMEOUT) {
+        Ok(facts) => facts,
+        Err(_) => Err(format!(
+            "git took longer than {} s to read (a FIFO or a huge tree?)",
+            GIT_TIMEOUT.as_secs()
+        )),
     }
-    Some(Git { head, files })
+}
+
+fn read_git(root: &Path) -> GitFacts {
+    let repo = match git2::Repository::discover(root) {
+        Ok(r) => r,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot open the repository: {}", e.message())),
+    };
+    if repo.is_bare() {
+        return Ok(None);
+    }
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .map(|o| o.to_string());
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .renames_head_to_index(true);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(|e| format!("cannot read the work tree's status: {}", e.message()))?;
+    let files = statuses
+        .iter()
+        .filter_map(|s| changed_path(&s))
+        .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
+        .collect();
+    Ok(Some(Git { head, files }))
+}
+
+/// The path a status entry names now: the new name of a rename.
+fn changed_path(s: &git2::StatusEntry<'_>) -> Option<String> {
+    let delta = s.index_to_workdir().or_else(|| s.head_to_index());
+    let path = delta
+        .and_then(|d| d.new_file().path().or_else(|| d.old_file().path()))
+        .map(|p| p.to_string_lossy().into_owned());
+    path.or_else(|| s.path().ok().map(str::to_string))
 }
 
 /// The evidence `todo update` captures when none is given.
-pub fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: Option<Git>) -> Evidence {
+pub fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: GitFacts) -> Evidence {
     let since = t.lease.as_ref().map(|l| now.since(l.acquired_at));
     let mut parts = Vec::new();
     let mut e = Evidence::new(now, agent, None, EvidenceKind::Auto, String::new());
     match &git {
-        Some(g) => {
+        Ok(Some(g)) => {
             match &g.head {
                 Some(h) => parts.push(format!("HEAD {}", &h[..h.len().min(12)])),
                 None => parts.push("no commits yet".into()),
@@ -124,13 +149,14 @@ pub fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: Option<Git>) -> Eviden
                 if g.files.len() == 1 { "" } else { "s" }
             ));
         }
-        None => parts.push("not a git work tree".into()),
+        Ok(None) => parts.push("not a git work tree".into()),
+        Err(why) => parts.push(format!("no git facts: {why}")),
     }
     if let Some(s) = since {
         parts.push(format!("{} since the claim", Dur(s.0 / 1000 * 1000)));
         e.since_claim_s = Some(s.0 / 1000);
     }
-    if let Some(g) = git {
+    if let Ok(Some(g)) = git {
         e.commit = g.head;
         e.files = g.files.into_iter().take(50).collect();
     }

@@ -408,7 +408,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     let git = if auto {
         git_facts(&ctx.work_dir(store))
     } else {
-        None
+        Ok(None)
     };
     let (t, notes) = store.mutate_noted(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;

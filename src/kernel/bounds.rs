@@ -478,26 +478,22 @@ pub fn check_command(key: &str, s: &str) -> Checked {
     plain_command(key, s)
 }
 
-/// A command text the owner approves by reading it: no control or bidi character, no space but
-/// U+0020, nothing invisible. Shown escaped, a newline reads as `\n` (in a comment, say) while
-/// `sh -c` runs a new line; `x=1<NBSP>#;touch f` reads as a comment, but the shell does not split
-/// on a no-break space, so `#` starts no comment and `touch f` runs.
+/// A command text the owner approves by reading it: printable ASCII only (U+0020 to U+007E).
+/// Anything else can show one way and run another: a newline reads as `\n` while `sh -c` runs
+/// a new line; U+2800 or a no-break space reads as a space, but the shell does not split on it,
+/// so `x=1<NBSP>#;touch f` runs `touch f`; a Cyrillic `а` reads as a Latin `a`. One rule for
+/// checks, hooks and every command text the owner approves (docs/security.md).
 pub fn plain_command(key: &str, s: &str) -> Checked {
-    let hidden = |c: char| {
-        crate::text::is_unsafe(c)
-            || (c.is_whitespace() && c != ' ')
-            || matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    let Some((at, c)) = s.char_indices().find(|(_, c)| !matches!(c, ' '..='~')) else {
+        return Ok(());
     };
-    if let Some(c) = s.chars().find(|c| hidden(*c)) {
-        return Err(Violation::new(
-            key,
-            format!(
-                "`{key}` cannot hold U+{:04X}: no control character, space other than U+0020 or invisible character (the text shown would not be the text run)",
-                c as u32
-            ),
-        ));
-    }
-    Ok(())
+    Err(Violation::new(
+        key,
+        format!(
+            "`{key}` cannot hold U+{:04X} (byte {at}): a command the owner approves is printable ASCII, so the text shown is the text run (write other characters as printf escapes, or approve a script that holds them)",
+            c as u32
+        ),
+    ))
 }
 
 /// A gate file.

@@ -45,6 +45,8 @@ fn loopx(exe: &Path, root: &Path, agent: &str, args: &[&str]) -> Option<Value> {
         .args(args)
         .env_remove("LOOPX_DIR")
         .env_remove("LOOPX_AGENT")
+        // Agents never hold the owner's key, in the demo too.
+        .env_remove("LOOPX_OWNER_KEY")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()

@@ -143,8 +143,7 @@ fn a_command_shows_the_text_it_runs() {
     for ok in [
         "true",
         "gh pr view 12 | jq -r .state",
-        "test -f résumé.txt",
-        "echo '日本'",
+        "printf '\\303\\251' | grep -q . && test ~ != x",
     ] {
         assert_eq!(plain_command("c", ok), Ok(()), "{ok:?}");
     }
@@ -162,6 +161,21 @@ fn a_command_shows_the_text_it_runs() {
         "a\u{2060}b",
         "a\u{feff}b",
         "a\u{ad}b",
+        "echo ok\u{2800}#;touch pwned",
+        "a\u{34f}b",
+        "a\u{fe0f}b",
+        "a\u{e0020}b",
+        "a\u{17b4}b",
+        "a\u{3164}b",
+        "a\u{115f}b",
+        "a\u{ffa0}b",
+        "a\u{1160}b",
+        "a\u{301}b",
+        "t\u{435}st -f x",
+        "a\u{ff1b}b",
+        "test -f résumé.txt",
+        "echo '日本'",
+        "a\u{7f}b",
     ] {
         assert!(plain_command("c", bad).is_err(), "{bad:?}");
     }
