@@ -452,3 +452,25 @@ fn path_like_ids_and_symlinks_touch_nothing_outside() {
     assert!(q["message"].as_str().unwrap().contains("symlink"), "{q}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
 }
+
+#[test]
+fn owner_init_leaves_the_mode_of_a_directory_it_did_not_make() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new("keydir", false);
+    let shared = p.dir.parent().unwrap().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let key = shared.join("owner.key");
+    let out = p.run_with(Some(&key), &["owner", "init"]);
+    assert!(out.status.success(), "{out:?}");
+    let mode = |d: &Path| std::fs::metadata(d).unwrap().permissions().mode() & 0o7777;
+    // A key in a shared directory (/tmp) once made that directory 0700 for everyone.
+    assert_eq!(mode(&shared), 0o1777);
+    assert_eq!(mode(&key), 0o600);
+    // A directory it makes for the key is the owner's alone.
+    let fresh = shared.join("made/here/owner.key");
+    let q = Project::new("keydir2", false);
+    let out = q.run_with(Some(&fresh), &["owner", "init"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(mode(fresh.parent().unwrap()), 0o700);
+}

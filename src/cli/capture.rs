@@ -1,12 +1,13 @@
 //! Evidence `todo update` captures: artifacts' SHA-256, and git's HEAD and changed files.
 
+pub use crate::runtime::git::facts as git_facts;
+
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use super::Ctx;
 use crate::kernel::bounds;
 use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts};
+use crate::runtime::git::GitFacts;
 
 /// `--artifact PATH`: its SHA-256, as evidence.
 pub fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
@@ -54,82 +55,6 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
         }
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Git HEAD and changed files outside `.loopx/`, when the project is in a work tree.
-#[derive(Debug, Clone)]
-pub struct Git {
-    head: Option<String>,
-    files: Vec<String>,
-}
-
-/// What the project's git gave: its facts, no work tree, or why it could not be read.
-pub type GitFacts = std::result::Result<Option<Git>, String>;
-
-/// How long reading git may take: a FIFO planted as `.gitignore` or `core.excludesFile` would
-/// block the read for ever.
-const GIT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The project's git facts, read in this process with libgit2: git itself would run programs
-/// the repository names (`core.fsmonitor`, filter drivers, hooks), as whoever runs loopx, the
-/// owner included. libgit2 runs none (docs/security.md). `Ok(None)` outside a work tree.
-pub fn git_facts(root: &Path) -> GitFacts {
-    let (tx, rx) = mpsc::sync_channel(1);
-    let root = root.to_path_buf();
-    // A read blocked on a FIFO stays blocked: the thread is left behind, and ends with the process.
-    let spawned = std::thread::Builder::new()
-        .name("git-facts".into())
-        .spawn(move || {
-            let _ = tx.send(read_git(&root));
-        });
-    if let Err(e) = spawned {
-        return Err(format!("cannot read git: {e}"));
-    }
-    match rx.recv_timeout(GIT_TIMEOUT) {
-        Ok(facts) => facts,
-        Err(_) => Err(format!(
-            "git took longer than {} s to read (a FIFO or a huge tree?)",
-            GIT_TIMEOUT.as_secs()
-        )),
-    }
-}
-
-fn read_git(root: &Path) -> GitFacts {
-    let repo = match git2::Repository::discover(root) {
-        Ok(r) => r,
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot open the repository: {}", e.message())),
-    };
-    if repo.is_bare() {
-        return Ok(None);
-    }
-    let head = repo
-        .head()
-        .ok()
-        .and_then(|h| h.target())
-        .map(|o| o.to_string());
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .renames_head_to_index(true);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .map_err(|e| format!("cannot read the work tree's status: {}", e.message()))?;
-    let files = statuses
-        .iter()
-        .filter_map(|s| changed_path(&s))
-        .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
-        .collect();
-    Ok(Some(Git { head, files }))
-}
-
-/// The path a status entry names now: the new name of a rename.
-fn changed_path(s: &git2::StatusEntry<'_>) -> Option<String> {
-    let delta = s.index_to_workdir().or_else(|| s.head_to_index());
-    let path = delta
-        .and_then(|d| d.new_file().path().or_else(|| d.old_file().path()))
-        .map(|p| p.to_string_lossy().into_owned());
-    path.or_else(|| s.path().ok().map(str::to_string))
 }
 
 /// The evidence `todo update` captures when none is given.

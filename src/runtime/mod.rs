@@ -1,5 +1,6 @@
 //! The runtime: what loopx runs itself (a bounded turn, a heartbeat of turns, checks, hooks).
 
+pub mod git;
 pub mod heartbeat;
 pub mod hook_serve;
 pub mod hooks;

@@ -137,7 +137,11 @@ fn read_key_file(path: &Path) -> Result<Option<String>> {
 pub fn create(path: &Path) -> Result<OwnerKey> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
-    if let Some(dir) = path.parent() {
+    // Only a directory made here is set to 0700: the key's may be one that others share (/tmp).
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
         let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
     }
