@@ -434,3 +434,28 @@ fn a_holder_hands_its_lease_on_and_the_receiver_finishes() {
     lab.ok(Who::Agent(a2), &done);
     lab.ok(Who::Owner, &["log", "--verify"]);
 }
+
+#[test]
+fn a_handoff_on_the_database_obeys_the_receivers_routing() {
+    let Some(lab) = Lab::new(Backend::Db, "pg-handoff-route", 2, 1) else {
+        return;
+    };
+    let (a1, a2, t) = (lab.agent(1), lab.agent(2), lab.todos[0].clone());
+    // The review is added while t is open: the finisher is excluded when t is done.
+    let v = lab.ok(
+        Who::Agent(a2),
+        &["todo", "add", "review it", "--reviews", &t],
+    );
+    let review = v["todo"]["id"].as_str().expect("an id").to_string();
+    lab.ok(Who::Agent(a1), &["todo", "claim", &t]);
+    lab.ok(Who::Agent(a1), &["todo", "update", &t, "--status", "done"]);
+    lab.ok(Who::Agent(a2), &["todo", "claim", &review]);
+    let v = lab.fails(
+        Who::Agent(a2),
+        &["todo", "handoff", &review, "--to", a1],
+        "not_ready",
+    );
+    assert!(v.to_string().contains("separation of duties"), "{v}");
+    let shown = lab.ok(Who::Agent(a2), &["todo", "show", &review]);
+    assert_eq!(shown["todo"]["lease"]["holder"], a2, "{shown}");
+}

@@ -437,8 +437,8 @@ fn systemd_units_verify_and_rerun_unchanged() {
     ];
     let (v, actions) = setup_ok(&p, &args);
     assert!(all(&actions, "created"), "{actions:?}");
-    let service = p.root().join("systemd/loopx-night_owl.service");
-    let timer = p.root().join("systemd/loopx-night_owl.timer");
+    let service = p.root().join("systemd/loopx-night\\x40owl.service");
+    let timer = p.root().join("systemd/loopx-night\\x40owl.timer");
     let unit = std::fs::read_to_string(&service).unwrap();
     assert!(
         unit.contains("Type=oneshot") && unit.contains("SuccessExitStatus=3"),

@@ -335,3 +335,82 @@ fn the_roster_shows_each_agents_capabilities() {
         .unwrap();
     assert_eq!(bob["capabilities"], serde_json::json!(["code"]), "{v}");
 }
+
+/// `todo handoff R --to A` as B, the JSON error's message.
+fn handoff_refused(p: &Project, from: &str, id: &str, to: &str) -> String {
+    let v = p.fails_as(from, &["todo", "handoff", id, "--to", to], "not_ready");
+    let msg = v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Refused as its claim would be: exit 3, nothing moved.
+    assert_eq!(p.show(id)["lease"]["holder"], from, "{v}");
+    msg
+}
+
+#[test]
+fn a_handoff_to_the_finisher_of_the_reviewed_todo_is_refused() {
+    let p = Project::new("route-handoff-sod");
+    let t = p.add("build", &[]);
+    let review = p.add("review the build", &["--reviews", &t]);
+    p.ok_as("a", &["todo", "claim", &t]);
+    finish(&p, "a", &t, "built");
+    p.ok_as("b", &["todo", "claim", &review]);
+    let msg = handoff_refused(&p, "b", &review, "a");
+    assert!(
+        msg.contains("cannot be handed to a") && msg.contains("separation of duties"),
+        "{msg}"
+    );
+    // A cannot finish its own review: it holds nothing.
+    let args = ["todo", "update", &review, "--status", "done"];
+    p.fails_as("a", &args, "lease_conflict");
+    // Another agent may take it; the owner's signed reassign still overrides.
+    p.ok_as("b", &["todo", "handoff", &review, "--to", "c"]);
+    p.ok(&["todo", "reassign", &review, "--to", "a"]);
+    assert_eq!(p.show(&review)["lease"]["holder"], "a");
+}
+
+#[test]
+fn a_handoff_needs_the_receivers_capabilities_as_the_owner_fixed_them() {
+    let p = Project::new("route-handoff-cap");
+    let deploy = p.add("deploy it", &["--requires", "deploy"]);
+    declare(&p, "ops", &["deploy"]);
+    p.ok(&["agent", "fix", "nocap", "--clear-capabilities"]);
+    p.ok_as("ops", &["todo", "claim", &deploy]);
+    let msg = handoff_refused(&p, "ops", &deploy, "nocap");
+    assert!(
+        msg.contains("nocap lacks capabilities it needs: deploy"),
+        "{msg}"
+    );
+    p.fails_as(
+        "nocap",
+        &["todo", "update", &deploy, "--status", "done"],
+        "lease_conflict",
+    );
+    // What it declares itself does not count against the owner's fixed list.
+    declare(&p, "fixed", &["deploy"]);
+    p.ok(&["agent", "fix", "fixed", "--capability", "docs"]);
+    let msg = handoff_refused(&p, "ops", &deploy, "fixed");
+    assert!(msg.contains("deploy"), "{msg}");
+}
+
+#[test]
+fn a_handoff_and_a_claim_respect_the_receivers_slot_cap() {
+    let p = Project::new("route-handoff-slots");
+    let t = p.add("one", &[]);
+    let u = p.add("two", &[]);
+    p.ok(&["agent", "fix", "capped", "--slots", "1"]);
+    p.ok_as("capped", &["quota", "spend-slot"]);
+    p.ok_as("free", &["todo", "claim", &t]);
+    let msg = handoff_refused(&p, "free", &t, "capped");
+    assert!(msg.contains("capped has spent its 1 slot"), "{msg}");
+    // A claim applies the same rule.
+    let v = p.fails_as("capped", &["todo", "claim", &u], "not_ready");
+    assert!(
+        v["error"]["message"]
+            .to_string()
+            .contains("agent fix --slots"),
+        "{v}"
+    );
+    p.fails_as("capped", &["todo", "claim"], "nothing_ready");
+}

@@ -48,6 +48,15 @@ pub enum Blocker {
         /// The agent.
         agent: String,
     },
+    /// The agent's own slot cap (`agent fix --slots`) is spent in the window.
+    SlotsSpent {
+        /// The agent.
+        agent: String,
+        /// Its cap.
+        limit: u32,
+        /// When a slot frees.
+        until: Ts,
+    },
     // -- end routing --
     /// Another live lease.
     Leased {
@@ -67,7 +76,7 @@ impl Blocker {
             Blocker::Dependency { status, role, .. } => {
                 !matches!((status, role), (Some(Status::Open), Some(Role::Agent)))
             }
-            Blocker::NotDue { .. } | Blocker::Leased { .. } => false,
+            Blocker::NotDue { .. } | Blocker::Leased { .. } | Blocker::SlotsSpent { .. } => false,
             // Never cleared for this agent, by anyone: should-run skips such todos instead.
             Blocker::Capability { .. } | Blocker::Excluded { .. } => false,
         }
@@ -81,7 +90,9 @@ impl Blocker {
     /// When it clears by itself, if known.
     pub fn clears_at(&self) -> Option<Ts> {
         match self {
-            Blocker::NotDue { until } | Blocker::Leased { until, .. } => Some(*until),
+            Blocker::NotDue { until }
+            | Blocker::Leased { until, .. }
+            | Blocker::SlotsSpent { until, .. } => Some(*until),
             _ => None,
         }
     }
@@ -105,7 +116,52 @@ impl Blocker {
             Blocker::Excluded { agent } => {
                 format!("{agent} may not claim it (separation of duties)")
             }
+            Blocker::SlotsSpent {
+                agent,
+                limit,
+                until,
+            } => format!(
+                "{agent} has spent its {} in the window (agent fix --slots) until {until}",
+                crate::text::count(*limit as usize, "slot", "slots")
+            ),
         }
+    }
+
+    /// The phrase for a todo offered to `agent` by someone else (a hand-off).
+    pub fn describe_for(&self, agent: &str) -> String {
+        match self {
+            Blocker::Capability { missing } => {
+                format!(
+                    "{agent} lacks capabilities it needs: {}",
+                    missing.join(", ")
+                )
+            }
+            b => b.describe(),
+        }
+    }
+}
+
+/// Why `agent` may not take `todo` on: the rules a claim and a hand-off both apply to the
+/// taker (an exclusion, capabilities it lacks, its own slot cap spent). Empty when it may.
+pub fn may_take(snap: &Snapshot, todo: &Todo, agent: &str, now: Ts) -> Vec<Blocker> {
+    let mut out = Vec::new();
+    routing(snap, todo, agent, &mut out);
+    slots_spent(snap, agent, now, &mut out);
+    out
+}
+
+/// The agent's own slot cap, when its spends in the window reach it.
+fn slots_spent(snap: &Snapshot, agent: &str, now: Ts, out: &mut Vec<Blocker>) {
+    let Some(limit) = crate::kernel::agents::slots_cap(snap, agent) else {
+        return;
+    };
+    let (q, p) = (&snap.quota, &snap.config.quota);
+    if let Some(d) = crate::kernel::quota::agent_throttled(q, p, agent, limit, now) {
+        out.push(Blocker::SlotsSpent {
+            agent: agent.to_string(),
+            limit,
+            until: now.add(d),
+        });
     }
 }
 

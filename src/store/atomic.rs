@@ -37,13 +37,7 @@ pub fn create_temp(path: &Path) -> io::Result<(std::path::PathBuf, File)> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let mut last = io::Error::other("no temp name was free");
     for _ in 0..8 {
-        let mut rnd = [0u8; 8];
-        getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
-        let tmp = dir.join(format!(
-            ".{name}{TEMP_MARK}{}-{:016x}",
-            std::process::id(),
-            u64::from_le_bytes(rnd)
-        ));
+        let tmp = dir.join(temp_name(name)?);
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -57,6 +51,17 @@ pub fn create_temp(path: &Path) -> io::Result<(std::path::PathBuf, File)> {
         }
     }
     Err(last)
+}
+
+/// A fresh random temp file name for a file called `name`: `.NAME.tmp-PID-RANDOM`.
+pub fn temp_name(name: &str) -> io::Result<String> {
+    let mut rnd = [0u8; 8];
+    getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(format!(
+        ".{name}{TEMP_MARK}{}-{:016x}",
+        std::process::id(),
+        u64::from_le_bytes(rnd)
+    ))
 }
 
 /// Fsyncs a directory so a rename or unlink in it is durable.

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
-
 use super::Change;
+use super::dirfd::{Dir, Kind, Mode};
+use super::json::Obj;
 use crate::kernel::{Code, Error, Result};
 use crate::store::atomic;
 
@@ -54,20 +54,14 @@ pub fn refuse(rel: &str, line: Option<usize>, what: impl Into<String>) -> Error 
 /// it does not exist. A symlink (in the path below the root, or the file), a non-regular file
 /// or one too large is refused.
 pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
-    check_dirs(root, rel)?;
+    let Some((dir, name)) = walk(root, rel, false)? else {
+        return Ok(None);
+    };
     let path = root.join(rel);
-    let mut f = match atomic::open_nofollow(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(refuse(
-                rel,
-                None,
-                "is a symlink; setup never writes through one",
-            ));
-        }
-        Err(e) if atomic::is_not_regular(&e) => return Err(refuse(rel, None, e.to_string())),
-        Err(e) => return Err(Error::io(&path, &e)),
+    let mut f = match dir.open_file(name) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(entry_error(&dir, rel, name, &path, e)),
     };
     match atomic::read_bounded(&mut f, MAX_READ) {
         Ok(b) => Ok(Some(b)),
@@ -78,28 +72,42 @@ pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// Refuses a directory on the way to `rel` (below the root) that is a symlink or not a directory.
-fn check_dirs(root: &Path, rel: &str) -> Result<()> {
-    let mut dir = root.to_path_buf();
+const LINK: &str = "is a symlink; setup never writes through one";
+
+/// Opens the directories on the way to `rel` one by one from the root, never through a link
+/// (made when `make`); the last one and the file's name. `None` when one is missing.
+fn walk<'a>(root: &Path, rel: &'a str, make: bool) -> Result<Option<(Dir, &'a str)>> {
+    let mut dir = Dir::root(root).map_err(|e| Error::io(root, &e))?;
     let parts: Vec<&str> = rel.split('/').collect();
-    for (i, part) in parts[..parts.len().saturating_sub(1)].iter().enumerate() {
-        dir.push(part);
+    let Some((name, dirs)) = parts.split_last() else {
+        return Err(refuse(rel, None, "is not a file name"));
+    };
+    for (i, part) in dirs.iter().enumerate() {
         let shown = parts[..=i].join("/");
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(refuse(
-                    &shown,
-                    None,
-                    "is a symlink; setup never writes through one",
-                ));
-            }
-            Ok(m) if !m.is_dir() => return Err(refuse(&shown, None, "is not a directory")),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io(&dir, &e)),
-        }
+        let next = if make {
+            dir.sub_or_make(part).map(Some)
+        } else {
+            dir.sub(part)
+        };
+        dir = match next {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(entry_error(&dir, &shown, part, &root.join(&shown), e)),
+        };
     }
-    Ok(())
+    Ok(Some((dir, name)))
+}
+
+/// The error for an entry that would not open: a link or the wrong kind is refused (exit 6).
+fn entry_error(dir: &Dir, rel: &str, name: &str, path: &Path, e: std::io::Error) -> Error {
+    match dir.kind(name) {
+        Ok(Kind::Link) => refuse(rel, None, LINK),
+        Ok(Kind::File { .. } | Kind::Other) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            refuse(rel, None, "is not a directory")
+        }
+        _ if atomic::is_not_regular(&e) => refuse(rel, None, e.to_string()),
+        _ => Error::io(path, &e),
+    }
 }
 
 /// Text of a file as UTF-8, or refused.
@@ -114,32 +122,30 @@ pub fn utf8(rel: &str, bytes: Vec<u8>) -> Result<String> {
     })
 }
 
-/// Writes a change atomically (directories made as needed), unless it is unchanged.
+/// Writes a change atomically (directories made as needed), unless it is unchanged: every
+/// directory opened from the root without following a link and the file written within the
+/// last one, so a link swapped in meanwhile is never followed. The file keeps its mode and owner;
+/// a new one gets 0o666 less the umask (0o600 when private).
 pub fn apply(root: &Path, c: &Change) -> Result<()> {
     if c.action == Action::Unchanged {
         return Ok(());
     }
-    // Checked again just before writing: nothing became a symlink since the plan was made.
-    check_dirs(root, &c.rel)?;
-    let path = root.join(&c.rel);
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(refuse(
-            &c.rel,
-            None,
-            "is a symlink; setup never writes through one",
+    let Some((dir, name)) = walk(root, &c.rel, true)? else {
+        return Err(Error::io(
+            &root.join(&c.rel),
+            &std::io::ErrorKind::NotFound.into(),
         ));
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
-    }
-    atomic::write(&path, &c.bytes).map_err(|e| Error::io(&path, &e))?;
-    if c.private {
-        use std::os::unix::fs::PermissionsExt;
-        let f = atomic::open_nofollow(&path).map_err(|e| Error::io(&path, &e))?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| Error::io(&path, &e))?;
-    }
-    Ok(())
+    };
+    let path = root.join(&c.rel);
+    let mode = match dir.kind(name).map_err(|e| Error::io(&path, &e))? {
+        Kind::Link => return Err(refuse(&c.rel, None, LINK)),
+        Kind::Dir | Kind::Other => return Err(refuse(&c.rel, None, atomic::NOT_REGULAR)),
+        _ if c.private => Mode::Private,
+        Kind::Missing => Mode::New,
+        Kind::File { mode, uid, gid } => Mode::Keep { mode, uid, gid },
+    };
+    dir.replace(name, &c.bytes, mode)
+        .map_err(|e| Error::io(&path, &e))
 }
 
 /// A change from the old bytes (if any) to new ones, with `same` deciding "unchanged".
@@ -164,47 +170,21 @@ pub fn whole(root: &Path, rel: &str, new: String) -> Result<Change> {
     Ok(change(rel, old, new.into_bytes(), same))
 }
 
-/// Merges into a JSON object file: `edit` changes the parsed object; unchanged when the
-/// object is the same after it (the file's own formatting is then kept).
+/// Merges into a JSON object file: `edit` changes the object, whose values loopx leaves alone
+/// keep their text; unchanged when the value is the same after it (the file is then kept).
 pub fn merge_json(
     root: &Path,
     rel: &str,
-    edit: impl FnOnce(&mut Map<String, Value>) -> Result<()>,
+    edit: impl FnOnce(&mut Obj) -> Result<()>,
 ) -> Result<Change> {
     let old = read(root, rel)?;
-    let before = match &old {
-        None => Map::new(),
-        Some(bytes) => parse_json_object(rel, bytes)?,
-    };
-    let mut after = before.clone();
-    edit(&mut after)?;
-    let mut text = serde_json::to_string_pretty(&Value::Object(after.clone()))
-        .map_err(|e| Error::new(Code::Internal, e.to_string()))?;
-    text.push('\n');
-    Ok(change(rel, old, text.into_bytes(), before == after))
-}
-
-fn parse_json_object(rel: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(refuse(rel, Some(1), "is not a JSON object")),
-        Err(e) => Err(refuse(
-            rel,
-            Some(e.line().max(1)),
-            format!("is not JSON: {e}"),
-        )),
-    }
-}
-
-/// The object under `key`, made if absent; refused if it is there and not an object.
-pub fn object_at<'a>(
-    map: &'a mut Map<String, Value>,
-    key: &str,
-    rel: &str,
-) -> Result<&'a mut Map<String, Value>> {
-    let v = map
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    v.as_object_mut()
-        .ok_or_else(|| refuse(rel, None, format!("`{key}` is not a JSON object")))
+    let text = old.clone().map(|b| utf8(rel, b)).transpose()?;
+    // The file as it was, and the one `edit` changes.
+    let before = text.as_deref().map(|t| Obj::parse(rel, t)).transpose()?;
+    let mut obj = text
+        .as_deref()
+        .map_or(Ok(Obj::default()), |t| Obj::parse(rel, t))?;
+    edit(&mut obj)?;
+    let same = before.is_some_and(|b| b.same(&obj));
+    Ok(change(rel, old, obj.text().into_bytes(), same))
 }

@@ -1,9 +1,10 @@
 //! The wiring of hosts that run loopx themselves: Claude Code (.mcp.json, a SessionStart hook)
 //! and Codex CLI (an AGENTS.md section, .codex/config.toml).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::files::{self, refuse};
+use super::json::{Node, Obj};
 use super::{Plan, Wiring};
 use crate::cli::hook::sh_word;
 use crate::cli::prompt::{self, Runtime};
@@ -19,7 +20,7 @@ const END: &str = "<!-- loopx:end -->";
 /// Claude Code: the MCP server in .mcp.json and a SessionStart hook in .claude/settings.json.
 pub fn claude(p: &Plan) -> Result<Wiring> {
     let mcp = files::merge_json(&p.root, ".mcp.json", |m| {
-        let servers = files::object_at(m, "mcpServers", ".mcp.json")?;
+        let servers = m.object("mcpServers", ".mcp.json")?;
         server_entry(servers, ".mcp.json", p)
     })?;
     let settings = files::merge_json(&p.root, ".claude/settings.json", |m| {
@@ -36,12 +37,11 @@ pub fn claude(p: &Plan) -> Result<Wiring> {
 
 /// Sets `loopx` in `mcpServers`, key by key: the user's other keys in it (a timeout, more
 /// environment) stay.
-fn server_entry(servers: &mut Map<String, Value>, rel: &str, p: &Plan) -> Result<()> {
-    let entry = files::object_at(servers, "loopx", rel)?;
-    entry.insert("command".into(), json!(p.bin));
-    entry.insert("args".into(), json!(["mcp"]));
-    let env = files::object_at(entry, "env", rel)?;
-    env.insert("LOOPX_AGENT".into(), json!(p.agent));
+fn server_entry(servers: &mut Obj, rel: &str, p: &Plan) -> Result<()> {
+    let entry = servers.object("loopx", rel)?;
+    entry.set("command", json!(p.bin));
+    entry.set("args", json!(["mcp"]));
+    entry.object("env", rel)?.set("LOOPX_AGENT", json!(p.agent));
     Ok(())
 }
 
@@ -56,20 +56,15 @@ fn hook_command(p: &Plan) -> String {
 
 /// Puts our matcher group in `hooks.SessionStart`: replaces the one a former setup wrote (found
 /// by its mark), else appends; the user's groups stay as they are.
-fn session_hook(m: &mut Map<String, Value>, command: &str) -> Result<()> {
+fn session_hook(m: &mut Obj, command: &str) -> Result<()> {
     const REL: &str = ".claude/settings.json";
-    let hooks = files::object_at(m, "hooks", REL)?;
-    let list = hooks
-        .entry("SessionStart")
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or_else(|| refuse(REL, None, "`hooks.SessionStart` is not a JSON array"))?;
+    let list = m.object("hooks", REL)?.array("SessionStart", REL)?;
     let ours = json!({
         "matcher": "startup|resume|clear|compact",
         "hooks": [{"type": "command", "command": command, "timeout": 30}]
     });
-    let is_ours = |g: &Value| {
-        g["hooks"].as_array().is_some_and(|hs| {
+    let is_ours = |g: &Node| {
+        g.value()["hooks"].as_array().is_some_and(|hs| {
             hs.iter().any(|h| {
                 h["command"]
                     .as_str()
@@ -79,12 +74,12 @@ fn session_hook(m: &mut Map<String, Value>, command: &str) -> Result<()> {
     };
     match list.iter().position(is_ours) {
         Some(i) => {
-            list[i] = ours;
+            list[i] = Node::New(ours);
             // Ours once: a second group of ours (an old copy) goes.
             let mut first = true;
             list.retain(|g| !is_ours(g) || std::mem::replace(&mut first, false));
         }
-        None => list.push(ours),
+        None => list.push(Node::New(ours)),
     }
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! `setup`: writes a host's wiring (Claude Code, Codex CLI, cron, systemd) into the project.
 
 mod db;
+mod dirfd;
 mod files;
 mod hosts;
+mod json;
 mod sched;
 
 use std::ffi::OsString;

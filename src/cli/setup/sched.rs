@@ -9,6 +9,7 @@ use sha2::Digest as _;
 use super::{EVERY_DEFAULT, Plan, Setup, Wiring, files};
 use crate::cli::hook::sh_word;
 use crate::kernel::{Dur, Error, Result};
+use crate::text::escape as esc;
 
 /// The longest `--every` and `--timeout`: a week.
 const LONGEST: Dur = Dur(7 * 86_400_000);
@@ -263,19 +264,43 @@ fn unit_word(w: &str) -> String {
     out
 }
 
-/// The unit's name: `loopx-AGENT`, with `@` (a template's mark) made `_`.
+/// The unit's name: `loopx-AGENT`, with `@` (a template's mark) escaped as `systemd-escape`
+/// does (`\x40`): an agent id holds no `\`, so no two ids give one name.
 fn unit_name(agent: &str) -> String {
-    let safe: String = agent
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("loopx-{safe}")
+    let mut name = String::from("loopx-");
+    for c in agent.chars() {
+        if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+            name.push(c);
+        } else {
+            name.push_str(&format!("\\x{:02x}", u32::from(c)));
+        }
+    }
+    name
+}
+
+/// The start of a service's `Description=` line; the agent's id follows.
+const DESCRIPTION: &str = "Description=loopx: one turn of agent ";
+
+/// Refuses a service file there that runs another agent (one an older setup named alike).
+fn check_clash(p: &Plan, rel: &str) -> Result<()> {
+    let Some(bytes) = files::read(&p.root, rel)? else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let other = text.lines().find_map(|l| l.strip_prefix(DESCRIPTION));
+    match other {
+        Some(o) if o != p.agent => Err(Error::in_file(
+            crate::kernel::Code::InvalidState,
+            rel,
+            None,
+            format!("is agent {}'s unit, not {}'s", esc(o), p.agent),
+        )
+        .hint(format!(
+            "nothing was written: run `loopx --agent {} setup systemd ...` again to rename its units, then remove {rel}",
+            esc(o)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// systemd: a oneshot user service running one turn, and a timer starting it `every` after the
@@ -283,10 +308,13 @@ fn unit_name(agent: &str) -> String {
 pub fn systemd(p: &Plan, s: &Sched) -> Result<Wiring> {
     check_root(p, "\\\"", "a systemd unit")?;
     let name = unit_name(&p.agent);
+    let srel = format!("systemd/{name}.service");
+    let trel = format!("systemd/{name}.timer");
+    check_clash(p, &srel)?;
     let head = "# Written by `loopx setup systemd`; rerun it to update.\n";
     let exec: Vec<String> = s.argv(p).iter().map(|w| unit_word(w)).collect();
     let service = format!(
-        "{head}[Unit]\nDescription=loopx: one turn of agent {agent}\n\n[Service]\nType=oneshot\n\
+        "{head}[Unit]\n{DESCRIPTION}{agent}\n\n[Service]\nType=oneshot\n\
          WorkingDirectory={dir}\nEnvironment=\"PATH={path}\"\nExecStart={exec}\n\
          # Exit 3 is \"not now\" (paused, throttled, nothing ready): normal, not a failure.\n\
          SuccessExitStatus=3\nTimeoutStartSec={limit}s\n",
@@ -305,17 +333,16 @@ pub fn systemd(p: &Plan, s: &Sched) -> Result<Wiring> {
         every = s.every,
         secs = s.every.secs_ceil(),
     );
-    let srel = format!("systemd/{name}.service");
-    let trel = format!("systemd/{name}.timer");
     let changes = vec![
         files::whole(&p.root, &srel, service)?,
         files::whole(&p.root, &trel, timer)?,
     ];
     let root = root_text(p);
     let next = format!(
-        "systemctl --user link {} {} && systemctl --user enable --now {name}.timer",
+        "systemctl --user link {} {} && systemctl --user enable --now {}",
         sh_word(&format!("{root}/{srel}")),
-        sh_word(&format!("{root}/{trel}"))
+        sh_word(&format!("{root}/{trel}")),
+        sh_word(&format!("{name}.timer"))
     );
     let mut extra = Map::new();
     extra.insert(

@@ -303,6 +303,12 @@ pub fn claim(
             let (why, hint) = readiness::why_none_ready(snap, agent, now);
             return Err(Error::new(Code::NothingReady, why).hint(hint));
         };
+        // Routing is in the pick already; the agent's own slot cap is not.
+        if let Some(b) = readiness::may_take(snap, best, agent, now).first() {
+            return Err(Error::new(Code::NothingReady, b.describe())
+                .hint("see when to try again with `loopx quota should-run`")
+                .details(json!({"reasons": [b]})));
+        }
         let mut t = best.clone();
         grant_claim(&mut c, &mut t, agent, now, ttl)?;
         c.writes.push(Write::Todo(t.clone()));
@@ -319,7 +325,12 @@ pub fn claim(
         .hint("claim another todo with a bare `loopx todo claim`")
         .details(json!({"holder": l.holder, "expires_at": l.expires_at})));
     }
-    let b = readiness::blockers(snap, cur, agent, now, true);
+    let mut b = readiness::blockers(snap, cur, agent, now, true);
+    if cur.live_lease(now).is_none() {
+        // A new lease: the taker's rules, exactly as a hand-off applies them to its receiver.
+        b.retain(|x| !x.not_yours());
+        b.extend(readiness::may_take(snap, cur, agent, now));
+    }
     if !b.is_empty() {
         return Err(not_ready_error(id, &b));
     }

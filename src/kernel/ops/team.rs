@@ -51,6 +51,11 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
     }
     let mut t = todo(snap, &h.id)?.clone();
     check_lease(&t, agent, now, h.fence)?;
+    // The receiver takes the todo on: the rules a claim applies to it, by the same function.
+    let b = crate::kernel::readiness::may_take(snap, &t, &h.to, now);
+    if !b.is_empty() {
+        return Err(refused(&t.id, &h.to, &b));
+    }
     let old = t.fence;
     let mut c = Change::default();
     if let Some(n) = h.note.as_deref().filter(|n| !n.trim().is_empty()) {
@@ -79,6 +84,19 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
     );
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
+}
+
+/// A hand-off the receiver may not take (exit 3, as its own claim would be), naming each rule.
+fn refused(id: &str, to: &str, b: &[crate::kernel::readiness::Blocker]) -> Error {
+    let reasons: Vec<String> = b.iter().map(|x| x.describe_for(to)).collect();
+    Error::new(
+        crate::kernel::error::Code::NotReady,
+        format!("{id} cannot be handed to {to}: {}", reasons.join("; ")),
+    )
+    .hint(format!(
+        "hand it to an agent that may claim it; the owner may override: `loopx todo reassign {id} --to {to}`"
+    ))
+    .details(json!({ "reasons": b }))
 }
 
 /// What `todo edit` changes; `None` (or false) leaves a field as it is.
