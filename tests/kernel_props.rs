@@ -43,6 +43,7 @@ fn config(status: GoalStatus, slots: u32, min_interval_s: i64) -> Config {
         lease: LeasePolicy::default(),
         agents: BTreeMap::new(),
         hooks: BTreeMap::new(),
+        done: Default::default(),
         extra: Extra::new(),
     }
 }

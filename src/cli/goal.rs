@@ -164,6 +164,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         lease: LeasePolicy::default(),
         agents: Default::default(),
         hooks: Default::default(),
+        done: Default::default(),
         extra: Extra::new(),
     };
     bounds::usage(bounds::check_config(&config))?;

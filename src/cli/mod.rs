@@ -17,6 +17,7 @@ mod todo;
 // teams (issue 9)
 mod evidence;
 mod roster;
+mod todo_check;
 mod todo_edit;
 mod turn;
 mod turn_step;

@@ -63,60 +63,88 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
     let store = ctx.open()?;
     let store = store.as_ref();
     let now = ctx.now;
-    let owner = ops::OWNER;
     match c {
-        MonitorCmd::Propose { id, command } => {
-            let command = command.join(" ");
-            let (t, notes) = store.mutate_noted(|snap| {
-                let id = store.resolve_todo(snap, &id)?;
-                ops::propose_check(snap, &ctx.agent, now, &id, &command)
-            })?;
-            let sha = monitor::sha256_hex(command.as_bytes());
-            let text = format!(
-                "{}: check proposed (sha256 {}); it runs once the owner approves it with `loopx monitor approve {} --sha {}`",
-                esc(&t.id),
-                &sha[..monitor::SHA_PREFIX_MIN],
-                esc(&t.id),
-                &sha[..monitor::SHA_PREFIX_MIN]
-            );
-            let j = json!({"id": t.id, "command": command, "sha256": sha, "approved": false});
-            Ok(Out::new("check", j, text).noted(notes))
-        }
-        MonitorCmd::Approve { id, sha } => {
-            let ((id, sha, cmd), notes) = store.mutate_noted(|snap| {
-                let id = store.resolve_todo(snap, &id)?;
-                let (c, sha) = ops::approve_check(snap, owner, now, &id, sha.as_deref())?;
-                let cmd = snap.todos.get(&id).and_then(|t| t.check.clone());
-                let cmd = cmd.map(|c| c.command).unwrap_or_default();
-                Ok((c, (id, sha, cmd)))
-            })?;
-            let text = format!(
-                "{}: approved `{}` (sha256 {})",
-                esc(&id),
-                esc(&cmd),
-                &sha[..monitor::SHA_PREFIX_MIN]
-            );
-            let j = json!({"id": id, "command": cmd, "sha256": sha, "approved": true});
-            Ok(Out::new("check", j, text).noted(notes))
-        }
-        MonitorCmd::Revoke { id } => {
-            let ((id, sha), notes) = store.mutate_noted(|snap| {
-                let id = store.resolve_todo(snap, &id)?;
-                let (c, sha) = ops::revoke_check(snap, owner, now, &id)?;
-                Ok((c, (id, sha)))
-            })?;
-            let text = format!(
-                "{}: approval revoked (was sha256 {})",
-                esc(&id),
-                &sha[..monitor::SHA_PREFIX_MIN]
-            );
-            let j = json!({"id": id, "sha256": sha, "approved": false});
-            Ok(Out::new("check", j, text).noted(notes))
-        }
+        MonitorCmd::Propose { id, command } => propose(ctx, store, &id, &command, Purpose::Watch),
+        MonitorCmd::Approve { id, sha } => approve(ctx, store, &id, sha.as_deref()),
+        MonitorCmd::Revoke { id } => revoke(ctx, store, &id),
         MonitorCmd::List => list(store, now),
         // Checks run in the work dir: the project root on files, --dir or here on a database.
         MonitorCmd::Poll { timeout } => poll(ctx, store, timeout),
     }
+}
+
+/// What a proposed check is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A watcher's check, which `monitor poll` runs.
+    Watch,
+    /// The check that proves a todo done, which `todo update --status done` runs.
+    Done,
+}
+
+/// Proposes `words` (joined with spaces) as `id`'s check.
+pub fn propose(
+    ctx: &Ctx,
+    store: &dyn Store,
+    id: &str,
+    words: &[String],
+    p: Purpose,
+) -> Result<Out> {
+    let command = words.join(" ");
+    let (t, notes) = store.mutate_noted(|snap| {
+        let id = store.resolve_todo(snap, id)?;
+        let watcher = p == Purpose::Watch;
+        ops::propose_check(snap, &ctx.agent, ctx.now, &id, &command, watcher)
+    })?;
+    let sha = monitor::sha256_hex(command.as_bytes());
+    let group = if p == Purpose::Watch {
+        "monitor"
+    } else {
+        "todo check"
+    };
+    let short = &sha[..monitor::SHA_PREFIX_MIN];
+    let text = format!(
+        "{}: check proposed (sha256 {short}); it runs once the owner approves it with `loopx {group} approve {} --sha {short}`",
+        esc(&t.id),
+        esc(&t.id),
+    );
+    let j = json!({"id": t.id, "command": command, "sha256": sha, "approved": false});
+    Ok(Out::new("check", j, text).noted(notes))
+}
+
+/// Owner: approves `id`'s check as it is now (with `sha`, only if its hash starts so).
+pub fn approve(ctx: &Ctx, store: &dyn Store, id: &str, sha: Option<&str>) -> Result<Out> {
+    let ((id, sha, cmd), notes) = store.mutate_noted(|snap| {
+        let id = store.resolve_todo(snap, id)?;
+        let (c, sha) = ops::approve_check(snap, ops::OWNER, ctx.now, &id, sha)?;
+        let cmd = snap.todos.get(&id).and_then(|t| t.check.clone());
+        let cmd = cmd.map(|c| c.command).unwrap_or_default();
+        Ok((c, (id, sha, cmd)))
+    })?;
+    let text = format!(
+        "{}: approved `{}` (sha256 {})",
+        esc(&id),
+        esc(&cmd),
+        &sha[..monitor::SHA_PREFIX_MIN]
+    );
+    let j = json!({"id": id, "command": cmd, "sha256": sha, "approved": true});
+    Ok(Out::new("check", j, text).noted(notes))
+}
+
+/// Owner: withdraws the approval of `id`'s check.
+pub fn revoke(ctx: &Ctx, store: &dyn Store, id: &str) -> Result<Out> {
+    let ((id, sha), notes) = store.mutate_noted(|snap| {
+        let id = store.resolve_todo(snap, id)?;
+        let (c, sha) = ops::revoke_check(snap, ops::OWNER, ctx.now, &id)?;
+        Ok((c, (id, sha)))
+    })?;
+    let text = format!(
+        "{}: approval revoked (was sha256 {})",
+        esc(&id),
+        &sha[..monitor::SHA_PREFIX_MIN]
+    );
+    let j = json!({"id": id, "sha256": sha, "approved": false});
+    Ok(Out::new("check", j, text).noted(notes))
 }
 
 /// One monitor as `monitor list` shows it.

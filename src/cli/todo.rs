@@ -142,6 +142,12 @@ pub enum TodoCmd {
         after_help = "Example:\n  loopx todo edit t-4kq9zx --priority P1 --link https://github.com/o/r/pull/13"
     )]
     Edit(todo_edit::EditArgs),
+    /// The check that proves a todo done: propose, the owner's approve and revoke, the default.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx todo check propose t-4kq9zx -- cargo test --quiet"
+    )]
+    Check(super::todo_check::CheckCmd),
 }
 
 /// `todo update` arguments.
@@ -171,6 +177,9 @@ pub struct UpdateArgs {
     /// Why.
     #[arg(long)]
     reason: Option<String>,
+    /// How long the check that proves done may run (1s to 24h).
+    #[arg(long, value_name = "DUR", default_value = "10m")]
+    check_timeout: Dur,
 }
 
 fn parse_role(s: &str) -> std::result::Result<Role, String> {
@@ -332,6 +341,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
         }
         TodoCmd::Handoff(a) => todo_edit::handoff(ctx, store, a),
         TodoCmd::Edit(a) => todo_edit::edit(ctx, store, a),
+        TodoCmd::Check(c) => super::todo_check::run(ctx, store, c),
         TodoCmd::Reassign { id, to, ttl } => {
             id::check_agent(&to)?;
             let owner = crate::kernel::ops::OWNER;
@@ -363,6 +373,19 @@ fn target(
     }
 }
 
+/// For a done: the todo's id and the run of the check that proves it, before the lock.
+fn done_proof(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Result<Option<(String, Evidence)>> {
+    let ms = a.check_timeout.0;
+    if !(1_000..=86_400_000).contains(&ms) {
+        return Err(Error::usage("--check-timeout must be 1s to 24h"));
+    }
+    let snap = store.load()?;
+    let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref())?;
+    let timeout = std::time::Duration::from_millis(ms as u64);
+    let e = super::todo_check::prove(ctx, store, &snap, &id, a.fence, timeout)?;
+    Ok(e.map(|e| (id, e)))
+}
+
 fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     let now = ctx.now;
     let agent = ctx.agent.as_str();
@@ -372,7 +395,13 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         entries,
         bounds::EVIDENCE_MAX,
     ))?;
-    // Everything that reads outside .loopx/ (files, git) happens before the lock.
+    if a.kind == EvidenceKind::Check {
+        return Err(Error::usage(
+            "`--kind check` is loopx's own: it writes it when a todo's check runs",
+        )
+        .hint("use note, command, artifact, metric, git or auto"));
+    }
+    // Everything that reads outside .loopx/ (files, git, the check) happens before the lock.
     let mut evidence = Vec::new();
     for text in &a.evidence {
         evidence.push(Evidence::new(now, agent, None, a.kind, text.clone()));
@@ -410,6 +439,17 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     } else {
         Ok(None)
     };
+    let check = match a.status {
+        Some(Status::Done) => done_proof(ctx, store, &a)?,
+        _ => None,
+    };
+    if let Some((id, e)) = check
+        .as_ref()
+        .filter(|(_, e)| !super::todo_check::passed(e))
+    {
+        return super::todo_check::record_failure(ctx, store, id, a.fence, evidence, e);
+    }
+    evidence.extend(check.map(|(_, e)| e));
     let (t, notes) = store.mutate_noted(|snap| {
         let id = target(store, snap, agent, now, a.id.as_deref())?;
         let cur = snap.todos.get(&id).ok_or_else(|| {
@@ -569,9 +609,12 @@ fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
             esc(&e.summary)
         ));
     }
+    let (proof, proof_text) = super::todo_check::shown(ctx, store, &snap, &t, &evidence);
+    text.push_str(&proof_text);
     let mut j = to_json(&t);
     j["blockers"] = json!(blockers.iter().map(|b| b.describe()).collect::<Vec<_>>());
     j["evidence"] = to_json(&evidence);
+    j["proof"] = proof;
     text.push_str(&super::agent::routing_text(&t));
     let mut out = Out::new("todo", j, text);
     if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {

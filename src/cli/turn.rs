@@ -182,6 +182,15 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                     let _ = writeln!(err, "  hint: {}", esc(h));
                 }
             }
+            let why = match &r.proof {
+                Some(Ok(e)) => Some(e.summary.clone()),
+                Some(Err(e)) => Some(e.message.clone()),
+                None => None,
+            };
+            if let Some(why) = why {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
+            }
             Ok(report_out(&r))
         }
     }
@@ -209,6 +218,16 @@ fn report_out(r: &TurnReport) -> Out {
         .with("timed_out", json!(r.timed_out))
         .with("duration_ms", json!(r.duration.as_millis() as u64))
         .with("ended", json!(ended));
+    match &r.proof {
+        Some(Ok(e)) => out = out.with("check", json!(e)),
+        Some(Err(e)) => {
+            out = out.with(
+                "check",
+                json!({"error": e.code.as_str(), "message": e.message}),
+            )
+        }
+        None => {}
+    }
     if let Exit::Signal(s) = r.exit {
         out = out.with("signal", json!(s));
     }

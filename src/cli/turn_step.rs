@@ -148,6 +148,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         turn: turn.clone(),
         evidence: e,
         done,
+        check: None,
         closed_fence,
     };
     let (ended, over) = store.mutate(|snap| {

@@ -380,6 +380,9 @@ pub fn check_config(c: &Config) -> Checked {
     }
     crate::kernel::alert::check_hooks(&c.hooks)?;
     // -- end budgets and hooks --
+    if let Some(d) = &c.done.check {
+        check_command("done.check", d)?;
+    }
     check_agents(c)?;
     duration("lease.ttl", c.lease.ttl, TTL_MIN, TTL_MAX)
 }

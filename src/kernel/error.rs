@@ -39,6 +39,8 @@ pub enum Code {
     Denied,
     /// The lock was not had in time.
     Busy,
+    /// The check that proves a todo done did not pass.
+    CheckFailed,
 }
 
 impl Code {
@@ -62,6 +64,7 @@ impl Code {
             Code::SchemaTooNew => "schema_too_new",
             Code::Denied => "denied",
             Code::Busy => "busy",
+            Code::CheckFailed => "check_failed",
         }
     }
 
@@ -80,6 +83,7 @@ impl Code {
             Code::InvalidState | Code::SchemaTooNew => 6,
             Code::Denied => 7,
             Code::Busy => 8,
+            Code::CheckFailed => 9,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod id;
 pub mod model;
 pub mod monitor;
 pub mod ops;
+pub mod proof;
 pub mod quota;
 pub mod readiness;
 pub mod roster;

@@ -46,6 +46,9 @@ pub struct Config {
     )]
     pub hooks: BTreeMap<String, String>,
     // -- end budgets and alerts --
+    /// What proves a todo done: the project's default check (an owner fact, sealed).
+    #[serde(default, skip_serializing_if = "DonePolicy::is_empty")]
+    pub done: DonePolicy,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -70,6 +73,7 @@ impl Config {
             lease: LeasePolicy::default(),
             agents: BTreeMap::new(),
             hooks: BTreeMap::new(),
+            done: DonePolicy::default(),
             extra: Extra::new(),
         }
     }

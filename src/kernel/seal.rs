@@ -365,7 +365,11 @@ fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, String>
     prev.map(|p| {
         p.checks
             .iter()
-            .filter(|(id, _)| snap.todos.contains_key(*id) || snap.quarantined.contains_key(*id))
+            .filter(|(id, _)| {
+                snap.todos.contains_key(*id)
+                    || snap.quarantined.contains_key(*id)
+                    || id.as_str() == crate::kernel::proof::DEFAULT_ID
+            })
             .map(|(id, h)| (id.clone(), h.clone()))
             .collect()
     })

@@ -249,6 +249,7 @@ fn run_hook(
         stdin: Some(json.to_string().into_bytes()),
         echo: Echo::None,
         forward: false,
+        end_group: false,
     };
     let limits = Limits {
         timeout,

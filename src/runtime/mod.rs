@@ -6,5 +6,6 @@ pub mod hook_serve;
 pub mod hooks;
 pub mod monitor;
 pub mod process;
+pub mod proof;
 pub mod turn;
 pub mod watch;

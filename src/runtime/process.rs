@@ -42,6 +42,8 @@ pub struct Spec {
     pub echo: Echo,
     /// SIGINT and SIGTERM sent to this process go to the command first (see [`forward_signals`]).
     pub forward: bool,
+    /// When the command ends, what it left running in its group is killed (a check's daemon).
+    pub end_group: bool,
 }
 
 /// How long it may run and how much of its output is kept.
@@ -123,6 +125,7 @@ pub struct Running {
     started: Instant,
     limits: Limits,
     forward: bool,
+    end_group: bool,
     out: Arc<Mutex<Captured>>,
     readers: mpsc::Receiver<()>,
     n_readers: usize,
@@ -197,6 +200,7 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         started: Instant::now(),
         limits: *limits,
         forward: spec.forward,
+        end_group: spec.end_group,
         out,
         readers,
         n_readers,
@@ -297,7 +301,7 @@ impl Running {
         drop(exited_tx);
         let _ = timer.join();
         let timed_out = timed_out.load(Ordering::SeqCst);
-        if timed_out || (self.forward && signalled().is_some()) {
+        if timed_out || self.end_group || (self.forward && signalled().is_some()) {
             // The group had its SIGTERM (or the signal passed on); whatever is left goes now.
             signal_group(pid, libc::SIGKILL);
         }

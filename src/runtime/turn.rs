@@ -7,9 +7,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
+use crate::kernel::proof;
 use crate::kernel::should_run::{Answer, cut};
 use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
+use crate::runtime::proof as run_proof;
 use crate::store::{Store, StoreExt};
 
 /// The default timeout of a turn's command.
@@ -99,6 +101,9 @@ pub struct TurnReport {
     pub signalled: Option<i32>,
     /// The limits (`slots`, `tokens`, `cost_usd`) the turn's spend went past, if any.
     pub over_limit: Vec<String>,
+    /// Why a successful command did not make the todo done: its check failed (the evidence) or
+    /// could not run (the error).
+    pub proof: Option<Result<Evidence>>,
 }
 
 impl TurnReport {
@@ -106,6 +111,10 @@ impl TurnReport {
     pub fn exit_code(&self) -> i32 {
         match (&self.ended, self.timed_out) {
             (Ended::Refused(e), _) => e.code.exit_code(),
+            (_, false) if self.proof.is_some() => match &self.proof {
+                Some(Err(e)) => e.code.exit_code(),
+                _ => Code::CheckFailed.exit_code(),
+            },
             (_, true) => EXIT_TIMED_OUT,
             _ => self.exit.code(),
         }
@@ -171,6 +180,12 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     };
     let signalled = process::signalled();
     let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
+    let proof = if done {
+        prove(store, opts, &todo)
+    } else {
+        None
+    };
+    let done = done && proof.as_ref().is_none_or(|p| p.as_ref().is_ok_and(passed));
     let closed_fence = match store.archived_todo(&todo.id) {
         Ok(Some(t)) => Some(t.fence),
         _ => None,
@@ -181,6 +196,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         turn: turn.clone(),
         evidence: evidence(&opts.agent, &todo, &turn, &opts.argv, &fin),
         done,
+        check: proof.clone().and_then(|p| p.ok()),
         closed_fence,
     };
     let (ended, over_limit) = record_end(store, &opts.agent, end)?;
@@ -194,7 +210,38 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         ended,
         signalled,
         over_limit,
+        proof: proof.filter(|p| !p.as_ref().is_ok_and(passed)),
     })))
+}
+
+/// The check that proves `todo` done, run after a successful command: `None` when there is
+/// none, `Some(Err)` when it cannot run (edited, unapproved).
+fn prove(store: &(dyn Store + Sync), opts: &TurnOptions, todo: &Todo) -> Option<Result<Evidence>> {
+    let snap = match store.load() {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
+    let t = snap.todos.get(&todo.id)?;
+    match proof::needed(&snap, t) {
+        Ok(None) => None,
+        Ok(Some(n)) => {
+            let timeout = run_proof::TIMEOUT_DEFAULT;
+            Some(run_proof::run(
+                &opts.dir,
+                t,
+                &n,
+                &opts.agent,
+                Ts::now(),
+                timeout,
+            ))
+        }
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// True when a check's run passed.
+fn passed(e: &Evidence) -> bool {
+    e.exit_code == Some(0) && !e.timed_out
 }
 
 /// Runs the command while a second thread renews the lease every third of its length.
@@ -226,6 +273,7 @@ fn run_renewed(
         stdin: None,
         echo: opts.echo,
         forward: true,
+        end_group: false,
     };
     let limits = Limits {
         timeout: to_std(opts.timeout),

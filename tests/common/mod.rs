@@ -88,6 +88,7 @@ pub fn exit_of(code: &str) -> i32 {
         "invalid_state" | "schema_too_new" => 6,
         "denied" => 7,
         "busy" => 8,
+        "check_failed" => 9,
         other => panic!("`{other}` is not an error code of the contract"),
     }
 }

@@ -22,6 +22,8 @@ pub fn entry_text(e: &Evidence) -> String {
         EvidenceKind::Metric => "metric",
         EvidenceKind::Git => "git",
         EvidenceKind::Auto => "auto",
+        EvidenceKind::Check if e.exit_code == Some(0) && !e.timed_out => "✓ check",
+        EvidenceKind::Check => "✗ check",
     };
     let mut s = format!("{kind:<6} {}", e.summary);
     if let Some(c) = e.exit_code {

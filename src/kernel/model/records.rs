@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::kernel::action::Action;
 use crate::kernel::time::Ts;
 
-use super::{TxFile, is_false};
+use super::{Extra, TxFile, is_false};
 
 /// What a piece of evidence is.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub enum EvidenceKind {
     Git,
     /// Captured by loopx itself.
     Auto,
+    /// A run of the owner-approved check that proves a todo done (loopx writes it, never `--kind`).
+    Check,
 }
 
 impl std::str::FromStr for EvidenceKind {
@@ -35,6 +37,7 @@ impl std::str::FromStr for EvidenceKind {
             "metric" => Ok(EvidenceKind::Metric),
             "git" => Ok(EvidenceKind::Git),
             "auto" => Ok(EvidenceKind::Auto),
+            "check" => Ok(EvidenceKind::Check),
             _ => Err(format!(
                 "`{s}` is not an evidence kind; use note, command, artifact, metric, git or auto"
             )),
@@ -174,4 +177,22 @@ pub struct Event {
     /// The owner's signature over this line (owner actions only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
+}
+
+/// `[done]` in `loopx.toml`: what proves a todo done when it has no check of its own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DonePolicy {
+    /// The project's default check, run with `sh -c`; it counts only as the owner sealed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl DonePolicy {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.check.is_none() && self.extra.is_empty()
+    }
 }

@@ -184,17 +184,17 @@ fn approval_with_an_expected_sha_refuses_another_text() {
 fn a_proposal_needs_a_recurring_todo_and_a_bounded_command() {
     let s = snap(vec![todo("t-aaaaaa", None), todo("t-bbbbbb", Some(HOUR))]);
     assert_eq!(
-        ops::propose_check(&s, "a", T0, "t-aaaaaa", "true")
+        ops::propose_check(&s, "a", T0, "t-aaaaaa", "true", true)
             .unwrap_err()
             .code
             .exit_code(),
         2
     );
     let long = "x".repeat(bounds::CHECK_COMMAND_MAX + 1);
-    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", &long).is_err());
-    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "a\0b").is_err());
-    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "  ").is_err());
-    let (c, t) = ops::propose_check(&s, "a", T0, "t-bbbbbb", "echo hi").unwrap();
+    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", &long, true).is_err());
+    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "a\0b", true).is_err());
+    assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "  ", true).is_err());
+    let (c, t) = ops::propose_check(&s, "a", T0, "t-bbbbbb", "echo hi", true).unwrap();
     assert!(!c.owner);
     assert_eq!(c.events[0].action, Action::CheckPropose);
     assert_eq!(t.check.unwrap().proposed_by, "a");

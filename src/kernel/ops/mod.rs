@@ -502,6 +502,14 @@ pub fn update(
         check_lease(&t, agent, now, u.fence)?;
     }
     let fence = t.lease.as_ref().map(|l| l.fence);
+    // Proven work: a todo with an approved check is done only with a passing run of that text.
+    if u.status == Some(Status::Done)
+        && !owner
+        && let Some(n) = crate::kernel::proof::needed(snap, &t)?
+        && !crate::kernel::proof::proves(&n, &u.evidence)
+    {
+        return Err(crate::kernel::proof::unproven(id, &n));
+    }
     let mut c = Change {
         owner,
         ..Change::default()

@@ -11,22 +11,40 @@ use crate::kernel::model::*;
 use crate::kernel::monitor::{self, Approval};
 use crate::kernel::time::{Dur, Ts};
 
-/// Proposes `command` as `id`'s check: it replaces any earlier one and runs only once the owner
-/// approves this exact text. Only a recurring todo may carry a check.
+/// Proposes `command` as `id`'s check: a watcher's (`watcher`: only a recurring todo, run by
+/// `monitor poll`) or the one that proves a todo done (only a todo that does not recur, run by
+/// `todo update --status done`). It replaces any earlier one and runs only once the owner
+/// approves this exact text.
 pub fn propose_check(
     snap: &Snapshot,
     agent: &str,
     now: Ts,
     id: &str,
     command: &str,
+    watcher: bool,
 ) -> Result<(Change, Todo)> {
-    let mut t = todo(snap, id)?.clone();
-    if t.every.is_none() {
-        return Err(Error::usage(format!(
-            "{id} is not a recurring todo: only a monitor can carry a check"
+    proposed_for(snap, id, watcher).and_then(|t| propose(agent, now, t, command))
+}
+
+/// `id`, when it is recurring as a watcher's check needs (or not, as a done's check needs).
+fn proposed_for(snap: &Snapshot, id: &str, watcher: bool) -> Result<Todo> {
+    let t = todo(snap, id)?;
+    match (watcher, t.every.is_some()) {
+        (true, false) => Err(Error::usage(format!(
+            "{id} is not a recurring todo: only a monitor can carry a watcher's check"
         ))
-        .hint("add one with `loopx todo add \"...\" --every 1h`"));
+        .hint("add one with `loopx todo add \"...\" --every 1h`; a check that proves a todo done is `loopx todo check propose`")),
+        (false, true) => Err(Error::usage(format!(
+            "{id} is a recurring todo: its check is a watcher's"
+        ))
+        .hint("propose it with `loopx monitor propose`")),
+        _ => Ok(t.clone()),
     }
+}
+
+fn propose(agent: &str, now: Ts, mut t: Todo, command: &str) -> Result<(Change, Todo)> {
+    let id = t.id.clone();
+    let id = id.as_str();
     bounds::usage(bounds::check_command("check command", command))?;
     t.check = Some(Box::new(Check {
         command: command.to_string(),
@@ -109,6 +127,50 @@ pub fn revoke_check(snap: &Snapshot, owner: &str, now: Ts, id: &str) -> Result<(
     let mut c = Change::by_owner();
     c.event(now, owner, Action::CheckRevoke, id, json!({"sha256": sha}));
     Ok((c, sha))
+}
+
+/// Owner: sets the project's default check (or with `None` clears it), the check that proves
+/// done every todo without one of its own; the seal holds its hash as `check * SHA256`.
+pub fn set_default_check(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    command: Option<&str>,
+) -> Result<(Change, Config)> {
+    use crate::kernel::proof::DEFAULT_ID;
+    let mut cfg = snap.config.clone();
+    let sealed = snap
+        .seal
+        .as_ref()
+        .is_some_and(|s| s.checks.contains_key(DEFAULT_ID));
+    if command.is_none() && cfg.done.check.is_none() && !sealed {
+        return Err(Error::new(
+            Code::NotFound,
+            "the project has no default check",
+        ));
+    }
+    cfg.done.check = command.map(str::to_string);
+    if let Some(cmd) = command {
+        bounds::usage(bounds::check_command("check command", cmd))?;
+    }
+    bounds::usage(bounds::check_config(&cfg))?;
+    let mut c = Change::by_owner();
+    match command {
+        Some(cmd) => {
+            let sha = monitor::sha256_hex(cmd.as_bytes());
+            let data = json!({"sha256": sha, "command": cmd, "default": true});
+            c.event(now, owner, Action::CheckApprove, DEFAULT_ID, data);
+        }
+        None => c.event(
+            now,
+            owner,
+            Action::CheckRevoke,
+            DEFAULT_ID,
+            json!({"default": true}),
+        ),
+    }
+    c.writes.push(Write::Config(cfg.clone()));
+    Ok((c, cfg))
 }
 
 /// What one run of a check gave.

@@ -133,6 +133,8 @@ pub struct TurnEnd {
     pub evidence: Evidence,
     /// Mark the todo done (the command succeeded and the runner was asked to).
     pub done: bool,
+    /// The run of the check that proves the todo done, when it has one.
+    pub check: Option<Evidence>,
     /// The fence of the todo if the command itself closed it (it is archived now).
     pub closed_fence: Option<u64>,
 }
@@ -284,9 +286,11 @@ fn owners(id: &str) -> Error {
 
 /// The evidence and the status change of a turn that kept its lease.
 fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
+    let mut evidence = vec![end.evidence];
+    evidence.extend(end.check);
     let u = Update {
         fence: Some(end.fence),
-        evidence: vec![end.evidence],
+        evidence,
         status: end.done.then_some(Status::Done),
         reason: None,
     };

@@ -33,6 +33,7 @@ fn end(t: &Todo, done: bool) -> TurnEnd {
         turn: "u-1".into(),
         evidence: e,
         done,
+        check: None,
         closed_fence: None,
     }
 }

@@ -1,0 +1,200 @@
+//! `todo check`: the check that proves a todo done (an agent proposes it, the owner approves its
+//! exact text or sets the project's default), and the run of it that `todo update --status done`
+//! makes before the lock.
+
+use std::time::Duration;
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::monitor::{self as mon, Purpose};
+use super::{Ctx, Out};
+use crate::kernel::monitor::{SHA_PREFIX_MIN, sha256_hex};
+use crate::kernel::proof::{self, Tier};
+use crate::kernel::{Code, Error, Evidence, Result, Snapshot, Status, Todo, ops};
+use crate::runtime::{git, proof as run_proof};
+use crate::store::{Store, StoreExt};
+use crate::text::escape as esc;
+
+/// `todo check ...`.
+#[derive(Debug, Subcommand)]
+pub enum CheckCmd {
+    /// Propose the check that proves a todo done: a text run with `sh -c` in the work tree.
+    #[command(after_help = "Example:\n  loopx todo check propose t-4kq9zx -- cargo test --quiet")]
+    Propose {
+        /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
+        id: String,
+        /// The command, after `--` (its words are joined with spaces).
+        #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Owner: approve the exact text of a todo's check (sealed in owner.seal).
+    #[command(after_help = "Example:\n  loopx todo check approve t-4kq9zx --sha ba381a64be65f00d")]
+    Approve {
+        /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
+        id: String,
+        /// Approve only if the text's SHA-256 starts with this (16 or more hex digits).
+        #[arg(long, value_name = "HEX")]
+        sha: Option<String>,
+    },
+    /// Owner: withdraw a check's approval (the todo is then done without a check).
+    #[command(after_help = "Example:\n  loopx todo check revoke t-4kq9zx")]
+    Revoke {
+        /// The todo's id or a unique prefix.
+        #[arg(add = super::complete::todo_id())]
+        id: String,
+    },
+    /// Owner: set the check that proves done every todo without one of its own.
+    #[command(
+        after_help = "Example:\n  loopx todo check default -- cargo test --quiet\n  loopx todo check default --clear"
+    )]
+    Default {
+        /// Remove the default check.
+        #[arg(long, conflicts_with = "command")]
+        clear: bool,
+        /// The command, after `--`.
+        #[arg(last = true, num_args = 1.., value_name = "COMMAND", required_unless_present = "clear")]
+        command: Vec<String>,
+    },
+}
+
+/// Runs `todo check ...`.
+pub fn run(ctx: &Ctx, store: &dyn Store, c: CheckCmd) -> Result<Out> {
+    match c {
+        CheckCmd::Propose { id, command } => mon::propose(ctx, store, &id, &command, Purpose::Done),
+        CheckCmd::Approve { id, sha } => mon::approve(ctx, store, &id, sha.as_deref()),
+        CheckCmd::Revoke { id } => mon::revoke(ctx, store, &id),
+        CheckCmd::Default { clear, command } => {
+            let text = (!clear).then(|| command.join(" "));
+            let (cfg, notes) = store.mutate_noted(|snap| {
+                ops::set_default_check(snap, ops::OWNER, ctx.now, text.as_deref())
+            })?;
+            let sha = cfg.done.check.as_deref().map(|c| sha256_hex(c.as_bytes()));
+            let line = match (&cfg.done.check, &sha) {
+                (Some(c), Some(h)) => format!(
+                    "default check set: `{}` (sha256 {})",
+                    esc(c),
+                    &h[..SHA_PREFIX_MIN]
+                ),
+                _ => "default check removed".to_string(),
+            };
+            let j = json!({"command": cfg.done.check, "sha256": sha});
+            Ok(Out::new("default_check", j, line).noted(notes))
+        }
+    }
+}
+
+/// For a done: the approved check `id` needs, run now in the work tree, before the lock; `None`
+/// when it needs none. A check that cannot run (edited, unapproved) is refused here, and a
+/// caller without the live lease is refused before anything runs.
+pub fn prove(
+    ctx: &Ctx,
+    store: &dyn Store,
+    snap: &Snapshot,
+    id: &str,
+    fence: Option<u64>,
+    timeout: Duration,
+) -> Result<Option<Evidence>> {
+    let Some(t) = snap.todos.get(id) else {
+        return Ok(None);
+    };
+    let Some(n) = proof::needed(snap, t)? else {
+        return Ok(None);
+    };
+    ops::check_lease(t, &ctx.agent, ctx.now, fence)?;
+    let root = ctx.work_dir(store);
+    run_proof::run(&root, t, &n, &ctx.agent, ctx.now, timeout).map(Some)
+}
+
+/// Records a failed check's evidence (the todo stays claimed) and answers exit 9 `check_failed`.
+pub fn record_failure(
+    ctx: &Ctx,
+    store: &dyn Store,
+    id: &str,
+    fence: Option<u64>,
+    mut evidence: Vec<Evidence>,
+    e: &Evidence,
+) -> Result<Out> {
+    evidence.push(e.clone());
+    store.mutate(|snap| {
+        let u = ops::Update {
+            fence,
+            evidence: evidence.clone(),
+            status: None,
+            reason: None,
+        };
+        ops::update(snap, &ctx.agent, ctx.now, id, u)
+    })?;
+    Err(Error::new(
+        Code::CheckFailed,
+        format!("{id} is not done: {}; it stays claimed", e.summary),
+    )
+    .hint(format!(
+        "fix the work and run `loopx todo update {id} --status done` again; the output is in `loopx evidence list {id}`"
+    ))
+    .details(json!({"evidence": e})))
+}
+
+/// True when `e` is a check that passed.
+pub fn passed(e: &Evidence) -> bool {
+    e.exit_code == Some(0) && !e.timed_out
+}
+
+/// What `todo show` says of a todo's proof: its check and whether the owner approved it, and
+/// for a done todo its tier (`stale` once HEAD moved past a checked commit).
+pub fn shown(
+    ctx: &Ctx,
+    store: &dyn Store,
+    snap: &Snapshot,
+    t: &Todo,
+    evidence: &[Evidence],
+) -> (serde_json::Value, String) {
+    let mut text = String::new();
+    let mut j = json!({});
+    if let Some(c) = t.check.as_ref().filter(|_| t.every.is_none()) {
+        let a = crate::kernel::monitor::approval(snap, t);
+        let sha = sha256_hex(c.command.as_bytes());
+        text.push_str(&format!(
+            "\n  check ({}, sha256 {}): {}",
+            a.describe(),
+            &sha[..SHA_PREFIX_MIN],
+            esc(&c.command)
+        ));
+        j["check"] = json!({"command": c.command, "sha256": sha, "approval": a});
+    }
+    if t.status == Status::Done {
+        let tier = proof::tier(t, evidence);
+        let head = match &tier {
+            Tier::Checked { commit: Some(_) } => git::head(&ctx.work_dir(store)).ok().flatten(),
+            _ => None,
+        };
+        let stale = proof::stale(&tier, head.as_deref());
+        text.push_str(&format!("\n  proof: {}", tier_text(&tier, stale)));
+        if let serde_json::Value::Object(m) = json!(tier) {
+            m.into_iter().for_each(|(k, v)| j[k] = v);
+        }
+        j["stale"] = json!(stale);
+    }
+    (j, text)
+}
+
+/// `✓ checked at abc123`, `self-reported`, `owner-accepted`.
+pub fn tier_text(t: &Tier, stale: bool) -> String {
+    match t {
+        Tier::SelfReported => "self-reported".into(),
+        Tier::OwnerAccepted => "owner-accepted".into(),
+        Tier::Checked { commit } => {
+            let at = commit.as_deref().map_or("no commit".to_string(), |c| {
+                c[..c.len().min(12)].to_string()
+            });
+            let stale = if stale {
+                " (stale: HEAD moved since)"
+            } else {
+                ""
+            };
+            format!("✓ checked at {at}{stale}")
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Proven work: which approved check a todo's done needs, whether evidence proves it, and the
+//! tier of a finished todo (self-reported, checked at a commit, owner-accepted).
+
+use serde::Serialize;
+
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::model::{Evidence, EvidenceKind, Role, Snapshot, Todo};
+use crate::kernel::monitor::sha256_hex;
+
+/// The seal's id for the project's default check (`check * SHA256`): no todo id holds `*`.
+pub const DEFAULT_ID: &str = "*";
+
+/// The check a todo's done needs: the owner-approved text and its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    /// The command text, run with `sh -c`.
+    pub command: String,
+    /// Its SHA-256 (hex), as the seal holds it.
+    pub sha256: String,
+    /// True for the project's default check, false for the todo's own.
+    pub default: bool,
+}
+
+/// What must prove `t` done: its own approved check, else the project's sealed default, else
+/// nothing (a self-reported done). A check the owner approved that is now edited or gone is
+/// refused (exit 7): it never runs, and no done passes without it.
+pub fn needed(snap: &Snapshot, t: &Todo) -> Result<Option<Needed>> {
+    if t.every.is_some() || t.role == Role::User {
+        return Ok(None);
+    }
+    let sealed = |id: &str| snap.seal.as_ref().and_then(|s| s.checks.get(id));
+    match (&t.check, sealed(&t.id)) {
+        (Some(c), Some(h)) if *h == sha256_hex(c.command.as_bytes()) => Ok(Some(Needed {
+            command: c.command.clone(),
+            sha256: h.clone(),
+            default: false,
+        })),
+        (Some(_), Some(_)) => Err(Error::new(
+            Code::Denied,
+            format!("{}'s check is not the text the owner approved: it does not run, and the todo cannot be done", t.id),
+        )
+        .hint(format!("the owner reads it with `loopx todo show {}` and approves it again (`loopx todo check approve {} --sha HEX`)", t.id, t.id))),
+        (None, Some(_)) => Err(Error::new(
+            Code::Denied,
+            format!("{}'s approved check is gone from its file: the todo cannot be done", t.id),
+        )
+        .hint(format!("put the check back, or the owner revokes it: `loopx todo check revoke {}`", t.id))),
+        (Some(_), None) => Err(Error::new(
+            Code::Denied,
+            format!("{}'s check waits for the owner's approval: the todo is done only when it passes", t.id),
+        )
+        .hint(format!("the owner approves it: `loopx todo check approve {} --sha HEX` (`loopx todo show {}` shows it)", t.id, t.id))),
+        (None, None) => default_check(snap),
+    }
+}
+
+/// The project's default check, when the seal holds its text's hash (an edit is refused; a
+/// default added by hand, never sealed, is not the owner's and is not used).
+fn default_check(snap: &Snapshot) -> Result<Option<Needed>> {
+    let sealed = snap.seal.as_ref().and_then(|s| s.checks.get(DEFAULT_ID));
+    let text = snap.config.done.check.as_deref();
+    match (text, sealed) {
+        (Some(c), Some(h)) if *h == sha256_hex(c.as_bytes()) => Ok(Some(Needed {
+            command: c.to_string(),
+            sha256: h.clone(),
+            default: true,
+        })),
+        (_, Some(_)) => Err(Error::new(
+            Code::Denied,
+            "the project's default check is not the text the owner set (loopx.toml `[done] check`): no todo can be done",
+        )
+        .hint("the owner sets it again: `loopx todo check default -- COMMAND` (or `--clear`)")),
+        (_, None) => Ok(None),
+    }
+}
+
+/// True when `evidence` holds a passing run of exactly `n`'s text.
+pub fn proves(n: &Needed, evidence: &[Evidence]) -> bool {
+    evidence.iter().any(|e| {
+        e.kind == EvidenceKind::Check
+            && e.exit_code == Some(0)
+            && !e.timed_out
+            && e.sha256.as_deref() == Some(n.sha256.as_str())
+    })
+}
+
+/// The refusal of a done that no passing check proves.
+pub fn unproven(id: &str, n: &Needed) -> Error {
+    Error::new(
+        Code::CheckFailed,
+        format!(
+            "{id} is done only when its check passes (sha256 {})",
+            &n.sha256[..16]
+        ),
+    )
+    .hint("`loopx todo update --status done` runs it")
+}
+
+/// How a finished todo's done was proven.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "tier", rename_all = "kebab-case")]
+pub enum Tier {
+    /// The agent said so.
+    SelfReported,
+    /// An approved check passed at this commit (none: outside a git work tree).
+    Checked {
+        /// HEAD when the check ran.
+        commit: Option<String>,
+    },
+    /// The owner finished it.
+    OwnerAccepted,
+}
+
+/// The tier of `t` from its evidence: the owner's done, else a passing check written at its
+/// last fence, else self-reported.
+pub fn tier(t: &Todo, evidence: &[Evidence]) -> Tier {
+    if t.status_by.as_deref() == Some("owner") {
+        return Tier::OwnerAccepted;
+    }
+    let passed = evidence.iter().rev().find(|e| {
+        e.kind == EvidenceKind::Check
+            && e.exit_code == Some(0)
+            && !e.timed_out
+            && e.fence.is_none_or(|f| f == t.fence)
+    });
+    match passed {
+        Some(e) => Tier::Checked {
+            commit: e.commit.clone(),
+        },
+        None => Tier::SelfReported,
+    }
+}
+
+/// True when a checked result no longer speaks for the code: HEAD is not the commit it ran at.
+pub fn stale(tier: &Tier, head: Option<&str>) -> bool {
+    match tier {
+        Tier::Checked { commit: Some(c) } => head.is_some_and(|h| h != c),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+//! Proven work through the real binary: a todo with an owner-approved check is done only when
+//! that check passes at HEAD; a failing, hanging, edited or unapproved check never completes it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+fn head(dir: &Path) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A project in a git work tree with one commit, and a todo `agent-a` holds.
+fn project(tag: &str) -> (Project, String) {
+    let p = Project::new(tag);
+    git(p.root(), &["init", "-q"]);
+    std::fs::write(p.root().join(".gitignore"), ".loopx/\n").unwrap();
+    git(p.root(), &["add", ".gitignore"]);
+    git(p.root(), &["commit", "-q", "-m", "first"]);
+    let id = p.add("make it", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &id]);
+    (p, id)
+}
+
+/// `todo check propose ID -- TEXT` as agent-a, then the owner approves it.
+fn checked(p: &Project, id: &str, text: &str) {
+    let r = p.run(&[
+        "--json", "--agent", "agent-a", "todo", "check", "propose", id, "--", text,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    p.ok(&["todo", "check", "approve", id]);
+}
+
+fn done(p: &Project, id: &str, extra: &[&str]) -> (i32, Value) {
+    let mut a = vec!["todo", "update", id, "--status", "done"];
+    a.extend_from_slice(extra);
+    p.json_as("agent-a", &a)
+}
+
+fn checks(p: &Project, id: &str) -> Vec<Value> {
+    p.evidence(id)
+        .into_iter()
+        .filter(|e| e["kind"] == "check")
+        .collect()
+}
+
+#[test]
+fn a_failing_check_keeps_the_todo_claimed_and_a_passing_one_completes_it() {
+    let (p, id) = project("proof-basic");
+    checked(&p, &id, "test -f built.txt");
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 9, "{v}");
+    assert_err(&v, "check_failed");
+    let t = p.show(&id);
+    assert_eq!(t["status"], "open", "{t}");
+    assert_eq!(t["lease"]["holder"], "agent-a", "{t}");
+    let c = checks(&p, &id);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0]["exit_code"], 1);
+    assert_eq!(c[0]["commit"], head(p.root()).as_str());
+    assert_eq!(c[0]["sha256"].as_str().map(str::len), Some(64));
+
+    std::fs::write(p.root().join("built.txt"), "ok").unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["todo"]["status"], "done");
+    let t = p.show(&id);
+    assert_eq!(t["proof"]["tier"], "checked", "{t}");
+    assert_eq!(t["proof"]["commit"], head(p.root()).as_str());
+    assert_eq!(t["proof"]["stale"], false);
+    // HEAD moves on: the result no longer speaks for the code.
+    git(p.root(), &["commit", "-q", "--allow-empty", "-m", "later"]);
+    let t = p.show(&id);
+    assert_eq!(t["proof"]["stale"], true, "{t}");
+    let r = p.run(&["todo", "show", &id]);
+    assert!(r.stdout.contains("stale"), "{}", r.stdout);
+}
+
+#[test]
+fn a_todo_without_a_check_is_self_reported_and_check_evidence_is_loopx_s_own() {
+    let (p, id) = project("proof-self");
+    let (code, v) = p.json_as(
+        "agent-a",
+        &["todo", "update", &id, "--evidence", "ok", "--kind", "check"],
+    );
+    assert_eq!(code, 2, "{v}");
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(p.show(&id)["proof"]["tier"], "self-reported");
+}
+
+#[test]
+fn an_unapproved_edited_or_removed_check_never_runs_and_blocks_the_done() {
+    let (p, id) = project("proof-edit");
+    let r = p.run(&[
+        "--json",
+        "--agent",
+        "agent-a",
+        "todo",
+        "check",
+        "propose",
+        &id,
+        "--",
+        "touch ran1",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // Not approved yet: refused, nothing run, nothing written.
+    let before = p.evidence(&id).len();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 7, "{v}");
+    assert!(!p.root().join("ran1").exists());
+    assert_eq!(p.evidence(&id).len(), before);
+    // Approved, then edited by hand: the new text is not the owner's.
+    p.ok(&["todo", "check", "approve", &id]);
+    let path = p.lx(&format!("todos/{id}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("touch ran1", "touch ran2")).unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 7, "{v}");
+    assert!(
+        v.to_string().contains("not the text the owner approved"),
+        "{v}"
+    );
+    assert!(!p.root().join("ran2").exists());
+    // Removed by hand: still refused.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut keep = true;
+    let cut: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            if l.starts_with('[') {
+                keep = *l != "[check]";
+            }
+            keep
+        })
+        .collect();
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 7, "{v}");
+    assert!(v.to_string().contains("gone"), "{v}");
+    // The owner revokes: the todo is done as self-reported.
+    p.ok(&["todo", "check", "revoke", &id]);
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn a_hanging_flooding_or_forking_check_is_bounded() {
+    let (p, id) = project("proof-bounds");
+    checked(&p, &id, "sleep 60");
+    let (code, v) = done(&p, &id, &["--check-timeout", "1s"]);
+    assert_eq!(code, 9, "{v}");
+    let c = checks(&p, &id);
+    assert_eq!(c[0]["timed_out"], true, "{c:?}");
+
+    let (p, id) = project("proof-flood");
+    checked(&p, &id, "yes | head -c 5000000; exit 1");
+    let (code, _) = done(&p, &id, &[]);
+    assert_eq!(code, 9);
+    let out = checks(&p, &id)[0]["output"].as_str().unwrap_or("").len();
+    assert!(out <= 2_100, "{out} bytes of output kept");
+
+    // A check that leaves a daemon behind passes, and the daemon is stopped.
+    let (p, id) = project("proof-fork");
+    checked(&p, &id, "sleep 300 & echo $! > bg.pid; true");
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    let pid = std::fs::read_to_string(p.root().join("bg.pid")).unwrap();
+    let alive = Path::new(&format!("/proc/{}", pid.trim())).exists();
+    let zombie = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+        .map(|s| s.contains(") Z"))
+        .unwrap_or(true);
+    assert!(
+        !alive || zombie,
+        "the check's background process {pid} still runs"
+    );
+}
+
+#[test]
+fn the_evidence_names_the_head_the_check_ran_at_when_head_moves() {
+    let (p, id) = project("proof-move");
+    checked(
+        &p,
+        &id,
+        "git -c user.name=t -c user.email=t@x commit -q --allow-empty -m moved",
+    );
+    let before = head(p.root());
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    let c = checks(&p, &id);
+    assert_eq!(c[0]["commit"], before.as_str(), "{c:?}");
+    assert!(
+        c[0]["summary"].as_str().unwrap().contains("HEAD moved"),
+        "{c:?}"
+    );
+    assert_eq!(p.show(&id)["proof"]["stale"], true);
+}
+
+#[test]
+fn the_owner_s_default_check_proves_every_todo_without_one() {
+    let (p, id) = project("proof-default");
+    let r = p.run(&[
+        "--json", "todo", "check", "default", "--", "test", "-f", "ok.txt",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // Without the key, nobody sets it.
+    let mut c = p.cmd(&["--json", "todo", "check", "default", "--clear"]);
+    c.env("LOOPX_OWNER_KEY", p.home.path.join("none"));
+    assert_eq!(run_cmd(&mut c).code, 7);
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 9, "{v}");
+    std::fs::write(p.root().join("ok.txt"), "").unwrap();
+    // Edited by hand: refused, not run.
+    let cfg = p.lx("loopx.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("test -f ok.txt", "true")).unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 7, "{v}");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(p.show(&id)["proof"]["tier"], "checked");
+    p.ok(&["todo", "check", "default", "--clear"]);
+}
+
+#[test]
+fn a_turn_that_succeeds_is_done_only_when_the_check_passes() {
+    let (p, id) = project("proof-turn");
+    checked(&p, &id, "test -f made.txt");
+    p.ok_as("agent-a", &["todo", "release", &id]);
+    let r = p.run_as(
+        "agent-a",
+        &["--json", "turn", "--complete-on-success", "--", "true"],
+    );
+    assert_eq!(r.code, 9, "{}\n{}", r.stdout, r.stderr);
+    assert_ne!(p.show(&id)["status"], "done");
+    let r = p.run_as(
+        "agent-a",
+        &[
+            "--json",
+            "turn",
+            "--complete-on-success",
+            "--",
+            "touch",
+            "made.txt",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(p.show(&id)["status"], "done");
+}
+
+#[test]
+fn a_kill_while_the_check_runs_leaves_the_todo_claimed() {
+    let (p, id) = project("proof-kill");
+    checked(&p, &id, "touch started; sleep 30");
+    let mut child = p
+        .cmd(&[
+            "--agent", "agent-a", "todo", "update", &id, "--status", "done",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if p.root().join("started").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = p.show(&id);
+    assert_eq!(t["status"], "open", "{t}");
+    assert_eq!(t["lease"]["holder"], "agent-a", "{t}");
+    assert!(checks(&p, &id).is_empty());
+    let (code, v) = p.json(&["doctor"]);
+    assert_eq!(code, 0, "{v}");
+}
