@@ -33,7 +33,8 @@ on_both!(
     owner_signatures,
     round_trip,
     refusals,
-    monitor_checks
+    monitor_checks,
+    proven_done
 );
 
 /// Todos and racing agents in the claim race.
@@ -581,4 +582,41 @@ fn monitor_checks(b: Backend) {
     }
     lab.ok(Who::Owner, &["monitor", "revoke", &id]);
     assert_eq!(approved(&lab), Value::from(false));
+}
+
+/// Proven work: a todo's approved check (then the owner's default) must pass before its done;
+/// a failing run is recorded and the todo stays claimed (exit 9).
+fn proven_done(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-proof", 1, 0) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    let v = lab.ok(Who::Agent(a1), &["todo", "add", "Build it"]);
+    let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    lab.ok(Who::Agent(a1), &["todo", "claim", &id]);
+    let c = ["todo", "check", "propose", &id, "--", "test", "-f", "built.txt"];
+    lab.ok(Who::Agent(a1), &c);
+    let done = ["todo", "update", &id, "--status", "done"];
+    lab.fails(Who::Agent(a1), &done, "denied");
+    lab.fails(Who::OwnerNoKey, &["todo", "check", "approve", &id], "denied");
+    lab.ok(Who::Owner, &["todo", "check", "approve", &id]);
+    let v = lab.fails(Who::Agent(a1), &done, "check_failed");
+    assert_eq!(v["details"]["evidence"]["exit_code"], 1, "{v}");
+    let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
+    assert_eq!(t["todo"]["lease"]["holder"], a1, "{t}");
+    std::fs::write(lab.p.root().join("built.txt"), "").expect("write");
+    lab.ok(Who::Agent(a1), &done);
+    let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
+    assert_eq!(t["todo"]["proof"]["tier"], "checked", "{t}");
+    // The owner's default proves a todo without a check of its own.
+    let d = ["todo", "check", "default", "--", "test", "-f", "shipped.txt"];
+    lab.fails(Who::OwnerNoKey, &d, "denied");
+    lab.ok(Who::Owner, &d);
+    let v = lab.ok(Who::Agent(a1), &["todo", "add", "Ship it"]);
+    let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    lab.ok(Who::Agent(a1), &["todo", "claim", &id]);
+    let done = ["todo", "update", &id, "--status", "done"];
+    lab.fails(Who::Agent(a1), &done, "check_failed");
+    std::fs::write(lab.p.root().join("shipped.txt"), "").expect("write");
+    lab.ok(Who::Agent(a1), &done);
 }
