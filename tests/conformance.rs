@@ -594,11 +594,24 @@ fn proven_done(b: Backend) {
     let v = lab.ok(Who::Agent(a1), &["todo", "add", "Build it"]);
     let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
     lab.ok(Who::Agent(a1), &["todo", "claim", &id]);
-    let c = ["todo", "check", "propose", &id, "--", "test", "-f", "built.txt"];
+    let c = [
+        "todo",
+        "check",
+        "propose",
+        &id,
+        "--",
+        "test",
+        "-f",
+        "built.txt",
+    ];
     lab.ok(Who::Agent(a1), &c);
     let done = ["todo", "update", &id, "--status", "done"];
     lab.fails(Who::Agent(a1), &done, "denied");
-    lab.fails(Who::OwnerNoKey, &["todo", "check", "approve", &id], "denied");
+    lab.fails(
+        Who::OwnerNoKey,
+        &["todo", "check", "approve", &id],
+        "denied",
+    );
     lab.ok(Who::Owner, &["todo", "check", "approve", &id]);
     let v = lab.fails(Who::Agent(a1), &done, "check_failed");
     assert_eq!(v["details"]["evidence"]["exit_code"], 1, "{v}");
@@ -609,7 +622,15 @@ fn proven_done(b: Backend) {
     let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
     assert_eq!(t["todo"]["proof"]["tier"], "checked", "{t}");
     // The owner's default proves a todo without a check of its own.
-    let d = ["todo", "check", "default", "--", "test", "-f", "shipped.txt"];
+    let d = [
+        "todo",
+        "check",
+        "default",
+        "--",
+        "test",
+        "-f",
+        "shipped.txt",
+    ];
     lab.fails(Who::OwnerNoKey, &d, "denied");
     lab.ok(Who::Owner, &d);
     let v = lab.ok(Who::Agent(a1), &["todo", "add", "Ship it"]);

@@ -112,6 +112,8 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     /// True when stdout was longer than `keep_bytes`.
     pub stdout_truncated: bool,
+    /// [`signal_count`] when the command exited: a signal counted after it came later.
+    pub signals_at_exit: usize,
 }
 
 /// Runs `spec` to its end or its timeout.
@@ -298,6 +300,7 @@ impl Running {
             })
         };
         let waited = wait_exited(pid);
+        let signals_at_exit = signal_count();
         drop(exited_tx);
         let _ = timer.join();
         let timed_out = timed_out.load(Ordering::SeqCst);
@@ -337,6 +340,7 @@ impl Running {
             tail,
             stdout,
             stdout_truncated,
+            signals_at_exit,
         })
     }
 

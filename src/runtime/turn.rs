@@ -178,10 +178,15 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
             return Err(e);
         }
     };
+    // A signal after the command exited comes while the turn is recorded: it stops the retries
+    // of a busy end.
+    let mut signals = fin.signals_at_exit;
     let signalled = process::signalled();
     let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
     let proof = if done {
-        prove(store, opts, &todo)
+        let p = prove(store, opts, &todo, signals);
+        signals = process::signal_count();
+        p
     } else {
         None
     };
@@ -199,7 +204,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         check: proof.clone().and_then(|p| p.ok()),
         closed_fence,
     };
-    let (ended, over_limit) = record_end(store, &opts.agent, end)?;
+    let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -216,8 +221,13 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
 
 /// The check that proves `todo` done, run after a successful command: `None` when there is
 /// none, `Some(Err)` when it cannot run (edited, unapproved).
-fn prove(store: &(dyn Store + Sync), opts: &TurnOptions, todo: &Todo) -> Option<Result<Evidence>> {
-    let snap = match store.load() {
+fn prove(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    todo: &Todo,
+    signals: usize,
+) -> Option<Result<Evidence>> {
+    let snap = match load_retrying(store, signals) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
@@ -236,6 +246,23 @@ fn prove(store: &(dyn Store + Sync), opts: &TurnOptions, todo: &Todo) -> Option<
             ))
         }
         Err(e) => Some(Err(e)),
+    }
+}
+
+/// The store's state, tried again while it is busy, as [`record_end`] does.
+fn load_retrying(store: &(dyn Store + Sync), signals: usize) -> Result<crate::kernel::Snapshot> {
+    let until = std::time::Instant::now() + END_RETRY;
+    loop {
+        match store.load() {
+            Err(e)
+                if e.code == Code::Busy
+                    && std::time::Instant::now() < until
+                    && process::signal_count() == signals =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r,
+        }
     }
 }
 
@@ -324,14 +351,14 @@ const END_RETRY: Duration = Duration::from_secs(300);
 
 /// Records the end of a turn (and the limits its spend went past), trying again while the store
 /// is busy (for [`END_RETRY`]): the command ran, and its record is what frees the lease. A
-/// signal that comes meanwhile stops it.
+/// signal after the command ended (the count was `signals` then) stops it.
 fn record_end(
     store: &(dyn Store + Sync),
     agent: &str,
     end: TurnEnd,
+    signals: usize,
 ) -> Result<(Ended, Vec<String>)> {
     let until = std::time::Instant::now() + END_RETRY;
-    let signals = process::signal_count();
     let id = end.todo.clone();
     loop {
         let r = store.mutate(|snap| {
