@@ -153,6 +153,7 @@ fn a_real_client_adds_claims_updates_and_is_refused() {
             "should_run",
             "status",
             "todo_add",
+            "todo_check_propose",
             "todo_claim",
             "todo_list",
             "todo_release",
@@ -171,6 +172,11 @@ fn a_real_client_adds_claims_updates_and_is_refused() {
         tools["todo_add"]["schema"]["properties"]
             .get("body_file")
             .is_none()
+    );
+    let propose = &tools["todo_check_propose"]["schema"];
+    assert_eq!(
+        propose["properties"]["command"]["type"], "array",
+        "{propose}"
     );
     assert_eq!(tools["status"]["read_only"], true);
     assert_eq!(tools["todo_claim"]["read_only"], false);
@@ -378,7 +384,7 @@ fn a_raw_session_answers_initialize_and_lists_tools() {
     child.wait().unwrap();
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert_eq!(answers[0]["result"]["serverInfo"]["name"], "loopx");
-    assert_eq!(answers[1]["result"]["tools"].as_array().unwrap().len(), 15);
+    assert_eq!(answers[1]["result"]["tools"].as_array().unwrap().len(), 16);
 }
 
 #[test]

@@ -296,3 +296,22 @@ fn a_kill_while_the_check_runs_leaves_the_todo_claimed() {
     let (code, v) = p.json(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn a_turn_ended_done_by_its_host_is_done_only_when_the_check_passes() {
+    let (p, id) = project("proof-turn-end");
+    checked(&p, &id, "test -f made.txt");
+    p.ok_as("agent-a", &["todo", "release", &id]);
+    let v = p.ok_as("agent-a", &["turn", "start"]);
+    let turn = v["turn"].as_str().unwrap().to_string();
+    let (code, v) = p.json_as("agent-a", &["turn", "end", "--turn", &turn, "--done"]);
+    assert_eq!(code, 9, "{v}");
+    assert_eq!(v["error"]["details"]["evidence"]["exit_code"], 1, "{v}");
+    assert_ne!(p.show(&id)["status"], "done");
+    std::fs::write(p.root().join("made.txt"), "").unwrap();
+    let v = p.ok_as("agent-a", &["turn", "start"]);
+    let turn = v["turn"].as_str().unwrap().to_string();
+    let v = p.ok_as("agent-a", &["turn", "end", "--turn", &turn, "--done"]);
+    assert_eq!(v["ended"], "done", "{v}");
+    assert_eq!(p.show(&id)["proof"]["tier"], "checked");
+}

@@ -39,7 +39,8 @@ pub struct AgentPrompt {
 /// The exit codes, in one line.
 const EXITS: &str = "Exit codes: 0 ok, 2 usage, 3 not now (normal: stop the turn), \
 4 conflict (another agent holds it: leave it), 5 not found, 6 invalid state, \
-7 owner authority needed, 8 busy (try again).";
+7 owner authority needed, 8 busy (try again), 9 the todo's check failed (not done: read its \
+output in the evidence, fix the work, try again).";
 
 const CLAUDE: &str = "\
 This project's work queue is in .loopx/ (never edit it by hand). Use the MCP server `loopx`.

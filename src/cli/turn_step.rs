@@ -142,13 +142,23 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     e.exit_code = a.exit_code;
     e.duration_ms = since.map(|s| u64::try_from(ctx.now.since(s).0).unwrap_or(0));
     let done = a.done && a.exit_code.is_none_or(|c| c == 0);
+    // A todo with an approved check is done only when it passes: run before the lock.
+    let timeout = crate::runtime::proof::TIMEOUT_DEFAULT;
+    let check = match done {
+        true => super::todo_check::prove(ctx, &*store, &snap, &todo, Some(fence), timeout)?,
+        false => None,
+    };
+    let failed = check
+        .as_ref()
+        .filter(|c| !super::todo_check::passed(c))
+        .cloned();
     let end = TurnEnd {
         todo: todo.clone(),
         fence,
         turn: turn.clone(),
         evidence: e,
-        done,
-        check: None,
+        done: done && failed.is_none(),
+        check,
         closed_fence,
     };
     let (ended, over) = store.mutate(|snap| {
@@ -163,6 +173,14 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         Ended::Replayed => return Ok(replayed(&turn)),
         Ended::Refused(e) => return Err(e.clone()),
     };
+    if let Some(c) = failed {
+        return Err(crate::kernel::Error::new(
+            crate::kernel::Code::CheckFailed,
+            format!("{todo} is not done: {}; the turn ended ({word})", c.summary),
+        )
+        .hint(format!("the run is in `loopx evidence list {todo}`; fix the work, claim it again and end a turn with --done"))
+        .details(json!({"evidence": c, "ended": word})));
+    }
     let mut out = Out::new(
         "turn",
         json!(turn),

@@ -74,7 +74,13 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "todo_update",
         &["todo", "update"],
-        "Append evidence (captured from git when none is given) and change status; needs your live lease (exit 4 `stale_fence` or `lease_conflict` otherwise).",
+        "Append evidence (captured from git when none is given) and change status; needs your live lease (exit 4 `stale_fence` or `lease_conflict` otherwise). A done of a todo with an owner-approved check runs that check first: it fails, exit 9 `check_failed` (the todo stays yours, the run is in its evidence); edited or unapproved, exit 7.",
+        false,
+    ),
+    spec(
+        "todo_check_propose",
+        &["todo", "check", "propose"],
+        "Propose the check that proves a todo done (a shell command, printable ASCII); it runs at your done once the owner approves its exact text.",
         false,
     ),
     Spec {
