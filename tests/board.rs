@@ -351,6 +351,12 @@ fn done() -> Vec<DoneItem> {
         status: loopx::kernel::Status::Done,
         at: Ts(now().0 - 5 * 60_000),
         by: "agent-a".into(),
+        proof: Some((
+            loopx::kernel::proof::Tier::Checked {
+                commit: Some("0a1b2c3d4e5f60718293a4b5c6d7e8f901234567".into()),
+            },
+            false,
+        )),
     }]
 }
 

@@ -94,6 +94,16 @@ fn a_failing_check_keeps_the_todo_claimed_and_a_passing_one_completes_it() {
     assert_eq!(t["proof"]["stale"], true, "{t}");
     let r = p.run(&["todo", "show", &id]);
     assert!(r.stdout.contains("stale"), "{}", r.stdout);
+    // status and STATE.md say it too.
+    let s = p.ok(&["status"]);
+    assert_eq!(s["done_lately"][0]["tier"], "checked", "{s}");
+    assert_eq!(s["done_lately"][0]["stale"], true, "{s}");
+    p.ok_as("agent-a", &["refresh-state"]);
+    let md = std::fs::read_to_string(p.lx("STATE.md")).unwrap();
+    assert!(
+        md.contains(&format!("- {id} ✓ checked at")) && md.contains("stale"),
+        "{md}"
+    );
 }
 
 #[test]

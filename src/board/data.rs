@@ -32,6 +32,8 @@ pub struct DoneItem {
     pub at: Ts,
     /// Who.
     pub by: String,
+    /// How a done was proven (`None` for a cancel), and whether HEAD moved past its check.
+    pub proof: Option<(crate::kernel::proof::Tier, bool)>,
 }
 
 /// What a load found: applied to the board's state by [`crate::board::app::App`], without I/O.
@@ -290,8 +292,28 @@ impl Loader {
                 status,
                 at: ev.at,
                 by: ev.actor.clone(),
+                proof: (status == Status::Done).then(|| (crate::kernel::proof::tier_of(ev), false)),
             });
         }
+        self.mark_stale(&mut done);
         done
+    }
+
+    /// Marks the checked results HEAD moved past (read once; files only: a database has no
+    /// work tree of its own).
+    fn mark_stale(&self, done: &mut [DoneItem]) {
+        use crate::kernel::proof::{Tier, stale};
+        let checked =
+            |d: &DoneItem| matches!(d.proof, Some((Tier::Checked { commit: Some(_) }, _)));
+        if !done.iter().any(checked) {
+            return;
+        }
+        let root = self.source.store().local_root().map(Path::to_path_buf);
+        let head = root.and_then(|r| crate::runtime::git::head(&r).ok().flatten());
+        for d in done.iter_mut() {
+            if let Some((tier, s)) = d.proof.as_mut() {
+                *s = stale(tier, head.as_deref());
+            }
+        }
     }
 }

@@ -82,8 +82,8 @@ pub enum Why {
     Owner,
     /// Blocked or deferred, with the reason.
     Stopped(Status, Option<String>),
-    /// Done or cancelled, by whom and when.
-    Finished(Status, String, Ts),
+    /// Done or cancelled, by whom and when, and how a done was proven (for people).
+    Finished(Status, String, Ts, Option<String>),
 }
 
 /// One todo on the board.
@@ -155,7 +155,12 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
             title: d.title.clone(),
             priority: crate::kernel::Priority::P2,
             created_at: d.at,
-            why: Why::Finished(d.status, d.by.clone(), d.at),
+            why: Why::Finished(
+                d.status,
+                d.by.clone(),
+                d.at,
+                d.proof.as_ref().map(|(t, s)| board_tier(t, *s)),
+            ),
         });
     }
     let by_pick = |a: &Card, b: &Card| (a.priority, &a.id).cmp(&(b.priority, &b.id));
@@ -178,6 +183,17 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
     out
 }
 
+/// A done's tier in a card's few columns: `✓ checked`, `✓ stale`, `self-reported`.
+fn board_tier(t: &crate::kernel::proof::Tier, stale: bool) -> String {
+    use crate::kernel::proof::Tier;
+    match (t, stale) {
+        (Tier::Checked { .. }, false) => "✓ checked".into(),
+        (Tier::Checked { .. }, true) => "✓ stale check".into(),
+        (Tier::SelfReported, _) => "self-reported".into(),
+        (Tier::OwnerAccepted, _) => "owner-accepted".into(),
+    }
+}
+
 /// The column of one todo and why.
 pub fn place(snap: &Snapshot, t: &Todo, now: Ts) -> (Column, Why) {
     match t.status {
@@ -191,6 +207,7 @@ pub fn place(snap: &Snapshot, t: &Todo, now: Ts) -> (Column, Why) {
                     t.status,
                     t.status_by.clone().unwrap_or_default(),
                     t.updated_at,
+                    None,
                 ),
             );
         }

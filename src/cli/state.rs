@@ -114,6 +114,10 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
             esc(&should_run::cut(&o.title, 100))
         ));
     }
+    let (done_lately, done_lines) = super::todo_check::done_lately(ctx, &*store)?;
+    if !done_lines.is_empty() {
+        text.push_str(&format!("done lately: {}\n", done_lines.join(", ")));
+    }
     for n in &snap.owner_notes {
         text.push_str(&format!("note: {n}\n"));
     }
@@ -138,6 +142,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "quarantined": snap.quarantined.values().collect::<Vec<_>>(),
         "owner_notes": snap.owner_notes,
         "overdue": overdue,
+        "done_lately": done_lately,
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {
@@ -266,6 +271,13 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     }
     if ready.len() > 5 {
         md.push_str(&format!("- and {} more\n", ready.len() - 5));
+    }
+    let (_, done_lines) = super::todo_check::done_lately(ctx, &*store)?;
+    if !done_lines.is_empty() {
+        md.push_str("\n## Done lately\n\n");
+        done_lines
+            .iter()
+            .for_each(|l| md.push_str(&format!("- {l}\n")));
     }
     md.push_str("\n## Questions for the owner\n\n");
     if answer.questions.is_empty() {

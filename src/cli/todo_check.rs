@@ -10,7 +10,7 @@ use serde_json::json;
 use super::monitor::{self as mon, Purpose};
 use super::{Ctx, Out};
 use crate::kernel::monitor::{SHA_PREFIX_MIN, sha256_hex};
-use crate::kernel::proof::{self, Tier};
+use crate::kernel::proof::{self, Tier, tier_text};
 use crate::kernel::{Code, Error, Evidence, Result, Snapshot, Status, Todo, ops};
 use crate::runtime::{git, proof as run_proof};
 use crate::store::{Store, StoreExt};
@@ -180,21 +180,29 @@ pub fn shown(
     (j, text)
 }
 
-/// `✓ checked at abc123`, `self-reported`, `owner-accepted`.
-pub fn tier_text(t: &Tier, stale: bool) -> String {
-    match t {
-        Tier::SelfReported => "self-reported".into(),
-        Tier::OwnerAccepted => "owner-accepted".into(),
-        Tier::Checked { commit } => {
-            let at = commit.as_deref().map_or("no commit".to_string(), |c| {
-                c[..c.len().min(12)].to_string()
-            });
-            let stale = if stale {
-                " (stale: HEAD moved since)"
-            } else {
-                ""
-            };
-            format!("✓ checked at {at}{stale}")
-        }
+/// The last todos done, from the journal's tail, each with its tier and whether a checked
+/// result is stale (HEAD is read once); and a line for each, for people.
+pub fn done_lately(ctx: &Ctx, store: &dyn Store) -> Result<(serde_json::Value, Vec<String>)> {
+    let done = proof::finished(&store.journal_tail(DONE_SCAN)?, DONE_SHOWN);
+    let checked = done
+        .iter()
+        .any(|f| matches!(f.tier, Tier::Checked { commit: Some(_) }));
+    let head = match checked {
+        true => git::head(&ctx.work_dir(store)).ok().flatten(),
+        false => None,
+    };
+    let mut rows = Vec::new();
+    let mut lines = Vec::new();
+    for f in &done {
+        let stale = proof::stale(&f.tier, head.as_deref());
+        let mut j = json!(f);
+        j["stale"] = json!(stale);
+        rows.push(j);
+        lines.push(format!("{} {}", esc(&f.id), tier_text(&f.tier, stale)));
     }
+    Ok((json!(rows), lines))
 }
+
+/// How many journal lines `done_lately` reads, and how many done todos it shows.
+const DONE_SCAN: usize = 200;
+const DONE_SHOWN: usize = 5;

@@ -76,12 +76,84 @@ fn default_check(snap: &Snapshot) -> Result<Option<Needed>> {
 
 /// True when `evidence` holds a passing run of exactly `n`'s text.
 pub fn proves(n: &Needed, evidence: &[Evidence]) -> bool {
-    evidence.iter().any(|e| {
+    proof_of(n, evidence).is_some()
+}
+
+/// The passing run of exactly `n`'s text in `evidence`, if there is one.
+pub fn proof_of<'a>(n: &Needed, evidence: &'a [Evidence]) -> Option<&'a Evidence> {
+    evidence.iter().find(|e| {
         e.kind == EvidenceKind::Check
             && e.exit_code == Some(0)
             && !e.timed_out
             && e.sha256.as_deref() == Some(n.sha256.as_str())
     })
+}
+
+/// What a `todo.done` line's data says of its proof (`check`: the text's hash and the commit).
+pub fn done_data(n: &Needed, e: &Evidence) -> serde_json::Value {
+    serde_json::json!({"sha256": n.sha256, "commit": e.commit, "default": n.default})
+}
+
+/// A recently finished todo, as the journal's `todo.done` lines tell it: its tier.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finished {
+    /// The todo's id.
+    pub id: String,
+    /// When it was done.
+    pub at: crate::kernel::Ts,
+    /// How it was proven.
+    #[serde(flatten)]
+    pub tier: Tier,
+}
+
+/// The last `max` todos done in `events` (oldest first in, newest first out), with their tiers.
+pub fn finished(events: &[crate::kernel::Event], max: usize) -> Vec<Finished> {
+    let mut out: Vec<Finished> = Vec::new();
+    for e in events.iter().rev() {
+        if out.len() >= max {
+            break;
+        }
+        if e.action != crate::kernel::Action::TodoDone || out.iter().any(|f| f.id == e.target) {
+            continue;
+        }
+        out.push(Finished {
+            id: e.target.clone(),
+            at: e.at,
+            tier: tier_of(e),
+        });
+    }
+    out
+}
+
+/// The tier a `todo.done` line gives: the owner's, a check's (its data holds `check`), or the
+/// agent's word.
+pub fn tier_of(e: &crate::kernel::Event) -> Tier {
+    match e.data.get("check") {
+        _ if e.actor == "owner" => Tier::OwnerAccepted,
+        Some(c) if c.is_object() => Tier::Checked {
+            commit: c.get("commit").and_then(|v| v.as_str()).map(str::to_string),
+        },
+        _ => Tier::SelfReported,
+    }
+}
+
+/// The tier for people: `✓ checked at abc123`, `self-reported`, `owner-accepted`.
+pub fn tier_text(t: &Tier, stale: bool) -> String {
+    match t {
+        Tier::SelfReported => "self-reported".into(),
+        Tier::OwnerAccepted => "owner-accepted".into(),
+        Tier::Checked { commit } => {
+            let at = commit
+                .as_deref()
+                .map_or("no commit", |c| &c[..c.len().min(12)]);
+            let stale = if stale {
+                " (stale: HEAD moved since)"
+            } else {
+                ""
+            };
+            format!("✓ checked at {at}{stale}")
+        }
+    }
 }
 
 /// The refusal of a done that no passing check proves.

@@ -49,8 +49,15 @@ pub fn why_text_at(why: &Why, now: Ts, absolute: bool) -> String {
             Some(r) => format!("{}: {r}", s.as_str()),
             None => s.as_str().to_string(),
         },
-        Why::Finished(s, by, at) if absolute => format!("{} by {by} at {}", s.as_str(), hhmm(*at)),
-        Why::Finished(s, by, at) => format!("{} by {by} {} ago", s.as_str(), ago(now.since(*at).0)),
+        Why::Finished(s, by, at, proof) => {
+            let when = match absolute {
+                true => format!("at {}", hhmm(*at)),
+                false => format!("{} ago", ago(now.since(*at).0)),
+            };
+            // A done's tier says first how it was proven: `✓ checked`, `self-reported`.
+            let word = proof.as_deref().unwrap_or(s.as_str());
+            format!("{word} by {by} {when}")
+        }
     }
 }
 
