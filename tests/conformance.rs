@@ -34,7 +34,8 @@ on_both!(
     round_trip,
     refusals,
     monitor_checks,
-    proven_done
+    proven_done,
+    archived_references
 );
 
 /// Todos and racing agents in the claim race.
@@ -640,4 +641,31 @@ fn proven_done(b: Backend) {
     lab.fails(Who::Agent(a1), &done, "check_failed");
     std::fs::write(lab.p.root().join("shipped.txt"), "").expect("write");
     lab.ok(Who::Agent(a1), &done);
+}
+
+/// A todo that names archived ones (a review of a done todo, a dependency on it) is added on
+/// both stores; the reviewed todo's finisher may not claim the review.
+fn archived_references(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-arch", 2, 0) else {
+        return;
+    };
+    let (a1, a2) = (lab.agent(1), lab.agent(2));
+    let v = lab.ok(Who::Agent(a1), &["todo", "add", "Write it"]);
+    let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    lab.ok(Who::Agent(a1), &["todo", "claim", &id]);
+    lab.ok(Who::Agent(a1), &["todo", "update", &id, "--status", "done"]);
+    let add = [
+        "todo",
+        "add",
+        "Review it",
+        "--reviews",
+        &id,
+        "--depends-on",
+        &id,
+    ];
+    let v = lab.ok(Who::Agent(a2), &add);
+    let r = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    assert_eq!(v["todo"]["exclude_agents"][0], a1, "{v}");
+    lab.fails(Who::Agent(a1), &["todo", "claim", &r], "not_ready");
+    lab.ok(Who::Agent(a2), &["todo", "claim", &r]);
 }

@@ -223,17 +223,24 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             let requires = crate::kernel::agents::check_capabilities("--requires", &requires)?;
             let exclude_agents = super::agent::check_excluded(&exclude_agent)?;
             let new_id = store.fresh_id(Kind::Todo)?;
+            // Archived references are looked up before the transaction: a database store's
+            // lookup of the archive would wait for the connection the transaction holds.
+            let refs = (reviews.is_some() || !depends_on.is_empty())
+                .then(|| store.load())
+                .transpose()?;
+            let ((reviews, exclude_agents), deps) = match &refs {
+                Some(snap) => (
+                    super::agent::review_of(store, snap, reviews.as_deref(), exclude_agents)?,
+                    depends_on
+                        .iter()
+                        .map(|d| store.resolve_todo(snap, d))
+                        .collect::<Result<Vec<_>>>()?,
+                ),
+                None => ((None, exclude_agents), Vec::new()),
+            };
             let t = store.mutate(|snap| {
-                let (reviews, exclude_agents) = super::agent::review_of(
-                    store,
-                    snap,
-                    reviews.as_deref(),
-                    exclude_agents.clone(),
-                )?;
-                let deps = depends_on
-                    .iter()
-                    .map(|d| store.resolve_todo(snap, d))
-                    .collect::<Result<Vec<_>>>()?;
+                let (reviews, exclude_agents, deps) =
+                    (reviews.clone(), exclude_agents.clone(), deps.clone());
                 let gate = blocked_by_gate
                     .as_deref()
                     .map(|g| store.resolve_gate(snap, g))
