@@ -153,7 +153,12 @@ pub fn shown(
 ) -> (serde_json::Value, String) {
     let mut text = String::new();
     let mut j = json!({});
-    if let Some(c) = t.check.as_ref().filter(|_| t.every.is_none()) {
+    // A finished todo's check is history: its approval leaves the seal with it.
+    if let Some(c) = t
+        .check
+        .as_ref()
+        .filter(|_| t.every.is_none() && !t.status.is_final())
+    {
         let a = crate::kernel::monitor::approval(snap, t);
         let sha = sha256_hex(c.command.as_bytes());
         text.push_str(&format!(

@@ -147,7 +147,7 @@ impl Approval {
             Approval::Approved => "approved",
             Approval::NoCheck => "no check",
             Approval::NoSeal => "unapproved: no valid owner seal",
-            Approval::NotApproved => "unapproved: waiting for `loopx monitor approve`",
+            Approval::NotApproved => "unapproved: waiting for the owner's approval",
             Approval::Changed => "unapproved: the command changed since the owner approved it",
         }
     }
