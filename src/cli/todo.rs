@@ -452,7 +452,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     };
     if let Some((id, e)) = check
         .as_ref()
-        .filter(|(_, e)| !super::todo_check::passed(e))
+        .filter(|(_, e)| !crate::kernel::proof::passed(e))
     {
         return super::todo_check::record_failure(ctx, store, id, a.fence, evidence, e);
     }

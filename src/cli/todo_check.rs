@@ -137,11 +137,6 @@ pub fn record_failure(
     .details(json!({"evidence": e})))
 }
 
-/// True when `e` is a check that passed.
-pub fn passed(e: &Evidence) -> bool {
-    e.exit_code == Some(0) && !e.timed_out
-}
-
 /// What `todo show` says of a todo's proof: its check and whether the owner approved it, and
 /// for a done todo its tier (`stale` once HEAD moved past a checked commit).
 pub fn shown(

@@ -150,7 +150,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     };
     let failed = check
         .as_ref()
-        .filter(|c| !super::todo_check::passed(c))
+        .filter(|c| !crate::kernel::proof::passed(c))
         .cloned();
     let end = TurnEnd {
         todo: todo.clone(),

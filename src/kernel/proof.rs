@@ -81,12 +81,14 @@ pub fn proves(n: &Needed, evidence: &[Evidence]) -> bool {
 
 /// The passing run of exactly `n`'s text in `evidence`, if there is one.
 pub fn proof_of<'a>(n: &Needed, evidence: &'a [Evidence]) -> Option<&'a Evidence> {
-    evidence.iter().find(|e| {
-        e.kind == EvidenceKind::Check
-            && e.exit_code == Some(0)
-            && !e.timed_out
-            && e.sha256.as_deref() == Some(n.sha256.as_str())
-    })
+    evidence
+        .iter()
+        .find(|e| passed(e) && e.sha256.as_deref() == Some(n.sha256.as_str()))
+}
+
+/// True when `e` is a run of a check that passed: exit 0 within its time.
+pub fn passed(e: &Evidence) -> bool {
+    e.kind == EvidenceKind::Check && e.exit_code == Some(0) && !e.timed_out
 }
 
 /// What a `todo.done` line's data says of its proof (`check`: the text's hash and the commit).
@@ -189,13 +191,11 @@ pub fn tier(t: &Todo, evidence: &[Evidence]) -> Tier {
     if t.status_by.as_deref() == Some("owner") {
         return Tier::OwnerAccepted;
     }
-    let passed = evidence.iter().rev().find(|e| {
-        e.kind == EvidenceKind::Check
-            && e.exit_code == Some(0)
-            && !e.timed_out
-            && e.fence.is_none_or(|f| f == t.fence)
-    });
-    match passed {
+    let run = evidence
+        .iter()
+        .rev()
+        .find(|e| passed(e) && e.fence.is_none_or(|f| f == t.fence));
+    match run {
         Some(e) => Tier::Checked {
             commit: e.commit.clone(),
         },

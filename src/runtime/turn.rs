@@ -190,7 +190,10 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     } else {
         None
     };
-    let done = done && proof.as_ref().is_none_or(|p| p.as_ref().is_ok_and(passed));
+    let done = done
+        && proof
+            .as_ref()
+            .is_none_or(|p| p.as_ref().is_ok_and(proof::passed));
     let closed_fence = match store.archived_todo(&todo.id) {
         Ok(Some(t)) => Some(t.fence),
         _ => None,
@@ -215,7 +218,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         ended,
         signalled,
         over_limit,
-        proof: proof.filter(|p| !p.as_ref().is_ok_and(passed)),
+        proof: proof.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
     })))
 }
 
@@ -264,11 +267,6 @@ fn load_retrying(store: &(dyn Store + Sync), signals: usize) -> Result<crate::ke
             r => return r,
         }
     }
-}
-
-/// True when a check's run passed.
-fn passed(e: &Evidence) -> bool {
-    e.exit_code == Some(0) && !e.timed_out
 }
 
 /// Runs the command while a second thread renews the lease every third of its length.
