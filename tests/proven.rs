@@ -178,6 +178,10 @@ fn an_unapproved_edited_or_removed_check_never_runs_and_blocks_the_done() {
 fn a_hanging_flooding_or_forking_check_is_bounded() {
     let (p, id) = project("proof-bounds");
     checked(&p, &id, "sleep 60");
+    for bad in ["0s", "25h"] {
+        let (code, v) = done(&p, &id, &["--check-timeout", bad]);
+        assert_eq!(code, 2, "{bad}: {v}");
+    }
     let (code, v) = done(&p, &id, &["--check-timeout", "1s"]);
     assert_eq!(code, 9, "{v}");
     let c = checks(&p, &id);

@@ -380,19 +380,6 @@ fn target(
     }
 }
 
-/// For a done: the todo's id and the run of the check that proves it, before the lock.
-fn done_proof(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Result<Option<(String, Evidence)>> {
-    let ms = a.check_timeout.0;
-    if !(1_000..=86_400_000).contains(&ms) {
-        return Err(Error::usage("--check-timeout must be 1s to 24h"));
-    }
-    let snap = store.load()?;
-    let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref())?;
-    let timeout = std::time::Duration::from_millis(ms as u64);
-    let e = super::todo_check::prove(ctx, store, &snap, &id, a.fence, timeout)?;
-    Ok(e.map(|e| (id, e)))
-}
-
 fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     let now = ctx.now;
     let agent = ctx.agent.as_str();
@@ -402,6 +389,9 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         entries,
         bounds::EVIDENCE_MAX,
     ))?;
+    if !(1_000..=86_400_000).contains(&a.check_timeout.0) {
+        return Err(Error::usage("--check-timeout must be 1s to 24h"));
+    }
     if a.kind == EvidenceKind::Check {
         return Err(Error::usage(
             "`--kind check` is loopx's own: it writes it when a todo's check runs",
@@ -446,6 +436,8 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     } else {
         Ok(None)
     };
+    // What a refused done needs: its todo and approved check, as the transaction saw them.
+    let wanted = std::cell::RefCell::new(None);
     let commit = |evidence: &[Evidence]| {
         store.mutate_noted(|snap| {
             let id = target(store, snap, agent, now, a.id.as_deref())?;
@@ -465,18 +457,26 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
                 status: a.status,
                 reason: a.reason.clone(),
             };
-            ops::update(snap, agent, now, &id, u)
+            let r = ops::update(snap, agent, now, &id, u);
+            if matches!(&r, Err(e) if e.code == crate::kernel::Code::CheckFailed)
+                && let Ok(Some(n)) = crate::kernel::proof::needed(snap, cur)
+            {
+                *wanted.borrow_mut() = Some((cur.clone(), n));
+            }
+            r
         })
     };
     let mut done = commit(&evidence);
     // The kernel refuses the done of a todo with an approved check: run it outside the lock
     // (a todo without one pays nothing for this), then try again with its run.
+    let refused = wanted.borrow_mut().take();
     if a.status == Some(Status::Done)
         && matches!(&done, Err(e) if e.code == crate::kernel::Code::CheckFailed)
-        && let Some((id, e)) = done_proof(ctx, store, &a)?
+        && let Some((t, n)) = refused
     {
+        let e = super::todo_check::run_check(ctx, store, &t, &n, a.check_timeout)?;
         if !crate::kernel::proof::passed(&e) {
-            return super::todo_check::record_failure(ctx, store, &id, a.fence, evidence, &e);
+            return super::todo_check::record_failure(ctx, store, &t.id, a.fence, evidence, &e);
         }
         evidence.push(e);
         done = commit(&evidence);

@@ -108,6 +108,18 @@ pub fn prove(
     run_proof::run(&root, t, &n, &ctx.agent, ctx.now, timeout).map(Some)
 }
 
+/// Runs `n`, the check `t`'s done needs, in the work tree, for at most `timeout`.
+pub fn run_check(
+    ctx: &Ctx,
+    store: &dyn Store,
+    t: &Todo,
+    n: &proof::Needed,
+    timeout: crate::kernel::Dur,
+) -> Result<Evidence> {
+    let timeout = Duration::from_millis(timeout.0.max(0) as u64);
+    run_proof::run(&ctx.work_dir(store), t, n, &ctx.agent, ctx.now, timeout)
+}
+
 /// Records a failed check's evidence (the todo stays claimed) and answers exit 9 `check_failed`.
 pub fn record_failure(
     ctx: &Ctx,
