@@ -255,6 +255,7 @@ decided_at = "{1}""#,
         quarantined: Default::default(),
         owner_notes: Vec::new(),
         seal: None,
+        unsealed: false,
         agents: Default::default(),
     }
 }

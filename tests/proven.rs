@@ -329,3 +329,32 @@ fn a_turn_ended_done_by_its_host_is_done_only_when_the_check_passes() {
     assert_eq!(v["ended"], "done", "{v}");
     assert_eq!(p.show(&id)["proof"]["tier"], "checked");
 }
+
+#[test]
+fn a_seal_moved_aside_does_not_let_a_checked_todo_be_done_without_its_check() {
+    let (p, id) = project("proof-seal");
+    checked(&p, &id, "false");
+    let seal = p.lx("owner.seal");
+    let aside = p.root().join("seal.aside");
+    std::fs::rename(&seal, &aside).unwrap();
+    // Its check deleted too: with no seal, nothing says one was approved.
+    let path = p.lx(&format!("todos/{id}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut keep = true;
+    let cut: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            if l.starts_with('[') {
+                keep = *l != "[check]";
+            }
+            keep
+        })
+        .collect();
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    let (code, v) = p.no_key(&[
+        "--agent", "agent-a", "todo", "update", &id, "--status", "done",
+    ]);
+    assert_eq!(code, 7, "{v}");
+    std::fs::rename(&aside, &seal).unwrap();
+    assert_ne!(p.show(&id)["status"], "done");
+}

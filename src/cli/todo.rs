@@ -438,9 +438,14 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     };
     // What a refused done needs: its todo and approved check, as the transaction saw them.
     let wanted = std::cell::RefCell::new(None);
-    let commit = |evidence: &[Evidence]| {
+    // The retry names the todo the first try chose (the agent's claim may have moved meanwhile)
+    // and reads the clock again (the check took its time).
+    let commit = |evidence: &[Evidence], pinned: Option<&str>, now: Ts| {
         store.mutate_noted(|snap| {
-            let id = target(store, snap, agent, now, a.id.as_deref())?;
+            let id = match pinned {
+                Some(p) => p.to_string(),
+                None => target(store, snap, agent, now, a.id.as_deref())?,
+            };
             let cur = snap.todos.get(&id).ok_or_else(|| {
                 Error::new(
                     crate::kernel::Code::NotFound,
@@ -466,7 +471,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
             r
         })
     };
-    let mut done = commit(&evidence);
+    let mut done = commit(&evidence, None, now);
     // The kernel refuses the done of a todo with an approved check: run it outside the lock
     // (a todo without one pays nothing for this), then try again with its run.
     let refused = wanted.borrow_mut().take();
@@ -479,7 +484,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
             return super::todo_check::record_failure(ctx, store, &t.id, a.fence, evidence, &e);
         }
         evidence.push(e);
-        done = commit(&evidence);
+        done = commit(&evidence, Some(&t.id), Ts::now());
     }
     let (t, notes) = done?;
     let text = match t.status {

@@ -28,6 +28,15 @@ pub fn needed(snap: &Snapshot, t: &Todo) -> Result<Option<Needed>> {
     if t.every.is_some() || t.role == Role::User {
         return Ok(None);
     }
+    // Without a seal that holds, an approval cannot be told from its absence (a seal moved
+    // aside would make every check vanish): nothing is proven done until the owner seals again.
+    if snap.unsealed {
+        return Err(Error::new(
+            Code::Denied,
+            format!("{}: owner.seal does not hold, so whether a check must prove it done cannot be verified", t.id),
+        )
+        .hint("the owner checks `loopx doctor` and runs `loopx owner seal`; then finish it again"));
+    }
     let sealed = |id: &str| snap.seal.as_ref().and_then(|s| s.checks.get(id));
     match (&t.check, sealed(&t.id)) {
         (Some(c), Some(h)) if *h == sha256_hex(c.command.as_bytes()) => Ok(Some(Needed {
@@ -145,9 +154,10 @@ pub fn tier_text(t: &Tier, stale: bool) -> String {
         Tier::SelfReported => "self-reported".into(),
         Tier::OwnerAccepted => "owner-accepted".into(),
         Tier::Checked { commit } => {
-            let at = commit
+            // A commit read from a file may be anything: cut on a character, never inside one.
+            let at: String = commit
                 .as_deref()
-                .map_or("no commit", |c| &c[..c.len().min(12)]);
+                .map_or("no commit".into(), |c| c.chars().take(12).collect());
             let stale = if stale {
                 " (stale: HEAD moved since)"
             } else {

@@ -552,6 +552,7 @@ fn fail_closed(g: &mut Gate) {
 /// The goal counts as paused: the project has an owner key but no valid seal.
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
+    snap.unsealed = true;
     let mut notes = vec![format!(
         "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"
     )];

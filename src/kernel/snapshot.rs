@@ -108,6 +108,9 @@ pub struct Snapshot {
     pub owner_notes: Vec<String>,
     /// The owner's seal this snapshot was checked against, when valid.
     pub seal: Option<crate::kernel::seal::Seal>,
+    /// True when the project has an owner key and no seal that holds: no owner fact can be
+    /// verified, so no done can be proven.
+    pub unsealed: bool,
     /// Agents' own declarations (`agents/ID.toml`), by id (routing, issue 9).
     pub agents: BTreeMap<String, crate::kernel::model::AgentInfo>,
 }
@@ -127,6 +130,7 @@ impl Snapshot {
             quarantined: BTreeMap::new(),
             owner_notes: Vec::new(),
             seal: None,
+            unsealed: false,
             agents: BTreeMap::new(),
         }
     }

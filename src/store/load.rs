@@ -229,6 +229,7 @@ impl FileStore {
                 quarantined,
                 owner_notes: Vec::new(),
                 seal: None,
+                unsealed: false,
                 agents,
             },
             refresh,

@@ -126,3 +126,11 @@ fn the_tier_says_how_the_done_was_proven_and_stale_once_head_moves() {
     t.status_by = Some("owner".into());
     assert_eq!(tier(&t, &[]), Tier::OwnerAccepted);
 }
+
+#[test]
+fn a_commit_read_from_a_file_is_cut_on_a_character() {
+    let t = Tier::Checked {
+        commit: Some("abcdefghijké-not-hex".into()),
+    };
+    assert_eq!(tier_text(&t, false), "✓ checked at abcdefghijké");
+}

@@ -290,6 +290,7 @@ impl Cached {
             quarantined,
             owner_notes: Vec::new(),
             seal: None,
+            unsealed: false,
             agents,
         })
     }
