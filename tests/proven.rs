@@ -57,6 +57,22 @@ fn done(p: &Project, id: &str, extra: &[&str]) -> (i32, Value) {
     p.json_as("agent-a", &a)
 }
 
+/// Removes the `[check]` table from a todo file, as an agent's hand edit would.
+fn drop_check(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut keep = true;
+    let cut: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            if l.starts_with('[') {
+                keep = *l != "[check]";
+            }
+            keep
+        })
+        .collect();
+    std::fs::write(path, cut.join("\n") + "\n").unwrap();
+}
+
 fn checks(p: &Project, id: &str) -> Vec<Value> {
     p.evidence(id)
         .into_iter()
@@ -153,18 +169,7 @@ fn an_unapproved_edited_or_removed_check_never_runs_and_blocks_the_done() {
     );
     assert!(!p.root().join("ran2").exists());
     // Removed by hand: still refused.
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut keep = true;
-    let cut: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            if l.starts_with('[') {
-                keep = *l != "[check]";
-            }
-            keep
-        })
-        .collect();
-    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    drop_check(&path);
     let (code, v) = done(&p, &id, &[]);
     assert_eq!(code, 7, "{v}");
     assert!(v.to_string().contains("gone"), "{v}");
@@ -339,18 +344,7 @@ fn a_seal_moved_aside_does_not_let_a_checked_todo_be_done_without_its_check() {
     std::fs::rename(&seal, &aside).unwrap();
     // Its check deleted too: with no seal, nothing says one was approved.
     let path = p.lx(&format!("todos/{id}.toml"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut keep = true;
-    let cut: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            if l.starts_with('[') {
-                keep = *l != "[check]";
-            }
-            keep
-        })
-        .collect();
-    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    drop_check(&path);
     let (code, v) = p.no_key(&[
         "--agent", "agent-a", "todo", "update", &id, "--status", "done",
     ]);
