@@ -2,10 +2,9 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
-use common::{Project, TempDir, assert_err, assert_same_files, is_id, parse_json, run_cmd};
+use common::{Project, TempDir, assert_err, assert_same_files, git, is_id, parse_json, run_cmd};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -19,26 +18,6 @@ fn ids(list: &Value) -> Vec<String> {
         .iter()
         .map(|t| s(&t["id"]).to_string())
         .collect()
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=loopx-test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 // ---------------------------------------------------------------------------------------------

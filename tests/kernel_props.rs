@@ -44,6 +44,7 @@ fn config(status: GoalStatus, slots: u32, min_interval_s: i64) -> Config {
         agents: BTreeMap::new(),
         hooks: BTreeMap::new(),
         done: Default::default(),
+        breaker: Default::default(),
         extra: Extra::new(),
     }
 }
@@ -103,7 +104,7 @@ fn world() -> impl Strategy<Value = World> {
                 let mut fence = 0;
                 let lease = s.lease.map(|(h, exp)| {
                     fence = 3;
-                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, handoff_from: None, extra: Extra::new() }
+                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, handoff_from: None, base: None, extra: Extra::new() }
                 });
                 let t = Todo {
                     schema_version: 1,
@@ -128,6 +129,17 @@ fn world() -> impl Strategy<Value = World> {
                     check: None,
                     body: None,
                     links: Vec::new(),
+                    // The breaker: some todos backed off (in the past or the future), some parked
+                    // on a gate that may be pending, decided or missing.
+                    stall: (s.age_s % 3 == 0 || s.age_s % 7 == 0).then(|| {
+                        Box::new(Stall {
+                            turns: 1,
+                            failures: 1,
+                            retry_at: (s.age_s % 3 == 0).then(|| NOW.add(Dur((s.age_s % 1200 - 600) * 1000))),
+                            parked: (s.age_s % 7 == 0).then(|| format!("g-aaaaa{}", s.age_s % 4)),
+                            extra: Extra::new(),
+                        })
+                    }),
                     lease,
                     extra: Extra::new(),
                 };

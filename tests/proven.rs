@@ -9,17 +9,6 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
 fn head(dir: &Path) -> String {
     let out = Command::new("git")
         .arg("-C")

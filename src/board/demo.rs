@@ -100,6 +100,7 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
         agents,
         hooks: Default::default(),
         done: Default::default(),
+        breaker: Default::default(),
         extra: Extra::new(),
     };
     store.create(&config, "demo")?;

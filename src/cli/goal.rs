@@ -165,6 +165,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         agents: Default::default(),
         hooks: Default::default(),
         done: Default::default(),
+        breaker: Default::default(),
         extra: Extra::new(),
     };
     bounds::usage(bounds::check_config(&config))?;

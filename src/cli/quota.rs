@@ -39,7 +39,7 @@ pub enum QuotaCmd {
     Show,
     /// Owner: change the policy.
     #[command(
-        after_help = "Example:\n  loopx quota set --slots 50 --window 24h --min-interval 10m --cost-usd 25"
+        after_help = "Example:\n  loopx quota set --slots 50 --window 24h --min-interval 10m --cost-usd 25 --breaker 3"
     )]
     Set {
         /// Slots per window.
@@ -57,6 +57,9 @@ pub enum QuotaCmd {
         /// US dollars per window, or `none` for no cost budget.
         #[arg(long, value_name = "X|none", value_parser = parse_cost)]
         cost_usd: Option<Budget<f64>>,
+        /// Turns without progress in a row that park a todo behind a gate (0: never; default 3).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1000))]
+        breaker: Option<u32>,
     },
 }
 
@@ -113,7 +116,7 @@ fn quota_json(
     let u = quota::usage(q, &cfg.quota, now);
     let mut j = json!({
         "used": u.used, "limit": u.limit, "window": u.window, "resets_at": u.resets_at,
-        "min_interval": cfg.quota.min_interval,
+        "min_interval": cfg.quota.min_interval, "breaker_turns": cfg.breaker.turns(),
     });
     if let Some(b) = u.tokens {
         j["tokens"] = to_json(&b);
@@ -242,6 +245,7 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             min_interval,
             tokens,
             cost_usd,
+            breaker,
         } => {
             let set = ops::QuotaChange {
                 slots,
@@ -249,10 +253,11 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                 min_interval,
                 tokens: tokens.map(|b| b.0),
                 cost_usd: cost_usd.map(|b| b.0),
+                breaker,
             };
             if set.is_empty() {
                 return Err(crate::kernel::Error::usage(
-                    "give --slots, --window, --min-interval, --tokens or --cost-usd",
+                    "give --slots, --window, --min-interval, --tokens, --cost-usd or --breaker",
                 ));
             }
             let owner = crate::kernel::ops::OWNER;

@@ -79,13 +79,14 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
         check_ttl(t).map_err(|e| e.hint("give it like `--ttl 30m`"))?;
     }
     let store = ctx.open()?;
+    let base = crate::runtime::git::base(&ctx.work_dir(&*store));
     let (start, resumed) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
         // Started already by this agent (a retry after a lost answer): the same claim again.
         if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
             return Ok((ops::Change::default(), (Start::Claimed(Box::new(t)), true)));
         }
         let ttl = a.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &ctx.agent, ctx.now, ttl, &turn)?;
+        let (c, s) = ops::start_turn(snap, &ctx.agent, ctx.now, ttl, (&turn, base.clone()))?;
         Ok((c, (s, false)))
     })?;
     Ok(match start {
@@ -152,14 +153,24 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         .as_ref()
         .filter(|c| !crate::kernel::proof::passed(c))
         .cloned();
+    let done = done && failed.is_none();
+    let progress = match snap.todos.get(&todo).filter(|_| !done) {
+        Some(t) => {
+            let base = t.lease.as_ref().and_then(|l| l.base.clone());
+            let bad = a.exit_code.is_some_and(|c| c != 0);
+            crate::runtime::turn::measure(&*store, &ctx.work_dir(&*store), t, base, bad)
+        }
+        None => ops::Progress::default(),
+    };
     let end = TurnEnd {
         todo: todo.clone(),
         fence,
         turn: turn.clone(),
         evidence: e,
-        done: done && failed.is_none(),
+        done,
         check,
         closed_fence,
+        progress,
     };
     let (ended, over) = store.mutate(|snap| {
         let (c, ended) = ops::end_turn(snap, &ctx.agent, ctx.now, end.clone())?;

@@ -383,6 +383,10 @@ pub fn check_config(c: &Config) -> Checked {
     if let Some(d) = &c.done.check {
         check_command("done.check", d)?;
     }
+    if let Some(n) = c.breaker.turns {
+        let max = u64::from(crate::kernel::breaker::TURNS_MAX);
+        int("breaker.turns", u64::from(n), 0, max)?;
+    }
     check_agents(c)?;
     duration("lease.ttl", c.lease.ttl, TTL_MIN, TTL_MAX)
 }
@@ -392,6 +396,10 @@ fn check_lease(l: &Lease) -> Checked {
     opt_text("turn", &l.turn, NAME_MAX)?;
     if let Some(f) = &l.handoff_from {
         agent("handoff_from", f)?;
+    }
+    if let Some(b) = &l.base {
+        opt_text("base.head", &b.head, HEX_MAX)?;
+        opt_text("base.tree", &b.tree, HEX_MAX)?;
     }
     int("fence", l.fence, 0, FENCE_MAX)
 }
@@ -414,6 +422,12 @@ pub fn check_todo(t: &Todo) -> Checked {
         check_check(c).map_err(|v| v.under(vec![Key::Name("check".into())]))?;
     }
     check_routing(t)?;
+    if let Some(s) = &t.stall {
+        let max = u64::from(crate::kernel::breaker::TURNS_MAX);
+        int("stall.turns", u64::from(s.turns), 0, max)?;
+        int("stall.failures", u64::from(s.failures), 0, max)?;
+        opt_text("stall.parked", &s.parked, REF_MAX)?;
+    }
     opt_text("body", &t.body, BODY_MAX)?;
     count("links", t.links.len(), LINKS_MAX)?;
     each("links", &t.links, |l| link("links", l))?;

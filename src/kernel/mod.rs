@@ -5,6 +5,7 @@ pub mod agents;
 pub mod alert;
 pub mod authority;
 pub mod bounds;
+pub mod breaker;
 pub mod error;
 pub mod id;
 pub mod model;

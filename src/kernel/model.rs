@@ -49,6 +49,9 @@ pub struct Config {
     /// What proves a todo done: the project's default check (an owner fact, sealed).
     #[serde(default, skip_serializing_if = "DonePolicy::is_empty")]
     pub done: DonePolicy,
+    /// The no-progress breaker: turns without progress that park a todo (an owner fact, sealed).
+    #[serde(default, skip_serializing_if = "BreakerPolicy::is_empty")]
+    pub breaker: BreakerPolicy,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -74,6 +77,7 @@ impl Config {
             agents: BTreeMap::new(),
             hooks: BTreeMap::new(),
             done: DonePolicy::default(),
+            breaker: BreakerPolicy::default(),
             extra: Extra::new(),
         }
     }
@@ -304,6 +308,9 @@ pub struct Lease {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
     // -- end teams --
+    /// HEAD and the changed files when the turn began (the breaker compares them at its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Base>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -385,6 +392,9 @@ pub struct Todo {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
     // --- end teams ---
+    /// Turns in a row without progress or with failure, and the backoff and parking they set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Box<Stall>>,
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
@@ -393,6 +403,7 @@ pub struct Todo {
     pub extra: Extra,
 }
 
+pub use crate::kernel::breaker::{Base, BreakerPolicy, Stall};
 pub use crate::kernel::monitor::Check;
 
 fn default_role() -> Role {

@@ -58,6 +58,16 @@ pub enum Blocker {
         until: Ts,
     },
     // -- end routing --
+    /// The breaker parked it: it made no progress N turns in a row; its gate asks the owner.
+    Parked {
+        /// The gate.
+        gate: String,
+    },
+    /// Its last turns failed: it is offered again at `until` (per-todo backoff).
+    Backoff {
+        /// When.
+        until: Ts,
+    },
     /// Another live lease.
     Leased {
         /// Who holds it.
@@ -72,11 +82,13 @@ impl Blocker {
     pub fn needs_owner(&self) -> bool {
         match self {
             Blocker::GoalPaused | Blocker::UserRole | Blocker::Gate { .. } => true,
+            Blocker::Parked { .. } => true,
             Blocker::Status { .. } => true,
             Blocker::Dependency { status, role, .. } => {
                 !matches!((status, role), (Some(Status::Open), Some(Role::Agent)))
             }
             Blocker::NotDue { .. } | Blocker::Leased { .. } | Blocker::SlotsSpent { .. } => false,
+            Blocker::Backoff { .. } => false,
             // Never cleared for this agent, by anyone: should-run skips such todos instead.
             Blocker::Capability { .. } | Blocker::Excluded { .. } => false,
         }
@@ -91,6 +103,7 @@ impl Blocker {
     pub fn clears_at(&self) -> Option<Ts> {
         match self {
             Blocker::NotDue { until }
+            | Blocker::Backoff { until }
             | Blocker::Leased { until, .. }
             | Blocker::SlotsSpent { until, .. } => Some(*until),
             _ => None,
@@ -109,6 +122,12 @@ impl Blocker {
             },
             Blocker::Gate { id } => format!("gate {id} is pending"),
             Blocker::NotDue { until } => format!("not due until {until}"),
+            Blocker::Parked { gate } => {
+                format!("parked after turns without progress: gate {gate} asks the owner")
+            }
+            Blocker::Backoff { until } => {
+                format!("its last turns failed: backed off until {until}")
+            }
             Blocker::Leased { holder, until } => format!("leased by {holder} until {until}"),
             Blocker::Capability { missing } => {
                 format!("needs capabilities you lack: {}", missing.join(", "))
@@ -210,6 +229,7 @@ pub fn blockers(
     {
         out.push(Blocker::NotDue { until: due });
     }
+    stalled(snap, todo, now, &mut out);
     if let Some(lease) = todo.live_lease(now)
         && !(own_lease_ok && lease.holder == agent)
     {
@@ -219,6 +239,21 @@ pub fn blockers(
         });
     }
     out
+}
+
+/// The breaker's blockers: parked behind a gate that does not block it itself, or backed off.
+fn stalled(snap: &Snapshot, todo: &Todo, now: Ts, out: &mut Vec<Blocker>) {
+    if todo.stall.is_none() {
+        return;
+    }
+    if let Some(g) = crate::kernel::breaker::parked(snap, todo)
+        && !snap.gates.get(g).is_some_and(|x| x.blocks_todo(todo))
+    {
+        out.push(Blocker::Parked { gate: g.into() });
+    }
+    if let Some(until) = crate::kernel::breaker::backed_off(todo, now) {
+        out.push(Blocker::Backoff { until });
+    }
 }
 
 /// The routing blockers: capabilities `agent` lacks, and an exclusion of `agent`.
@@ -355,6 +390,11 @@ fn unblocked(snap: &Snapshot, t: &Todo, agent: &str, have: &[String], now: Ts) -
         && t.status == Status::Open
         && t.live_lease(now).is_none()
         && t.next_due_at.is_none_or(|due| now >= due)
+        && (t.stall.is_none() || {
+            let mut b = Vec::new();
+            stalled(snap, t, now, &mut b);
+            b.is_empty()
+        })
         && yours(t, agent, have)
         && ((t.requires.is_empty() && t.exclude_agents.is_empty())
             || crate::kernel::agents::missing(snap, t, agent).is_empty())
@@ -420,7 +460,8 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
                 Blocker::Gate { .. } => gated += 1,
                 Blocker::Leased { holder, .. } if holder == agent => mine += 1,
                 Blocker::Leased { .. } => leased += 1,
-                Blocker::NotDue { .. } => later += 1,
+                Blocker::NotDue { .. } | Blocker::Backoff { .. } => later += 1,
+                Blocker::Parked { .. } => gated += 1,
                 Blocker::Dependency { .. } => deps += 1,
                 _ => {}
             }

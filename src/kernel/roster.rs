@@ -186,6 +186,7 @@ mod tests {
             expires_at: expires,
             turn: None,
             handoff_from: None,
+            base: None,
             extra: Extra::new(),
         });
         t

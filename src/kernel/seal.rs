@@ -63,6 +63,8 @@ pub struct Seal {
     // -- end budgets and hooks --
     /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`; routing, issue 9).
     pub agents: crate::kernel::agents::AgentFacts,
+    /// Turns without progress that park a todo (`None`: a seal from before the breaker).
+    pub breaker: Option<u32>,
     /// Gates whose file disagreed with this seal when it was applied (not part of the text).
     pub mismatched: BTreeSet<String>,
 }
@@ -175,6 +177,7 @@ impl Seal {
             budget: Some((q.tokens, q.cost_usd)),
             hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             agents: crate::kernel::agents::facts(&snap.config),
+            breaker: Some(snap.config.breaker.turns()),
             mismatched: BTreeSet::new(),
         }
     }
@@ -247,6 +250,9 @@ impl Seal {
             let (slots, caps) = crate::kernel::agents::fact_fields(f);
             s.push_str(&format!("agent {id} {slots} {caps}\n"));
         }
+        if let Some(n) = self.breaker {
+            s.push_str(&format!("breaker {n}\n"));
+        }
         s
     }
 
@@ -316,6 +322,7 @@ impl Seal {
                     let f = crate::kernel::agents::parse_fields(slots, caps).ok_or_else(bad)?;
                     seal.agents.insert(id.to_string(), f);
                 }
+                ["breaker", n] => seal.breaker = Some(n.parse().map_err(|_| bad())?),
                 ["check", id, h] if is_sha256(h) => {
                     seal.checks.insert(id.to_string(), h.to_string());
                 }
@@ -434,6 +441,7 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     }
     apply_budget_and_hooks(snap, seal, &mut notes);
     crate::kernel::agents::apply_sealed(snap, &seal.agents, &mut notes);
+    crate::kernel::breaker::apply_sealed(&mut snap.config, seal.breaker, &mut notes);
     apply_gates(snap, seal, &mut notes);
     apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {

@@ -33,6 +33,12 @@ pub fn head(root: &Path) -> Result<Option<String>, String> {
     bounded(root, read_head).map(Option::flatten)
 }
 
+/// HEAD and a fingerprint of the changed files (names, sizes, change times), for the breaker:
+/// `None` outside a work tree or when git cannot be read in time.
+pub fn base(root: &Path) -> Option<crate::kernel::Base> {
+    bounded(root, read_base).ok().flatten()
+}
+
 /// Runs `read` on a thread of its own, at most [`GIT_TIMEOUT`].
 fn bounded<T: Send + 'static>(
     root: &Path,
@@ -97,6 +103,43 @@ fn read_git(root: &Path) -> GitFacts {
         .filter(|f| !f.starts_with(".loopx/") && f != ".loopx")
         .collect();
     Ok(Some(Git { head, files }))
+}
+
+/// The most changed files the fingerprint covers.
+const BASE_FILES_MAX: usize = 100_000;
+
+fn read_base(root: &Path) -> Result<Option<crate::kernel::Base>, String> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::MetadataExt;
+    let Some(repo) = open(root)? else {
+        return Ok(None);
+    };
+    let head = head_of(&repo);
+    let Some(work) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(None);
+    };
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(|e| format!("cannot read the work tree's status: {}", e.message()))?;
+    let mut h = Sha256::new();
+    for s in statuses.iter().take(BASE_FILES_MAX) {
+        let Some(path) = changed_path(&s).filter(|f| !f.starts_with(".loopx")) else {
+            continue;
+        };
+        // Never followed: a link's own size and time.
+        let meta = std::fs::symlink_metadata(work.join(&path))
+            .map(|m| format!("{} {} {}", m.len(), m.mtime(), m.mtime_nsec()))
+            .unwrap_or_else(|_| "gone".into());
+        h.update(format!("{path}\0{}\0{meta}\n", s.status().bits()).as_bytes());
+    }
+    let tree = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Some(crate::kernel::Base {
+        head,
+        tree: Some(tree),
+        extra: Default::default(),
+    }))
 }
 
 /// The path a status entry names now: the new name of a rename.

@@ -97,14 +97,11 @@ pub fn heartbeat(
 /// The wait after `failed` failed turns in a row: none, then 1s, 2s, 4s, ... up to 5 minutes,
 /// so a broken command does not spend the window's slots in a burst.
 pub fn backoff(failed: u32) -> Dur {
-    match failed {
-        0 => Dur(0),
-        n => Dur(1000 << (n - 1).min(9)).min(BACKOFF_MAX),
-    }
+    crate::kernel::breaker::backoff(failed)
 }
 
 /// The longest wait after failed turns.
-pub const BACKOFF_MAX: Dur = Dur(300_000);
+pub const BACKOFF_MAX: Dur = crate::kernel::breaker::BACKOFF_MAX;
 
 /// Sleeps `d`, or less when a signal comes.
 fn sleep(d: Dur) {

@@ -2,14 +2,15 @@
 //! evidence, done or release, and one slot, recorded together.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
-use crate::kernel::proof;
 use crate::kernel::should_run::{Answer, cut};
 use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
+use crate::kernel::{breaker, proof};
+use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
 use crate::runtime::proof as run_proof;
 use crate::store::{Store, StoreExt};
@@ -155,10 +156,11 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Some(t) => check_turn_id(t)?,
         None => fresh_turn_id()?,
     };
+    let base = git::base(&opts.dir);
     let now = Ts::now();
     let (start, ttl) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, &turn)?;
+        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, base.clone()))?;
         Ok((c, (s, ttl)))
     })?;
     let todo = match start {
@@ -198,6 +200,11 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Ok(Some(t)) => Some(t.fence),
         _ => None,
     };
+    let failed = !fin.exit.success() || fin.timed_out;
+    let progress = match done {
+        true => ops::Progress::default(),
+        false => measure(store, &opts.dir, &todo, base, failed),
+    };
     let end = TurnEnd {
         todo: todo.id.clone(),
         fence: todo.fence,
@@ -206,6 +213,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         done,
         check: proof.clone().and_then(|p| p.ok()),
         closed_fence,
+        progress,
     };
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
@@ -249,6 +257,46 @@ fn prove(
             ))
         }
         Err(e) => Some(Err(e)),
+    }
+}
+
+/// How many of a todo's last evidence entries the breaker reads.
+const PROGRESS_SCAN: usize = 200;
+
+/// The breaker's facts about a turn on `todo` that began at `base`: git now, and the evidence
+/// written since the lease was granted. Unreadable evidence measures nothing.
+pub fn measure(
+    store: &dyn Store,
+    dir: &Path,
+    todo: &Todo,
+    base: Option<crate::kernel::Base>,
+    failed: bool,
+) -> ops::Progress {
+    let since = todo.lease.as_ref().map_or(Ts::MAX, |l| l.acquired_at);
+    let after = git::base(dir);
+    let progressed = store
+        .evidence_tail(&todo.id, PROGRESS_SCAN)
+        .ok()
+        .map(|tail| {
+            let (new, earlier) = tail.into_iter().partition(|e| e.at >= since);
+            let part = |b: &Option<crate::kernel::Base>| {
+                (
+                    b.as_ref().and_then(|b| b.head.clone()),
+                    b.as_ref().and_then(|b| b.tree.clone()),
+                )
+            };
+            let ((h0, t0), (h1, t1)) = (part(&base), part(&after));
+            breaker::progressed(&breaker::Facts {
+                head: (h0, h1),
+                tree: (t0, t1),
+                new,
+                earlier,
+            })
+        });
+    ops::Progress {
+        progressed,
+        failed,
+        gate: store.fresh_id(crate::kernel::id::Kind::Gate).ok(),
     }
 }
 

@@ -108,12 +108,18 @@ impl Row {
             && t.schema_version == crate::kernel::SCHEMA_VERSION
             && t.lease
                 .as_ref()
-                .is_none_or(|l| l.extra.is_empty() && l.turn.is_none() && l.handoff_from.is_none())
+                .is_none_or(|l| {
+                    l.extra.is_empty()
+                        && l.turn.is_none()
+                        && l.handoff_from.is_none()
+                        && l.base.is_none()
+                })
             && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
             // A todo with a body or links is parsed from its file each time (rare, and kept
             // out of the fixed row).
             && t.body.is_none()
             && t.links.is_empty()
+            && t.stall.is_none()
             && route_cacheable(t);
         plain.then(|| {
             Row(
@@ -197,6 +203,7 @@ impl Row {
             exclude_agents,
             body: None,
             links: Vec::new(),
+            stall: None,
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -217,6 +224,7 @@ impl Row {
                 expires_at: Ts(expires_at),
                 turn: None,
                 handoff_from: None,
+                base: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
@@ -468,10 +476,12 @@ mod tests {
                 expires_at: Ts(1_700_000_000_004),
                 turn: None,
                 handoff_from: None,
+                base: None,
                 extra: Extra::new(),
             }),
             body: None,
             links: Vec::new(),
+            stall: None,
             extra: Extra::new(),
         }
     }

@@ -81,6 +81,7 @@ fn todo_bounds_name_the_key() {
         expires_at: Ts(1),
         turn: None,
         handoff_from: None,
+        base: None,
         extra: Extra::new(),
     });
     assert_eq!(check_todo(&t).unwrap_err().path(), "lease.holder");

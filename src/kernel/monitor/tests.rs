@@ -278,6 +278,7 @@ fn a_leased_or_paused_monitor_is_skipped() {
         expires_at: T0.add(HOUR),
         turn: None,
         handoff_from: None,
+        base: None,
         extra: Extra::new(),
     });
     let mut s = snap(vec![t]);

@@ -210,6 +210,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         exclude_agents: new.exclude_agents,
         body: new.body,
         links: new.links,
+        stall: None,
         lease: None,
         extra: Extra::new(),
     };
@@ -269,6 +270,7 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         expires_at: now.add(ttl),
         turn: None,
         handoff_from: None,
+        base: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -695,6 +697,7 @@ pub fn open_gate(
     Ok((c, g))
 }
 
+mod breaker;
 mod hooks;
 mod owner;
 // teams: hand-off and edit (issue 9)
@@ -702,6 +705,7 @@ mod team;
 pub use team::*;
 mod spend;
 mod turn;
+pub use breaker::Progress;
 pub use hooks::*;
 pub use owner::*;
 pub use spend::*;

@@ -155,6 +155,7 @@ pub fn decide_gate(
         json!({"option": g.option, "reason": g.reason}),
     );
     c.writes.push(Write::Gate(g.clone()));
+    super::breaker::on_decision(snap, now, &g, &mut c);
     if status == GateStatus::Rejected {
         // Every unfinished todo it blocks, whatever its status: a todo deferred while the gate
         // was pending must not be reopened past the rejection.
@@ -164,6 +165,9 @@ pub fn decide_gate(
             };
             if let Some(t) = snap.todos.get(tid).filter(|t| !already(t)) {
                 let mut t = t.clone();
+                if t.stall.as_ref().and_then(|s| s.parked.as_deref()) == Some(id) {
+                    t.stall = None;
+                }
                 t.status = Status::Blocked;
                 t.reason = g.reason.clone();
                 t.status_by = Some(format!("gate:{id}"));
@@ -223,6 +227,8 @@ pub struct QuotaChange {
     pub tokens: Option<Option<u64>>,
     /// US dollars per window (`Some(None)`: no cost budget).
     pub cost_usd: Option<Option<f64>>,
+    /// Turns without progress that park a todo (0: never).
+    pub breaker: Option<u32>,
 }
 
 impl QuotaChange {
@@ -252,6 +258,9 @@ pub fn set_quota(
     q.min_interval = set.min_interval.unwrap_or(q.min_interval);
     q.tokens = set.tokens.unwrap_or(q.tokens);
     q.cost_usd = set.cost_usd.unwrap_or(q.cost_usd);
+    if let Some(n) = set.breaker {
+        cfg.breaker.turns = Some(n);
+    }
     bounds::usage(bounds::check_config(&cfg))?;
     let q = &cfg.quota;
     let mut c = Change::by_owner();
@@ -261,7 +270,7 @@ pub fn set_quota(
         Action::QuotaSet,
         "quota",
         json!({"slots": q.slots, "window": q.window, "min_interval": q.min_interval,
-               "tokens": q.tokens, "cost_usd": q.cost_usd}),
+               "tokens": q.tokens, "cost_usd": q.cost_usd, "breaker": cfg.breaker.turns()}),
     );
     c.writes.push(Write::Config(cfg.clone()));
     Ok((c, cfg))

@@ -7,7 +7,7 @@ use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
 use crate::kernel::ops::{
-    Change, Update, Write, check_lease, claim, release, renew, spend, update,
+    Change, Progress, Update, Write, check_lease, claim, release, renew, spend, update,
 };
 use crate::kernel::quota;
 use crate::kernel::should_run::{self, Answer, Decision};
@@ -32,7 +32,7 @@ pub fn start_turn(
     agent: &str,
     now: Ts,
     ttl: Dur,
-    turn: &str,
+    (turn, base): (&str, Option<Base>),
 ) -> Result<(Change, Start)> {
     if quota::has_turn(&snap.quota, &snap.config.quota, now, turn) {
         return Ok((Change::default(), Start::Replayed));
@@ -73,6 +73,7 @@ pub fn start_turn(
     let (mut c, mut t) = claim(snap, agent, now, ttl, Some(&id))?;
     if let Some(l) = t.lease.as_mut() {
         l.turn = Some(turn.to_string());
+        l.base = base;
     }
     for w in &mut c.writes {
         if let Write::Todo(w) = w
@@ -137,6 +138,8 @@ pub struct TurnEnd {
     pub check: Option<Evidence>,
     /// The fence of the todo if the command itself closed it (it is archived now).
     pub closed_fence: Option<u64>,
+    /// What the breaker needs: whether the turn progressed, and a gate id should it park.
+    pub progress: Progress,
 }
 
 /// What the end of a turn recorded.
@@ -295,17 +298,23 @@ fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change
         reason: None,
     };
     let (mut c, t) = update(snap, agent, now, &end.todo, u)?;
-    if end.done {
-        return Ok((c, Ended::Done));
-    }
     let mut released = t;
-    released.lease = None;
+    if end.done {
+        // Done is progress: a recurring todo starts its next round with no stall.
+        released.stall = None;
+    } else {
+        released.lease = None;
+        super::breaker::after_turn(snap, agent, now, &mut released, &end.progress, &mut c);
+    }
     for w in &mut c.writes {
         if let Write::Todo(t) = w
             && t.id == released.id
         {
             *t = released.clone();
         }
+    }
+    if end.done {
+        return Ok((c, Ended::Done));
     }
     c.events.push(EventDraft {
         at: now,

@@ -180,6 +180,10 @@ fn config_as_signed(cfg: &Config, last: &LastSigned, out: &mut Vec<Finding>) {
             now["tokens"] = serde_json::json!(cfg.quota.tokens);
             now["cost_usd"] = serde_json::json!(cfg.quota.cost_usd);
         }
+        // The breaker too, where the owner's line names it.
+        if data.get("breaker").is_some() {
+            now["breaker"] = serde_json::json!(cfg.breaker.turns());
+        }
         if now != *data {
             out.push(Finding::error(
                 ".loopx/loopx.toml",

@@ -145,6 +145,7 @@ fn held_elsewhere(fence: u64, now: Ts) -> Lease {
         expires_at: now.add(crate::kernel::Dur::from_mins(1)),
         turn: None,
         handoff_from: None,
+        base: None,
         extra: Default::default(),
     }
 }

@@ -18,7 +18,7 @@ fn world() -> (Snapshot, Ts) {
 }
 
 fn started(snap: &Snapshot, now: Ts) -> (Snapshot, Todo) {
-    let (c, s) = start_turn(snap, AGENT, now, Dur::from_mins(5), "u-1").unwrap();
+    let (c, s) = start_turn(snap, AGENT, now, Dur::from_mins(5), ("u-1", None)).unwrap();
     let Start::Claimed(t) = s else {
         panic!("not claimed: {s:?}")
     };
@@ -35,6 +35,7 @@ fn end(t: &Todo, done: bool) -> TurnEnd {
         done,
         check: None,
         closed_fence: None,
+        progress: Default::default(),
     }
 }
 
@@ -71,7 +72,7 @@ fn a_turn_claims_then_records_evidence_done_and_one_slot_together() {
     // The same turn again records nothing, at its start or its end.
     let (c, ended) = end_turn(&after, AGENT, now, end(&t, true)).unwrap();
     assert!(matches!(ended, Ended::Replayed) && c.writes.is_empty());
-    let (c, s) = start_turn(&after, AGENT, now, Dur::from_mins(5), "u-1").unwrap();
+    let (c, s) = start_turn(&after, AGENT, now, Dur::from_mins(5), ("u-1", None)).unwrap();
     assert!(matches!(s, Start::Replayed) && c.events.is_empty());
 }
 
@@ -125,7 +126,7 @@ fn turns_running_hold_their_slots_until_they_end() {
     snap.config.quota.slots = 1;
     let (snap, t) = started(&snap, now);
     // One slot, held by the running turn u-1: another agent's turn waits.
-    let (c, s) = start_turn(&snap, "a2", now, Dur::from_mins(5), "u-2").unwrap();
+    let (c, s) = start_turn(&snap, "a2", now, Dur::from_mins(5), ("u-2", None)).unwrap();
     let Start::NotNow(a) = s else {
         panic!("a second turn started past the quota: {s:?}")
     };
@@ -137,7 +138,7 @@ fn turns_running_hold_their_slots_until_they_end() {
     // Once u-1 is recorded its slot is spent, and the quota says the rest.
     let (c, _) = end_turn(&snap, AGENT, now, end(&t, false)).unwrap();
     let after = snap.after(&c.writes);
-    let (_, s) = start_turn(&after, "a2", now, Dur::from_mins(5), "u-2").unwrap();
+    let (_, s) = start_turn(&after, "a2", now, Dur::from_mins(5), ("u-2", None)).unwrap();
     assert!(matches!(s, Start::NotNow(a) if a.reason == "quota_spent"));
 }
 
@@ -258,7 +259,7 @@ fn a_running_turns_lapsed_lease_is_renewed_while_no_one_claimed() {
 fn should_run_not_run_claims_nothing() {
     let (mut snap, now) = world();
     snap.config.goal.status = GoalStatus::Paused;
-    let (c, s) = start_turn(&snap, AGENT, now, Dur::from_mins(5), "u-2").unwrap();
+    let (c, s) = start_turn(&snap, AGENT, now, Dur::from_mins(5), ("u-2", None)).unwrap();
     assert!(matches!(s, Start::NotNow(a) if a.decision == Decision::Paused));
     assert!(c.writes.is_empty() && c.events.is_empty());
 }
