@@ -87,3 +87,54 @@ fn an_overdue_monitor_is_marked_in_the_todos_pane() {
     s.set_omit_expression(true);
     s.bind(|| insta::assert_snapshot!("pane_todos_overdue", term.backend()));
 }
+
+#[test]
+fn the_breakers_parked_and_backed_off_todos_are_marked() {
+    let mut s = snapshot();
+    let gate: loopx::kernel::Gate = toml::from_str(&format!(
+        "id = \"g-bbbbb1\"\nquestion = \"t-ppppp1 made no progress in 3 turns: retry, rewrite or drop?\"\n\
+         options = [\"retry\", \"rewrite\", \"drop\"]\nblocks = [\"t-ppppp1\"]\nopened_by = \"agent-a\"\n\
+         opened_at = \"{}\"\nstatus = \"pending\"\n",
+        at(-5)
+    ))
+    .unwrap();
+    s.gates.insert(gate.id.clone(), gate);
+    let parked = todo(
+        "t-ppppp1",
+        "Fix the flaky test",
+        "[stall]\nturns = 3\nfailures = 3\nparked = \"g-bbbbb1\"",
+        -100,
+    );
+    let backed = todo(
+        "t-ppppp2",
+        "Bump the parser",
+        &format!("[stall]\nturns = 0\nfailures = 2\nretry_at = \"{}\"", at(2)),
+        -90,
+    );
+    s.todos.insert(parked.id.clone(), parked);
+    s.todos.insert(backed.id.clone(), backed);
+    let mut app = App::new("~/src/wx", Theme::dark(), false, now());
+    app.size = (110, 14);
+    app.on_event(AppEvent::Loaded(Delta {
+        full: Some(s),
+        journal: Some(Vec::new()),
+        done: Some(Vec::new()),
+        at: now(),
+        ..Delta::default()
+    }));
+    let vm = app.view();
+    let mut term = Terminal::new(TestBackend::new(110, 14)).unwrap();
+    term.draw(|f| {
+        let a = f.area();
+        panes::todos::render(f, a, &vm)
+    })
+    .unwrap();
+    let shown = format!("{}", term.backend());
+    assert_eq!(shown.matches("⏸ PARKED").count(), 1, "{shown}");
+    assert_eq!(shown.matches("backed off").count(), 1, "{shown}");
+    let mut st = insta::Settings::clone_current();
+    st.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
+    st.set_prepend_module_to_snapshot(false);
+    st.set_omit_expression(true);
+    st.bind(|| insta::assert_snapshot!("pane_todos_breaker", term.backend()));
+}

@@ -229,7 +229,9 @@ pub fn place(snap: &Snapshot, t: &Todo, now: Ts) -> (Column, Why) {
     let blockers = readiness::blockers(snap, t, "", now, false);
     for b in &blockers {
         match b {
-            Blocker::Gate { id } => return (Column::Waiting, Why::Gate(id.clone())),
+            Blocker::Gate { id } | Blocker::Parked { gate: id } => {
+                return (Column::Waiting, Why::Gate(id.clone()));
+            }
             Blocker::Dependency { id, status, .. } => {
                 return (Column::Waiting, Why::Dep(id.clone(), *status));
             }
@@ -237,7 +239,7 @@ pub fn place(snap: &Snapshot, t: &Todo, now: Ts) -> (Column, Why) {
         }
     }
     for b in &blockers {
-        if let Blocker::NotDue { until } = b {
+        if let Blocker::NotDue { until } | Blocker::Backoff { until } = b {
             return (Column::Waiting, Why::Due(*until));
         }
     }

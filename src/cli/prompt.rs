@@ -42,6 +42,11 @@ const EXITS: &str = "Exit codes: 0 ok, 2 usage, 3 not now (normal: stop the turn
 7 owner authority needed, 8 busy (try again), 9 the todo's check failed (not done: read its \
 output in the evidence, fix the work, try again).";
 
+/// What the breaker counts, in one line.
+const BREAKER: &str = "A turn that leaves no evidence, no git change and no better metric makes \
+no progress: after 3 such turns in a row the todo is parked and the owner asked; a todo that \
+keeps failing waits longer each time. Record what each turn proved or ruled out.";
+
 const CLAUDE: &str = "\
 This project's work queue is in .loopx/ (never edit it by hand). Use the MCP server `loopx`.
 Each turn:
@@ -94,7 +99,7 @@ pub fn text(runtime: Runtime) -> String {
         Runtime::Codex => CODEX,
         Runtime::Generic => GENERIC,
     };
-    format!("{body}\n{EXITS}")
+    format!("{body}\n{BREAKER}\n{EXITS}")
 }
 
 /// Runs `agent-prompt`: needs no project.

@@ -118,6 +118,13 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
     if !done_lines.is_empty() {
         text.push_str(&format!("done lately: {}\n", done_lines.join(", ")));
     }
+    let stalled = crate::kernel::breaker::held(&snap, now);
+    if !stalled.is_empty() {
+        text.push_str(&format!("held back by the breaker: {}\n", stalled.len()));
+    }
+    for h in &stalled {
+        text.push_str(&format!("  {}\n", held_line(h, now)));
+    }
     for n in &snap.owner_notes {
         text.push_str(&format!("note: {n}\n"));
     }
@@ -143,12 +150,30 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         "owner_notes": snap.owner_notes,
         "overdue": overdue,
         "done_lately": done_lately,
+        "stalled": stalled,
     });
     let mut out = Out::new("status", j, text);
     if let Value::Object(m) = out.json.remove("status").unwrap_or(Value::Null) {
         out.json = m;
     }
     Ok(out)
+}
+
+/// One todo the breaker holds back, for people: parked behind its gate, or backed off.
+fn held_line(h: &crate::kernel::breaker::Held, now: crate::kernel::Ts) -> String {
+    let why = match (&h.parked, h.retry_at) {
+        (Some(g), _) => format!(
+            "parked after {} turns without progress; gate {}",
+            h.turns,
+            esc(g)
+        ),
+        (None, Some(at)) => format!(
+            "backed off after failed turns, until {}",
+            super::rel_time(now, at)
+        ),
+        (None, None) => "held back".into(),
+    };
+    format!("{} {why}: {}", esc(&h.id), esc(&h.title))
 }
 
 fn next_command(a: &Answer, held: Option<&str>) -> String {
@@ -278,6 +303,13 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         done_lines
             .iter()
             .for_each(|l| md.push_str(&format!("- {l}\n")));
+    }
+    let stalled = crate::kernel::breaker::held(&snap, now);
+    if !stalled.is_empty() {
+        md.push_str("\n## Held back by the breaker\n\n");
+        for h in &stalled {
+            md.push_str(&format!("- {}\n", held_line(h, now)));
+        }
     }
     md.push_str("\n## Questions for the owner\n\n");
     if answer.questions.is_empty() {

@@ -188,6 +188,48 @@ pub fn backed_off(t: &Todo, now: Ts) -> Option<Ts> {
     t.stall.as_ref()?.retry_at.filter(|at| now < *at)
 }
 
+/// The most stalled todos a should-run answer names.
+pub const MAX_LISTED: usize = 3;
+
+/// A todo the breaker holds back now: parked behind a gate, or backed off.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Held {
+    /// The todo.
+    pub id: String,
+    /// Its title, cut to 120 characters.
+    pub title: String,
+    /// Turns in a row without progress.
+    pub turns: u32,
+    /// The gate it waits on, when parked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parked: Option<String>,
+    /// When it is offered again, when backed off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<Ts>,
+}
+
+/// The todos the breaker holds back at `now`: parked ones first, then by id.
+pub fn held(snap: &Snapshot, now: Ts) -> Vec<Held> {
+    let mut v: Vec<Held> = snap
+        .todos
+        .values()
+        .filter(|t| t.stall.is_some())
+        .filter_map(|t| {
+            let parked = parked(snap, t).map(str::to_string);
+            let retry_at = backed_off(t, now);
+            (parked.is_some() || retry_at.is_some()).then(|| Held {
+                id: t.id.clone(),
+                title: crate::kernel::should_run::cut(&t.title, 120),
+                turns: t.stall.as_ref().map_or(0, |s| s.turns),
+                parked,
+                retry_at,
+            })
+        })
+        .collect();
+    v.sort_by_key(|h| h.parked.is_none());
+    v
+}
+
 /// The question of a parked todo's gate.
 pub fn question(t: &Todo, turns: u32) -> String {
     format!(

@@ -84,6 +84,10 @@ pub struct Answer {
     /// Overdue monitors (issue 8), the latest first: at most three ids, absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overdue: Vec<String>,
+    /// Todos the no-progress breaker parked (waiting on the owner's gate), at most three ids;
+    /// absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parked: Vec<String>,
     // -- routing (issue 9) --
     /// This agent's own slots in the window and the owner's cap; absent without a cap.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +129,12 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .take(crate::kernel::monitor::MAX_OVERDUE_LISTED)
         .map(|o| o.id)
         .collect();
+    let parked: Vec<String> = crate::kernel::breaker::held(snap, now)
+        .into_iter()
+        .filter(|h| h.parked.is_some())
+        .take(crate::kernel::breaker::MAX_LISTED)
+        .map(|h| h.id)
+        .collect();
     let cap = crate::kernel::agents::slots_cap(snap, agent);
     let agent_slots = cap.map(|limit| quota::Budget {
         used: quota::agent_used(&snap.quota, &snap.config.quota, agent, now),
@@ -142,6 +152,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         problems: problems.clone(),
         owner_notes: notes.clone(),
         overdue: overdue.clone(),
+        parked: parked.clone(),
         agent_slots,
     };
 

@@ -1,5 +1,5 @@
 //! The todo board: Ready, Claimed (holder, fence, live countdown, expired in red), Waiting, Blocked,
-//! Done; an overdue monitor is marked `⚠ OVERDUE`.
+//! Done; an overdue monitor is marked `⚠ OVERDUE`, a todo the breaker parked `⏸ PARKED`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -207,9 +207,18 @@ fn card<'a>(
         Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::app::ago(l.0)),
         None => note,
     };
+    // The breaker (issue 23): a parked todo waits on the owner's gate; a failing one backs off.
+    let held = vm.snap.and_then(|s| Some((s, s.todos.get(&c.id)?)));
+    let parked = held.is_some_and(|(s, t)| crate::kernel::breaker::parked(s, t).is_some());
+    let backed = held.is_some_and(|(_, t)| crate::kernel::breaker::backed_off(t, vm.now).is_some());
+    let note = match (parked, backed) {
+        (true, _) => format!("⏸ PARKED {note}"),
+        (false, true) => format!("backed off · {note}"),
+        _ => note,
+    };
     let note_style = if expired {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)
-    } else if late.is_some() {
+    } else if late.is_some() || parked {
         t.fg(Role::Warn).add_modifier(Modifier::BOLD)
     } else {
         match &c.why {
