@@ -35,7 +35,8 @@ on_both!(
     refusals,
     monitor_checks,
     proven_done,
-    archived_references
+    archived_references,
+    breaker_parks
 );
 
 /// Todos and racing agents in the claim race.
@@ -668,4 +669,41 @@ fn archived_references(b: Backend) {
     assert_eq!(v["todo"]["exclude_agents"][0], a1, "{v}");
     lab.fails(Who::Agent(a1), &["todo", "claim", &r], "not_ready");
     lab.ok(Who::Agent(a2), &["todo", "claim", &r]);
+}
+
+/// The no-progress breaker parks a todo behind a gate on both stores: the turns' ends write the
+/// stall and open the gate as the agent; only the owner's decision offers it again.
+fn breaker_parks(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-breaker", 1, 0) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    lab.fails(
+        Who::OwnerNoKey,
+        &["quota", "set", "--breaker", "2"],
+        "denied",
+    );
+    lab.ok(Who::Owner, &["quota", "set", "--breaker", "2"]);
+    let v = lab.ok(Who::Agent(a1), &["todo", "add", "Spin"]);
+    let id = v["todo"]["id"].as_str().expect("a todo id").to_string();
+    for n in 1..=2 {
+        lab.ok(Who::Agent(a1), &["turn", "--", "true"]);
+        let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
+        assert_eq!(t["todo"]["stall"]["turns"], n, "{t}");
+    }
+    let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
+    let gate = t["todo"]["stall"]["parked"]
+        .as_str()
+        .expect("parked")
+        .to_string();
+    let (code, a) = lab.json(Who::Agent(a1), &["quota", "should-run"]);
+    assert_eq!((code, a["decision"].as_str()), (3, Some("ask")), "{a}");
+    assert_eq!(a["parked"][0], id.as_str(), "{a}");
+    let approve = ["gate", "approve", &gate, "--option", "retry"];
+    lab.fails(Who::OwnerNoKey, &approve, "denied");
+    lab.ok(Who::Owner, &approve);
+    let t = lab.ok(Who::Agent(a1), &["todo", "show", &id]);
+    assert!(t["todo"].get("stall").is_none(), "{t}");
+    let (code, a) = lab.json(Who::Agent(a1), &["quota", "should-run"]);
+    assert_eq!((code, a["decision"].as_str()), (0, Some("run")), "{a}");
 }
