@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `loopx turn` adds to the command it runs: `true` alone against `loopx turn -- true`
 # (should-run and the claim in one transaction, the run, then evidence, release and one slot in
-# a second), at 1 and 1,000 open todos (release build).
+# a second), at 1 and 1,000 open todos (release build). The breaker is off (`--breaker 0`):
+# the same `true` turn again and again would park each todo after three (issue 23).
 # usage: cargo build --release && benches/turn.sh      (needs hyperfine, python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ for n in 1 100 1000; do
   d=$work/p$n
   python3 benches/gen.py "$d" --loopx "$L" --open "$n" --gates 0 --owner >/dev/null
   # Enough slots in a short window that every run may spend one.
-  "$L" --dir "$d" quota set --slots 100000 --window 2s >/dev/null
+  "$L" --dir "$d" quota set --slots 100000 --window 2s --breaker 0 >/dev/null
   "$L" --dir "$d" status >/dev/null
   base=$(median "/bin/true")
   turn=$(median "$L --dir $d --agent runner turn -- /bin/true")

@@ -154,13 +154,17 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         .filter(|c| !crate::kernel::proof::passed(c))
         .cloned();
     let done = done && failed.is_none();
-    let progress = match snap.todos.get(&todo).filter(|_| !done) {
+    let bad = a.exit_code.is_some_and(|c| c != 0);
+    let on = snap.config.breaker.turns() > 0;
+    let progress = match snap.todos.get(&todo).filter(|_| !done && on) {
         Some(t) => {
             let base = t.lease.as_ref().and_then(|l| l.base.clone());
-            let bad = a.exit_code.is_some_and(|c| c != 0);
             crate::runtime::turn::measure(&*store, &ctx.work_dir(&*store), t, base, bad)
         }
-        None => ops::Progress::default(),
+        None => ops::Progress {
+            failed: bad,
+            ..ops::Progress::default()
+        },
     };
     let end = TurnEnd {
         todo: todo.clone(),

@@ -149,7 +149,8 @@ pub enum Verdict {
 /// when the command failed. A failure alone backs off; no progress counts toward parking.
 pub fn judge(t: &Todo, turns: u32, now: Ts, progress: Option<bool>, failed: bool) -> Verdict {
     let cur = t.stall.as_deref().cloned().unwrap_or_default();
-    let stalled = progress == Some(false);
+    // Off (0): turns without progress count for nothing; failures still back off.
+    let stalled = progress == Some(false) && turns > 0;
     if !stalled && !failed {
         return Verdict::Clear;
     }
@@ -166,26 +167,26 @@ pub fn judge(t: &Todo, turns: u32, now: Ts, progress: Option<bool>, failed: bool
         parked: None,
         extra: cur.extra,
     };
-    if stalled && turns > 0 && s.turns >= turns {
+    if stalled && s.turns >= turns {
         s.retry_at = None;
         return Verdict::Park(s);
     }
     Verdict::Count(s)
 }
 
-/// The gate a parked todo waits on, while the owner has not decided it (a missing gate keeps
-/// the todo parked).
+/// The gate a parked todo waits on, while it is pending (a gate decided, or gone, parks nothing:
+/// no todo is left parked on a gate nobody can decide).
 pub fn parked<'a>(snap: &Snapshot, t: &'a Todo) -> Option<&'a str> {
     let g = t.stall.as_ref()?.parked.as_deref()?;
-    match snap.gates.get(g) {
-        Some(gate) if gate.effective_status() != GateStatus::Pending => None,
-        _ => Some(g),
-    }
+    let gate = snap.gates.get(g)?;
+    (gate.effective_status() == GateStatus::Pending).then_some(g)
 }
 
-/// When a backed-off todo is offered again, if later than `now`.
+/// When a backed-off todo is offered again, if later than `now`. A time further ahead than the
+/// longest backoff was not written by loopx (a hand edit, or a clock set back): it is ignored.
 pub fn backed_off(t: &Todo, now: Ts) -> Option<Ts> {
-    t.stall.as_ref()?.retry_at.filter(|at| now < *at)
+    let at = t.stall.as_ref()?.retry_at?;
+    (now < at && at <= now.add(BACKOFF_MAX)).then_some(at)
 }
 
 /// The most stalled todos a should-run answer names.

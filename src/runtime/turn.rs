@@ -156,12 +156,11 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Some(t) => check_turn_id(t)?,
         None => fresh_turn_id()?,
     };
-    let base = git::base(&opts.dir);
     let now = Ts::now();
-    let (start, ttl) = store.mutate_claim(&opts.agent, now, |snap| {
+    let (start, ttl, breaker) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, base.clone()))?;
-        Ok((c, (s, ttl)))
+        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
+        Ok((c, (s, ttl, snap.config.breaker.turns() > 0)))
     })?;
     let todo = match start {
         Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
@@ -172,6 +171,8 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         release(store, &opts.agent, &todo.id)?;
         return Ok(TurnOutcome::Interrupted(todo.id));
     }
+    // The work tree as the turn begins, for the breaker (nothing ran since the claim).
+    let base = breaker.then(|| git::base(&opts.dir)).flatten();
     let fin = run_renewed(store, opts, &todo, ttl, &turn);
     let fin = match fin {
         Ok(f) => f,
@@ -201,9 +202,12 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         _ => None,
     };
     let failed = !fin.exit.success() || fin.timed_out;
-    let progress = match done {
-        true => ops::Progress::default(),
-        false => measure(store, &opts.dir, &todo, base, failed),
+    let progress = match (done, breaker) {
+        (false, true) => measure(store, &opts.dir, &todo, base, failed),
+        _ => ops::Progress {
+            failed,
+            ..ops::Progress::default()
+        },
     };
     let end = TurnEnd {
         todo: todo.id.clone(),

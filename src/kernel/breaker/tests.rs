@@ -87,12 +87,10 @@ fn the_third_turn_without_progress_parks_and_a_failure_backs_off() {
         panic!("a failure backs off");
     };
     assert_eq!((s.turns, s.failures), (0, 3));
-    // Off: never parks.
+    // Off: no progress counts for nothing, a failure still backs off.
     t.stall.as_mut().unwrap().turns = 999;
-    assert!(matches!(
-        judge(&t, 0, now, Some(false), false),
-        Verdict::Count(_)
-    ));
+    assert_eq!(judge(&t, 0, now, Some(false), false), Verdict::Clear);
+    assert!(matches!(judge(&t, 0, now, Some(false), true), Verdict::Count(s) if s.turns == 0));
     // Nothing measured and no failure: nothing counted.
     assert_eq!(judge(&t, 3, now, None, false), Verdict::Clear);
 }
@@ -118,7 +116,7 @@ proptest! {
     }
 
     #[test]
-    fn a_stall_never_passes_its_bounds(turns in 0u32..u32::MAX, failures in 0u32..u32::MAX, n in 0u32..5) {
+    fn a_stall_never_passes_its_bounds(turns in 0u32..u32::MAX, failures in 0u32..u32::MAX, n in 1u32..5) {
         let mut t = todo();
         t.stall = Some(Box::new(Stall { turns, failures, ..Stall::default() }));
         match judge(&t, n, Ts(0), Some(false), true) {
@@ -128,4 +126,27 @@ proptest! {
             Verdict::Clear => prop_assert!(false, "a failed turn without progress is counted"),
         }
     }
+}
+
+#[test]
+fn a_gate_gone_or_decided_parks_nothing_and_a_far_retry_is_ignored() {
+    let mut snap = Snapshot::new(Config::new("g-1", "x", Ts(0)));
+    let mut t = todo();
+    t.stall = Some(Box::new(Stall {
+        parked: Some("g-bbbbbb".into()),
+        retry_at: Some(Ts(1_000_000 + 400_000)),
+        ..Stall::default()
+    }));
+    assert_eq!(parked(&snap, &t), None, "no such gate");
+    let g = crate::kernel::model::Gate::pending("g-bbbbbb", "q?".into(), "a", Ts(0));
+    snap.gates.insert(g.id.clone(), g);
+    assert_eq!(parked(&snap, &t), Some("g-bbbbbb"));
+    snap.gates.get_mut("g-bbbbbb").unwrap().status = GateStatus::Cancelled;
+    assert_eq!(parked(&snap, &t), None, "decided");
+    assert_eq!(
+        backed_off(&t, Ts(1_000_000)),
+        None,
+        "more than 5 minutes ahead"
+    );
+    assert!(backed_off(&t, Ts(1_000_000 + 200_000)).is_some());
 }

@@ -35,7 +35,8 @@ pub(super) fn after_turn(
         Verdict::Clear => t.stall = None,
         Verdict::Count(s) => t.stall = Some(Box::new(s)),
         Verdict::Park(mut s) => {
-            let Some(id) = p.gate.clone() else {
+            // An id taken meanwhile is never overwritten: the next turn parks it.
+            let Some(id) = p.gate.clone().filter(|g| !snap.gates.contains_key(g)) else {
                 t.stall = Some(Box::new(s));
                 return;
             };
