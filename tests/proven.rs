@@ -261,7 +261,12 @@ fn a_turn_that_succeeds_is_done_only_when_the_check_passes() {
         &["--json", "turn", "--complete-on-success", "--", "true"],
     );
     assert_eq!(r.code, 9, "{}\n{}", r.stdout, r.stderr);
-    assert_ne!(p.show(&id)["status"], "done");
+    assert!(r.stdout.contains(r#""ended":"kept""#), "{}", r.stdout);
+    // Still claimed, as a failed `todo update` leaves it, and no longer naming the turn.
+    let t = p.show(&id);
+    assert_ne!(t["status"], "done");
+    assert_eq!(t["lease"]["holder"], "agent-a", "{t}");
+    assert!(t["lease"].get("turn").is_none(), "{t}");
     let r = p.run_as(
         "agent-a",
         &[
@@ -315,6 +320,8 @@ fn a_turn_ended_done_by_its_host_is_done_only_when_the_check_passes() {
     let (code, v) = p.json_as("agent-a", &["turn", "end", "--turn", &turn, "--done"]);
     assert_eq!(code, 9, "{v}");
     assert_eq!(v["error"]["details"]["evidence"]["exit_code"], 1, "{v}");
+    assert_eq!(v["error"]["details"]["ended"], "kept", "{v}");
+    assert_eq!(p.show(&id)["lease"]["holder"], "agent-a");
     assert_ne!(p.show(&id)["status"], "done");
     std::fs::write(p.root().join("made.txt"), "").unwrap();
     let v = p.ok_as("agent-a", &["turn", "start"]);

@@ -201,6 +201,7 @@ fn report_out(r: &TurnReport) -> Out {
     let ended = match &r.ended {
         Ended::Done => "done",
         Ended::Released => "released",
+        Ended::Kept => "kept",
         Ended::Closed => "closed",
         Ended::Refused(_) => "refused",
         Ended::Replayed => "replayed",

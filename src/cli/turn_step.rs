@@ -184,6 +184,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let word = match &ended {
         Ended::Done => "done",
         Ended::Released => "released",
+        Ended::Kept => "kept",
         Ended::Closed => "closed",
         Ended::Replayed => return Ok(replayed(&turn)),
         Ended::Refused(e) => return Err(e.clone()),

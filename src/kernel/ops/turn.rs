@@ -149,6 +149,9 @@ pub enum Ended {
     Done,
     /// Evidence recorded; the lease is given back.
     Released,
+    /// The todo's check failed: its run recorded, the todo still claimed (the lease kept, no
+    /// longer naming the turn), so the same agent goes on with it.
+    Kept,
     /// Evidence recorded on a todo whose lease the command ended itself (done, cancelled,
     /// blocked, deferred or released under the turn's fence); nothing else changed.
     Closed,
@@ -289,6 +292,7 @@ fn owners(id: &str) -> Error {
 
 /// The evidence and the status change of a turn that kept its lease.
 fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
+    let kept = !end.done && end.check.is_some();
     let mut evidence = vec![end.evidence];
     evidence.extend(end.check);
     let u = Update {
@@ -303,7 +307,10 @@ fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change
         // Done is progress: a recurring todo starts its next round with no stall.
         released.stall = None;
     } else {
-        released.lease = None;
+        match released.lease.as_mut() {
+            Some(l) if kept => l.turn = None,
+            _ => released.lease = None,
+        }
         super::breaker::after_turn(snap, agent, now, &mut released, &end.progress, &mut c);
     }
     for w in &mut c.writes {
@@ -315,6 +322,9 @@ fn record(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change
     }
     if end.done {
         return Ok((c, Ended::Done));
+    }
+    if kept {
+        return Ok((c, Ended::Kept));
     }
     c.events.push(EventDraft {
         at: now,
