@@ -14,6 +14,7 @@ pub mod ops;
 pub mod proof;
 pub mod quota;
 pub mod readiness;
+pub mod reserve;
 pub mod roster;
 pub mod seal;
 pub mod should_run;

@@ -1,0 +1,215 @@
+//! File reservations: the path globs a lease reserves, their checks, and the overlap test.
+//!
+//! A glob is a relative path of `/`-separated segments. In a segment `*` matches any run of
+//! characters and `?` one character (never `/`); a segment `**` matches any number of
+//! segments. A glob reserves every path it matches and everything below them: `src/store`
+//! reserves `src/store/fs.rs`. The overlap test is conservative: it may answer "overlap" when
+//! unsure, never "no" when one path can match both globs.
+
+use crate::kernel::error::{Error, Result};
+
+/// The most globs one lease or todo reserves.
+pub const PATHS_MAX: usize = 32;
+/// The most characters in one glob.
+pub const GLOB_MAX: usize = 200;
+
+/// Checks and normalises the globs of `--paths` (or a file's `paths`): drops `.` segments,
+/// doubled and trailing slashes and repeats; refuses an empty, absolute or `..` glob.
+pub fn normalise(key: &str, globs: &[String]) -> Result<Vec<String>> {
+    if globs.len() > PATHS_MAX {
+        return Err(Error::usage(format!(
+            "`{key}` names {} globs; the most is {PATHS_MAX}",
+            globs.len()
+        ))
+        .hint("reserve a parent directory instead, like `src/**`"));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(globs.len());
+    for g in globs {
+        let n = glob(g).map_err(|why| {
+            Error::usage(format!("`{key}` glob `{}` {why}", shown(g))).hint(
+                "give a relative glob like `src/store/**` (see docs/reference.md, reservations)",
+            )
+        })?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// A glob as an error may show it: printable ASCII, the rest escaped, cut at `GLOB_MAX`.
+fn shown(g: &str) -> String {
+    g.chars()
+        .take(GLOB_MAX)
+        .flat_map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                vec![c]
+            } else {
+                c.escape_default().collect()
+            }
+        })
+        .collect()
+}
+
+/// One glob normalised, or why it is refused.
+fn glob(g: &str) -> std::result::Result<String, String> {
+    if g.chars().count() > GLOB_MAX {
+        return Err(format!("is longer than {GLOB_MAX} characters"));
+    }
+    if let Some(c) = g.chars().find(|c| !(c.is_ascii_graphic() || *c == ' ')) {
+        return Err(format!(
+            "holds `{}`; only printable ASCII is allowed",
+            c.escape_default()
+        ));
+    }
+    if let Some(c) = g
+        .chars()
+        .find(|c| matches!(c, '\\' | '[' | ']' | '{' | '}'))
+    {
+        return Err(format!("holds `{c}`; only `*`, `?` and `**` are wildcards"));
+    }
+    if g.starts_with('/') {
+        return Err("is absolute; give it relative to the project's root".into());
+    }
+    let mut segs: Vec<&str> = Vec::new();
+    for s in g.split('/') {
+        match s {
+            "" | "." => {}
+            ".." => return Err("has a `..` segment; it must stay inside the project".into()),
+            "**" if segs.last() == Some(&"**") => {}
+            s if s.contains("**") && s != "**" => {
+                return Err(format!("has `{s}`; `**` must be a whole segment"));
+            }
+            s => segs.push(s),
+        }
+    }
+    if segs.is_empty() {
+        return Err("names no path; use `**` for the whole tree".into());
+    }
+    Ok(segs.join("/"))
+}
+
+/// The segments of a normalised glob, with the `**` every glob ends in (what is below it).
+fn segments(g: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = g.split('/').filter(|s| !s.is_empty()).collect();
+    if v.last() != Some(&"**") {
+        v.push("**");
+    }
+    v
+}
+
+/// True when some path may match both globs (conservative: never false when one can).
+pub fn overlap(a: &str, b: &str) -> bool {
+    let (a, b) = (segments(a), segments(b));
+    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
+    seq_overlap(&a, &b, 0, 0, &mut memo)
+}
+
+/// Whether the segment lists from `i` and `j` share a path (memoised on `(i, j)`).
+fn seq_overlap(a: &[&str], b: &[&str], i: usize, j: usize, memo: &mut [Option<bool>]) -> bool {
+    let k = i * (b.len() + 1) + j;
+    if let Some(v) = memo[k] {
+        return v;
+    }
+    let v = match (a.get(i), b.get(j)) {
+        (None, None) => true,
+        (Some(&"**"), _) if seq_overlap(a, b, i + 1, j, memo) => true,
+        (Some(&"**"), Some(_)) => seq_overlap(a, b, i, j + 1, memo),
+        (_, Some(&"**")) if seq_overlap(a, b, i, j + 1, memo) => true,
+        (Some(_), Some(&"**")) => seq_overlap(a, b, i + 1, j, memo),
+        (Some(x), Some(y)) => seg_overlap(x, y) && seq_overlap(a, b, i + 1, j + 1, memo),
+        _ => false,
+    };
+    memo[k] = Some(v);
+    v
+}
+
+/// Whether two segment patterns (`*`, `?`, literals) share a non-empty segment.
+fn seg_overlap(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
+    chars_overlap(a, b, 0, 0, &mut memo)
+}
+
+fn chars_overlap(a: &[u8], b: &[u8], i: usize, j: usize, memo: &mut [Option<bool>]) -> bool {
+    let k = i * (b.len() + 1) + j;
+    if let Some(v) = memo[k] {
+        return v;
+    }
+    let v = match (a.get(i), b.get(j)) {
+        (None, None) => true,
+        (Some(b'*'), _) if chars_overlap(a, b, i + 1, j, memo) => true,
+        (Some(b'*'), Some(_)) => chars_overlap(a, b, i, j + 1, memo),
+        (_, Some(b'*')) if chars_overlap(a, b, i, j + 1, memo) => true,
+        (Some(_), Some(b'*')) => chars_overlap(a, b, i + 1, j, memo),
+        (Some(x), Some(y)) => {
+            (x == y || *x == b'?' || *y == b'?') && chars_overlap(a, b, i + 1, j + 1, memo)
+        }
+        _ => false,
+    };
+    memo[k] = Some(v);
+    v
+}
+
+/// The pairs `(mine, theirs)` of two reservations that may overlap.
+pub fn overlaps(mine: &[String], theirs: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for a in mine {
+        for b in theirs {
+            if overlap(a, b) {
+                out.push((a.clone(), b.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// True when `path` (relative, `/`-separated) is inside one of `globs`.
+pub fn covers(globs: &[String], path: &str) -> bool {
+    let p: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    globs.iter().any(|g| path_match(&segments(g), &p))
+}
+
+/// Whether the glob's segments match the path's (dynamic programming: `**` never backtracks).
+fn path_match(g: &[&str], p: &[&str]) -> bool {
+    // ok[j]: the glob so far matches the path's first j segments.
+    let mut ok = vec![false; p.len() + 1];
+    ok[0] = true;
+    for s in g {
+        let mut next = vec![false; p.len() + 1];
+        for j in 0..=p.len() {
+            next[j] = if *s == "**" {
+                ok[j] || (j > 0 && next[j - 1])
+            } else {
+                j > 0 && ok[j - 1] && seg_match(s.as_bytes(), p[j - 1].as_bytes())
+            };
+        }
+        ok = next;
+    }
+    ok[p.len()]
+}
+
+/// Whether a segment pattern matches a segment (dynamic programming over the pattern).
+fn seg_match(g: &[u8], s: &[u8]) -> bool {
+    let mut ok = vec![false; s.len() + 1];
+    ok[0] = true;
+    for c in g {
+        let mut next = vec![false; s.len() + 1];
+        for j in 0..=s.len() {
+            next[j] = if *c == b'*' {
+                ok[j] || (j > 0 && next[j - 1])
+            } else {
+                j > 0 && ok[j - 1] && (*c == b'?' || *c == s[j - 1])
+            };
+        }
+        ok = next;
+    }
+    ok[s.len()]
+}
+
+#[cfg(test)]
+#[path = "reserve_tests.rs"]
+mod tests;
