@@ -191,6 +191,7 @@ fn change(snap: &Snapshot, s: &Step, now: Ts, n: &mut u8) -> Change {
                 exclude_agents: Vec::new(),
                 body: None,
                 links: Vec::new(),
+                paths: Vec::new(),
             };
             ops::add_todo(snap, "agent-0", now, new).expect("add").0
         })

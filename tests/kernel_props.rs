@@ -104,7 +104,7 @@ fn world() -> impl Strategy<Value = World> {
                 let mut fence = 0;
                 let lease = s.lease.map(|(h, exp)| {
                     fence = 3;
-                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, handoff_from: None, base: None, extra: Extra::new() }
+                    Lease { holder: AGENTS[h].into(), fence, acquired_at: NOW.sub(Dur::from_secs(60)), expires_at: NOW.add(Dur(exp * 1000)), turn: None, handoff_from: None, base: None, paths: Vec::new(), worktree: None, extra: Extra::new() }
                 });
                 let t = Todo {
                     schema_version: 1,
@@ -140,6 +140,7 @@ fn world() -> impl Strategy<Value = World> {
                             extra: Extra::new(),
                         })
                     }),
+                    paths: Vec::new(),
                     lease,
                     extra: Extra::new(),
                 };

@@ -51,6 +51,9 @@ pub enum TodoCmd {
         /// An agent that may never claim it (repeatable).
         #[arg(long, value_name = "AGENT")]
         exclude_agent: Vec<String>,
+        /// A path glob a claim of it reserves by default, like `src/store/**` (repeatable).
+        #[arg(long = "paths", value_name = "GLOB")]
+        paths: Vec<String>,
         /// Body and links.
         #[command(flatten)]
         context: ContextArgs,
@@ -84,6 +87,9 @@ pub enum TodoCmd {
         /// Lease length (default from loopx.toml, 30m).
         #[arg(long, value_name = "DUR")]
         ttl: Option<Dur>,
+        /// Reserve this path glob with the lease instead of the todo's own (repeatable).
+        #[arg(long = "paths", value_name = "GLOB")]
+        paths: Vec<String>,
     },
     /// Extend your lease.
     #[command(after_help = "Example:\n  loopx todo renew --ttl 30m")]
@@ -182,6 +188,14 @@ pub struct UpdateArgs {
     check_timeout: Dur,
 }
 
+/// The reservation of a lease, as the claim's answer shows it.
+fn reserved_text(l: Option<&crate::kernel::Lease>) -> String {
+    match l {
+        Some(l) if !l.paths.is_empty() => format!("\n  reserves: {}", esc(&l.paths.join(" "))),
+        _ => String::new(),
+    }
+}
+
 fn parse_role(s: &str) -> std::result::Result<Role, String> {
     match s {
         "agent" => Ok(Role::Agent),
@@ -212,8 +226,10 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             requires,
             reviews,
             exclude_agent,
+            paths,
             context,
         } => {
+            let paths = crate::kernel::reserve::normalise("--paths", &paths)?;
             let (body, links) = context.read(ctx)?;
             bounds::usage(bounds::count(
                 "--depends-on",
@@ -267,6 +283,7 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                         exclude_agents,
                         body: body.clone(),
                         links: links.clone(),
+                        paths: paths.clone(),
                     },
                 )
             })?;
@@ -278,7 +295,10 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             status,
         } => list(ctx, store, ready, mine, status),
         TodoCmd::Show { id } => show(ctx, store, &id),
-        TodoCmd::Claim { id, ttl } => {
+        TodoCmd::Claim { id, ttl, paths } => {
+            let paths = (!paths.is_empty())
+                .then(|| crate::kernel::reserve::normalise("--paths", &paths))
+                .transpose()?;
             // An unnamed claim reserves the todo it will get first (a database locks it).
             let unnamed = id.is_none().then_some((agent, now));
             let (t, notes) = store.mutate_noted_with(unnamed, |snap| {
@@ -287,15 +307,16 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
                     .map(|i| store.resolve_todo(snap, i))
                     .transpose()?;
                 let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::claim(snap, agent, now, ttl, id.as_deref())
+                ops::claim_reserving(snap, agent, now, ttl, id.as_deref(), paths.as_deref())
             })?;
             let l = t.lease.as_ref();
             let text = format!(
-                "{} claimed: {} (fence {}, lease until {}){}",
+                "{} claimed: {} (fence {}, lease until {}){}{}",
                 esc(&t.id),
                 esc(&t.title),
                 t.fence,
                 l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
+                reserved_text(l),
                 todo_edit::context_text(&t)
             );
             let mut out = Out::new("todo", to_json(&t), text).noted(notes);

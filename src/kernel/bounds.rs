@@ -397,11 +397,25 @@ fn check_lease(l: &Lease) -> Checked {
     if let Some(f) = &l.handoff_from {
         agent("handoff_from", f)?;
     }
+    paths("paths", &l.paths)?;
+    opt_text("worktree", &l.worktree, PATH_MAX)?;
     if let Some(b) = &l.base {
         opt_text("base.head", &b.head, HEX_MAX)?;
         opt_text("base.tree", &b.tree, HEX_MAX)?;
     }
     int("fence", l.fence, 0, FENCE_MAX)
+}
+
+/// A reservation as a file holds it: the globs `--paths` takes, already normalised.
+fn paths(key: &str, v: &[String]) -> Checked {
+    match crate::kernel::reserve::normalise(key, v) {
+        Ok(n) if n == v => Ok(()),
+        Ok(_) => Err(Violation::new(
+            key,
+            format!("`{key}` is not normalised (a repeat, `.` or a doubled `/`)"),
+        )),
+        Err(e) => Err(Violation::new(key, e.message)),
+    }
 }
 
 /// A todo file (`todos/` or `archive/`).
@@ -428,6 +442,7 @@ pub fn check_todo(t: &Todo) -> Checked {
         int("stall.failures", u64::from(s.failures), 0, max)?;
         opt_text("stall.parked", &s.parked, REF_MAX)?;
     }
+    paths("paths", &t.paths)?;
     opt_text("body", &t.body, BODY_MAX)?;
     count("links", t.links.len(), LINKS_MAX)?;
     each("links", &t.links, |l| link("links", l))?;

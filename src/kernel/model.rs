@@ -311,6 +311,12 @@ pub struct Lease {
     /// HEAD and the changed files when the turn began (the breaker compares them at its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Base>,
+    /// The path globs this lease reserves (`--paths`, or the todo's own); see `kernel::reserve`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The git worktree made for this lease (`--worktree`), relative to the project's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -395,6 +401,9 @@ pub struct Todo {
     /// Turns in a row without progress or with failure, and the backoff and parking they set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<Box<Stall>>,
+    /// The path globs a claim reserves when it names none (`todo add --paths`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// The current lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,

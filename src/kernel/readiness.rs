@@ -68,6 +68,18 @@ pub enum Blocker {
         /// When.
         until: Ts,
     },
+    /// Its reservation (`todo add --paths`) may overlap the live reservation of another
+    /// agent's lease.
+    Reserved {
+        /// Who holds the other lease.
+        holder: String,
+        /// The todo it holds.
+        todo: String,
+        /// When that lease lapses.
+        until: Ts,
+        /// The pairs `[mine, theirs]` of globs that may overlap.
+        overlap: Vec<(String, String)>,
+    },
     /// Another live lease.
     Leased {
         /// Who holds it.
@@ -88,6 +100,7 @@ impl Blocker {
                 !matches!((status, role), (Some(Status::Open), Some(Role::Agent)))
             }
             Blocker::NotDue { .. } | Blocker::Leased { .. } | Blocker::SlotsSpent { .. } => false,
+            Blocker::Reserved { .. } => false,
             Blocker::Backoff { .. } => false,
             // Never cleared for this agent, by anyone: should-run skips such todos instead.
             Blocker::Capability { .. } | Blocker::Excluded { .. } => false,
@@ -105,6 +118,7 @@ impl Blocker {
             Blocker::NotDue { until }
             | Blocker::Backoff { until }
             | Blocker::Leased { until, .. }
+            | Blocker::Reserved { until, .. }
             | Blocker::SlotsSpent { until, .. } => Some(*until),
             _ => None,
         }
@@ -129,6 +143,19 @@ impl Blocker {
                 format!("its last turns failed: backed off until {until}")
             }
             Blocker::Leased { holder, until } => format!("leased by {holder} until {until}"),
+            Blocker::Reserved {
+                holder,
+                todo,
+                until,
+                overlap,
+            } => {
+                let pairs: Vec<String> =
+                    overlap.iter().map(|(a, b)| format!("{a} ~ {b}")).collect();
+                format!(
+                    "its paths overlap {todo}'s reservation, held by {holder} until {until}: {}",
+                    pairs.join(", ")
+                )
+            }
             Blocker::Capability { missing } => {
                 format!("needs capabilities you lack: {}", missing.join(", "))
             }
@@ -230,6 +257,13 @@ pub fn blockers(
         out.push(Blocker::NotDue { until: due });
     }
     stalled(snap, todo, now, &mut out);
+    out.extend(crate::kernel::reserve::conflict(
+        snap,
+        &todo.id,
+        agent,
+        &todo.paths,
+        now,
+    ));
     if let Some(lease) = todo.live_lease(now)
         && !(own_lease_ok && lease.holder == agent)
     {
@@ -396,6 +430,8 @@ fn unblocked(snap: &Snapshot, t: &Todo, agent: &str, have: &[String], now: Ts) -
             b.is_empty()
         })
         && yours(t, agent, have)
+        && (t.paths.is_empty()
+            || crate::kernel::reserve::conflict(snap, &t.id, agent, &t.paths, now).is_none())
         && ((t.requires.is_empty() && t.exclude_agents.is_empty())
             || crate::kernel::agents::missing(snap, t, agent).is_empty())
         && t.depends_on
@@ -451,7 +487,7 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
         );
     }
     let (mut gated, mut leased, mut later, mut deps, mut mine) = (0, 0, 0, 0, 0);
-    let (mut lacking, mut excluded) = (0, 0);
+    let (mut lacking, mut excluded, mut reserved) = (0, 0, 0);
     for t in &open {
         for b in blockers(snap, t, agent, now, false) {
             match b {
@@ -463,6 +499,7 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
                 Blocker::NotDue { .. } | Blocker::Backoff { .. } => later += 1,
                 Blocker::Parked { .. } => gated += 1,
                 Blocker::Dependency { .. } => deps += 1,
+                Blocker::Reserved { .. } => reserved += 1,
                 _ => {}
             }
         }
@@ -475,6 +512,7 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
         (later, "not due yet"),
         (lacking, "needing capabilities you lack"),
         (excluded, "that you may not claim"),
+        (reserved, "whose paths overlap another agent's reservation"),
     ]
     .iter()
     .filter(|(n, _)| *n > 0)

@@ -7,6 +7,9 @@
 //! unsure, never "no" when one path can match both globs.
 
 use crate::kernel::error::{Error, Result};
+use crate::kernel::model::Snapshot;
+use crate::kernel::readiness::Blocker;
+use crate::kernel::time::Ts;
 
 /// The most globs one lease or todo reserves.
 pub const PATHS_MAX: usize = 32;
@@ -162,6 +165,34 @@ pub fn overlaps(mine: &[String], theirs: &[String]) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// The first live reservation of another agent's lease on another todo that `paths` may
+/// overlap, as a blocker naming the holder, its todo and the overlapping globs. Expired leases
+/// reserve nothing; the agent's own leases never conflict with it.
+pub fn conflict(
+    snap: &Snapshot,
+    todo: &str,
+    agent: &str,
+    paths: &[String],
+    now: Ts,
+) -> Option<Blocker> {
+    if paths.is_empty() {
+        return None;
+    }
+    snap.todos.values().find_map(|t| {
+        let l = t.live_lease(now)?;
+        if t.id == todo || l.holder == agent || l.paths.is_empty() {
+            return None;
+        }
+        let overlap = overlaps(paths, &l.paths);
+        (!overlap.is_empty()).then(|| Blocker::Reserved {
+            holder: l.holder.clone(),
+            todo: t.id.clone(),
+            until: l.expires_at,
+            overlap,
+        })
+    })
 }
 
 /// True when `path` (relative, `/`-separated) is inside one of `globs`.

@@ -187,6 +187,8 @@ mod tests {
             turn: None,
             handoff_from: None,
             base: None,
+            paths: Vec::new(),
+            worktree: None,
             extra: Extra::new(),
         });
         t

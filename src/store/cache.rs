@@ -113,6 +113,8 @@ impl Row {
                         && l.turn.is_none()
                         && l.handoff_from.is_none()
                         && l.base.is_none()
+                        && l.paths.is_empty()
+                        && l.worktree.is_none()
                 })
             && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
             // A todo with a body or links is parsed from its file each time (rare, and kept
@@ -120,6 +122,8 @@ impl Row {
             && t.body.is_none()
             && t.links.is_empty()
             && t.stall.is_none()
+            // A reservation is read from its file too (kept out of the fixed row).
+            && t.paths.is_empty()
             && route_cacheable(t);
         plain.then(|| {
             Row(
@@ -204,6 +208,7 @@ impl Row {
             body: None,
             links: Vec::new(),
             stall: None,
+            paths: Vec::new(),
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -225,6 +230,8 @@ impl Row {
                 turn: None,
                 handoff_from: None,
                 base: None,
+                paths: Vec::new(),
+                worktree: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
@@ -477,11 +484,14 @@ mod tests {
                 turn: None,
                 handoff_from: None,
                 base: None,
+                paths: Vec::new(),
+                worktree: None,
                 extra: Extra::new(),
             }),
             body: None,
             links: Vec::new(),
             stall: None,
+            paths: Vec::new(),
             extra: Extra::new(),
         }
     }

@@ -82,6 +82,8 @@ fn todo_bounds_name_the_key() {
         turn: None,
         handoff_from: None,
         base: None,
+        paths: Vec::new(),
+        worktree: None,
         extra: Extra::new(),
     });
     assert_eq!(check_todo(&t).unwrap_err().path(), "lease.holder");

@@ -279,6 +279,8 @@ fn a_leased_or_paused_monitor_is_skipped() {
         turn: None,
         handoff_from: None,
         base: None,
+        paths: Vec::new(),
+        worktree: None,
         extra: Extra::new(),
     });
     let mut s = snap(vec![t]);

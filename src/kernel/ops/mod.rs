@@ -8,6 +8,7 @@ use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::id;
 use crate::kernel::model::*;
 use crate::kernel::readiness::{self, Blocker};
+use crate::kernel::reserve;
 use crate::kernel::time::{Dur, Ts};
 
 /// One file to write.
@@ -149,6 +150,8 @@ pub struct NewTodo {
     /// URLs it refers to.
     pub links: Vec<String>,
     // -- end teams --
+    /// The path globs a claim of it reserves by default.
+    pub paths: Vec<String>,
 }
 
 impl NewTodo {
@@ -167,6 +170,7 @@ impl NewTodo {
             exclude_agents: Vec::new(),
             body: None,
             links: Vec::new(),
+            paths: Vec::new(),
         }
     }
 }
@@ -211,6 +215,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         body: new.body,
         links: new.links,
         stall: None,
+        paths: reserve::normalise("--paths", &new.paths)?,
         lease: None,
         extra: Extra::new(),
     };
@@ -271,6 +276,8 @@ fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
         turn: None,
         handoff_from: None,
         base: None,
+        paths: t.paths.clone(),
+        worktree: None,
         extra: Extra::new(),
     });
     t.updated_at = now;
@@ -285,12 +292,70 @@ pub fn claim(
     ttl: Dur,
     id: Option<&str>,
 ) -> Result<(Change, Todo)> {
+    claim_reserving(snap, agent, now, ttl, id, None)
+}
+
+/// `claim`, reserving `paths` (normalised, see `kernel::reserve`) with the lease instead of
+/// the todo's own; a reservation that may overlap another agent's live one is refused.
+pub fn claim_reserving(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    ttl: Dur,
+    id: Option<&str>,
+    paths: Option<&[String]>,
+) -> Result<(Change, Todo)> {
+    let (c, mut t) = claim_inner(snap, agent, now, ttl, id, paths)?;
+    let Some(paths) = paths else {
+        return Ok((c, t));
+    };
+    let paths = reserve::normalise("--paths", paths)?;
+    if let Some(b) = reserve::conflict(snap, &t.id, agent, &paths, now) {
+        return Err(reserved_error(&t.id, &b));
+    }
+    let mut c = c;
+    if let Some(l) = t.lease.as_mut() {
+        l.paths = paths;
+    }
+    for w in &mut c.writes {
+        if let Write::Todo(x) = w
+            && x.id == t.id
+        {
+            *x = t.clone();
+        }
+    }
+    if let Some(e) = c.events.last_mut() {
+        e.data["paths"] = json!(t.lease.as_ref().map(|l| &l.paths));
+    }
+    Ok((c, t))
+}
+
+/// The refusal of a claim whose reservation may overlap a live one: exit 4, `lease_conflict`.
+fn reserved_error(id: &str, b: &Blocker) -> Error {
+    let Blocker::Reserved { holder, todo, .. } = b else {
+        return not_ready_error(id, std::slice::from_ref(b));
+    };
+    Error::new(Code::LeaseConflict, format!("{id}: {}", b.describe()))
+        .hint(format!(
+            "claim other work, narrow --paths, or wait for {holder} to finish {todo}"
+        ))
+        .details(json!({ "reasons": [b] }))
+}
+
+fn claim_inner(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    ttl: Dur,
+    id: Option<&str>,
+    paths: Option<&[String]>,
+) -> Result<(Change, Todo)> {
     let ttl = check_ttl(ttl)?;
     let mut c = Change::default();
     let Some(id) = id else {
         // A todo handed to this agent comes first: the claim takes it up (teams).
         let best = match readiness::pick(snap, agent, now) {
-            Some((t, true)) => return claim(snap, agent, now, ttl, Some(&t.id)),
+            Some((t, true)) => return claim_inner(snap, agent, now, ttl, Some(&t.id), paths),
             Some((t, false)) => Some(t),
             None => None,
         };
@@ -328,6 +393,12 @@ pub fn claim(
         .details(json!({"holder": l.holder, "expires_at": l.expires_at})));
     }
     let mut b = readiness::blockers(snap, cur, agent, now, true);
+    if paths.is_some() {
+        // The claim names its own reservation: the todo's is not the one that counts.
+        b.retain(|x| !matches!(x, Blocker::Reserved { .. }));
+    } else if let Some(r) = b.iter().find(|x| matches!(x, Blocker::Reserved { .. })) {
+        return Err(reserved_error(id, r));
+    }
     if cur.live_lease(now).is_none() {
         // A new lease: the taker's rules, exactly as a hand-off applies them to its receiver.
         b.retain(|x| !x.not_yours());

@@ -146,6 +146,8 @@ fn held_elsewhere(fence: u64, now: Ts) -> Lease {
         turn: None,
         handoff_from: None,
         base: None,
+        paths: Vec::new(),
+        worktree: None,
         extra: Default::default(),
     }
 }
