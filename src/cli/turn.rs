@@ -31,7 +31,6 @@ pub struct TurnArgs {
     ttl: Option<Dur>,
     /// The command and its arguments, after `--`.
     #[arg(
-        required = true,
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -53,6 +52,9 @@ pub struct Turn {
     /// The turn's id (default: a fresh one); the same id twice is recorded once.
     #[arg(long, value_name = "ID")]
     turn: Option<String>,
+    /// Run the approved command this gate holds (once) instead of a command after `--`.
+    #[arg(long, value_name = "GATE", add = super::complete::gate_id())]
+    approved: Option<String>,
     #[command(flatten)]
     args: TurnArgs,
 }
@@ -90,7 +92,11 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         check_ttl(t)
             .map_err(|e| e.hint("give it like `--ttl 30m`, or leave it out for the project's"))?;
     }
-    check_program(&a.cmd[0])?;
+    let Some(prog) = a.cmd.first() else {
+        return Err(Error::usage("give the command to run after `--`")
+            .hint("for example: loopx turn -- ./agent-turn.sh"));
+    };
+    check_program(prog)?;
     let root = root
         .canonicalize()
         .or_else(|_| std::path::absolute(root))
@@ -145,8 +151,23 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
         return super::turn_step::run(ctx, step);
     }
     let store = ctx.open()?;
-    let mut opts = options(ctx, &ctx.work_dir(&*store), t.args)?;
+    let mut args = t.args;
+    let approved = match t.approved {
+        Some(_) if !args.cmd.is_empty() => {
+            return Err(Error::usage(
+                "give either --approved GATE or a command after `--`, not both",
+            ));
+        }
+        Some(g) => {
+            let (gate, argv, journal_used) = super::run_approved::approved_argv(&*store, &g)?;
+            args.cmd = argv.into_iter().map(OsString::from).collect();
+            Some(turn::Approved { gate, journal_used })
+        }
+        None => None,
+    };
+    let mut opts = options(ctx, &ctx.work_dir(&*store), args)?;
     opts.turn = t.turn;
+    opts.approved = approved;
     process::forward_signals();
     match turn::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
