@@ -16,7 +16,7 @@ use crate::text::escape as esc;
 pub enum GateCmd {
     /// Ask the owner a question; prints the gate's id.
     #[command(
-        after_help = "Examples:\n  loopx gate open \"Use the 2024 data set?\" --blocks t-4kq9zx --option yes --option no\n  loopx gate open \"Push the release?\" --action-cmd -- git push origin v1.2.0"
+        after_help = "Example:\n  loopx gate open \"Use the 2024 data set?\" --blocks t-4kq9zx --option yes --option no\n  loopx gate open \"Push the release?\" --action-cmd -- git push origin v1.2.0"
     )]
     Open {
         /// The question.
@@ -37,7 +37,12 @@ pub enum GateCmd {
         #[arg(long, requires = "argv")]
         action_cmd: bool,
         /// The command of `--action-cmd`.
-        #[arg(last = true, value_name = "CMD", requires = "action_cmd")]
+        #[arg(
+            value_name = "CMD",
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            requires = "action_cmd"
+        )]
         argv: Vec<String>,
     },
     /// A gate in full: its question, decision, and the action it holds with its sha256.
@@ -56,7 +61,7 @@ pub enum GateCmd {
     },
     /// Owner: approve a gate.
     #[command(
-        after_help = "Examples:\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\"\n  loopx gate approve g-3pqx7d --sha 5f0c...e1"
+        after_help = "Example:\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\"\n  loopx gate approve g-3pqx7d --sha 5f0c...e1"
     )]
     Approve {
         /// The id or a unique prefix.

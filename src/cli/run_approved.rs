@@ -16,7 +16,7 @@ use crate::text::escape as esc;
 /// `run-approved GATE`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  loopx run-approved g-3pqx7d\n  loopx run-approved g-8kd2rw --out release.patch && git apply release.patch"
+    after_help = "Example:\n  loopx run-approved g-3pqx7d\n  loopx run-approved g-8kd2rw --out release.patch && git apply release.patch"
 )]
 pub struct RunApproved {
     /// The gate's id or a unique prefix.

@@ -529,21 +529,7 @@ fn evidence(agent: &str, todo: &Todo, turn: &str, argv: &[OsString], fin: &Finis
 
 /// Arguments joined as a shell would need them quoted (for people; argv is kept too).
 pub fn shell_join(args: &[String]) -> String {
-    let plain = |a: &str| {
-        !a.is_empty()
-            && a.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    };
-    args.iter()
-        .map(|a| {
-            if plain(a) {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::kernel::gate_action::quote(args)
 }
 
 /// Checks a turn id given by the caller: 1 to 200 characters, letters, digits and `-_.:`.
