@@ -124,7 +124,7 @@ fn line(g: &Gate) -> String {
         s.push_str(&format!(
             "  [{} {}]",
             a.kind.as_str(),
-            &a.sha256[..a.sha256.len().min(12)]
+            esc(&a.sha256.chars().take(12).collect::<String>())
         ));
     }
     if let Some(u) = &g.used {

@@ -74,16 +74,7 @@ pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<Stri
 
 /// Runs `run-approved`.
 pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
-    for (name, d, max) in [
-        ("--timeout", a.timeout, Dur(7 * 86_400_000)),
-        ("--grace", a.grace, Dur::from_secs(3600)),
-    ] {
-        if d < Dur::from_secs(1) || d > max {
-            return Err(Error::usage(format!(
-                "{name} must be from 1s to {max}, not {d}"
-            )));
-        }
-    }
+    super::turn::check_limits(a.timeout, a.grace)?;
     if let Some(p) = &a.out
         && std::fs::symlink_metadata(p).is_ok()
     {

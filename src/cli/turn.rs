@@ -77,17 +77,7 @@ pub struct Heartbeat {
 const TIMEOUT_MAX: Dur = Dur(7 * 86_400_000);
 
 fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions> {
-    for (name, d, max) in [
-        ("--timeout", a.timeout, TIMEOUT_MAX),
-        ("--grace", a.grace, Dur::from_secs(3600)),
-    ] {
-        if d < Dur::from_secs(1) || d > max {
-            return Err(
-                Error::usage(format!("{name} must be from 1s to {max}, not {d}"))
-                    .hint(format!("give it like `{name} 30m`")),
-            );
-        }
-    }
+    check_limits(a.timeout, a.grace)?;
     if let Some(t) = a.ttl {
         check_ttl(t)
             .map_err(|e| e.hint("give it like `--ttl 30m`, or leave it out for the project's"))?;
@@ -114,6 +104,22 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         store_url: ctx.store_url.clone(),
         ..TurnOptions::new(root, &ctx.agent, a.cmd)
     })
+}
+
+/// Checks `--timeout` (1s to 7d) and `--grace` (1s to 1h).
+pub(super) fn check_limits(timeout: Dur, grace: Dur) -> Result<()> {
+    for (name, d, max) in [
+        ("--timeout", timeout, TIMEOUT_MAX),
+        ("--grace", grace, Dur::from_secs(3600)),
+    ] {
+        if d < Dur::from_secs(1) || d > max {
+            return Err(
+                Error::usage(format!("{name} must be from 1s to {max}, not {d}"))
+                    .hint(format!("give it like `{name} 30m`")),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a program that cannot be found or run, before anything is claimed.

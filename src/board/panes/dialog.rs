@@ -134,7 +134,8 @@ fn action_lines(vm: &ViewModel, id: &str, w: usize) -> Vec<Line<'static>> {
         return Vec::new();
     };
     let t = vm.theme;
-    let head = format!("action ({}), sha256 {}…", a.kind.as_str(), &a.sha256[..16]);
+    let short: String = a.sha256.chars().take(16).collect();
+    let head = format!("action ({}), sha256 {short}…", a.kind.as_str());
     let mut out = vec![Line::styled(trunc(&head, w), t.fg(Role::Warn))];
     let all: Vec<String> = a.shown().lines().map(str::to_string).collect();
     let from = vm.action_scroll.min(all.len().saturating_sub(1));
