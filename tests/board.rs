@@ -680,6 +680,7 @@ fn approve_with_options_picks_then_confirms() {
         gate: "g-gate01".into(),
         option: Some("files".into()),
         reason: None,
+        sha: None,
     };
     assert_eq!(a.mode, Mode::Confirm(want.clone()));
     assert_eq!(
@@ -702,6 +703,7 @@ fn approve_without_options_confirms_directly() {
             gate: "g-gate02".into(),
             option: None,
             reason: None,
+            sha: None,
         })
     );
     assert!(press(&mut a, KeyCode::Char('n')).is_empty());

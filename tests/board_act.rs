@@ -373,6 +373,7 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
         gate: "g-gate02".into(),
         option: None,
         reason: Some("fine, it is small".into()),
+        sha: None,
     };
     assert_eq!(a.mode, Mode::Confirm(want.clone()));
     assert!(text_of(&a, 80, 24).contains("reason: fine, it is small"));
@@ -864,4 +865,54 @@ fn the_errors_overlay_closes_when_every_file_reads() {
     assert_eq!(a.mode, Mode::Errors { sel: 0 });
     load(&mut a, snapshot());
     assert_eq!(a.mode, Mode::Normal);
+}
+
+// ---------------------------------------------------------------- action-bound gates
+
+#[test]
+fn the_confirm_dialog_shows_the_action_and_binds_its_digest() {
+    use loopx::kernel::gate_action::GateAction;
+    let mut a = board();
+    let mut s = snapshot();
+    let lines: Vec<String> = (1..=12).map(|i| format!("+line {i}")).collect();
+    let text = format!("--- a/x\n{}\n\u{202e}hidden\n", lines.join("\n"));
+    let action = GateAction::payload(text).unwrap();
+    let sha = action.sha256.clone();
+    s.gates.get_mut("g-gate02").unwrap().action = Some(action);
+    load(&mut a, s);
+    ch(&mut a, 'j');
+    ch(&mut a, 'a');
+    assert!(
+        matches!(&a.mode, Mode::Confirm(OwnerAction::Approve { sha: Some(x), .. }) if *x == sha),
+        "{:?}",
+        a.mode
+    );
+    let shown = text_of(&a, 80, 24);
+    assert!(shown.contains(&format!("sha256 {}", &sha[..16])), "{shown}");
+    assert!(
+        shown.contains("│ --- a/x") && !shown.contains("+line 9"),
+        "{shown}"
+    );
+    assert!(shown.contains("lines 1-8 of 14"), "{shown}");
+    snap_both("confirm_action", &a);
+    // Scrolling keeps the dialog open and shows the rest, the hidden character escaped.
+    for _ in 0..6 {
+        press(&mut a, KeyCode::Down);
+    }
+    assert!(matches!(a.mode, Mode::Confirm(_)));
+    let shown = text_of(&a, 80, 24);
+    assert!(
+        shown.contains("+line 12") && shown.contains("\\u{202e}hidden"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("1 character outside printable ASCII"),
+        "{shown}"
+    );
+    press(&mut a, KeyCode::Up);
+    let fx = ch(&mut a, 'y');
+    assert!(
+        matches!(&fx[..], [Effect::Perform(OwnerAction::Approve { sha: Some(x), .. })] if *x == sha),
+        "{fx:?}"
+    );
 }

@@ -36,7 +36,8 @@ on_both!(
     monitor_checks,
     proven_done,
     archived_references,
-    breaker_parks
+    breaker_parks,
+    action_gate_once
 );
 
 /// Todos and racing agents in the claim race.
@@ -706,4 +707,55 @@ fn breaker_parks(b: Backend) {
     assert!(t["todo"].get("stall").is_none(), "{t}");
     let (code, a) = lab.json(Who::Agent(a1), &["quota", "should-run"]);
     assert_eq!((code, a["decision"].as_str()), (0, Some("run")), "{a}");
+}
+
+/// A gate's approved action runs once on both stores: the owner approves its digest, the agent
+/// runs it, a second run is refused; on a database the agent's login cannot clear the use.
+fn action_gate_once(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-action", 1, 0) else {
+        return;
+    };
+    let a1 = lab.agent(1);
+    let out = TempDir::new("conf-action-out");
+    let file = out.path.join("ran");
+    let script = format!("echo x >> '{}'", file.display());
+    let open = [
+        "gate",
+        "open",
+        "Run it?",
+        "--action-cmd",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let v = lab.ok(Who::Agent(a1), &open);
+    let id = v["gate"]["id"].as_str().expect("a gate id").to_string();
+    let sha = v["gate"]["action"]["sha256"]
+        .as_str()
+        .expect("a sha")
+        .to_string();
+    let again = lab.ok(Who::Agent(a1), &open);
+    assert_eq!(
+        again["gate"]["id"],
+        id.as_str(),
+        "the same ask is the same gate"
+    );
+    lab.fails(Who::Agent(a1), &["run-approved", &id], "not_ready");
+    lab.fails(Who::Owner, &["gate", "approve", &id], "usage");
+    let approve = ["gate", "approve", &id, "--sha", &sha];
+    lab.fails(Who::OwnerNoKey, &approve, "denied");
+    lab.ok(Who::Owner, &approve);
+    lab.ok(Who::Agent(a1), &["run-approved", &id]);
+    lab.fails(Who::Agent(a1), &["run-approved", &id], "already_used");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x\n");
+    let g = lab.ok(Who::Agent(a1), &["gate", "show", &id]);
+    assert_eq!(g["gate"]["used"]["by"], a1, "{g}");
+    assert_eq!(g["gate"]["status"], "approved", "{g}");
+    if let Some(url) = lab.login(Who::Agent(a1)) {
+        let sql = format!("UPDATE loopx.gates SET body = body - 'used' WHERE id = '{id}'");
+        let (code, _, err) = pg::psql(&url, &sql);
+        assert_ne!(code, 0, "an agent cleared the use: {err}");
+        lab.fails(Who::Agent(a1), &["run-approved", &id], "already_used");
+    }
 }

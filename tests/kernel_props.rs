@@ -164,6 +164,8 @@ fn world() -> impl Strategy<Value = World> {
                     reason: None,
                     journal_head: None,
                     signature: None,
+                    action: None,
+                    used: None,
                     extra: Extra::new(),
                     proven: true,
                 };

@@ -148,8 +148,10 @@ fn a_real_client_adds_claims_updates_and_is_refused() {
         [
             "gate_list",
             "gate_open",
+            "gate_show",
             "quota_spend",
             "refresh_state",
+            "run_approved",
             "should_run",
             "status",
             "todo_add",
@@ -226,7 +228,41 @@ fn answers_are_the_cli_answers() {
     let id = p.add("One", &[]);
     p.add("Two", &["--priority", "P0"]);
     p.gate("Which way?", &["--blocks", &id]);
+    // An action gate opened through the tool is the one the CLI opens (the same answer).
+    let open = call(
+        "gate_open",
+        json!({"question": "Push?", "action_cmd": true, "argv": ["git", "push", "-f"]}),
+    );
+    let opened = client(&p, "twin", None, json!([open]));
+    let gate = &opened[0]["answer"]["gate"];
+    assert_eq!(
+        gate["action"]["argv"],
+        json!(["git", "push", "-f"]),
+        "{}",
+        opened[0]
+    );
+    let gid = gate["id"].as_str().unwrap().to_string();
+    let again = p.cmd(&[
+        "--json",
+        "--agent",
+        "twin",
+        "gate",
+        "open",
+        "Push?",
+        "--action-cmd",
+        "--",
+        "git",
+        "push",
+        "-f",
+    ]);
+    let again = common::parse_json(&common::run_cmd(&mut { again }), "gate open");
+    assert_eq!(
+        again["gate"]["id"],
+        gid.as_str(),
+        "the same ask is the same gate"
+    );
     let tools = [
+        ("gate_show", json!({"id": gid}), vec!["gate", "show", &gid]),
         ("status", json!({}), vec!["status"]),
         ("should_run", json!({}), vec!["quota", "should-run"]),
         (
@@ -384,7 +420,7 @@ fn a_raw_session_answers_initialize_and_lists_tools() {
     child.wait().unwrap();
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert_eq!(answers[0]["result"]["serverInfo"]["name"], "loopx");
-    assert_eq!(answers[1]["result"]["tools"].as_array().unwrap().len(), 16);
+    assert_eq!(answers[1]["result"]["tools"].as_array().unwrap().len(), 18);
 }
 
 #[test]

@@ -143,7 +143,12 @@ fn an_agent_login_cannot_touch_the_owners_facts() {
         let sql = format!(
             "UPDATE loopx.gates SET body = jsonb_set(body, '{{status}}', '\"{status}\"') WHERE id = '{id}'"
         );
-        refused(&a1, &sql, &format!("{DENIED} gates"));
+        // Schema 3 lets an agent update a gate only to add its own `used`: the trigger says so.
+        refused(
+            &a1,
+            &sql,
+            &format!("an agent only records the one use of gate {id}"),
+        );
     }
     // The owner's documents.
     refused(

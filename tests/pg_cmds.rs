@@ -446,11 +446,11 @@ fn store_migrate_upgrades_a_version_1_database_in_place() {
     let (code, v) = admin(&["store", "migrate", "--roles", &db.name]);
     assert_eq!(
         (code, &v["migrated"]["from"], &v["migrated"]["to"]),
-        (0, &Value::from(1), &Value::from(2)),
+        (0, &Value::from(1), &Value::from(3)),
         "{v}"
     );
     let (code, v) = admin(&["store", "migrate", "--roles", &db.name]);
-    assert_eq!((code, &v["migrated"]["from"]), (0, &Value::from(2)), "{v}");
+    assert_eq!((code, &v["migrated"]["from"]), (0, &Value::from(3)), "{v}");
     assert_eq!(
         db.sql("SELECT line FROM loopx.journal ORDER BY seq"),
         journal,

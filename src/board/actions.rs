@@ -17,6 +17,8 @@ pub enum OwnerAction {
         option: Option<String>,
         /// Why (optional, as `gate approve --reason`).
         reason: Option<String>,
+        /// The sha256 of the action the dialog showed, when the gate holds one.
+        sha: Option<String>,
     },
     /// Reject a pending gate: the todos it blocks become blocked.
     Reject {
@@ -161,31 +163,26 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) 
             gate,
             option,
             reason,
+            sha,
         } => {
             let g = store.mutate(|s| {
-                ops::decide_gate(
-                    s,
-                    who,
-                    now,
-                    gate,
-                    GateStatus::Approved,
-                    option.clone(),
-                    reason.clone(),
-                )
+                let d = ops::Decision {
+                    option: option.clone(),
+                    reason: reason.clone(),
+                    sha: sha.clone(),
+                    ..ops::Decision::new(GateStatus::Approved)
+                };
+                ops::decide_gate(s, who, now, gate, d)
             })?;
             Ok(format!("approved {}", g.id))
         }
         OwnerAction::Reject { gate, reason } => {
             let g = store.mutate(|s| {
-                ops::decide_gate(
-                    s,
-                    who,
-                    now,
-                    gate,
-                    GateStatus::Rejected,
-                    None,
-                    Some(reason.clone()),
-                )
+                let d = ops::Decision {
+                    reason: Some(reason.clone()),
+                    ..ops::Decision::new(GateStatus::Rejected)
+                };
+                ops::decide_gate(s, who, now, gate, d)
             })?;
             Ok(format!("rejected {}", g.id))
         }

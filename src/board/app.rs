@@ -262,6 +262,8 @@ pub struct App {
     pub evidence: Option<(String, Result<Vec<Evidence>, Problem>)>,
     /// Rows scrolled in the evidence pane.
     pub evidence_scroll: usize,
+    /// The gate's action scrolled, in the confirm dialog.
+    pub action_scroll: usize,
     /// Rows scrolled back in the activity feed.
     pub activity_scroll: usize,
     /// Set when the board should stop.
@@ -309,6 +311,7 @@ impl App {
             sel_ids: Default::default(),
             evidence: None,
             evidence_scroll: 0,
+            action_scroll: 0,
             activity_scroll: 0,
             quit: false,
             attention: Default::default(),

@@ -235,6 +235,8 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Confirm, &[k('y'), code(KeyCode::Enter)], Action::Confirm, "do it", Some("yes"), false),
     b(Scope::Confirm, &[k('n'), code(KeyCode::Esc)], Action::Cancel, "do nothing", Some("no"), false),
     b(Scope::Confirm, &[k('r')], Action::EditReason, "a reason (optional on approve)", Some("reason"), false),
+    b(Scope::Confirm, &[code(KeyCode::Down), k('j')], Action::Down, "scroll the gate's action down", None, false),
+    b(Scope::Confirm, &[code(KeyCode::Up), k('k')], Action::Up, "scroll the gate's action up", None, false),
     b(Scope::Input, &[code(KeyCode::Enter)], Action::Submit, "done", Some("done"), false),
     b(Scope::Input, &[code(KeyCode::Esc)], Action::Cancel, "cancel (the text is kept for next time)", Some("cancel"), false),
     b(Scope::Input, &[code(KeyCode::Left)], Action::Left, "move the cursor left", None, false),

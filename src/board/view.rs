@@ -44,6 +44,8 @@ pub struct ViewModel<'a> {
     pub evidence: Option<(&'a str, &'a Result<Vec<Evidence>, Problem>)>,
     /// Evidence rows scrolled.
     pub evidence_scroll: usize,
+    /// The gate's action scrolled, in the confirm dialog.
+    pub action_scroll: usize,
     /// The journal's tail, newest last.
     pub journal: &'a [Event],
     /// Activity rows scrolled back.
@@ -104,6 +106,7 @@ impl<'a> ViewModel<'a> {
             filter: &app.filter,
             evidence: app.evidence.as_ref().map(|(id, r)| (id.as_str(), r)),
             evidence_scroll: app.evidence_scroll,
+            action_scroll: app.action_scroll,
             journal: &app.journal,
             activity_scroll: app.activity_scroll,
             problems: app

@@ -11,6 +11,7 @@ mod man;
 mod monitor;
 mod owner;
 mod quota;
+mod run_approved;
 mod state;
 mod store;
 mod todo;
@@ -122,6 +123,8 @@ pub enum Cmd {
     Quota(quota::QuotaCmd),
     /// Run one bounded turn: should-run, claim, the command (lease renewed), evidence, slot.
     Turn(turn::Turn),
+    /// Run a gate's approved action once (a command, or a payload handed over).
+    RunApproved(run_approved::RunApproved),
     /// Run turns in a loop, sleeping what should-run says, until paused, complete or Ctrl-C.
     Heartbeat(turn::Heartbeat),
     /// Write STATE.md and print what an agent needs for its next turn.
@@ -458,6 +461,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Gate(c)) => gate::run(ctx, c),
         Some(Cmd::Quota(c)) => quota::run(ctx, c),
         Some(Cmd::Turn(t)) => turn::turn(ctx, t),
+        Some(Cmd::RunApproved(a)) => run_approved::run(ctx, a),
         Some(Cmd::Heartbeat(h)) => turn::heartbeat(ctx, h),
         Some(Cmd::RefreshState) => state::refresh(ctx),
         Some(Cmd::Log(a)) => state::log(ctx, a),

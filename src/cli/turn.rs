@@ -31,7 +31,6 @@ pub struct TurnArgs {
     ttl: Option<Dur>,
     /// The command and its arguments, after `--`.
     #[arg(
-        required = true,
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -53,6 +52,9 @@ pub struct Turn {
     /// The turn's id (default: a fresh one); the same id twice is recorded once.
     #[arg(long, value_name = "ID")]
     turn: Option<String>,
+    /// Run the approved command this gate holds (once) instead of a command after `--`.
+    #[arg(long, value_name = "GATE", add = super::complete::gate_id())]
+    approved: Option<String>,
     #[command(flatten)]
     args: TurnArgs,
 }
@@ -75,22 +77,16 @@ pub struct Heartbeat {
 const TIMEOUT_MAX: Dur = Dur(7 * 86_400_000);
 
 fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions> {
-    for (name, d, max) in [
-        ("--timeout", a.timeout, TIMEOUT_MAX),
-        ("--grace", a.grace, Dur::from_secs(3600)),
-    ] {
-        if d < Dur::from_secs(1) || d > max {
-            return Err(
-                Error::usage(format!("{name} must be from 1s to {max}, not {d}"))
-                    .hint(format!("give it like `{name} 30m`")),
-            );
-        }
-    }
+    check_limits(a.timeout, a.grace)?;
     if let Some(t) = a.ttl {
         check_ttl(t)
             .map_err(|e| e.hint("give it like `--ttl 30m`, or leave it out for the project's"))?;
     }
-    check_program(&a.cmd[0])?;
+    let Some(prog) = a.cmd.first() else {
+        return Err(Error::usage("give the command to run after `--`")
+            .hint("for example: loopx turn -- ./agent-turn.sh"));
+    };
+    check_program(prog)?;
     let root = root
         .canonicalize()
         .or_else(|_| std::path::absolute(root))
@@ -108,6 +104,22 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         store_url: ctx.store_url.clone(),
         ..TurnOptions::new(root, &ctx.agent, a.cmd)
     })
+}
+
+/// Checks `--timeout` (1s to 7d) and `--grace` (1s to 1h).
+pub(super) fn check_limits(timeout: Dur, grace: Dur) -> Result<()> {
+    for (name, d, max) in [
+        ("--timeout", timeout, TIMEOUT_MAX),
+        ("--grace", grace, Dur::from_secs(3600)),
+    ] {
+        if d < Dur::from_secs(1) || d > max {
+            return Err(
+                Error::usage(format!("{name} must be from 1s to {max}, not {d}"))
+                    .hint(format!("give it like `{name} 30m`")),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a program that cannot be found or run, before anything is claimed.
@@ -145,8 +157,23 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
         return super::turn_step::run(ctx, step);
     }
     let store = ctx.open()?;
-    let mut opts = options(ctx, &ctx.work_dir(&*store), t.args)?;
+    let mut args = t.args;
+    let approved = match t.approved {
+        Some(_) if !args.cmd.is_empty() => {
+            return Err(Error::usage(
+                "give either --approved GATE or a command after `--`, not both",
+            ));
+        }
+        Some(g) => {
+            let (gate, argv, journal_used) = super::run_approved::approved_argv(&*store, &g)?;
+            args.cmd = argv.into_iter().map(OsString::from).collect();
+            Some(turn::Approved { gate, journal_used })
+        }
+        None => None,
+    };
+    let mut opts = options(ctx, &ctx.work_dir(&*store), args)?;
     opts.turn = t.turn;
+    opts.approved = approved;
     process::forward_signals();
     match turn::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),

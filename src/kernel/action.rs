@@ -100,6 +100,8 @@ actions! {
     GateReject = "gate.reject", owner: true;
     /// `gate cancel`.
     GateCancel = "gate.cancel", owner: true;
+    /// `run-approved` or `turn --approved`: the one use of a gate's approved action.
+    GateUse = "gate.use", owner: false;
     /// `quota set`.
     QuotaSet = "quota.set", owner: true;
     /// `quota spend-slot`.

@@ -8,10 +8,15 @@ use crate::kernel::model::{Event, Gate, GateStatus};
 /// The first line of `owner.pub`.
 pub const PUB_HEADER: &str = "# loopx owner public key (ed25519, hex)";
 
-/// The text a gate decision is signed over (see the contract).
+/// The text a gate decision is signed over (see the contract): `v2` for a gate that holds an
+/// action, whose kind and SHA-256 it covers too.
 pub fn gate_message(g: &Gate, journal_head: &str) -> String {
+    let (version, action) = match &g.action {
+        Some(a) => ("v2", format!("\naction {} {}", a.kind.as_str(), a.sha256)),
+        None => ("v1", String::new()),
+    };
     format!(
-        "loopx-gate-v1\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+        "loopx-gate-{version}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         g.id,
         g.status.as_str(),
         g.option.as_deref().unwrap_or(""),
@@ -19,7 +24,7 @@ pub fn gate_message(g: &Gate, journal_head: &str) -> String {
         g.decided_at.map(|t| t.to_string()).unwrap_or_default(),
         g.decided_by.as_deref().unwrap_or(""),
         journal_head
-    )
+    ) + &action
 }
 
 /// The text an owner's journal line is signed over: every field but `sig`.

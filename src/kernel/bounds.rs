@@ -109,7 +109,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(key: &str, message: impl Into<String>) -> Violation {
+    pub(crate) fn new(key: &str, message: impl Into<String>) -> Violation {
         Violation {
             key: key.split('.').map(|k| Key::Name(k.to_string())).collect(),
             message: message.into(),
@@ -541,7 +541,13 @@ pub fn check_gate(g: &Gate) -> Checked {
     opt_text("option", &g.option, NAME_MAX)?;
     opt_text("reason", &g.reason, TEXT_MAX)?;
     opt_text("journal_head", &g.journal_head, HEX_MAX)?;
-    opt_text("signature", &g.signature, HEX_MAX)
+    opt_text("signature", &g.signature, HEX_MAX)?;
+    if let Some(a) = &g.action {
+        crate::kernel::gate_action::check(a)?;
+    }
+    g.used
+        .as_ref()
+        .map_or(Ok(()), crate::kernel::gate_action::check_use)
 }
 
 /// One spend of quota.

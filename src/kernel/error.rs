@@ -41,6 +41,8 @@ pub enum Code {
     Busy,
     /// The check that proves a todo done did not pass.
     CheckFailed,
+    /// A gate's approved action ran already: it runs once.
+    AlreadyUsed,
 }
 
 impl Code {
@@ -65,6 +67,7 @@ impl Code {
             Code::Denied => "denied",
             Code::Busy => "busy",
             Code::CheckFailed => "check_failed",
+            Code::AlreadyUsed => "already_used",
         }
     }
 
@@ -78,7 +81,8 @@ impl Code {
             | Code::StaleFence
             | Code::AlreadyDecided
             | Code::GoalExists
-            | Code::KeyExists => 4,
+            | Code::KeyExists
+            | Code::AlreadyUsed => 4,
             Code::NotInitialized | Code::NotFound | Code::AmbiguousId => 5,
             Code::InvalidState | Code::SchemaTooNew => 6,
             Code::Denied => 7,

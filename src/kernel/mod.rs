@@ -7,6 +7,7 @@ pub mod authority;
 pub mod bounds;
 pub mod breaker;
 pub mod error;
+pub mod gate_action;
 pub mod id;
 pub mod model;
 pub mod monitor;

@@ -499,6 +499,12 @@ pub struct Gate {
     /// The owner's signature over the decision (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The exact action the owner is asked to approve, with its SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::kernel::gate_action::GateAction>,
+    /// The one use of the approved action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<crate::kernel::gate_action::GateUse>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -526,6 +532,8 @@ impl Gate {
             reason: None,
             journal_head: None,
             signature: None,
+            action: None,
+            used: None,
             extra: Extra::new(),
             proven: true,
         }

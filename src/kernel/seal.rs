@@ -80,9 +80,10 @@ pub struct SealedGate {
 }
 
 /// The hash of the facts of a gate only the owner may change once it exists: its question,
-/// options, whether it is global, and its decision (`blocks` is sealed apart, as a floor).
+/// options, whether it is global, its decision and its action's digest (`blocks` is sealed
+/// apart, as a floor; `used` is the agent's record).
 pub fn gate_hash(g: &Gate) -> String {
-    let facts = serde_json::json!([
+    let mut facts = serde_json::json!([
         g.id,
         g.question,
         g.options,
@@ -93,6 +94,10 @@ pub fn gate_hash(g: &Gate) -> String {
         g.decided_at.map(|t| t.0),
         g.decided_by,
     ]);
+    // Only a gate with an action hashes it: the hashes of older gates stay what they were.
+    if let (Some(a), Some(list)) = (&g.action, facts.as_array_mut()) {
+        list.push(serde_json::json!([a.kind.as_str(), a.sha256]));
+    }
     to_hex(&sha2::Sha256::digest(facts.to_string().as_bytes()))
 }
 

@@ -95,7 +95,7 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "gate_open",
         &["gate", "open"],
-        "Ask the owner a question; only the owner decides it.",
+        "Ask the owner a question; only the owner decides it. With action_cmd and argv (or action_file), the approval is for that exact action.",
         false,
     ),
     spec(
@@ -103,6 +103,18 @@ pub const TOOLS: &[Spec] = &[
         &["gate", "list"],
         "List gates, with their decisions.",
         true,
+    ),
+    spec(
+        "gate_show",
+        &["gate", "show"],
+        "One gate in full: its decision, and the action it holds with its sha256.",
+        true,
+    ),
+    spec(
+        "run_approved",
+        &["run-approved"],
+        "Run the action an approved gate holds, once (a payload comes back in `payload`).",
+        false,
     ),
     spec(
         "quota_spend",
@@ -268,9 +280,14 @@ pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
     let offered = args(spec);
     let mut line: Vec<String> = vec!["loopx".into(), "--json".into()];
     line.extend(spec.path.iter().map(|p| p.to_string()));
-    let mut positionals = Vec::new();
+    // Positionals in the command's order (a question before the command of `--action-cmd`).
+    let mut positionals: Vec<(usize, String)> = Vec::new();
     for (key, value) in given {
-        let Some(a) = offered.iter().find(|a| self::key(a) == *key) else {
+        let Some((at, a)) = offered
+            .iter()
+            .enumerate()
+            .find(|(_, a)| self::key(a) == *key)
+        else {
             let names: Vec<String> = offered.iter().map(self::key).collect();
             return Err(
                 Error::usage(format!("{} takes no argument `{key}`", spec.name))
@@ -281,7 +298,7 @@ pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
             match a.get_long() {
                 Some(long) if kind(a) == Kind::Flag => line.push(format!("--{long}")),
                 Some(long) => line.push(format!("--{long}={v}")),
-                None => positionals.push(v),
+                None => positionals.push((at, v)),
             }
         }
     }
@@ -290,9 +307,10 @@ pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
             "at most {ARGS_MAX} values in one call"
         )));
     }
+    positionals.sort_by_key(|(at, _)| *at);
     if !positionals.is_empty() {
         line.push("--".into());
-        line.extend(positionals);
+        line.extend(positionals.into_iter().map(|(_, v)| v));
     }
     Ok(line)
 }

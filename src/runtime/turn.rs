@@ -48,6 +48,17 @@ pub struct TurnOptions {
     pub echo: Echo,
     /// The database's URL, given to the command as `LOOPX_STORE`; `None`: the files.
     pub store_url: Option<String>,
+    /// The gate whose approved action `argv` is: its one use is committed with the claim.
+    pub approved: Option<Approved>,
+}
+
+/// A turn that runs a gate's approved action.
+#[derive(Debug, Clone)]
+pub struct Approved {
+    /// The gate's id.
+    pub gate: String,
+    /// The journal holds a use of it already.
+    pub journal_used: bool,
 }
 
 impl TurnOptions {
@@ -64,6 +75,7 @@ impl TurnOptions {
             turn: None,
             echo: Echo::None,
             store_url: None,
+            approved: None,
         }
     }
 }
@@ -159,7 +171,10 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     let now = Ts::now();
     let (start, ttl, breaker) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
+        let (mut c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
+        if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
+            use_approval(snap, opts, a, now, &turn, &mut c)?;
+        }
         Ok((c, (s, ttl, snap.config.breaker.turns() > 0)))
     })?;
     let todo = match start {
@@ -232,6 +247,38 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         over_limit,
         proof: proof.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
     })))
+}
+
+/// Adds the one use of the gate's approved action to the turn's claim: the same transaction, so
+/// the action runs at most once, and only under the lease. The action must be `opts.argv`.
+fn use_approval(
+    snap: &crate::kernel::Snapshot,
+    opts: &TurnOptions,
+    a: &Approved,
+    now: Ts,
+    turn: &str,
+    c: &mut ops::Change,
+) -> Result<()> {
+    let (used, g) = ops::use_gate(snap, &opts.agent, now, &a.gate, Some(turn), a.journal_used)?;
+    let same = g.action.as_ref().is_some_and(|x| {
+        x.kind == crate::kernel::gate_action::ActionKind::Cmd
+            && x.argv
+                .iter()
+                .map(OsString::from)
+                .eq(opts.argv.iter().cloned())
+    });
+    if !same {
+        return Err(Error::new(
+            Code::Denied,
+            format!(
+                "gate {}'s action is not the command this turn was given",
+                a.gate
+            ),
+        ));
+    }
+    c.writes.extend(used.writes);
+    c.events.extend(used.events);
+    Ok(())
 }
 
 /// The check that proves `todo` done, run after a successful command: `None` when there is
@@ -482,21 +529,7 @@ fn evidence(agent: &str, todo: &Todo, turn: &str, argv: &[OsString], fin: &Finis
 
 /// Arguments joined as a shell would need them quoted (for people; argv is kept too).
 pub fn shell_join(args: &[String]) -> String {
-    let plain = |a: &str| {
-        !a.is_empty()
-            && a.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    };
-    args.iter()
-        .map(|a| {
-            if plain(a) {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::kernel::gate_action::quote(args)
 }
 
 /// Checks a turn id given by the caller: 1 to 200 characters, letters, digits and `-_.:`.

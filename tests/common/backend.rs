@@ -66,7 +66,7 @@ impl Db {
             "--json", "--store", &admin, "store", "migrate", "--roles", &name,
         ]);
         let v = parse_json(&run_cmd(&mut c), "store migrate");
-        assert_eq!(v["migrated"]["to"], 2, "{v}");
+        assert_eq!(v["migrated"]["to"], 3, "{v}");
         Db::with_owner(admin, name)
     }
 

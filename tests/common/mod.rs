@@ -83,7 +83,8 @@ pub fn exit_of(code: &str) -> i32 {
         "io" | "internal" => 1,
         "usage" => 2,
         "nothing_ready" | "not_ready" => 3,
-        "lease_conflict" | "stale_fence" | "already_decided" | "goal_exists" | "key_exists" => 4,
+        "lease_conflict" | "stale_fence" | "already_decided" | "goal_exists" | "key_exists"
+        | "already_used" => 4,
         "not_initialized" | "not_found" | "ambiguous_id" => 5,
         "invalid_state" | "schema_too_new" => 6,
         "denied" => 7,

@@ -99,13 +99,21 @@ impl App {
                 }
             }
             _ => {
+                self.action_scroll = 0;
                 self.mode = Mode::Confirm(OwnerAction::Approve {
+                    sha: self.action_sha(&id),
                     gate: id,
                     option: None,
                     reason: None,
                 })
             }
         }
+    }
+
+    /// The sha256 of the action gate `id` holds in the snapshot on screen.
+    pub(super) fn action_sha(&self, id: &str) -> Option<String> {
+        let g = self.snap.as_ref()?.gates.get(id)?;
+        g.action.as_ref().map(|a| a.sha256.clone())
     }
 
     pub(super) fn release(&mut self) {

@@ -221,6 +221,7 @@ impl App {
         let text = raw.trim().to_string();
         let next = match purpose.clone() {
             InputFor::ApproveReason { gate, option } => OwnerAction::Approve {
+                sha: self.action_sha(&gate),
                 gate,
                 option,
                 reason: Some(text.clone()).filter(|t| !t.is_empty()),
@@ -253,6 +254,7 @@ impl App {
                 gate,
                 option,
                 reason,
+                ..
             } => {
                 let purpose = InputFor::ApproveReason { gate, option };
                 match reason {

@@ -88,6 +88,13 @@ impl App {
         }
     }
 
+    /// The lines of the action the gate of `a` holds (0 when none).
+    fn action_len(&self, a: &OwnerAction) -> usize {
+        let g = a.gate().and_then(|g| self.snap.as_ref()?.gates.get(g));
+        g.and_then(|g| g.action.as_ref())
+            .map_or(0, |x| x.shown().lines().count())
+    }
+
     fn in_confirm(&mut self, action: Action, a: OwnerAction) -> Vec<Effect> {
         match action {
             Action::Confirm => {
@@ -100,6 +107,15 @@ impl App {
             }
             Action::EditReason => {
                 self.edit_reason(a);
+                Vec::new()
+            }
+            Action::Down | Action::Up => {
+                let n = self.action_len(&a);
+                self.action_scroll = match action {
+                    Action::Down => (self.action_scroll + 1).min(n.saturating_sub(1)),
+                    _ => self.action_scroll.saturating_sub(1),
+                };
+                self.mode = Mode::Confirm(a);
                 Vec::new()
             }
             _ => {

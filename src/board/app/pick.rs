@@ -195,6 +195,10 @@ impl App {
                 self.mode = Mode::Confirm(match purpose.clone() {
                     PickFor::Agent(todo) => OwnerAction::Reassign { todo, to: choice },
                     PickFor::GateOption(gate) => OwnerAction::Approve {
+                        sha: {
+                            self.action_scroll = 0;
+                            self.action_sha(&gate)
+                        },
                         gate,
                         option: Some(choice),
                         reason: None,

@@ -125,6 +125,46 @@ fn question_lines(vm: &ViewModel, id: &str, w: usize, max: usize) -> Vec<Line<'s
     styled(wrap(&text, w, max), vm.theme.fg(Role::Accent)).collect()
 }
 
+/// The most lines of a gate's action the confirm dialog shows at once (↑/↓ scroll it).
+pub const ACTION_LINES: usize = 8;
+
+/// The action a gate holds, as the owner approves it: kind, digest and the text, scrolled.
+fn action_lines(vm: &ViewModel, id: &str, w: usize) -> Vec<Line<'static>> {
+    let Some(a) = gate_of(vm, id).and_then(|g| g.action.as_ref()) else {
+        return Vec::new();
+    };
+    let t = vm.theme;
+    let short: String = a.sha256.chars().take(16).collect();
+    let head = format!("action ({}), sha256 {short}…", a.kind.as_str());
+    let mut out = vec![Line::styled(trunc(&head, w), t.fg(Role::Warn))];
+    let all: Vec<String> = a.shown().lines().map(str::to_string).collect();
+    let from = vm.action_scroll.min(all.len().saturating_sub(1));
+    for l in all.iter().skip(from).take(ACTION_LINES) {
+        out.push(Line::styled(trunc(&format!("│ {l}"), w), t.fg(Role::Fg)));
+    }
+    if all.len() > ACTION_LINES {
+        let shown = format!(
+            "lines {}-{} of {} (↑/↓ scroll)",
+            from + 1,
+            (from + ACTION_LINES).min(all.len()),
+            all.len()
+        );
+        out.push(Line::styled(shown, t.dim()));
+    }
+    if a.unusual() > 0 {
+        let n = match a.unusual() {
+            1 => "1 character outside printable ASCII".to_string(),
+            n => format!("{n} characters outside printable ASCII"),
+        };
+        out.push(Line::styled(trunc(&n, w), t.fg(Role::Warn)));
+    }
+    if !a.intact() {
+        let bad = "the action no longer matches its sha256: approving is refused";
+        out.push(Line::styled(trunc(bad, w), t.fg(Role::Error)));
+    }
+    out
+}
+
 /// The confirm dialog: exactly what will happen, the gate's question and the reason, and as whom.
 pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAction) {
     let t = vm.theme;
@@ -137,6 +177,9 @@ pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAction) {
     let mut keys = vec![("y", "yes, do it"), ("n", "no")];
     if let Some(g) = a.gate() {
         body.extend(question_lines(vm, g, w, 3));
+        if matches!(a, OwnerAction::Approve { .. }) {
+            body.extend(action_lines(vm, g, w));
+        }
         let reason = match (a, a.reason()) {
             (_, Some(r)) => format!("reason: {}", esc(r)),
             (OwnerAction::Approve { .. }, None) => "reason: none (optional: r adds one)".into(),

@@ -736,39 +736,9 @@ pub fn expire_leases(snap: &Snapshot, actor: &str, now: Ts) -> Change {
     c
 }
 
-/// Opens a gate.
-#[allow(clippy::too_many_arguments)]
-pub fn open_gate(
-    snap: &Snapshot,
-    agent: &str,
-    now: Ts,
-    id: String,
-    question: String,
-    blocks: Vec<String>,
-    global: bool,
-    options: Vec<String>,
-) -> Result<(Change, Gate)> {
-    if question.trim().is_empty() {
-        return Err(Error::usage("a gate needs a question"));
-    }
-    for b in &blocks {
-        todo(snap, b)?;
-    }
-    let g = Gate {
-        options,
-        blocks,
-        global,
-        ..Gate::pending(&id, question.trim().to_string(), agent, now)
-    };
-    bounds::usage(bounds::check_gate(&g))?;
-    let mut c = Change::default();
-    c.event(now, agent, Action::GateOpen, &g.id,
-        json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options}));
-    c.writes.push(Write::Gate(g.clone()));
-    Ok((c, g))
-}
-
 mod breaker;
+mod gates;
+pub use gates::*;
 mod hooks;
 mod owner;
 // teams: hand-off and edit (issue 9)

@@ -86,16 +86,46 @@ pub fn reassign(
     Ok((c, t))
 }
 
-/// Owner: approves, rejects or cancels a pending gate. A rejection blocks the todos it names.
+/// The owner's decision on a gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Approved, rejected or cancelled.
+    pub status: GateStatus,
+    /// The option chosen.
+    pub option: Option<String>,
+    /// Why.
+    pub reason: Option<String>,
+    /// The digest of the action the owner read (needed to approve a gate that holds one).
+    pub sha: Option<String>,
+}
+
+impl Decision {
+    /// A decision without an option, a reason or a digest.
+    pub fn new(status: GateStatus) -> Decision {
+        Decision {
+            status,
+            option: None,
+            reason: None,
+            sha: None,
+        }
+    }
+}
+
+/// Owner: approves, rejects or cancels a pending gate. A rejection blocks the todos it names;
+/// an approval of a gate that holds an action needs that action's digest.
 pub fn decide_gate(
     snap: &Snapshot,
     owner: &str,
     now: Ts,
     id: &str,
-    status: GateStatus,
-    option: Option<String>,
-    reason: Option<String>,
+    d: Decision,
 ) -> Result<(Change, Gate)> {
+    let Decision {
+        status,
+        option,
+        reason,
+        sha,
+    } = d;
     let cur = gate(snap, id)?;
     if cur.effective_status() != GateStatus::Pending {
         return Err(Error::new(
@@ -134,6 +164,11 @@ pub fn decide_gate(
     if status == GateStatus::Rejected && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(Error::usage("a rejection needs --reason"));
     }
+    if status == GateStatus::Approved {
+        crate::kernel::gate_action::approve_sha(cur, sha.as_deref())?;
+    } else if sha.is_some() {
+        return Err(Error::usage("--sha is for approving"));
+    }
     let mut g = cur.clone();
     g.status = status;
     g.decided_by = Some(owner.to_string());
@@ -147,13 +182,11 @@ pub fn decide_gate(
     bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::by_owner();
     let action = Action::gate_decision(status);
-    c.event(
-        now,
-        owner,
-        action,
-        id,
-        json!({"option": g.option, "reason": g.reason}),
-    );
+    let mut data = json!({"option": g.option, "reason": g.reason});
+    if let (Some(a), GateStatus::Approved) = (&g.action, status) {
+        data["sha256"] = json!(a.sha256);
+    }
+    c.event(now, owner, action, id, data);
     c.writes.push(Write::Gate(g.clone()));
     super::breaker::on_decision(snap, now, &g, &mut c);
     if status == GateStatus::Rejected {

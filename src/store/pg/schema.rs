@@ -9,7 +9,7 @@
 use crate::kernel::{Code, Error, Result};
 
 /// The schema version this binary writes (2: `loopx.history` and `loopx.retire_goal`).
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// The advisory lock every commit holds while it writes (commits are ordered by it).
 pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
@@ -298,6 +298,15 @@ BEGIN
   IF pg_column_size(NEW.body) > {big} THEN
     RAISE EXCEPTION 'a row of loopx.% is over {big} bytes', TG_TABLE_NAME USING ERRCODE = '42501';
   END IF;
+  -- An agent updates a gate only to record the one use of its approved action.
+  IF TG_TABLE_NAME = 'gates' AND TG_OP = 'UPDATE' THEN
+    IF OLD.body ? 'used' OR NOT (NEW.body ? 'used')
+       OR (NEW.body - 'used') IS DISTINCT FROM (OLD.body - 'used')
+       OR NEW.body->'used'->>'by' IS DISTINCT FROM session_user::text THEN
+      RAISE EXCEPTION 'an agent only records the one use of gate %', NEW.id USING ERRCODE = '42501';
+    END IF;
+    RETURN NEW;
+  END IF;
   IF TG_TABLE_NAME = 'gates' AND (NEW.body->>'status' IS DISTINCT FROM 'pending'
        OR NEW.body ? 'signature' OR NEW.body ? 'decided_by') THEN
     RAISE EXCEPTION 'only the owner decides gate %', NEW.id USING ERRCODE = '42501';
@@ -365,6 +374,7 @@ GRANT INSERT, UPDATE, DELETE ON loopx.config, loopx.todos, loopx.gates, loopx.ag
 GRANT INSERT ON loopx.evidence, loopx.journal TO {o};
 GRANT INSERT, UPDATE ON loopx.todos, loopx.agents TO {a};
 GRANT INSERT ON loopx.gates, loopx.spends, loopx.evidence, loopx.journal TO {a};
+GRANT UPDATE ON loopx.gates TO {a};
 REVOKE UPDATE, DELETE, TRUNCATE ON loopx.journal, loopx.evidence FROM {o}, {a};
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA loopx TO {o}, {a};
 "#
