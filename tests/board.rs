@@ -362,11 +362,16 @@ fn done() -> Vec<DoneItem> {
 }
 
 fn app_with(v: Variant, theme: Theme) -> App {
+    app_of(snapshot(v), theme)
+}
+
+/// The board over `snap`, with the fixture's journal, done list and evidence.
+fn app_of(snap: Snapshot, theme: Theme) -> App {
     let mut app = App::new("~/src/wx", theme, false, now());
     app.size = (120, 40);
     app.owner = owner_here();
     let fx = app.on_event(AppEvent::Loaded(Delta {
-        full: Some(snapshot(v)),
+        full: Some(snap),
         journal: Some(journal()),
         done: Some(done()),
         at: now(),
@@ -466,6 +471,19 @@ fn screens_normal() {
     let a = app(Variant::Normal);
     snap!("screen_normal_80x24", screen(&a, 80, 24));
     snap!("screen_normal_120x40", screen(&a, 120, 40));
+}
+
+#[test]
+fn screens_reservation() {
+    // agent-a's lease reserves two globs; agent-b's reserves none.
+    let mut s = snapshot(Variant::Normal);
+    let t = s.todos.get_mut("t-bbbbb1").unwrap();
+    t.lease.as_mut().unwrap().paths = vec!["src/api/**".into(), "tests/api.rs".into()];
+    let mut a = app_of(s, Theme::dark());
+    snap!("screen_reservation_120x40", screen(&a, 120, 40));
+    on_claimed(&mut a);
+    press(&mut a, KeyCode::Enter);
+    snap!("screen_reservation_detail_120x40", screen(&a, 120, 40));
 }
 
 #[test]

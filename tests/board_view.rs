@@ -357,6 +357,23 @@ fn a_metric_shows_once() {
 }
 
 #[test]
+fn a_reservation_fits_after_the_holder_and_time_or_is_counted() {
+    use panes::todos::{lease_note, with_paths};
+    let note = |w| lease_note("agent-a", 3, (false, "12:34"), w);
+    let r = ("src/store/** +1".to_string(), 2);
+    let at = |w| with_paths(note(w), "agent-a", (false, "12:34"), &r, w);
+    assert_eq!(at(60), "agent-a ⏱12:34 #3 · src/store/** +1");
+    // The fence goes first, then the globs are cut in the middle.
+    assert_eq!(at(32), "agent-a ⏱12:34 · src/store/** +1");
+    let cut = at(25);
+    assert!(cut.starts_with("agent-a ⏱12:34 · s") && cut.contains('…'), "{cut}");
+    assert_eq!(cut.chars().count(), 25, "{cut}");
+    // No room for six characters of globs: their count.
+    assert_eq!(at(21), "agent-a ⏱12:34 ▦2");
+    assert_eq!(at(14), "agent-a ⏱12:34");
+}
+
+#[test]
 fn holders_and_titles_cut_where_they_differ_least() {
     use panes::todos::{lease_note, title_rows};
     assert_eq!(

@@ -37,7 +37,8 @@ on_both!(
     proven_done,
     archived_references,
     breaker_parks,
-    action_gate_once
+    action_gate_once,
+    reservation_race
 );
 
 /// Todos and racing agents in the claim race.
@@ -758,4 +759,56 @@ fn action_gate_once(b: Backend) {
         assert_ne!(code, 0, "an agent cleared the use: {err}");
         lab.fails(Who::Agent(a1), &["run-approved", &id], "already_used");
     }
+}
+
+/// Rounds of the reservation race; in each, every racer claims a todo of its own with one glob.
+const RESERVE_ROUNDS: usize = 3;
+
+/// Racers claiming different todos with overlapping globs at once: one wins each round, the
+/// others are refused with the holder named (a database orders them by the reservations' lock).
+fn reservation_race(b: Backend) {
+    let Some(lab) = Lab::new(b, "conf-reserve", RACERS, RACERS * RESERVE_ROUNDS) else {
+        return;
+    };
+    for round in 0..RESERVE_ROUNDS {
+        let glob = format!("round{round}/**");
+        let narrow = format!("round{round}/src/x.rs");
+        let start = std::sync::Barrier::new(RACERS);
+        let answers: Vec<(String, i32, Value)> = std::thread::scope(|s| {
+            let racers: Vec<_> = lab
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let (lab, start) = (&lab, &start);
+                    let todo = lab.todos[round * RACERS + i].clone();
+                    let glob = if i % 2 == 0 { &glob } else { &narrow };
+                    s.spawn(move || {
+                        start.wait();
+                        let args = ["todo", "claim", todo.as_str(), "--paths", glob.as_str()];
+                        let (code, v) = lab.json(Who::Agent(a), &args);
+                        (a.clone(), code, v)
+                    })
+                })
+                .collect();
+            racers
+                .into_iter()
+                .map(|h| h.join().expect("a racer"))
+                .collect()
+        });
+        let won: Vec<&(String, i32, Value)> = answers.iter().filter(|r| r.1 == 0).collect();
+        assert_eq!(won.len(), 1, "round {round}: one reservation wins: {answers:?}");
+        let holder = &won[0].0;
+        for (a, code, v) in &answers {
+            if a == holder {
+                continue;
+            }
+            assert_eq!(*code, 4, "round {round}, {a}: {v}");
+            assert_eq!(v["error"]["code"], "lease_conflict", "{v}");
+            assert_eq!(v["error"]["details"]["reasons"][0]["holder"], holder.as_str(), "{v}");
+        }
+    }
+    let v = lab.ok(Who::Owner, &["status"]);
+    let claimed = v["claimed"].as_array().map_or(0, Vec::len);
+    assert_eq!(claimed, RESERVE_ROUNDS, "one lease a round: {v}");
 }

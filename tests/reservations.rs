@@ -150,3 +150,77 @@ fn a_hand_edited_reservation_outside_its_bounds_is_quarantined() {
         "{e}"
     );
 }
+
+#[test]
+fn an_update_names_the_files_changed_outside_the_reservation() {
+    let p = Project::new("res-outside");
+    git(p.root(), &["init", "-q"]);
+    std::fs::create_dir_all(p.root().join("src/store")).unwrap();
+    std::fs::write(p.root().join("src/store/fs.rs"), "a").unwrap();
+    std::fs::write(p.root().join("README.md"), "a").unwrap();
+    git(p.root(), &["add", "."]);
+    git(p.root(), &["commit", "-q", "-m", "first"]);
+    let a = p.add("store work", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--paths", "src/store/**"]);
+    // Inside the reservation: no warning.
+    std::fs::write(p.root().join("src/store/fs.rs"), "b").unwrap();
+    let v = p.ok_as("agent-a", &["todo", "update", &a]);
+    assert!(v.get("warnings").is_none(), "{v}");
+    let ev = p.ok_as("agent-a", &["evidence", "list", "--todo", &a]);
+    assert!(ev.to_string().contains("src/store/fs.rs"), "{ev}");
+    assert!(!ev.to_string().contains("outside"), "{ev}");
+    // Outside it: warned in JSON, on stderr as text, and recorded in the evidence.
+    std::fs::write(p.root().join("README.md"), "b").unwrap();
+    std::fs::create_dir_all(p.root().join("src/kernel")).unwrap();
+    std::fs::write(p.root().join("src/kernel/x.rs"), "new").unwrap();
+    let v = p.ok_as("agent-a", &["todo", "update", &a]);
+    let w = v["warnings"][0].as_str().expect("a warning");
+    assert!(w.contains(&a) && w.contains("src/store/**"), "{w}");
+    assert!(w.contains("README.md") && w.contains("1 more"), "{w}");
+    let r = p.run_as("agent-a", &["todo", "update", &a]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("warning:") && r.stderr.contains("outside its reservation"), "{r:?}");
+    let ev = p.ok_as("agent-a", &["evidence", "list", "--todo", &a]);
+    let last = ev["entries"].as_array().and_then(|e| e.first()).cloned().unwrap();
+    let out: Vec<&str> = last["outside"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    assert_eq!(out.len(), 2, "{last}");
+    assert!(out.contains(&"README.md") && out.iter().any(|f| f.starts_with("src/kernel")), "{last}");
+    assert!(last["summary"].as_str().unwrap().contains("2 outside the reservation"), "{last}");
+    // A lease that reserves nothing is never warned.
+    let b = p.add("free work", &[]);
+    p.ok_as("agent-b", &["todo", "claim", &b]);
+    let v = p.ok_as("agent-b", &["todo", "update", &b]);
+    assert!(v.get("warnings").is_none(), "{v}");
+}
+
+#[test]
+fn a_handoff_or_reassign_carries_the_reservation_and_never_makes_a_clash() {
+    let p = Project::new("res-handoff");
+    let wide = p.add("wide", &[]);
+    let narrow = p.add("narrow", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &wide, "--paths", "src/**"]);
+    // agent-a's own leases may overlap each other.
+    p.ok_as("agent-a", &["todo", "claim", &narrow, "--paths", "src/x.rs"]);
+    // Handed to agent-b, src/x.rs would overlap agent-a's src/**: refused, nothing moves.
+    let e = p.fails_as(
+        "agent-a",
+        &["todo", "handoff", &narrow, "--to", "agent-b"],
+        "lease_conflict",
+    );
+    let r = &e["error"]["details"]["reasons"][0];
+    assert_eq!(r["holder"], "agent-a", "{e}");
+    assert_eq!(r["todo"], wide.as_str(), "{e}");
+    assert_eq!(p.show(&narrow)["lease"]["holder"], "agent-a");
+    // The owner's reassign is held to the same rule.
+    p.fails(&["todo", "reassign", &narrow, "--to", "agent-b"], "lease_conflict");
+    // Once agent-a lets the wide one go, the hand-off moves the reservation with the lease.
+    p.ok_as("agent-a", &["todo", "release", &wide]);
+    p.ok_as("agent-a", &["todo", "handoff", &narrow, "--to", "agent-b"]);
+    let l = &p.show(&narrow)["lease"];
+    assert_eq!(l["holder"], "agent-b");
+    assert_eq!(l["paths"], serde_json::json!(["src/x.rs"]), "{l}");
+    // agent-b now holds src/x.rs: agent-a cannot reserve over it again.
+    p.fails_as("agent-a", &["todo", "claim", &wide, "--paths", "src/**"], "lease_conflict");
+    p.ok(&["todo", "reassign", &narrow, "--to", "agent-c"]);
+    assert_eq!(p.show(&narrow)["lease"]["paths"][0], "src/x.rs");
+}

@@ -82,9 +82,30 @@ pub fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: GitFacts) -> Evidence 
         e.since_claim_s = Some(s.0 / 1000);
     }
     if let Ok(Some(g)) = git {
+        // Outside the reservation: of every changed file, not only the 50 recorded.
+        if let Some(l) = t.lease.as_ref() {
+            e.outside = crate::kernel::reserve::outside(&l.paths, &g.files);
+        }
+        if !e.outside.is_empty() {
+            parts.push(format!("{} outside the reservation", e.outside.len()));
+        }
         e.commit = g.head;
         e.files = g.files.into_iter().take(50).collect();
     }
     e.summary = parts.join(", ");
     e
+}
+
+/// The warning for auto evidence that names changed files outside the lease's reservation.
+pub fn outside_warning(id: &str, t: &Todo, e: &Evidence) -> Option<String> {
+    let l = t.lease.as_ref()?;
+    let first = e.outside.first()?;
+    let more = match e.outside.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "{id}: changed outside its reservation ({}): {first}{more}",
+        l.paths.join(" ")
+    ))
 }

@@ -247,6 +247,15 @@ impl Out {
         self
     }
 
+    /// Adds warnings: `warnings` in JSON; on stderr, a line each, for text.
+    pub fn warned(mut self, warnings: Vec<String>) -> Out {
+        if !warnings.is_empty() {
+            self.json
+                .insert("warnings".into(), serde_json::json!(warnings));
+        }
+        self
+    }
+
     /// An answer with one JSON field and text.
     pub fn new(key: &str, value: Value, text: impl Into<String>) -> Out {
         let mut json = Map::new();
@@ -491,6 +500,14 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
 }
 
 fn emit(json: bool, fields: Map<String, Value>, text: &str) {
+    let warnings: Vec<String> = match fields.get("warnings") {
+        Some(Value::Array(ws)) if !json => ws
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut stdout = std::io::stdout().lock();
     if json {
         let _ = writeln!(stdout, "{}", answer_json(fields));
@@ -498,6 +515,11 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
         // Stored text in `text` is escaped where it is formatted; this is the backstop, so no
         // control character but a newline or tab ever reaches the terminal.
         let _ = writeln!(stdout, "{}", crate::text::escape_keep_lines(text));
+    }
+    drop(stdout);
+    let mut stderr = std::io::stderr().lock();
+    for w in &warnings {
+        let _ = writeln!(stderr, "loopx: warning: {}", crate::text::escape(w));
     }
 }
 

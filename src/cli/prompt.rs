@@ -92,6 +92,12 @@ Or in two, when you are the turn: loopx turn start (steps 1-2), then
 loopx turn end --turn ID --done --summary \"WHAT YOU PROVED\" (steps 4-5).
 Add --json for one JSON object.";
 
+/// Reservations and action gates, in two lines.
+const PROVEN: &str = "Reserve the files a todo changes: `loopx todo claim --paths 'src/x/**'` \
+(exit 4 names who holds an overlapping reservation: take other work). To run a command only \
+the owner may allow: `loopx gate open \"QUESTION\" --action-cmd -- CMD ARGS...`; once approved, \
+`loopx run-approved GATE` runs exactly that, once.";
+
 /// The prompt text for a runtime.
 pub fn text(runtime: Runtime) -> String {
     let body = match runtime {
@@ -99,7 +105,7 @@ pub fn text(runtime: Runtime) -> String {
         Runtime::Codex => CODEX,
         Runtime::Generic => GENERIC,
     };
-    format!("{body}\n{BREAKER}\n{EXITS}")
+    format!("{body}\n{BREAKER}\n{PROVEN}\n{EXITS}")
 }
 
 /// Runs `agent-prompt`: needs no project.

@@ -56,8 +56,14 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         .todos
         .values()
         .filter_map(|t| t.lease.as_ref().map(|l| (t, l)))
-        .map(|(t, l)| json!({"id": t.id, "title": t.title, "holder": l.holder, "fence": l.fence,
-            "expires_at": l.expires_at, "left_s": (l.expires_at.since(now).0 / 1000).max(0), "expired": !l.is_live(now)}))
+        .map(|(t, l)| {
+            let mut v = json!({"id": t.id, "title": t.title, "holder": l.holder, "fence": l.fence,
+            "expires_at": l.expires_at, "left_s": (l.expires_at.since(now).0 / 1000).max(0), "expired": !l.is_live(now)});
+            if !l.paths.is_empty() {
+                v["paths"] = json!(l.paths);
+            }
+            v
+        })
         .collect();
     let pending: Vec<_> = snap
         .gates
@@ -83,12 +89,13 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
     for t in snap.todos.values() {
         if let Some(l) = &t.lease {
             text.push_str(&format!(
-                "  {} {} fence {} ({}): {}\n",
+                "  {} {} fence {} ({}): {}{}\n",
                 esc(&t.id),
                 esc(&l.holder),
                 l.fence,
                 left(now, l.expires_at),
-                esc(&t.title)
+                esc(&t.title),
+                reserves(l, now, " [reserves ", "]")
             ));
         }
     }
@@ -281,10 +288,22 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
                 left(now, l.expires_at),
                 safe(&t.title)
             ));
+            md.push_str(&reserves(l, now, "  - reserves: `", "`: change only these\n"));
             md.push_str(&context_md(t));
         }
     }
     md.push_str(&super::agent::reviews_md(&*store, &held)?);
+    let others: Vec<String> = snap
+        .todos
+        .values()
+        .filter_map(|t| Some((t, t.live_lease(now)?)))
+        .filter(|(_, l)| l.holder != ctx.agent && !l.paths.is_empty())
+        .map(|(t, l)| format!("- {} ({}): `{}`\n", esc(&l.holder), esc(&t.id), l.paths.join("` `")))
+        .collect();
+    if !others.is_empty() {
+        md.push_str("\n## Reserved by others (leave these files alone)\n\n");
+        others.iter().for_each(|l| md.push_str(l));
+    }
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
         md.push_str(&format!(
@@ -380,7 +399,8 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "goal_status": g.status,
         "leases": held.iter().map(|t| json!({"id": t.id, "title": cut(&t.title), "fence": t.fence,
             "expires_at": t.lease.as_ref().map(|l| l.expires_at), "body": t.body, "links": t.links,
-            "handoff_from": t.lease.as_ref().and_then(|l| l.handoff_from.as_deref())})).collect::<Vec<_>>(),
+            "handoff_from": t.lease.as_ref().and_then(|l| l.handoff_from.as_deref()),
+            "paths": t.lease.as_ref().map(|l| &l.paths).filter(|p| !p.is_empty())})).collect::<Vec<_>>(),
         "ready": ready.iter().take(5).map(|t| json!({"id": t.id, "title": cut(&t.title), "priority": t.priority})).collect::<Vec<_>>(),
         "ready_more": ready.len().saturating_sub(5),
         "questions": answer.questions,
@@ -393,6 +413,15 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         "next": next,
         "state_file": state_file,
     });
+    // A lease that reserves nothing says nothing about it.
+    let mut j = j;
+    for l in j["leases"].as_array_mut().into_iter().flatten() {
+        if l["paths"].is_null()
+            && let Some(m) = l.as_object_mut()
+        {
+            m.remove("paths");
+        }
+    }
     let mut out = Out::new("state", j, md.trim_end().to_string());
     if let Some(Value::Object(m)) = out.json.remove("state") {
         out.json = m;
@@ -568,4 +597,14 @@ fn context_md(t: &crate::kernel::Todo) -> String {
         s.push('\n');
     }
     s
+}
+
+/// A live lease's reservation between `pre` and `post` (the globs space-separated); empty
+/// when it reserves nothing.
+fn reserves(l: &crate::kernel::Lease, now: Ts, pre: &str, post: &str) -> String {
+    if l.paths.is_empty() || !l.is_live(now) {
+        return String::new();
+    }
+    let sep = if pre.ends_with('`') { "` `" } else { " " };
+    format!("{pre}{}{post}", l.paths.join(sep))
 }

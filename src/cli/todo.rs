@@ -4,7 +4,7 @@
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::capture::{artifact, auto_evidence, git_facts};
+use super::capture::{artifact, auto_evidence, git_facts, outside_warning};
 use super::todo_edit::{self, ContextArgs};
 use super::{Ctx, Out, rel_time, to_json};
 use crate::kernel::bounds;
@@ -459,6 +459,8 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     };
     // What a refused done needs: its todo and approved check, as the transaction saw them.
     let wanted = std::cell::RefCell::new(None);
+    // Changed files outside the lease's reservation, as the last try saw them.
+    let warned = std::cell::RefCell::new(None);
     // The retry names the todo the first try chose (the agent's claim may have moved meanwhile)
     // and reads the clock again (the check took its time).
     let commit = |evidence: &[Evidence], pinned: Option<&str>, now: Ts| {
@@ -475,7 +477,9 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
             })?;
             let mut ev = evidence.to_vec();
             if auto {
-                ev.push(auto_evidence(now, agent, cur, git.clone()));
+                let e = auto_evidence(now, agent, cur, git.clone());
+                *warned.borrow_mut() = outside_warning(&id, cur, &e);
+                ev.push(e);
             }
             let u = Update {
                 fence: a.fence,
@@ -519,7 +523,10 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         ),
         s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
-    Ok(Out::new("todo", to_json(&t), text).noted(notes))
+    let warnings: Vec<String> = warned.into_inner().into_iter().collect();
+    Ok(Out::new("todo", to_json(&t), text)
+        .noted(notes)
+        .warned(warnings))
 }
 
 fn line(t: &Todo, now: Ts) -> String {

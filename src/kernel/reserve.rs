@@ -195,6 +195,23 @@ pub fn conflict(
     })
 }
 
+/// The most files outside a reservation one evidence entry names.
+pub const OUTSIDE_MAX: usize = 50;
+
+/// The changed `files` that no glob of a reservation covers, at most [`OUTSIDE_MAX`]; none
+/// when nothing is reserved.
+pub fn outside(globs: &[String], files: &[String]) -> Vec<String> {
+    if globs.is_empty() {
+        return Vec::new();
+    }
+    files
+        .iter()
+        .filter(|f| !covers(globs, f))
+        .take(OUTSIDE_MAX)
+        .cloned()
+        .collect()
+}
+
 /// True when `path` (relative, `/`-separated) is inside one of `globs`.
 pub fn covers(globs: &[String], path: &str) -> bool {
     let p: Vec<&str> = path

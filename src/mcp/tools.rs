@@ -62,7 +62,7 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "todo_claim",
         &["todo", "claim"],
-        "Take the best ready todo (or id) with a lease and a fence. Nothing ready: exit 3 `nothing_ready`; held by another: exit 4 `lease_conflict`.",
+        "Take the best ready todo (or id) with a lease and a fence; paths reserves file globs with it (like src/store/**). Nothing ready: exit 3 `nothing_ready`; held by another, or paths overlapping another agent's reservation: exit 4 `lease_conflict`, the holder named.",
         false,
     ),
     spec(

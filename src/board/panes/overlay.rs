@@ -184,8 +184,14 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
                         l.holder, l.fence, l.expires_at
                     ),
                 ));
+                if !l.paths.is_empty() {
+                    lines.push(kv("reserves", l.paths.join(" ")));
+                }
             } else {
                 lines.push(kv("fence", td.fence.to_string()));
+            }
+            if !td.paths.is_empty() && td.lease.as_ref().is_none_or(|l| l.paths != td.paths) {
+                lines.push(kv("paths", td.paths.join(" ")));
             }
             if let Some(e) = td.every {
                 lines.push(kv("every", e.to_string()));

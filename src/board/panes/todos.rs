@@ -118,6 +118,41 @@ pub fn lease_note(holder: &str, fence: u64, (expired, when): (bool, &str), w: us
     }
 }
 
+/// A live lease's reservation (issue 23) as a card shows it: its first glob, and how many more.
+fn reserved(vm: &ViewModel, id: &str) -> Option<(String, usize)> {
+    let l = vm.snap?.todos.get(id)?.live_lease(vm.now)?;
+    let first = esc(l.paths.first()?);
+    let text = match l.paths.len() - 1 {
+        0 => first.into_owned(),
+        n => format!("{first} +{n}"),
+    };
+    Some((text, l.paths.len()))
+}
+
+/// A lease's note with its reservation after it, where room allows: the holder and time come
+/// first, then the globs (cut in the middle, never under 6 characters), else `▦N` (N globs),
+/// then the fence.
+pub fn with_paths(
+    note: String,
+    holder: &str,
+    (expired, when): (bool, &str),
+    (paths, n): &(String, usize),
+    w: usize,
+) -> String {
+    let full = format!("{note} · {paths}");
+    if full.chars().count() <= w {
+        return full;
+    }
+    let short = lease_note(holder, 0, (expired, when), usize::MAX);
+    let short = short.rsplit_once(" #").map_or(short.as_str(), |(a, _)| a);
+    let room = w.saturating_sub(short.chars().count() + 3);
+    if room >= 6 {
+        return format!("{short} · {}", mid_trunc(paths, room));
+    }
+    let mark = format!("{short} ▦{n}");
+    if mark.chars().count() <= w { mark } else { note }
+}
+
 /// A title in at most `rows` lines of `w` characters, the last cut with `…` when it goes on.
 pub fn title_rows(title: &str, w: usize, rows: usize) -> Vec<String> {
     let mut out = wrap_words(title, w.max(1));
@@ -193,7 +228,12 @@ fn card<'a>(
             } else {
                 vm.left(*expires_at)
             };
-            lease_note(holder, *fence, (left <= 0, &when), w.saturating_sub(2))
+            let w = w.saturating_sub(2);
+            let note = lease_note(holder, *fence, (left <= 0, &when), w);
+            match reserved(vm, &c.id) {
+                Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
+                None => note,
+            }
         }
         other => esc(&vm.why(other)).into_owned(),
     };

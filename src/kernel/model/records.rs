@@ -83,6 +83,9 @@ pub struct Evidence {
     /// Changed files (auto evidence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The changed files outside the lease's reservation (auto evidence of a lease with paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<String>,
     /// Seconds since the lease was granted (auto evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_claim_s: Option<i64>,
@@ -126,6 +129,7 @@ impl Evidence {
             value: None,
             commit: None,
             files: Vec::new(),
+            outside: Vec::new(),
             since_claim_s: None,
             argv: Vec::new(),
             duration_ms: None,

@@ -73,7 +73,18 @@ pub fn reassign(
         .lease
         .as_ref()
         .map(|l| json!({"holder": l.holder, "fence": l.fence}));
+    // A live lease's reservation moves with it; a new one is the todo's own, as a claim's.
+    let paths = match t.live_lease(now) {
+        Some(l) => l.paths.clone(),
+        None => t.paths.clone(),
+    };
+    if let Some(b) = crate::kernel::reserve::conflict(snap, id, to, &paths, now) {
+        return Err(super::team::clash(id, to, &b));
+    }
     grant(&mut t, to, now, ttl)?;
+    if let Some(l) = t.lease.as_mut() {
+        l.paths = paths;
+    }
     let mut c = Change::by_owner();
     c.event(
         now,

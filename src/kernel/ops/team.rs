@@ -56,6 +56,11 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
     if !b.is_empty() {
         return Err(refused(&t.id, &h.to, &b));
     }
+    // The reservation goes with the lease; the receiver's other leases do not clash with it.
+    let paths = t.lease.as_ref().map(|l| l.paths.clone()).unwrap_or_default();
+    if let Some(b) = crate::kernel::reserve::conflict(snap, &t.id, &h.to, &paths, now) {
+        return Err(clash(&t.id, &h.to, &b));
+    }
     let old = t.fence;
     let mut c = Change::default();
     if let Some(n) = h.note.as_deref().filter(|n| !n.trim().is_empty()) {
@@ -72,6 +77,7 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
     grant(&mut t, &h.to, now, ttl)?;
     if let Some(l) = t.lease.as_mut() {
         l.handoff_from = Some(agent.to_string());
+        l.paths = paths;
     }
     c.event(
         now,
@@ -84,6 +90,21 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
     );
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
+}
+
+/// A lease whose reservation would overlap a live one of another agent once `to` holds it:
+/// exit 4, `lease_conflict`, as a claim of it would be.
+pub(super) fn clash(id: &str, to: &str, b: &crate::kernel::readiness::Blocker) -> Error {
+    let holder = match b {
+        crate::kernel::readiness::Blocker::Reserved { holder, .. } => holder.as_str(),
+        _ => "its holder",
+    };
+    Error::new(
+        crate::kernel::error::Code::LeaseConflict,
+        format!("{id} cannot go to {to}: {}", b.describe()),
+    )
+    .hint(format!("wait for {holder} to finish, or give {id} to {holder}"))
+    .details(json!({ "reasons": [b] }))
 }
 
 /// A hand-off the receiver may not take (exit 3, as its own claim would be), naming each rule.

@@ -1,10 +1,15 @@
 //! A claim on the database: the todo the kernel would pick, locked with `SKIP LOCKED` among
 //! the rows free now; the candidates other transactions hold count as leased in the snapshot.
+//! Claims that reserve paths take one more lock, so two never reserve overlapping globs.
 
 use super::commit::{PgTx, internal};
 use super::db_error;
 use super::fast::Quoter;
+use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Lease, Result, Ts};
+
+/// The advisory lock every commit that writes a lease with reserved paths takes ("lxrs").
+const RESERVE_LOCK: i64 = 0x6c78_7273;
 
 /// The most todos one claim tries to lock before it gives up on the rest.
 const CLAIM_CANDIDATES: usize = 16;
@@ -130,6 +135,50 @@ impl PgTx<'_> {
             // rank again (further down).
             if self.lock_first(&ranked, now)? {
                 return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PgTx<'_> {
+    /// Before a commit that writes a live lease with reserved paths: takes the reservations'
+    /// lock (held to the end of the transaction), then refuses, to be tried again on a fresh
+    /// snapshot, when another todo's reserved lease changed after the snapshot. Two claims of
+    /// different todos with overlapping globs lock different rows: this is what orders them.
+    pub(super) fn guard_reservations(&mut self, change: &Change, now: Ts) -> Result<()> {
+        let ours: Vec<&str> = change
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Todo(t) if t.live_lease(now).is_some_and(|l| !l.paths.is_empty()) => {
+                    Some(t.id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        if ours.is_empty() {
+            return Ok(());
+        }
+        let mut sql = format!(
+            "{}SELECT pg_advisory_xact_lock({RESERVE_LOCK}); ",
+            self.begin_text()
+        );
+        // A statement of its own: its snapshot is taken once the lock is held.
+        sql.push_str(&format!(
+            "SELECT id FROM loopx.todos WHERE seq > {} AND NOT archived \
+             AND jsonb_typeof(body->'lease'->'paths') = 'array'",
+            self.base
+        ));
+        let msgs = self.client()?.simple_query(&sql).map_err(db_error)?;
+        for m in &msgs {
+            if let postgres::SimpleQueryMessage::Row(r) = m
+                && let Some(id) = r.get(0).filter(|_| r.len() == 1)
+                && r.columns().first().is_some_and(|c| c.name() == "id")
+                && !ours.contains(&id)
+                && self.fresh.get(id).is_none()
+            {
+                return Err(super::conflict(&format!("the reservation of {id} changed")));
             }
         }
         Ok(())

@@ -29,6 +29,8 @@ pub(crate) struct PgTx<'a> {
     /// Todos changed in `snap` by this transaction (set back when it goes to the cache).
     pub(super) touched: Vec<String>,
     pub(super) open: bool,
+    /// The time the snapshot was read at.
+    pub(super) now: Ts,
 }
 
 impl<'a> PgTx<'a> {
@@ -53,7 +55,9 @@ impl<'a> PgTx<'a> {
             Err(e) => return Err(e),
         };
         let base = conn.cache.head;
+        let now = store.env().now;
         Ok(PgTx {
+            now,
             conn,
             snap,
             base,
@@ -486,6 +490,10 @@ impl Transaction for PgTx<'_> {
             return Ok(Vec::new());
         }
         let owner = change.owner;
+        if let Err(e) = self.guard_reservations(&change, self.now) {
+            self.rollback();
+            return Err(e);
+        }
         let done = if owner {
             self.commit_change(change)
         } else {
