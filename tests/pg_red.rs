@@ -181,20 +181,34 @@ fn an_agent_cannot_become_the_owner_or_commit_the_owners_rows_by_hand() {
     let frag = format!(
         r#""at":"2026-01-01T00:00:00.000Z","actor":"{a1}","action":"todo.update","target":"t-x","data":{{}}"#
     );
-    for (write, table) in [
-        (r#"{"k":"doc","id":"owner.seal","b":"x"}"#, "docs"),
-        (r#"{"k":"config","id":"","b":{}}"#, "config"),
+    // A real pending gate: an update of a row that is not there would change nothing.
+    let v = lab.ok(Who::Agent(a1), &["gate", "open", "Ship it?"]);
+    let gate = v["gate"]["id"].as_str().expect("a gate id");
+    let approve = format!(
+        r#"{{"k":"gate","id":"{gate}","b":{{"id":"{gate}","question":"Ship it?","opened_by":"{a1}","opened_at":"2026-01-01T00:00:00.000Z","status":"approved"}}}}"#
+    );
+    let use_pending = format!(
+        r#"{{"k":"gate","id":"{gate}","b":{{"id":"{gate}","question":"Ship it?","opened_by":"{a1}","opened_at":"2026-01-01T00:00:00.000Z","status":"pending","used":{{"at":"2026-01-01T00:00:00.000Z","by":"{a1}"}}}}}}"#
+    );
+    let only_use = "an agent only records the one use of gate";
+    for (write, says) in [
         (
-            r#"{"k":"gate","id":"g-aaaaaa","b":{"status":"approved"}}"#,
-            "gates",
+            r#"{"k":"doc","id":"owner.seal","b":"x"}"#.to_string(),
+            "permission denied for table docs",
         ),
+        (
+            r#"{"k":"config","id":"","b":{}}"#.to_string(),
+            "permission denied for table config",
+        ),
+        (approve, only_use),
+        (use_pending, only_use),
     ] {
         let call = format!(
             "SELECT * FROM loopx.commit((SELECT max(seq) FROM loopx.journal), ARRAY[]::text[], \
              ARRAY[]::bigint[], false, \
              '[{write}]'::jsonb, ARRAY['{frag}']::text[])"
         );
-        refused(&url, &call, &format!("permission denied for table {table}"));
+        refused(&url, &call, says);
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::kernel::{Code, Error, Result};
 
-/// The schema version this binary writes (2: `loopx.history` and `loopx.retire_goal`).
+/// The schema version this binary writes (3: an agent may record the one use of a gate).
 pub const VERSION: i64 = 3;
 
 /// The advisory lock every commit holds while it writes (commits are ordered by it).
@@ -301,6 +301,7 @@ BEGIN
   -- An agent updates a gate only to record the one use of its approved action.
   IF TG_TABLE_NAME = 'gates' AND TG_OP = 'UPDATE' THEN
     IF OLD.body ? 'used' OR NOT (NEW.body ? 'used')
+       OR OLD.body->>'status' IS DISTINCT FROM 'approved'
        OR (NEW.body - 'used') IS DISTINCT FROM (OLD.body - 'used')
        OR NEW.body->'used'->>'by' IS DISTINCT FROM session_user::text THEN
       RAISE EXCEPTION 'an agent only records the one use of gate %', NEW.id USING ERRCODE = '42501';
