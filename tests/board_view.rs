@@ -366,7 +366,10 @@ fn a_reservation_fits_after_the_holder_and_time_or_is_counted() {
     // The fence goes first, then the globs are cut in the middle.
     assert_eq!(at(32), "agent-a ⏱12:34 · src/store/** +1");
     let cut = at(25);
-    assert!(cut.starts_with("agent-a ⏱12:34 · s") && cut.contains('…'), "{cut}");
+    assert!(
+        cut.starts_with("agent-a ⏱12:34 · s") && cut.contains('…'),
+        "{cut}"
+    );
     assert_eq!(cut.chars().count(), 25, "{cut}");
     // No room for six characters of globs: their count.
     assert_eq!(at(21), "agent-a ⏱12:34 ▦2");

@@ -797,7 +797,11 @@ fn reservation_race(b: Backend) {
                 .collect()
         });
         let won: Vec<&(String, i32, Value)> = answers.iter().filter(|r| r.1 == 0).collect();
-        assert_eq!(won.len(), 1, "round {round}: one reservation wins: {answers:?}");
+        assert_eq!(
+            won.len(),
+            1,
+            "round {round}: one reservation wins: {answers:?}"
+        );
         let holder = &won[0].0;
         for (a, code, v) in &answers {
             if a == holder {
@@ -805,7 +809,11 @@ fn reservation_race(b: Backend) {
             }
             assert_eq!(*code, 4, "round {round}, {a}: {v}");
             assert_eq!(v["error"]["code"], "lease_conflict", "{v}");
-            assert_eq!(v["error"]["details"]["reasons"][0]["holder"], holder.as_str(), "{v}");
+            assert_eq!(
+                v["error"]["details"]["reasons"][0]["holder"],
+                holder.as_str(),
+                "{v}"
+            );
         }
     }
     let v = lab.ok(Who::Owner, &["status"]);

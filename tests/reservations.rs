@@ -179,13 +179,34 @@ fn an_update_names_the_files_changed_outside_the_reservation() {
     assert!(w.contains("README.md") && w.contains("1 more"), "{w}");
     let r = p.run_as("agent-a", &["todo", "update", &a]);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stderr.contains("warning:") && r.stderr.contains("outside its reservation"), "{r:?}");
+    assert!(
+        r.stderr.contains("warning:") && r.stderr.contains("outside its reservation"),
+        "{r:?}"
+    );
     let ev = p.ok_as("agent-a", &["evidence", "list", "--todo", &a]);
-    let last = ev["entries"].as_array().and_then(|e| e.first()).cloned().unwrap();
-    let out: Vec<&str> = last["outside"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    let last = ev["entries"]
+        .as_array()
+        .and_then(|e| e.first())
+        .cloned()
+        .unwrap();
+    let out: Vec<&str> = last["outside"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
     assert_eq!(out.len(), 2, "{last}");
-    assert!(out.contains(&"README.md") && out.iter().any(|f| f.starts_with("src/kernel")), "{last}");
-    assert!(last["summary"].as_str().unwrap().contains("2 outside the reservation"), "{last}");
+    assert!(
+        out.contains(&"README.md") && out.iter().any(|f| f.starts_with("src/kernel")),
+        "{last}"
+    );
+    assert!(
+        last["summary"]
+            .as_str()
+            .unwrap()
+            .contains("2 outside the reservation"),
+        "{last}"
+    );
     // A lease that reserves nothing is never warned.
     let b = p.add("free work", &[]);
     p.ok_as("agent-b", &["todo", "claim", &b]);
@@ -200,7 +221,10 @@ fn a_handoff_or_reassign_carries_the_reservation_and_never_makes_a_clash() {
     let narrow = p.add("narrow", &[]);
     p.ok_as("agent-a", &["todo", "claim", &wide, "--paths", "src/**"]);
     // agent-a's own leases may overlap each other.
-    p.ok_as("agent-a", &["todo", "claim", &narrow, "--paths", "src/x.rs"]);
+    p.ok_as(
+        "agent-a",
+        &["todo", "claim", &narrow, "--paths", "src/x.rs"],
+    );
     // Handed to agent-b, src/x.rs would overlap agent-a's src/**: refused, nothing moves.
     let e = p.fails_as(
         "agent-a",
@@ -212,7 +236,10 @@ fn a_handoff_or_reassign_carries_the_reservation_and_never_makes_a_clash() {
     assert_eq!(r["todo"], wide.as_str(), "{e}");
     assert_eq!(p.show(&narrow)["lease"]["holder"], "agent-a");
     // The owner's reassign is held to the same rule.
-    p.fails(&["todo", "reassign", &narrow, "--to", "agent-b"], "lease_conflict");
+    p.fails(
+        &["todo", "reassign", &narrow, "--to", "agent-b"],
+        "lease_conflict",
+    );
     // Once agent-a lets the wide one go, the hand-off moves the reservation with the lease.
     p.ok_as("agent-a", &["todo", "release", &wide]);
     p.ok_as("agent-a", &["todo", "handoff", &narrow, "--to", "agent-b"]);
@@ -220,7 +247,42 @@ fn a_handoff_or_reassign_carries_the_reservation_and_never_makes_a_clash() {
     assert_eq!(l["holder"], "agent-b");
     assert_eq!(l["paths"], serde_json::json!(["src/x.rs"]), "{l}");
     // agent-b now holds src/x.rs: agent-a cannot reserve over it again.
-    p.fails_as("agent-a", &["todo", "claim", &wide, "--paths", "src/**"], "lease_conflict");
+    p.fails_as(
+        "agent-a",
+        &["todo", "claim", &wide, "--paths", "src/**"],
+        "lease_conflict",
+    );
     p.ok(&["todo", "reassign", &narrow, "--to", "agent-c"]);
     assert_eq!(p.show(&narrow)["lease"]["paths"][0], "src/x.rs");
+}
+
+#[test]
+fn status_and_state_md_show_whose_files_are_reserved() {
+    let p = Project::new("res-state");
+    let a = p.add("store work", &[]);
+    let b = p.add("board work", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--paths", "src/store/**"]);
+    p.ok_as("agent-b", &["todo", "claim", &b, "--paths", "src/board/**"]);
+    let v = p.ok(&["status"]);
+    let claimed = v["claimed"].as_array().unwrap();
+    assert!(
+        claimed.iter().any(|c| c["paths"][0] == "src/store/**"),
+        "{v}"
+    );
+    let r = p.run(&["status"]);
+    assert!(r.stdout.contains("[reserves src/store/**]"), "{}", r.stdout);
+    // agent-a's packet: its own globs under its lease, agent-b's as someone else's.
+    let s = p.ok_as("agent-a", &["refresh-state"]);
+    assert_eq!(s["leases"][0]["paths"][0], "src/store/**", "{s}");
+    let md = std::fs::read_to_string(p.lx("STATE.md")).unwrap();
+    assert!(md.contains("reserves: `src/store/**`"), "{md}");
+    let others = md.split("## Reserved by others").nth(1).expect("a section");
+    assert!(
+        others.contains("agent-b") && others.contains("`src/board/**`"),
+        "{md}"
+    );
+    assert!(
+        !others.split("\n## ").next().unwrap().contains("src/store"),
+        "{md}"
+    );
 }

@@ -288,7 +288,12 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
                 left(now, l.expires_at),
                 safe(&t.title)
             ));
-            md.push_str(&reserves(l, now, "  - reserves: `", "`: change only these\n"));
+            md.push_str(&reserves(
+                l,
+                now,
+                "  - reserves: `",
+                "`: change only these\n",
+            ));
             md.push_str(&context_md(t));
         }
     }
@@ -298,7 +303,14 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         .values()
         .filter_map(|t| Some((t, t.live_lease(now)?)))
         .filter(|(_, l)| l.holder != ctx.agent && !l.paths.is_empty())
-        .map(|(t, l)| format!("- {} ({}): `{}`\n", esc(&l.holder), esc(&t.id), l.paths.join("` `")))
+        .map(|(t, l)| {
+            format!(
+                "- {} ({}): `{}`\n",
+                esc(&l.holder),
+                esc(&t.id),
+                l.paths.join("` `")
+            )
+        })
         .collect();
     if !others.is_empty() {
         md.push_str("\n## Reserved by others (leave these files alone)\n\n");

@@ -587,7 +587,11 @@ pub fn check_evidence(e: &Evidence) -> Checked {
     opt_text("output", &e.output, TEXT_MAX)?;
     opt_text("turn", &e.turn, NAME_MAX)?;
     count("argv", e.argv.len(), ARGV_MAX)?;
-    count("outside", e.outside.len(), crate::kernel::reserve::OUTSIDE_MAX)?;
+    count(
+        "outside",
+        e.outside.len(),
+        crate::kernel::reserve::OUTSIDE_MAX,
+    )?;
     each("outside", &e.outside, |a| text("outside", a, PATH_MAX))?;
     each("argv", &e.argv, |a| text("argv", a, ARG_MAX))
 }

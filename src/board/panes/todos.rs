@@ -150,7 +150,11 @@ pub fn with_paths(
         return format!("{short} · {}", mid_trunc(paths, room));
     }
     let mark = format!("{short} ▦{n}");
-    if mark.chars().count() <= w { mark } else { note }
+    if mark.chars().count() <= w {
+        mark
+    } else {
+        note
+    }
 }
 
 /// A title in at most `rows` lines of `w` characters, the last cut with `…` when it goes on.

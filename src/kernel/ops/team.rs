@@ -57,7 +57,11 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
         return Err(refused(&t.id, &h.to, &b));
     }
     // The reservation goes with the lease; the receiver's other leases do not clash with it.
-    let paths = t.lease.as_ref().map(|l| l.paths.clone()).unwrap_or_default();
+    let paths = t
+        .lease
+        .as_ref()
+        .map(|l| l.paths.clone())
+        .unwrap_or_default();
     if let Some(b) = crate::kernel::reserve::conflict(snap, &t.id, &h.to, &paths, now) {
         return Err(clash(&t.id, &h.to, &b));
     }
@@ -103,7 +107,9 @@ pub(super) fn clash(id: &str, to: &str, b: &crate::kernel::readiness::Blocker) -
         crate::kernel::error::Code::LeaseConflict,
         format!("{id} cannot go to {to}: {}", b.describe()),
     )
-    .hint(format!("wait for {holder} to finish, or give {id} to {holder}"))
+    .hint(format!(
+        "wait for {holder} to finish, or give {id} to {holder}"
+    ))
     .details(json!({ "reasons": [b] }))
 }
 

@@ -176,7 +176,7 @@ impl PgTx<'_> {
                 && let Some(id) = r.get(0).filter(|_| r.len() == 1)
                 && r.columns().first().is_some_and(|c| c.name() == "id")
                 && !ours.contains(&id)
-                && self.fresh.get(id).is_none()
+                && !self.fresh.contains_key(id)
             {
                 return Err(super::conflict(&format!("the reservation of {id} changed")));
             }
