@@ -27,7 +27,8 @@ for where in plain git; do
       echo "changed" >> "$p/src/d1/f1.txt"; echo new > "$p/new.txt"; rm "$p/src/d2/f2.txt"
     fi
   done
-  echo "== $where (1,000 open todos${where/plain/}${where/git/, $files tracked files})"
+  if [ "$where" = git ]; then what=", in git with $files tracked files"; else what=", outside git"; fi
+  echo "== 1,000 open todos$what"
   hyperfine -N --warmup 5 -r 60 \
     -n "breaker off" "$bin --dir $work/$where-0 turn -- /bin/true" \
     -n "breaker on (3)" "$bin --dir $work/$where-3 turn -- /bin/true" 2>&1 |
