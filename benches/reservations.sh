@@ -3,7 +3,8 @@
 # other agents (each `area<i>/**`): a named claim without paths, the same with `--paths`
 # (checked against every live reservation), and a bare claim that must skip todos whose own
 # paths overlap a live reservation. Each run is released again before the next (not timed).
-#   bash benches/reservations.sh [LOOPX] [HOLDERS]      (default: target/release/loopx, 50)
+#   bash benches/reservations.sh [LOOPX] [HOLDERS]      (default: target/release/loopx, 50;
+#   0 gives the plain claim to compare with)
 # Needs hyperfine and python3. Prints hyperfine's summary for each case.
 set -euo pipefail
 bin=$(realpath "${1:-target/release/loopx}"); holders=${2:-50}
@@ -29,13 +30,15 @@ open(f, "w").write('paths = ["area1/src/x.rs"]\n' + s)
 PY
 done
 rel="$bin --dir $p todo release"
+# A release that finds nothing to give back (the first run) is fine.
+pre="sh -c '$rel $id >/dev/null 2>&1 || true'"
 echo "== 1,000 open todos, $holders live reservations"
 hyperfine -N --warmup 5 -r 100 \
-  -p "$rel $id" -n "claim ID" "$bin --dir $p todo claim $id" \
-  -p "$rel $id" -n "claim ID --paths" "$bin --dir $p todo claim $id --paths free/**" \
-  2>&1 | grep -E '^Benchmark|Time \(mean'
+  -p "$pre" -n "claim ID" "$bin --dir $p todo claim $id" \
+  -p "$pre" -n "claim ID --paths" "$bin --dir $p todo claim $id --paths free/**" \
+  2>&1 | grep -E "^Benchmark|Time \\(mean"
 $rel "$id" >/dev/null
 # The bare claim takes the first todo it may: a bare release gives back whichever that was.
 hyperfine -N --warmup 5 -r 100 \
-  -p "sh -c '$rel || true'" -n "bare claim, 5 best skipped" "$bin --dir $p todo claim" \
-  2>&1 | grep -E '^Benchmark|Time \(mean'
+  -p "sh -c '$rel >/dev/null 2>&1 || true'" -n "bare claim, 5 best skipped" "$bin --dir $p todo claim" \
+  2>&1 | grep -E "^Benchmark|Time \\(mean"

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::kernel::{Check, Dur, Extra, Lease, Priority, Role, Status, Todo, Ts};
 use crate::store::atomic;
 
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
 
@@ -72,24 +72,25 @@ impl Key {
 /// names and no dates. Only todos without unknown keys are cached.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row(
-    String,                          // id
-    String,                          // title
-    Role,                            // role
-    Priority,                        // priority
-    Status,                          // status
-    Vec<String>,                     // depends_on
-    Option<i64>,                     // every (ms)
-    Option<i64>,                     // next_due_at (ms)
-    String,                          // created_by
-    i64,                             // created_at (ms)
-    i64,                             // updated_at (ms)
-    Option<String>,                  // reason
-    Option<String>,                  // status_by
-    u64,                             // fence
-    Option<(String, u64, i64, i64)>, // lease: holder, fence, acquired_at, expires_at
-    Option<i64>,                     // overdue_noted (ms)
-    Option<CheckRow>,                // check
-    Option<String>,                  // routing: "requires;reviews;exclude_agents" (see route_row)
+    String,                             // id
+    String,                             // title
+    Role,                               // role
+    Priority,                           // priority
+    Status,                             // status
+    Vec<String>,                        // depends_on
+    Option<i64>,                        // every (ms)
+    Option<i64>,                        // next_due_at (ms)
+    String,                             // created_by
+    i64,                                // created_at (ms)
+    i64,                                // updated_at (ms)
+    Option<String>,                     // reason
+    Option<String>,                     // status_by
+    u64,                                // fence
+    Option<(String, u64, i64, i64)>,    // lease: holder, fence, acquired_at, expires_at
+    Option<i64>,                        // overdue_noted (ms)
+    Option<CheckRow>,                   // check
+    Option<String>, // routing: "requires;reviews;exclude_agents" (see route_row)
+    Option<(Vec<String>, Vec<String>)>, // reservations: the todo's paths, the lease's
 );
 
 /// A cached check: command, proposed_by, proposed_at, last_hash, last_run_at, last_exit.
@@ -113,7 +114,6 @@ impl Row {
                         && l.turn.is_none()
                         && l.handoff_from.is_none()
                         && l.base.is_none()
-                        && l.paths.is_empty()
                         && l.worktree.is_none()
                 })
             && t.check.as_ref().is_none_or(|c| c.extra.is_empty())
@@ -122,8 +122,6 @@ impl Row {
             && t.body.is_none()
             && t.links.is_empty()
             && t.stall.is_none()
-            // A reservation is read from its file too (kept out of the fixed row).
-            && t.paths.is_empty()
             && route_cacheable(t);
         plain.then(|| {
             Row(
@@ -156,6 +154,7 @@ impl Row {
                     )
                 }),
                 route_row(t),
+                paths_row(t),
             )
         })
     }
@@ -180,7 +179,9 @@ impl Row {
             overdue_noted,
             check,
             route,
+            paths,
         ) = self;
+        let (paths, lease_paths) = paths.unwrap_or_default();
         let (requires, reviews, exclude_agents) = match route {
             Some(r) => parse_route(r)?,
             None => Default::default(),
@@ -208,7 +209,7 @@ impl Row {
             body: None,
             links: Vec::new(),
             stall: None,
-            paths: Vec::new(),
+            paths,
             check: check.map(
                 |(command, proposed_by, proposed_at, last_hash, last_run_at, last_exit)| {
                     Box::new(Check {
@@ -230,13 +231,23 @@ impl Row {
                 turn: None,
                 handoff_from: None,
                 base: None,
-                paths: Vec::new(),
+                paths: lease_paths,
                 worktree: None,
                 extra: Extra::new(),
             }),
             extra: Extra::new(),
         })
     }
+}
+
+/// A todo's reservations, when it has any: its own paths and its lease's.
+fn paths_row(t: &Todo) -> Option<(Vec<String>, Vec<String>)> {
+    let lease = t
+        .lease
+        .as_ref()
+        .map(|l| l.paths.clone())
+        .unwrap_or_default();
+    (!t.paths.is_empty() || !lease.is_empty()).then(|| (t.paths.clone(), lease))
 }
 
 /// The routing fields of a todo, when it has any, as one string: `requires;reviews;exclude_agents`
@@ -484,14 +495,14 @@ mod tests {
                 turn: None,
                 handoff_from: None,
                 base: None,
-                paths: Vec::new(),
+                paths: vec!["src/store/**".into()],
                 worktree: None,
                 extra: Extra::new(),
             }),
             body: None,
             links: Vec::new(),
             stall: None,
-            paths: Vec::new(),
+            paths: vec!["src/a;b,c".into(), "docs/*.md".into()],
             extra: Extra::new(),
         }
     }
