@@ -216,3 +216,45 @@ fn a_stall_written_by_hand_out_of_bounds_is_named() {
     assert_ne!(code, 0, "{v}");
     assert!(v.to_string().contains(&format!("{id}.toml")), "{v}");
 }
+
+#[test]
+fn a_check_that_keeps_failing_parks_the_todo_too() {
+    // A kept lease keeps its first claim's time: the earlier turns' own records must not count
+    // as this turn's progress.
+    for steps in [false, true] {
+        let p = Project::new("breaker-check");
+        let id = p.add("prove it", &[]);
+        let r = p.run_as("agent-a", &["todo", "check", "propose", &id, "--", "false"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        p.ok(&["todo", "check", "approve", &id]);
+        for _ in 0..3 {
+            wait_for("should-run to say run", || {
+                (should_run(&p)["decision"] == "run").then_some(())
+            });
+            if steps {
+                let v = p.ok_as("agent-a", &["turn", "start"]);
+                let t = v["turn"].as_str().unwrap().to_string();
+                p.fails_as(
+                    "agent-a",
+                    &["turn", "end", "--turn", &t, "--done", "--summary", "did it"],
+                    "check_failed",
+                );
+            } else {
+                let mut c = p.cmd(&[
+                    "--agent",
+                    "agent-a",
+                    "--json",
+                    "turn",
+                    "--complete-on-success",
+                    "--",
+                    "true",
+                ]);
+                let r = run_cmd(&mut c);
+                assert_eq!(r.code, 9, "{r:?}");
+            }
+        }
+        let g = breaker_gate(&p, &id);
+        assert!(g.is_some(), "steps {steps}: {}", p.show(&id));
+        assert_eq!(p.show(&id)["stall"]["parked"], g.unwrap()["id"]);
+    }
+}

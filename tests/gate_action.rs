@@ -375,3 +375,50 @@ fn a_turn_runs_the_approved_command_under_its_lease_once() {
     p.add("Another", &[]);
     p.fails_as("agent-a", &["turn", "--approved", &id], "already_used");
 }
+
+#[test]
+fn an_option_never_runs_an_action() {
+    let p = Project::new("ga-option");
+    let (code, v) = as_agent(
+        &p,
+        "agent-a",
+        &[
+            "gate",
+            "open",
+            "Deploy?",
+            "--option",
+            "yes",
+            "--option",
+            "no",
+            "--action-cmd",
+            "--",
+            "touch",
+            "deployed",
+        ],
+    );
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("offers no options"),
+        "{v}"
+    );
+    // Options added to the file by hand: the owner's pick of one is no yes to the action.
+    let (id, sha) = open_cmd(&p, "Deploy?", "touch deployed");
+    let path = p.lx(&format!("gates/{id}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    std::fs::write(
+        &path,
+        format!("{head}\noptions = [\"yes\", \"no\"]\n{rest}"),
+    )
+    .unwrap();
+    p.ok(&["gate", "approve", &id, "--option", "no", "--sha", &sha]);
+    let v = p.fails_as("agent-a", &["run-approved", &id], "denied");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("option"),
+        "{v}"
+    );
+    assert!(!p.root().join("deployed").exists());
+}

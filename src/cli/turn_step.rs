@@ -159,7 +159,13 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let progress = match snap.todos.get(&todo).filter(|_| !done && on) {
         Some(t) => {
             let base = t.lease.as_ref().and_then(|l| l.base.clone());
-            crate::runtime::turn::measure(&*store, &ctx.work_dir(&*store), t, base, bad)
+            let since = base
+                .as_ref()
+                .and_then(|b| b.at)
+                .or(t.lease.as_ref().map(|l| l.acquired_at))
+                .unwrap_or(Ts::MAX);
+            let dir = ctx.work_dir(&*store);
+            crate::runtime::turn::measure(&*store, &dir, t, (base, since), bad)
         }
         None => ops::Progress {
             failed: bad,

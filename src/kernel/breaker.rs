@@ -80,6 +80,10 @@ pub struct Base {
     /// SHA-256 over the changed files' names, sizes and times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree: Option<String>,
+    /// When the turn began: evidence from then on is the turn's (a kept lease keeps its
+    /// `acquired_at` across turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Ts>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,

@@ -239,6 +239,14 @@ pub fn runnable(g: &Gate, journal_used: bool) -> Result<&GateAction> {
         )
         .hint("open a new gate for the action you mean"));
     }
+    // Options (added by hand: `gate open` refuses them with an action) make no approval a yes.
+    if !g.options.is_empty() || g.option.is_some() {
+        return Err(Error::new(
+            Code::Denied,
+            format!("gate {id} offers options beside its action; an option never runs it"),
+        )
+        .hint("open a new gate for the action, without options"));
+    }
     match g.effective_status() {
         GateStatus::Pending => {
             let unproven = g.status != GateStatus::Pending;

@@ -138,6 +138,7 @@ fn read_base(root: &Path) -> Result<Option<crate::kernel::Base>, String> {
     Ok(Some(crate::kernel::Base {
         head,
         tree: Some(tree),
+        at: None,
         extra: Default::default(),
     }))
 }

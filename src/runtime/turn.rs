@@ -218,7 +218,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     };
     let failed = !fin.exit.success() || fin.timed_out;
     let progress = match (done, breaker) {
-        (false, true) => measure(store, &opts.dir, &todo, base, failed),
+        (false, true) => measure(store, &opts.dir, &todo, (base, now), failed),
         _ => ops::Progress {
             failed,
             ..ops::Progress::default()
@@ -314,16 +314,16 @@ fn prove(
 /// How many of a todo's last evidence entries the breaker reads.
 const PROGRESS_SCAN: usize = 200;
 
-/// The breaker's facts about a turn on `todo` that began at `base`: git now, and the evidence
-/// written since the lease was granted. Unreadable evidence measures nothing.
+/// The breaker's facts about a turn on `todo` that began at `base` (git then) and `since`:
+/// git now, and the evidence written since the turn began (earlier turns of a kept lease do
+/// not count again). Unreadable evidence measures nothing.
 pub fn measure(
     store: &dyn Store,
     dir: &Path,
     todo: &Todo,
-    base: Option<crate::kernel::Base>,
+    (base, since): (Option<crate::kernel::Base>, Ts),
     failed: bool,
 ) -> ops::Progress {
-    let since = todo.lease.as_ref().map_or(Ts::MAX, |l| l.acquired_at);
     let after = git::base(dir);
     let progressed = store
         .evidence_tail(&todo.id, PROGRESS_SCAN)

@@ -61,6 +61,11 @@ pub fn open(snap: &Snapshot, agent: &str, now: Ts, new: NewGate) -> Result<(Chan
     for b in &new.blocks {
         todo(snap, b)?;
     }
+    // An approval of an action is a yes to it: an option ("no") must never run it.
+    if new.action.is_some() && !new.options.is_empty() {
+        return Err(Error::usage("a gate that holds an action offers no options")
+            .hint("the owner approves the action or rejects it; ask a question with options in a gate of its own"));
+    }
     if let Some(a) = &new.action
         && let Some(g) = gate_action::same_open(snap.gates.values(), &question, a)
     {

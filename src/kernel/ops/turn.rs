@@ -73,7 +73,10 @@ pub fn start_turn(
     let (mut c, mut t) = claim(snap, agent, now, ttl, Some(&id))?;
     if let Some(l) = t.lease.as_mut() {
         l.turn = Some(turn.to_string());
-        l.base = base;
+        l.base = Some(crate::kernel::Base {
+            at: Some(now),
+            ..base.unwrap_or_default()
+        });
     }
     for w in &mut c.writes {
         if let Write::Todo(w) = w
