@@ -423,6 +423,8 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
             (fixed, doctor::check_locked(&store, ctx.now)?)
         }
     };
+    let mut findings = findings;
+    findings.extend(worktree_findings(ctx));
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
@@ -465,6 +467,28 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
         eprintln!("loopx: doctor found {errors} error(s)");
     }
     Ok(out)
+}
+
+/// Orphaned worktrees (no live lease names them), as warnings; nothing when the state does
+/// not load (doctor names why already).
+fn worktree_findings(ctx: &Ctx) -> Vec<doctor::Finding> {
+    let Ok(store) = ctx.open() else {
+        return Vec::new();
+    };
+    let Ok(snap) = store.load() else {
+        return Vec::new();
+    };
+    let root = ctx.work_dir(&*store);
+    crate::runtime::worktree::orphans(&root, &snap, ctx.now)
+        .into_iter()
+        .map(|o| doctor::Finding {
+            severity: Severity::Warning,
+            file: o.path,
+            line: None,
+            message: o.message,
+            fixable: false,
+        })
+        .collect()
 }
 
 fn event_line(v: &Value) -> String {

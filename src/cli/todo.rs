@@ -14,6 +14,7 @@ use crate::kernel::readiness;
 use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
 };
+use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -90,6 +91,9 @@ pub enum TodoCmd {
         /// Reserve this path glob with the lease instead of the todo's own (repeatable).
         #[arg(long = "paths", value_name = "GLOB")]
         paths: Vec<String>,
+        /// Work in a git worktree of the todo's own, `.loopx/worktrees/ID` on branch `loopx/ID`.
+        #[arg(long)]
+        worktree: bool,
     },
     /// Extend your lease.
     #[command(after_help = "Example:\n  loopx todo renew --ttl 30m")]
@@ -295,37 +299,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             status,
         } => list(ctx, store, ready, mine, status),
         TodoCmd::Show { id } => show(ctx, store, &id),
-        TodoCmd::Claim { id, ttl, paths } => {
-            let paths = (!paths.is_empty())
-                .then(|| crate::kernel::reserve::normalise("--paths", &paths))
-                .transpose()?;
-            // An unnamed claim reserves the todo it will get first (a database locks it).
-            let unnamed = id.is_none().then_some((agent, now));
-            let (t, notes) = store.mutate_noted_with(unnamed, |snap| {
-                let id = id
-                    .as_deref()
-                    .map(|i| store.resolve_todo(snap, i))
-                    .transpose()?;
-                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::claim_reserving(snap, agent, now, ttl, id.as_deref(), paths.as_deref())
-            })?;
-            let l = t.lease.as_ref();
-            let text = format!(
-                "{} claimed: {} (fence {}, lease until {}){}{}",
-                esc(&t.id),
-                esc(&t.title),
-                t.fence,
-                l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
-                reserved_text(l),
-                todo_edit::context_text(&t)
-            );
-            let mut out = Out::new("todo", to_json(&t), text).noted(notes);
-            if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {
-                out = out.with("reviews_evidence", j);
-                out.text.push_str(&text);
-            }
-            Ok(out)
-        }
+        TodoCmd::Claim {
+            id,
+            ttl,
+            paths,
+            worktree,
+        } => claim(ctx, store, id, ttl, paths, worktree),
         TodoCmd::Renew { id, ttl } => {
             let t = store.mutate(|snap| {
                 let id = target(store, snap, agent, now, id.as_deref())?;
@@ -385,6 +364,102 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             ))
         }
     }
+}
+
+/// `todo claim`: the lease, then the worktree (`--worktree`) or the retirement of the one an
+/// expired lease left.
+fn claim(
+    ctx: &Ctx,
+    store: &dyn Store,
+    id: Option<String>,
+    ttl: Option<Dur>,
+    paths: Vec<String>,
+    want_tree: bool,
+) -> Result<Out> {
+    let (agent, now) = (ctx.agent.as_str(), ctx.now);
+    let paths = (!paths.is_empty())
+        .then(|| crate::kernel::reserve::normalise("--paths", &paths))
+        .transpose()?;
+    let root = ctx.work_dir(store);
+    if want_tree {
+        worktree::preflight(&root)?;
+    }
+    // An unnamed claim reserves the todo it will get first (a database locks it).
+    let unnamed = id.is_none().then_some((agent, now));
+    let ((t, prior), notes) = store.mutate_noted_with(unnamed, |snap| {
+        let id = id
+            .as_deref()
+            .map(|i| store.resolve_todo(snap, i))
+            .transpose()?;
+        let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+        let (mut c, mut t) =
+            ops::claim_reserving(snap, agent, now, ttl, id.as_deref(), paths.as_deref())?;
+        let prior = worktree::claimed(&root, snap, want_tree, &mut c, &mut t)?;
+        Ok((c, (t, prior)))
+    })?;
+    let (tree, warnings) = match worktree::after_claim(&root, want_tree, prior.as_ref(), &t, now) {
+        Ok(x) => x,
+        Err(e) => return Err(released(store, e, &t, prior.as_ref(), agent, now)),
+    };
+    let l = t.lease.as_ref();
+    let mut text = format!(
+        "{} claimed: {} (fence {}, lease until {}){}{}",
+        esc(&t.id),
+        esc(&t.title),
+        t.fence,
+        l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
+        reserved_text(l),
+        todo_edit::context_text(&t)
+    );
+    if let Some(p) = &tree {
+        text.push_str(&format!(
+            "\n  worktree: {} (branch {})",
+            esc(&p.to_string_lossy()),
+            worktree::branch(&t.id)
+        ));
+    }
+    let mut out = Out::new("todo", to_json(&t), text).noted(notes);
+    if let Some(p) = &tree {
+        out = out.with("worktree", json!(p.to_string_lossy()));
+    }
+    if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {
+        out = out.with("reviews_evidence", j);
+        out.text.push_str(&text);
+    }
+    Ok(warned(ctx, out, warnings))
+}
+
+/// A claim whose worktree could not be made: a lease it granted is given back (a renewal
+/// keeps it); the error, saying which.
+fn released(
+    store: &dyn Store,
+    e: Error,
+    t: &Todo,
+    prior: Option<&crate::kernel::Lease>,
+    agent: &str,
+    now: Ts,
+) -> Error {
+    let renewed = prior.is_some_and(|p| p.fence == t.fence && p.is_live(now));
+    if renewed {
+        return e.hint("your lease stands, without a worktree");
+    }
+    match store.mutate(|snap| ops::release(snap, agent, Ts::now(), &t.id)) {
+        Ok(_) => e.hint(format!("{} was released again; nothing is claimed", t.id)),
+        Err(r) => e.hint(format!("{} stays claimed: {}", t.id, r.message)),
+    }
+}
+
+/// Adds warnings to an answer: JSON `warnings`, and a line each on stderr for people.
+pub(super) fn warned(ctx: &Ctx, out: Out, warnings: Vec<String>) -> Out {
+    if warnings.is_empty() {
+        return out;
+    }
+    if !ctx.json {
+        for w in &warnings {
+            eprintln!("loopx: warning: {}", esc(w));
+        }
+    }
+    out.with("warnings", json!(warnings))
 }
 
 /// The todo named, or the one this agent holds.
@@ -519,7 +594,12 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         ),
         s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
-    Ok(Out::new("todo", to_json(&t), text).noted(notes))
+    let warnings = match a.status {
+        Some(Status::Done) => worktree::retire(&ctx.work_dir(store), &t.id),
+        _ => None,
+    };
+    let out = Out::new("todo", to_json(&t), text).noted(notes);
+    Ok(warned(ctx, out, warnings.into_iter().collect()))
 }
 
 fn line(t: &Todo, now: Ts) -> String {

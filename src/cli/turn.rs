@@ -55,6 +55,9 @@ pub struct Turn {
     /// Run the approved command this gate holds (once) instead of a command after `--`.
     #[arg(long, value_name = "GATE", add = super::complete::gate_id())]
     approved: Option<String>,
+    /// Make (or reuse) a git worktree for the todo; the command gets it as `LOOPX_WORKTREE`.
+    #[arg(long)]
+    worktree: bool,
     #[command(flatten)]
     args: TurnArgs,
 }
@@ -174,6 +177,7 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
     let mut opts = options(ctx, &ctx.work_dir(&*store), args)?;
     opts.turn = t.turn;
     opts.approved = approved;
+    opts.worktree = t.worktree;
     process::forward_signals();
     match turn::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
@@ -218,7 +222,7 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
             }
-            Ok(report_out(&r))
+            Ok(super::todo::warned(ctx, report_out(&r), r.warnings.clone()))
         }
     }
 }
@@ -258,6 +262,9 @@ fn report_out(r: &TurnReport) -> Out {
     }
     if let Exit::Signal(s) = r.exit {
         out = out.with("signal", json!(s));
+    }
+    if let Some(p) = &r.worktree {
+        out = out.with("worktree", json!(p.to_string_lossy()));
     }
     if !r.over_limit.is_empty() {
         out = out.with("over_limit", json!(r.over_limit));
@@ -313,7 +320,7 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
         let (text, value) = match b {
             Beat::Ran(r, d) => {
                 last_wait = None;
-                let mut o = report_out(r);
+                let mut o = super::todo::warned(ctx, report_out(r), r.warnings.clone());
                 // As `turn --json` prints it.
                 o.json.entry("ok").or_insert(json!(true));
                 if !d.is_zero() {

@@ -9,3 +9,4 @@ pub mod process;
 pub mod proof;
 pub mod turn;
 pub mod watch;
+pub mod worktree;

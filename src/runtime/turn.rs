@@ -13,6 +13,7 @@ use crate::kernel::{breaker, proof};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
 use crate::runtime::proof as run_proof;
+use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 
 /// The default timeout of a turn's command.
@@ -50,6 +51,8 @@ pub struct TurnOptions {
     pub store_url: Option<String>,
     /// The gate whose approved action `argv` is: its one use is committed with the claim.
     pub approved: Option<Approved>,
+    /// Run in a git worktree of the todo's own, given as `LOOPX_WORKTREE` (`turn --worktree`).
+    pub worktree: bool,
 }
 
 /// A turn that runs a gate's approved action.
@@ -76,6 +79,7 @@ impl TurnOptions {
             echo: Echo::None,
             store_url: None,
             approved: None,
+            worktree: false,
         }
     }
 }
@@ -117,6 +121,10 @@ pub struct TurnReport {
     /// Why a successful command did not make the todo done: its check failed (the evidence) or
     /// could not run (the error).
     pub proof: Option<Result<Evidence>>,
+    /// The todo's worktree, when the turn ran in one.
+    pub worktree: Option<PathBuf>,
+    /// What went wrong without failing the turn (a worktree kept or not removed).
+    pub warnings: Vec<String>,
 }
 
 impl TurnReport {
@@ -169,18 +177,33 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         None => fresh_turn_id()?,
     };
     let now = Ts::now();
-    let (start, ttl, breaker) = store.mutate_claim(&opts.agent, now, |snap| {
+    if opts.worktree {
+        worktree::preflight(&opts.dir)?;
+    }
+    let (start, ttl, breaker, prior) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (mut c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
+        let (mut c, mut s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
         if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
             use_approval(snap, opts, a, now, &turn, &mut c)?;
         }
-        Ok((c, (s, ttl, snap.config.breaker.turns() > 0)))
+        let prior = match &mut s {
+            Start::Claimed(t) => worktree::claimed(&opts.dir, snap, opts.worktree, &mut c, t)?,
+            _ => None,
+        };
+        Ok((c, (s, ttl, snap.config.breaker.turns() > 0, prior)))
     })?;
     let todo = match start {
         Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
         Start::Replayed => return Ok(TurnOutcome::Replayed(turn)),
         Start::Claimed(t) => *t,
+    };
+    let claimed = worktree::after_claim(&opts.dir, opts.worktree, prior.as_ref(), &todo, now);
+    let (tree, mut warnings) = match claimed {
+        Ok(x) => x,
+        Err(e) => {
+            release(store, &opts.agent, &todo.id)?;
+            return Err(e);
+        }
     };
     if process::signalled().is_some() {
         release(store, &opts.agent, &todo.id)?;
@@ -188,7 +211,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     }
     // The work tree as the turn begins, for the breaker (nothing ran since the claim).
     let base = breaker.then(|| git::base(&opts.dir)).flatten();
-    let fin = run_renewed(store, opts, &todo, ttl, &turn);
+    let fin = run_renewed(store, opts, &todo, (ttl, tree.as_deref()), &turn);
     let fin = match fin {
         Ok(f) => f,
         Err(e) => {
@@ -235,6 +258,9 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         progress,
     };
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
+    if matches!(ended, Ended::Done) {
+        warnings.extend(worktree::retire(&opts.dir, &todo.id));
+    }
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -246,6 +272,8 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         signalled,
         over_limit,
         proof: proof.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
+        worktree: tree,
+        warnings,
     })))
 }
 
@@ -373,7 +401,7 @@ fn run_renewed(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     todo: &Todo,
-    ttl: Dur,
+    (ttl, tree): (Dur, Option<&Path>),
     turn: &str,
 ) -> Result<Finished> {
     let env = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
@@ -390,6 +418,7 @@ fn run_renewed(
         env("LOOPX_TURN", turn),
     ];
     vars.extend(opts.store_url.as_deref().map(|u| env("LOOPX_STORE", u)));
+    vars.extend(tree.map(|p| (OsString::from("LOOPX_WORKTREE"), p.as_os_str().to_owned())));
     let spec = Spec {
         argv: opts.argv.clone(),
         env: vars,

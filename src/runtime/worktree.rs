@@ -1,0 +1,444 @@
+//! Per-lease git worktrees (`--worktree`): one at `.loopx/worktrees/<todo>` on branch
+//! `loopx/<todo>`, made and removed with libgit2 (git itself would run the repository's hooks
+//! and filters, see `runtime::git`), and removed only when clean; the branch is always kept.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::kernel::ops::{Change, Write};
+use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
+
+/// Where the worktrees are, relative to the project's root.
+pub const DIR: &str = ".loopx/worktrees";
+/// The prefix of a worktree's branch.
+pub const BRANCH_PREFIX: &str = "loopx/";
+/// How long one step of git work may take (a FIFO or a huge checkout would block it).
+const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most entries of `.loopx/worktrees/` (and of libgit2's worktrees) doctor reads.
+const SCAN_MAX: usize = 10_000;
+
+/// The worktree of todo `id`, relative to the project's root.
+pub fn rel(id: &str) -> String {
+    format!("{DIR}/{id}")
+}
+
+/// The branch of todo `id`'s worktree.
+pub fn branch(id: &str) -> String {
+    format!("{BRANCH_PREFIX}{id}")
+}
+
+/// Refuses a `--worktree` claim before anything is claimed: outside a git work tree, before
+/// the first commit, or where `.loopx/` or `.loopx/worktrees` is not a real directory.
+pub fn preflight(root: &Path) -> Result<()> {
+    let r = root.to_path_buf();
+    bounded(move || open(&r).map(drop))?;
+    check_parent(root)
+}
+
+/// Refuses `id`'s worktree path when it is a symlink or not a directory (missing is fine).
+pub fn check_target(root: &Path, id: &str) -> Result<()> {
+    not_link_or_file(&root.join(rel(id)), &rel(id)).map(drop)
+}
+
+/// Names `id`'s worktree in the lease the change grants or renews, and in its journal line.
+pub fn mark(c: &mut Change, t: &mut Todo) {
+    let path = rel(&t.id);
+    if let Some(l) = t.lease.as_mut() {
+        l.worktree = Some(path.clone());
+    }
+    for w in &mut c.writes {
+        if let Write::Todo(x) = w
+            && x.id == t.id
+        {
+            *x = t.clone();
+        }
+    }
+    if let Some(e) = c.events.iter_mut().rev().find(|e| e.target == t.id) {
+        e.data["worktree"] = json!(path);
+    }
+}
+
+/// Makes todo `id`'s worktree, or reuses the one there (on its branch); its absolute path.
+/// A missing branch is made at HEAD; an existing one is checked out as it is.
+pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
+    check_parent(root)?;
+    make_parent(root)?;
+    let target = root.join(rel(id));
+    let exists = not_link_or_file(&target, &rel(id))?;
+    let (r, id2, t2) = (root.to_path_buf(), id.to_string(), target.clone());
+    bounded(move || {
+        let repo = open(&r)?;
+        if exists {
+            reuse(&t2, &id2)
+        } else {
+            add(&repo, &t2, &id2)
+        }
+    })?;
+    Ok(target.canonicalize().unwrap_or(target))
+}
+
+/// After todo `id` is done or its lease reclaimed: removes its worktree when it has no
+/// uncommitted changes (the branch stays); a warning when it is kept or cannot be removed.
+pub fn retire(root: &Path, id: &str) -> Option<String> {
+    let target = root.join(rel(id));
+    let shown = rel(id);
+    match fs::symlink_metadata(&target) {
+        Err(_) => return None,
+        Ok(m) if !m.file_type().is_dir() => {
+            return Some(format!(
+                "{shown} is not a directory (a symlink?); it was left alone"
+            ));
+        }
+        Ok(_) => {}
+    }
+    let (r, i) = (root.to_path_buf(), id.to_string());
+    match bounded(move || remove_clean(&r, &i)) {
+        Ok(None) => None,
+        Ok(Some(why)) => Some(format!(
+            "worktree {shown} kept: {why}; commit it on branch {}, or remove it with `git worktree remove {shown}`",
+            branch(id)
+        )),
+        Err(e) => Some(format!(
+            "worktree {shown} not removed: {}; remove it with `git worktree remove {shown}`",
+            e.message
+        )),
+    }
+}
+
+/// The retirement due after a claim: the expired lease it replaced had a worktree the new
+/// lease does not keep (a claim without `--worktree`).
+pub fn retire_replaced(
+    root: &Path,
+    prior: Option<&crate::kernel::Lease>,
+    t: &Todo,
+    now: Ts,
+) -> Option<String> {
+    let prior = prior.filter(|p| !p.is_live(now) && p.worktree.is_some())?;
+    let kept = t.lease.as_ref().is_some_and(|l| l.worktree.is_some());
+    (prior.fence != t.fence && !kept)
+        .then(|| retire(root, &t.id))
+        .flatten()
+}
+
+/// One orphaned worktree: its path (relative to the root) and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Orphan {
+    /// The path, relative to the project's root (or as git knows it).
+    pub path: String,
+    /// What it is and the fix.
+    pub message: String,
+}
+
+/// Worktrees no live lease names: directories in `.loopx/worktrees/` and libgit2's worktrees
+/// on a `loopx/*` branch. Nothing when the project is not in a git work tree.
+pub fn orphans(root: &Path, snap: &Snapshot, now: Ts) -> Vec<Orphan> {
+    let live: Vec<String> = snap
+        .todos
+        .values()
+        .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
+        .collect();
+    let mut out = Vec::new();
+    let fix = |p: &str| {
+        format!("claim its todo again with --worktree, or remove it with `git worktree remove {p}`")
+    };
+    if let Ok(rd) = fs::read_dir(root.join(DIR)) {
+        for e in rd.flatten().take(SCAN_MAX) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = format!("{DIR}/{name}");
+            if name == ".gitignore" || live.contains(&path) {
+                continue;
+            }
+            out.push(Orphan {
+                message: format!(
+                    "worktree {path} has no live lease naming it; {}",
+                    fix(&path)
+                ),
+                path,
+            });
+        }
+    }
+    let r = root.to_path_buf();
+    let known = bounded(move || known_worktrees(&r)).unwrap_or_default();
+    let base = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    for (path, br) in known {
+        let shown = path
+            .strip_prefix(&base)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.to_string_lossy().into_owned());
+        let id = br.strip_prefix(BRANCH_PREFIX).unwrap_or(&br);
+        if live.contains(&rel(id)) || out.iter().any(|o| o.path == shown) {
+            continue;
+        }
+        out.push(Orphan {
+            message: format!(
+                "git worktree {shown} on branch {br} has no live lease naming it; {}",
+                fix(&shown)
+            ),
+            path: shown,
+        });
+    }
+    out
+}
+
+/// Runs `f` on a thread of its own, at most [`GIT_TIMEOUT`].
+fn bounded<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    // A step blocked on a FIFO stays blocked: the thread is left behind, and ends with the process.
+    std::thread::Builder::new()
+        .name("git-worktree".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .map_err(|e| Error::new(Code::Io, format!("cannot start the git work: {e}")))?;
+    rx.recv_timeout(GIT_TIMEOUT).unwrap_or_else(|_| {
+        Err(Error::new(
+            Code::Io,
+            format!(
+                "git took longer than {} s (a FIFO or a huge tree?)",
+                GIT_TIMEOUT.as_secs()
+            ),
+        ))
+    })
+}
+
+fn git_err(what: &str, e: &git2::Error) -> Error {
+    Error::new(Code::Io, format!("cannot {what}: {}", e.message()))
+}
+
+/// The work tree's repository, with a first commit; refused (usage) otherwise.
+fn open(root: &Path) -> Result<git2::Repository> {
+    let outside = || {
+        Error::usage(format!(
+            "--worktree needs a git work tree; {} is not in one",
+            root.display()
+        ))
+        .hint("run `git init` and make a first commit, or claim without --worktree")
+    };
+    let repo = match git2::Repository::discover(root) {
+        Ok(r) if r.is_bare() => return Err(outside()),
+        Ok(r) => r,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Err(outside()),
+        Err(e) => return Err(git_err("open the repository", &e)),
+    };
+    if repo.head().ok().and_then(|h| h.target()).is_none() {
+        return Err(
+            Error::usage("--worktree needs a first commit: HEAD names none yet")
+                .hint("commit once, or claim without --worktree"),
+        );
+    }
+    Ok(repo)
+}
+
+/// `.loopx/` and `.loopx/worktrees` must be real directories when they exist.
+fn check_parent(root: &Path) -> Result<()> {
+    not_link_or_file(&root.join(".loopx"), ".loopx")?;
+    not_link_or_file(&root.join(DIR), DIR).map(drop)
+}
+
+/// True when `path` is a directory, false when missing; refused when a link or anything else.
+fn not_link_or_file(path: &Path, shown: &str) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(path, &e)),
+        Ok(m) if m.file_type().is_dir() => Ok(true),
+        Ok(m) => {
+            let what = if m.file_type().is_symlink() {
+                "a symlink"
+            } else {
+                "not a directory"
+            };
+            Err(Error::invalid(
+                shown,
+                None,
+                format!("{shown} is {what}; loopx makes worktrees only in a real directory"),
+            )
+            .hint(format!(
+                "remove {shown} (loopx makes it again), or claim without --worktree"
+            )))
+        }
+    }
+}
+
+/// Makes `.loopx/worktrees/` (never through a link) with a `.gitignore` of `*` in it.
+fn make_parent(root: &Path) -> Result<()> {
+    for (p, shown) in [(root.join(".loopx"), ".loopx"), (root.join(DIR), DIR)] {
+        match fs::create_dir(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                not_link_or_file(&p, shown)?;
+            }
+            Err(e) => return Err(Error::io(&p, &e)),
+        }
+    }
+    let ignore = root.join(DIR).join(".gitignore");
+    if fs::symlink_metadata(&ignore).is_ok() {
+        return Ok(());
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let made = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&ignore)
+        .and_then(|mut f| f.write_all(b"*\n"));
+    match made {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::io(&ignore, &e)),
+        _ => Ok(()),
+    }
+}
+
+/// Adds the worktree at `target` on its branch (made at HEAD when missing).
+fn add(repo: &git2::Repository, target: &Path, id: &str) -> Result<()> {
+    let name = branch(id);
+    // A worktree git still knows whose directory is gone: forgotten first.
+    if let Ok(w) = repo.find_worktree(id)
+        && w.validate().is_err()
+    {
+        w.prune(None)
+            .map_err(|e| git_err("prune a stale worktree", &e))?;
+    }
+    let br = match repo.find_branch(&name, git2::BranchType::Local) {
+        Ok(b) => b,
+        Err(_) => {
+            let head = repo
+                .head()
+                .and_then(|h| h.peel_to_commit())
+                .map_err(|e| git_err("read HEAD", &e))?;
+            repo.branch(&name, &head, false)
+                .map_err(|e| git_err(&format!("make branch {name}"), &e))?
+        }
+    };
+    let reference = br.into_reference();
+    let mut opts = git2::WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    repo.worktree(id, target, Some(&opts))
+        .map_err(|e| git_err(&format!("add the worktree {}", rel(id)), &e))?;
+    Ok(())
+}
+
+/// Reuses the directory at `target`: it must be a worktree on the todo's branch.
+fn reuse(target: &Path, id: &str) -> Result<()> {
+    let want = branch(id);
+    let at = git2::Repository::open(target)
+        .ok()
+        .filter(git2::Repository::is_worktree)
+        .and_then(|r| head_branch(&r));
+    if at.as_deref() == Some(want.as_str()) {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        &rel(id),
+        None,
+        format!("{} exists and is not a worktree on branch {want}", rel(id)),
+    )
+    .hint(format!(
+        "move {} away (loopx makes it again), or claim without --worktree",
+        rel(id)
+    )))
+}
+
+/// The local branch HEAD is on, if any.
+fn head_branch(r: &git2::Repository) -> Option<String> {
+    let h = r.head().ok()?;
+    if !h.is_branch() {
+        return None;
+    }
+    h.shorthand().ok().map(str::to_string)
+}
+
+/// Removes the worktree when clean: `Ok(Some(why))` when it is kept.
+fn remove_clean(root: &Path, id: &str) -> Result<Option<String>> {
+    let target = root.join(rel(id));
+    let wt = git2::Repository::open(&target)
+        .ok()
+        .filter(git2::Repository::is_worktree);
+    let Some(wt) = wt else {
+        return Ok(Some("it is not a git worktree".into()));
+    };
+    if head_branch(&wt).as_deref() != Some(branch(id).as_str()) {
+        return Ok(Some(format!("its HEAD is not on branch {}", branch(id))));
+    }
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(false);
+    let statuses = wt
+        .statuses(Some(&mut opts))
+        .map_err(|e| git_err("read the worktree's status", &e))?;
+    if !statuses.is_empty() {
+        return Ok(Some(format!(
+            "it has {} uncommitted change(s)",
+            statuses.len()
+        )));
+    }
+    drop(statuses);
+    drop(wt);
+    // Never follows a link inside it (std's remove_dir_all removes links themselves).
+    fs::remove_dir_all(&target).map_err(|e| Error::io(&target, &e))?;
+    let repo = open(root)?;
+    if let Ok(w) = repo.find_worktree(id) {
+        w.prune(None)
+            .map_err(|e| git_err("prune the worktree", &e))?;
+    }
+    Ok(None)
+}
+
+/// libgit2's worktrees on a `loopx/*` branch: their paths and branches.
+fn known_worktrees(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let repo = open(root)?;
+    let names = repo
+        .worktrees()
+        .map_err(|e| git_err("list worktrees", &e))?;
+    let mut out = Vec::new();
+    for name in names.iter().take(SCAN_MAX).flatten().flatten() {
+        let Ok(w) = repo.find_worktree(name) else {
+            continue;
+        };
+        let path = w.path().to_path_buf();
+        let br = git2::Repository::open_from_worktree(&w)
+            .ok()
+            .and_then(|r| head_branch(&r));
+        if let Some(br) = br.filter(|b| b.starts_with(BRANCH_PREFIX)) {
+            out.push((path.canonicalize().unwrap_or(path), br));
+        }
+    }
+    Ok(out)
+}
+
+/// In a claim's transaction: names `t`'s worktree in its lease when `want` (after checking its
+/// path), and gives the lease the claim replaced, for [`after_claim`].
+pub fn claimed(
+    root: &Path,
+    snap: &Snapshot,
+    want: bool,
+    c: &mut Change,
+    t: &mut Todo,
+) -> Result<Option<crate::kernel::Lease>> {
+    let prior = snap.todos.get(&t.id).and_then(|x| x.lease.clone());
+    if want {
+        check_target(root, &t.id)?;
+        mark(c, t);
+    }
+    Ok(prior)
+}
+
+/// After a claim committed: the worktree made or reused (`want`), else the warning of the
+/// retirement of the one an expired lease left.
+pub fn after_claim(
+    root: &Path,
+    want: bool,
+    prior: Option<&crate::kernel::Lease>,
+    t: &Todo,
+    now: Ts,
+) -> Result<(Option<PathBuf>, Vec<String>)> {
+    if want {
+        return Ok((Some(ensure(root, &t.id)?), Vec::new()));
+    }
+    Ok((
+        None,
+        retire_replaced(root, prior, t, now).into_iter().collect(),
+    ))
+}
