@@ -1,0 +1,371 @@
+//! Per-lease git worktrees through the real binary: `todo claim --worktree` and `turn
+//! --worktree` make `.loopx/worktrees/ID` on branch `loopx/ID`; done or a reclaim removes a clean
+//! one (the branch stays), a dirty one is kept with a warning; links and no git are refused.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// A project in a git work tree with one commit (`f.txt`).
+fn repo(tag: &str) -> Project {
+    let p = Project::new(tag);
+    git(p.root(), &["init", "-q"]);
+    std::fs::write(p.root().join("f.txt"), "hello\n").unwrap();
+    git(p.root(), &["add", "f.txt"]);
+    git(p.root(), &["commit", "-q", "-m", "first"]);
+    p
+}
+
+/// What git prints.
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `loopx --agent AGENT --json ARGS` (the flags before a `--` the arguments may hold).
+fn json_first(p: &Project, agent: &str, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut a = vec!["--agent", agent, "--json"];
+    a.extend_from_slice(args);
+    let r = run_cmd(&mut p.cmd(&a));
+    let v = parse_json(&r, &args.join(" "));
+    (r.code, v)
+}
+
+fn has_branch(p: &Project, name: &str) -> bool {
+    !git_out(p.root(), &["branch", "--list", name])
+        .trim()
+        .is_empty()
+}
+
+fn tree(p: &Project, id: &str) -> PathBuf {
+    p.root().join(".loopx/worktrees").join(id)
+}
+
+#[test]
+fn a_claim_makes_the_worktree_on_its_branch_and_done_removes_it_keeping_the_branch() {
+    let p = repo("wt-make");
+    let a = p.add("feature", &[]);
+    let v = p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    let at = tree(&p, &a);
+    let shown = v["worktree"].as_str().unwrap();
+    assert_eq!(Path::new(shown), at.canonicalize().unwrap());
+    assert!(Path::new(shown).is_absolute());
+    assert_eq!(
+        v["todo"]["lease"]["worktree"],
+        format!(".loopx/worktrees/{a}")
+    );
+    assert_eq!(
+        std::fs::read_to_string(at.join("f.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+    assert_eq!(
+        git_out(&at, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        format!("loopx/{a}")
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root().join(".loopx/worktrees/.gitignore")).unwrap(),
+        "*\n"
+    );
+    // The claim's journal line names it, and the main tree never lists it.
+    let claim = p
+        .journal()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "todo.claim");
+    assert_eq!(
+        claim.unwrap()["data"]["worktree"],
+        format!(".loopx/worktrees/{a}")
+    );
+    let status = git_out(
+        p.root(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert!(!status.contains("worktrees"), "{status}");
+    // The text answer names it too.
+    let r = p.run_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("worktree: "), "{}", r.stdout);
+
+    // Work committed on the branch, then done: the clean worktree goes, the branch stays.
+    std::fs::write(at.join("g.txt"), "work\n").unwrap();
+    git(&at, &["add", "g.txt"]);
+    git(&at, &["commit", "-q", "-m", "work"]);
+    let v = p.ok_as("agent-a", &["todo", "update", &a, "--status", "done"]);
+    assert!(v.get("warnings").is_none(), "{v}");
+    assert!(!at.exists(), "the clean worktree is still there");
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+    let log = git_out(p.root(), &["log", "--oneline", &format!("loopx/{a}")]);
+    assert!(log.contains("work"), "{log}");
+    let list = git_out(p.root(), &["worktree", "list"]);
+    assert!(!list.contains(&a), "git still lists it: {list}");
+    let d = p.ok(&["doctor"]);
+    assert_eq!(d["findings"], serde_json::json!([]), "{d}");
+}
+
+#[test]
+fn a_dirty_worktree_at_done_is_kept_with_a_warning_and_doctor_names_it() {
+    let p = repo("wt-dirty");
+    let a = p.add("feature", &[]);
+    p.ok_as("agent-a", &["todo", "claim", "--worktree"]);
+    let at = tree(&p, &a);
+    std::fs::write(at.join("half.txt"), "unfinished\n").unwrap();
+    let r = p.run_as("agent-a", &["todo", "update", &a, "--status", "done"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains("warning:") && r.stderr.contains(&format!(".loopx/worktrees/{a}")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        at.join("half.txt").is_file(),
+        "the dirty worktree was removed"
+    );
+    let d = p.ok(&["doctor"]);
+    let f = &d["findings"][0];
+    assert_eq!(f["severity"], "warning", "{d}");
+    assert_eq!(f["file"], format!(".loopx/worktrees/{a}"));
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("git worktree remove"),
+        "{f}"
+    );
+    assert_eq!(d["ok"], true, "an orphan is a warning, not an error");
+}
+
+#[test]
+fn done_in_json_names_the_kept_worktree_in_warnings() {
+    let p = repo("wt-dirty-json");
+    let a = p.add("feature", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    std::fs::write(tree(&p, &a).join("f.txt"), "changed\n").unwrap();
+    let v = p.ok_as("agent-a", &["todo", "update", &a, "--status", "done"]);
+    let w = v["warnings"][0].as_str().unwrap();
+    assert!(w.contains("kept") && w.contains(&a), "{w}");
+    assert!(tree(&p, &a).is_dir());
+}
+
+#[test]
+fn a_reclaim_after_expiry_reuses_the_worktree_and_its_branch() {
+    let p = repo("wt-reclaim");
+    let a = p.add("feature", &[]);
+    p.ok_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree", "--ttl", "1s"],
+    );
+    let at = tree(&p, &a);
+    std::fs::write(at.join("g.txt"), "agent-a's work\n").unwrap();
+    git(&at, &["add", "g.txt"]);
+    git(&at, &["commit", "-q", "-m", "a's work"]);
+    std::fs::write(at.join("wip.txt"), "not committed\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_300));
+    let v = p.ok_as("agent-b", &["todo", "claim", &a, "--worktree"]);
+    assert_eq!(v["todo"]["lease"]["holder"], "agent-b");
+    assert_eq!(
+        Path::new(v["worktree"].as_str().unwrap()),
+        at.canonicalize().unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(at.join("g.txt")).unwrap(),
+        "agent-a's work\n"
+    );
+    assert!(
+        at.join("wip.txt").is_file(),
+        "the earlier holder's work is gone"
+    );
+}
+
+#[test]
+fn a_reclaim_without_worktree_removes_a_clean_one_and_keeps_a_dirty_one() {
+    let p = repo("wt-reclaim-bare");
+    let a = p.add("clean", &[]);
+    let b = p.add("dirty", &[]);
+    p.ok_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree", "--ttl", "1s"],
+    );
+    p.ok_as(
+        "agent-a",
+        &["todo", "claim", &b, "--worktree", "--ttl", "1s"],
+    );
+    std::fs::write(tree(&p, &b).join("wip.txt"), "x\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_300));
+    let v = p.ok_as("agent-b", &["todo", "claim", &a]);
+    assert!(v.get("warnings").is_none(), "{v}");
+    assert!(v["todo"]["lease"]["worktree"].is_null());
+    assert!(!tree(&p, &a).exists(), "the clean worktree stayed");
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+    let v = p.ok_as("agent-b", &["todo", "claim", &b]);
+    let w = v["warnings"][0].as_str().unwrap();
+    assert!(w.contains(&format!(".loopx/worktrees/{b}")), "{w}");
+    assert!(tree(&p, &b).join("wip.txt").is_file());
+}
+
+#[test]
+fn a_symlinked_worktrees_dir_or_target_is_refused_and_nothing_goes_through_it() {
+    let p = repo("wt-link");
+    let a = p.add("feature", &[]);
+    let outside = TempDir::new("wt-link-outside");
+    std::os::unix::fs::symlink(&outside.path, p.root().join(".loopx/worktrees")).unwrap();
+    let e = p.fails_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree"],
+        "invalid_state",
+    );
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("symlink"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_dir(&outside.path).unwrap().count(), 0);
+    assert!(
+        p.show(&a)["lease"].is_null(),
+        "the refused claim left a lease"
+    );
+    assert!(!has_branch(&p, &format!("loopx/{a}")));
+
+    // The target itself a link, in a real worktrees directory: refused, bare claim included.
+    std::fs::remove_file(p.root().join(".loopx/worktrees")).unwrap();
+    std::fs::create_dir(p.root().join(".loopx/worktrees")).unwrap();
+    std::os::unix::fs::symlink(&outside.path, tree(&p, &a)).unwrap();
+    p.fails_as("agent-a", &["todo", "claim", "--worktree"], "invalid_state");
+    assert!(p.show(&a)["lease"].is_null());
+    assert_eq!(std::fs::read_dir(&outside.path).unwrap().count(), 0);
+    // A file in its place is refused too.
+    std::fs::remove_file(tree(&p, &a)).unwrap();
+    std::fs::write(tree(&p, &a), "x").unwrap();
+    p.fails_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree"],
+        "invalid_state",
+    );
+}
+
+#[test]
+fn outside_git_or_before_the_first_commit_is_refused() {
+    let p = Project::new("wt-nogit");
+    let a = p.add("feature", &[]);
+    let e = p.fails_as("agent-a", &["todo", "claim", &a, "--worktree"], "usage");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("git work tree"),
+        "{e}"
+    );
+    assert!(p.show(&a)["lease"].is_null());
+    assert!(!p.root().join(".loopx/worktrees").exists());
+    git(p.root(), &["init", "-q"]);
+    let e = p.fails_as("agent-a", &["todo", "claim", &a, "--worktree"], "usage");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("first commit"),
+        "{e}"
+    );
+    let (code, e) = json_first(&p, "agent-a", &["turn", "--worktree", "--", "true"]);
+    assert_eq!(code, exit_of("usage"), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("first commit")
+    );
+    assert!(p.show(&a)["lease"].is_null());
+}
+
+#[test]
+fn turn_gives_the_command_its_worktree_and_a_done_removes_it() {
+    let p = repo("wt-turn");
+    let a = p.add("feature", &[]);
+    let out = p.root().join("seen.txt");
+    let script = format!(
+        "printf '%s\\n%s\\n' \"$LOOPX_WORKTREE\" \"$LOOPX_DIR\" > '{}'; test -f \"$LOOPX_WORKTREE/f.txt\"",
+        out.display()
+    );
+    let (code, v) = json_first(
+        &p,
+        "agent-a",
+        &[
+            "turn",
+            "--worktree",
+            "--complete-on-success",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!((code, &v["ended"]), (0, &serde_json::json!("done")), "{v}");
+    let seen = std::fs::read_to_string(&out).unwrap();
+    let mut lines = seen.lines();
+    let wt = lines.next().unwrap();
+    assert_eq!(
+        Path::new(wt),
+        tree(&p, &a)
+            .parent()
+            .unwrap()
+            .canonicalize()
+            .unwrap()
+            .join(&a)
+    );
+    assert_eq!(v["worktree"], wt);
+    assert_eq!(
+        Path::new(lines.next().unwrap()),
+        p.root().canonicalize().unwrap(),
+        "LOOPX_DIR stays the project's root"
+    );
+    assert!(!tree(&p, &a).exists(), "done left the clean worktree");
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+
+    // Without --worktree there is no LOOPX_WORKTREE.
+    p.add("next", &[]);
+    let script = format!(
+        "printf '%s' \"${{LOOPX_WORKTREE-unset}}\" > '{}'",
+        out.display()
+    );
+    let (code, v) = json_first(&p, "agent-a", &["turn", "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v.get("worktree").is_none(), "{v}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "unset");
+}
+
+#[test]
+fn doctor_names_a_git_worktree_on_a_loopx_branch_that_no_lease_names() {
+    let p = repo("wt-orphan");
+    let elsewhere = TempDir::new("wt-orphan-elsewhere");
+    let path = elsewhere.path.join("stray");
+    git(
+        p.root(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "loopx/t-stray1",
+            path.to_str().unwrap(),
+        ],
+    );
+    let d = p.ok(&["doctor"]);
+    let msgs = d["findings"].to_string();
+    assert!(
+        msgs.contains("loopx/t-stray1") && msgs.contains("no live lease"),
+        "{d}"
+    );
+    // A live lease naming its worktree is no orphan.
+    let a = p.add("feature", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    let d = p.ok(&["doctor"]);
+    assert!(!d["findings"].to_string().contains(&a), "{d}");
+}
