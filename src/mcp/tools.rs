@@ -62,7 +62,7 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "todo_claim",
         &["todo", "claim"],
-        "Take the best ready todo (or id) with a lease and a fence. Nothing ready: exit 3 `nothing_ready`; held by another: exit 4 `lease_conflict`.",
+        "Take the best ready todo (or id) with a lease and a fence; `worktree`: also a git worktree of its own on branch loopx/ID (its absolute path answered as `worktree`). Nothing ready: exit 3 `nothing_ready`; held by another: exit 4 `lease_conflict`.",
         false,
     ),
     spec(
@@ -379,6 +379,7 @@ mod tests {
         assert_eq!(s["properties"]["evidence"]["type"], "array");
         let c = schema(find("todo_claim").unwrap());
         assert_eq!(c["properties"]["id"]["type"], "string");
+        assert_eq!(c["properties"]["worktree"]["type"], "boolean");
         let g = schema(find("gate_open").unwrap());
         assert_eq!(g["required"], json!(["question"]));
         assert_eq!(

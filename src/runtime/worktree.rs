@@ -66,6 +66,9 @@ pub fn mark(c: &mut Change, t: &mut Todo) {
 /// Makes todo `id`'s worktree, or reuses the one there (on its branch); its absolute path.
 /// A missing branch is made at HEAD; an existing one is checked out as it is.
 pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
+    if !plain(id) {
+        return Err(Error::usage(format!("{id} cannot name a worktree")));
+    }
     check_parent(root)?;
     make_parent(root)?;
     let target = root.join(rel(id));
@@ -85,6 +88,9 @@ pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
 /// After todo `id` is done or its lease reclaimed: removes its worktree when it has no
 /// uncommitted changes (the branch stays); a warning when it is kept or cannot be removed.
 pub fn retire(root: &Path, id: &str) -> Option<String> {
+    if !plain(id) {
+        return None;
+    }
     let target = root.join(rel(id));
     let shown = rel(id);
     match fs::symlink_metadata(&target) {
@@ -183,6 +189,15 @@ pub fn orphans(root: &Path, snap: &Snapshot, now: Ts) -> Vec<Orphan> {
         });
     }
     out
+}
+
+/// A todo id that is one plain path segment (ids are checked on load; this guards the paths).
+fn plain(id: &str) -> bool {
+    !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Runs `f` on a thread of its own, at most [`GIT_TIMEOUT`].
