@@ -19,6 +19,7 @@ mod todo;
 mod evidence;
 mod roster;
 mod todo_check;
+mod todo_claim;
 mod todo_edit;
 mod turn;
 mod turn_step;

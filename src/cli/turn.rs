@@ -222,7 +222,11 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
             }
-            Ok(super::todo::warned(ctx, report_out(&r), r.warnings.clone()))
+            Ok(super::todo_claim::warned(
+                ctx,
+                report_out(&r),
+                r.warnings.clone(),
+            ))
         }
     }
 }
@@ -320,7 +324,7 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
         let (text, value) = match b {
             Beat::Ran(r, d) => {
                 last_wait = None;
-                let mut o = super::todo::warned(ctx, report_out(r), r.warnings.clone());
+                let mut o = super::todo_claim::warned(ctx, report_out(r), r.warnings.clone());
                 // As `turn --json` prints it.
                 o.json.entry("ok").or_insert(json!(true));
                 if !d.is_zero() {
