@@ -369,3 +369,52 @@ fn doctor_names_a_git_worktree_on_a_loopx_branch_that_no_lease_names() {
     let d = p.ok(&["doctor"]);
     assert!(!d["findings"].to_string().contains(&a), "{d}");
 }
+
+#[test]
+fn a_branch_whose_worktree_is_gone_is_checked_out_again_as_it_is() {
+    let p = repo("wt-resume");
+    let a = p.add("feature", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    let at = tree(&p, &a);
+    std::fs::write(at.join("g.txt"), "on the branch\n").unwrap();
+    git(&at, &["add", "g.txt"]);
+    git(&at, &["commit", "-q", "-m", "work"]);
+    // A release keeps the worktree (the work is there for the next claim).
+    p.ok_as("agent-a", &["todo", "release", &a]);
+    assert!(at.join("g.txt").is_file());
+    // Its directory removed by hand; git still knows the worktree: loopx prunes it and adds
+    // the branch again, with its commit, not a fresh one at HEAD.
+    std::fs::remove_dir_all(&at).unwrap();
+    let v = p.ok_as("agent-b", &["todo", "claim", &a, "--worktree"]);
+    assert!(v["worktree"].is_string(), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(at.join("g.txt")).unwrap(),
+        "on the branch\n"
+    );
+    assert!(!p.root().join("g.txt").exists(), "the main tree moved");
+}
+
+#[test]
+fn a_host_turn_ended_done_removes_the_clean_worktree() {
+    let p = repo("wt-turn-end");
+    let a = p.add("feature", &[]);
+    let s = p.ok_as("agent-a", &["turn", "start", "--turn", "run-1"]);
+    assert_eq!(s["todo"]["id"], a.as_str());
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    assert!(tree(&p, &a).is_dir());
+    let v = p.ok_as(
+        "agent-a",
+        &[
+            "turn",
+            "end",
+            "--turn",
+            "run-1",
+            "--done",
+            "--summary",
+            "ok",
+        ],
+    );
+    assert_eq!(v["ended"], "done", "{v}");
+    assert!(!tree(&p, &a).exists());
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+}

@@ -212,7 +212,15 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         ));
         out = out.with("over_limit", json!(over));
     }
-    Ok(out)
+    let warnings = match ended {
+        Ended::Done => crate::runtime::worktree::retire(&ctx.work_dir(&*store), &todo),
+        _ => None,
+    };
+    Ok(super::todo_claim::warned(
+        ctx,
+        out,
+        warnings.into_iter().collect(),
+    ))
 }
 
 /// The todo `agent`'s live lease for `turn` holds, if it has one.
