@@ -457,3 +457,33 @@ pub fn after_claim(
         retire_replaced(root, prior, t, now).into_iter().collect(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_plain_id_names_a_worktree() {
+        assert!(plain("t-4kq9zx"));
+        for bad in ["", ".", "..", "../x", "a/b", ".hidden", "t x", "t\n"] {
+            assert!(!plain(bad), "{bad:?}");
+        }
+        assert_eq!(rel("t-1"), ".loopx/worktrees/t-1");
+        assert_eq!(branch("t-1"), "loopx/t-1");
+    }
+
+    #[test]
+    fn a_path_that_is_a_file_or_link_is_refused_and_a_missing_one_is_not() {
+        let d = std::env::temp_dir().join(format!("loopx-wt-unit-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        assert!(!not_link_or_file(&d.join("none"), "none").unwrap());
+        assert!(not_link_or_file(&d, "d").unwrap());
+        fs::write(d.join("f"), "x").unwrap();
+        let e = not_link_or_file(&d.join("f"), "f").unwrap_err();
+        assert_eq!(e.code, Code::InvalidState);
+        std::os::unix::fs::symlink(&d, d.join("l")).unwrap();
+        let e = not_link_or_file(&d.join("l"), "l").unwrap_err();
+        assert!(e.message.contains("symlink"), "{}", e.message);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
