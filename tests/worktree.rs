@@ -418,3 +418,59 @@ fn a_host_turn_ended_done_removes_the_clean_worktree() {
     assert!(!tree(&p, &a).exists());
     assert!(has_branch(&p, &format!("loopx/{a}")));
 }
+
+/// The same worktree life on the files and on a database (LOOPX_TEST_PG, else skipped): the
+/// lease lives in the store, the worktree beside the work dir.
+fn on_store(backend: common::backend::Backend) {
+    use common::backend::{Lab, Who};
+    let Some(lab) = Lab::new(backend, "wt-store", 2, 1) else {
+        return;
+    };
+    let root = lab.p.root();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("f.txt"), "hello\n").unwrap();
+    git(root, &["add", "f.txt"]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    let id = lab.todos[0].clone();
+    let (a1, a2) = (lab.agent(1).to_string(), lab.agent(2).to_string());
+    let v = lab.ok(
+        Who::Agent(&a1),
+        &["todo", "claim", &id, "--worktree", "--ttl", "1s"],
+    );
+    assert_eq!(
+        v["todo"]["lease"]["worktree"],
+        format!(".loopx/worktrees/{id}")
+    );
+    let at = root.join(".loopx/worktrees").join(&id);
+    std::fs::write(at.join("wip.txt"), "a1's work\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_300));
+    let v = lab.ok(Who::Agent(&a2), &["todo", "claim", &id, "--worktree"]);
+    assert_eq!(
+        Path::new(v["worktree"].as_str().unwrap()),
+        at.canonicalize().unwrap()
+    );
+    assert!(
+        at.join("wip.txt").is_file(),
+        "the earlier holder's work is gone"
+    );
+    git(&at, &["add", "wip.txt"]);
+    git(&at, &["commit", "-q", "-m", "work"]);
+    let v = lab.ok(
+        Who::Agent(&a2),
+        &["todo", "update", &id, "--status", "done"],
+    );
+    assert!(v.get("warnings").is_none(), "{v}");
+    assert!(!at.exists(), "done left the clean worktree");
+    let log = git_out(root, &["log", "--oneline", &format!("loopx/{id}")]);
+    assert!(log.contains("work"), "{log}");
+}
+
+#[test]
+fn the_worktree_life_on_the_files() {
+    on_store(common::backend::Backend::Files);
+}
+
+#[test]
+fn the_worktree_life_on_a_database() {
+    on_store(common::backend::Backend::Db);
+}
