@@ -474,3 +474,40 @@ fn the_worktree_life_on_the_files() {
 fn the_worktree_life_on_a_database() {
     on_store(common::backend::Backend::Db);
 }
+
+#[test]
+fn a_directory_in_the_way_that_is_no_worktree_of_its_branch_is_refused_untouched() {
+    let p = repo("wt-in-the-way");
+    let a = p.add("feature", &[]);
+    std::fs::create_dir_all(tree(&p, &a)).unwrap();
+    std::fs::write(tree(&p, &a).join("mine.txt"), "someone's\n").unwrap();
+    let e = p.fails_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree"],
+        "invalid_state",
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not a worktree"),
+        "{e}"
+    );
+    assert!(p.show(&a)["lease"].is_null(), "the claim stayed");
+    assert!(!has_branch(&p, &format!("loopx/{a}")));
+    assert_eq!(
+        std::fs::read_to_string(tree(&p, &a).join("mine.txt")).unwrap(),
+        "someone's\n",
+        "loopx touched the directory in the way"
+    );
+    // The holder's own renewal is refused whole: its lease names no worktree.
+    p.ok_as("agent-a", &["todo", "claim", &a]);
+    p.fails_as(
+        "agent-a",
+        &["todo", "claim", &a, "--worktree"],
+        "invalid_state",
+    );
+    let l = &p.show(&a)["lease"];
+    assert_eq!(l["holder"], "agent-a");
+    assert!(l["worktree"].is_null(), "{l}");
+}

@@ -40,9 +40,15 @@ pub fn preflight(root: &Path) -> Result<()> {
     check_parent(root)
 }
 
-/// Refuses `id`'s worktree path when it is a symlink or not a directory (missing is fine).
+/// Refuses `id`'s worktree path when it is a symlink, not a directory, or a directory that is
+/// not a worktree on `id`'s branch (missing is fine: it will be made).
 pub fn check_target(root: &Path, id: &str) -> Result<()> {
-    not_link_or_file(&root.join(rel(id)), &rel(id)).map(drop)
+    let target = root.join(rel(id));
+    if not_link_or_file(&target, &rel(id))? {
+        let id = id.to_string();
+        bounded(move || reuse(&target, &id))?;
+    }
+    Ok(())
 }
 
 /// Names `id`'s worktree in the lease the change grants or renews, and in its journal line.
