@@ -511,3 +511,63 @@ fn a_directory_in_the_way_that_is_no_worktree_of_its_branch_is_refused_untouched
     assert_eq!(l["holder"], "agent-a");
     assert!(l["worktree"].is_null(), "{l}");
 }
+
+#[test]
+fn making_and_removing_a_worktree_runs_no_program_the_repository_names() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = repo("wt-hostile");
+    let marker = p.root().join("pwned");
+    let script = p.root().join(".git/x.sh");
+    let body = format!(
+        "#!/bin/sh\necho \"ran $0\" >> '{}'\ncat\n",
+        marker.display()
+    );
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let x = script.to_str().unwrap();
+    for hook in [
+        "post-checkout",
+        "reference-transaction",
+        "post-index-change",
+    ] {
+        let h = p.root().join(".git/hooks").join(hook);
+        std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+        std::fs::copy(&script, &h).unwrap();
+    }
+    for (k, v) in [
+        ("core.fsmonitor", x),
+        ("filter.evil.smudge", x),
+        ("filter.evil.process", x),
+    ] {
+        git(p.root(), &["config", k, v]);
+    }
+    // The attribute is committed, so a checkout of the branch would run the filter.
+    std::fs::write(p.root().join(".gitattributes"), "* filter=evil\n").unwrap();
+    git(
+        p.root(),
+        &["-c", "core.fsmonitor=false", "add", ".gitattributes"],
+    );
+    git(
+        p.root(),
+        &[
+            "-c",
+            "core.fsmonitor=false",
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            "attrs",
+        ],
+    );
+    let _ = std::fs::remove_file(&marker);
+    let a = p.add("feature", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    assert!(tree(&p, &a).join("f.txt").is_file());
+    p.ok_as("agent-a", &["todo", "update", &a, "--status", "done"]);
+    assert!(!tree(&p, &a).exists());
+    assert!(
+        !marker.exists(),
+        "a repository program ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
