@@ -95,6 +95,13 @@ fn a_claim_makes_the_worktree_on_its_branch_and_done_removes_it_keeping_the_bran
     let r = p.run_as("agent-a", &["todo", "claim", &a, "--worktree"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("worktree: "), "{}", r.stdout);
+    let r = p.run_as("agent-a", &["todo", "show", &a]);
+    assert!(
+        r.stdout
+            .contains(&format!("worktree: .loopx/worktrees/{a}")),
+        "{}",
+        r.stdout
+    );
 
     // Work committed on the branch, then done: the clean worktree goes, the branch stays.
     std::fs::write(at.join("g.txt"), "work\n").unwrap();

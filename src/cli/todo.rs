@@ -609,6 +609,9 @@ fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
     if let Some(r) = &t.reason {
         text.push_str(&format!("\n  reason: {}", esc(r)));
     }
+    if let Some(w) = t.live_lease(ctx.now).and_then(|l| l.worktree.as_deref()) {
+        text.push_str(&format!("\n  worktree: {}", esc(w)));
+    }
     for b in &blockers {
         text.push_str(&format!("\n  waits: {}", esc(&b.describe())));
     }
