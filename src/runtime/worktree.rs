@@ -17,8 +17,10 @@ use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
 pub const DIR: &str = ".loopx/worktrees";
 /// The prefix of a worktree's branch.
 pub const BRANCH_PREFIX: &str = "loopx/";
-/// How long one step of git work may take (a FIFO or a huge checkout would block it).
+/// How long making or removing a worktree may take (a FIFO or a huge checkout would block it).
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a read may take (one runs inside the claim's transaction).
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most entries of `.loopx/worktrees/` (and of libgit2's worktrees) doctor reads.
 const SCAN_MAX: usize = 10_000;
 
@@ -36,7 +38,7 @@ pub fn branch(id: &str) -> String {
 /// the first commit, or where `.loopx/` or `.loopx/worktrees` is not a real directory.
 pub fn preflight(root: &Path) -> Result<()> {
     let r = root.to_path_buf();
-    bounded(move || open(&r).map(drop))?;
+    bounded(READ_TIMEOUT, move || open(&r).map(drop))?;
     check_parent(root)
 }
 
@@ -46,7 +48,7 @@ pub fn check_target(root: &Path, id: &str) -> Result<()> {
     let target = root.join(rel(id));
     if not_link_or_file(&target, &rel(id))? {
         let id = id.to_string();
-        bounded(move || reuse(&target, &id))?;
+        bounded(READ_TIMEOUT, move || reuse(&target, &id))?;
     }
     Ok(())
 }
@@ -80,7 +82,7 @@ pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
     let target = root.join(rel(id));
     let exists = not_link_or_file(&target, &rel(id))?;
     let (r, id2, t2) = (root.to_path_buf(), id.to_string(), target.clone());
-    bounded(move || {
+    bounded(GIT_TIMEOUT, move || {
         let repo = open(&r)?;
         if exists {
             reuse(&t2, &id2)
@@ -109,7 +111,7 @@ pub fn retire(root: &Path, id: &str) -> Option<String> {
         Ok(_) => {}
     }
     let (r, i) = (root.to_path_buf(), id.to_string());
-    match bounded(move || remove_clean(&r, &i)) {
+    match bounded(GIT_TIMEOUT, move || remove_clean(&r, &i)) {
         Ok(None) => None,
         Ok(Some(why)) => Some(format!(
             "worktree {shown} kept: {why}; commit it on branch {}, or remove it with `git worktree remove {shown}`",
@@ -175,7 +177,7 @@ pub fn orphans(root: &Path, snap: &Snapshot, now: Ts) -> Vec<Orphan> {
         }
     }
     let r = root.to_path_buf();
-    let known = bounded(move || known_worktrees(&r)).unwrap_or_default();
+    let known = bounded(READ_TIMEOUT, move || known_worktrees(&r)).unwrap_or_default();
     let base = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     for (path, br) in known {
         let shown = path
@@ -206,8 +208,11 @@ fn plain(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Runs `f` on a thread of its own, at most [`GIT_TIMEOUT`].
-fn bounded<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+/// Runs `f` on a thread of its own, at most `limit`.
+fn bounded<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     let (tx, rx) = mpsc::sync_channel(1);
     // A step blocked on a FIFO stays blocked: the thread is left behind, and ends with the process.
     std::thread::Builder::new()
@@ -216,12 +221,12 @@ fn bounded<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) ->
             let _ = tx.send(f());
         })
         .map_err(|e| Error::new(Code::Io, format!("cannot start the git work: {e}")))?;
-    rx.recv_timeout(GIT_TIMEOUT).unwrap_or_else(|_| {
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
         Err(Error::new(
             Code::Io,
             format!(
                 "git took longer than {} s (a FIFO or a huge tree?)",
-                GIT_TIMEOUT.as_secs()
+                limit.as_secs()
             ),
         ))
     })
@@ -276,7 +281,7 @@ fn not_link_or_file(path: &Path, shown: &str) -> Result<bool> {
             Err(Error::invalid(
                 shown,
                 None,
-                format!("{shown} is {what}; loopx makes worktrees only in a real directory"),
+                format!("is {what}; loopx makes worktrees only in a real directory"),
             )
             .hint(format!(
                 "remove {shown} (loopx makes it again), or claim without --worktree"
@@ -355,7 +360,7 @@ fn reuse(target: &Path, id: &str) -> Result<()> {
     Err(Error::invalid(
         &rel(id),
         None,
-        format!("{} exists and is not a worktree on branch {want}", rel(id)),
+        format!("exists and is not a worktree on branch {want}"),
     )
     .hint(format!(
         "move {} away (loopx makes it again), or claim without --worktree",
