@@ -430,7 +430,7 @@ fn a_host_turn_ended_done_removes_the_clean_worktree() {
 /// lease lives in the store, the worktree beside the work dir.
 fn on_store(backend: common::backend::Backend) {
     use common::backend::{Lab, Who};
-    let Some(lab) = Lab::new(backend, "wt-store", 2, 1) else {
+    let Some(lab) = Lab::new(backend, "wt-store", 2, 2) else {
         return;
     };
     let root = lab.p.root();
@@ -448,6 +448,13 @@ fn on_store(backend: common::backend::Backend) {
         v["todo"]["lease"]["worktree"],
         format!(".loopx/worktrees/{id}")
     );
+    let other = lab.todos[1].clone();
+    lab.ok(
+        Who::Agent(&a1),
+        &["todo", "claim", &other, "--worktree", "--ttl", "1s"],
+    );
+    let d = lab.ok(Who::Owner, &["doctor"]);
+    assert!(!d["findings"].to_string().contains("no live lease"), "{d}");
     let at = root.join(".loopx/worktrees").join(&id);
     std::fs::write(at.join("wip.txt"), "a1's work\n").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1_300));
@@ -470,6 +477,14 @@ fn on_store(backend: common::backend::Backend) {
     assert!(!at.exists(), "done left the clean worktree");
     let log = git_out(root, &["log", "--oneline", &format!("loopx/{id}")]);
     assert!(log.contains("work"), "{log}");
+    // The other's lease expired: its worktree is an orphan doctor names.
+    let d = lab.ok(Who::Owner, &["doctor"]);
+    let f = d["findings"].to_string();
+    assert!(
+        f.contains(&format!(".loopx/worktrees/{other}")) && f.contains("no live lease"),
+        "{d}"
+    );
+    assert!(!f.contains(&format!(".loopx/worktrees/{id}")), "{d}");
 }
 
 #[test]

@@ -469,17 +469,32 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     Ok(out)
 }
 
-/// Orphaned worktrees (no live lease names them), as warnings; nothing when the state does
-/// not load (doctor names why already).
+/// Orphaned worktrees (no live lease names them), as warnings; nothing when the leases cannot
+/// be read (doctor names why already). Reads only: the files as doctor reads them.
 fn worktree_findings(ctx: &Ctx) -> Vec<doctor::Finding> {
-    let Ok(store) = ctx.open() else {
+    let read = || -> crate::kernel::Result<(std::path::PathBuf, Vec<String>)> {
+        match &ctx.store_url {
+            Some(url) => {
+                let db = crate::store::pg::PgStore::new(url, ctx.env())?;
+                let snap = crate::store::Store::load(&db)?;
+                let live = snap
+                    .todos
+                    .values()
+                    .filter_map(|t| t.live_lease(ctx.now).and_then(|l| l.worktree.clone()))
+                    .collect();
+                Ok((ctx.work_dir(&db), live))
+            }
+            None => {
+                let s = ctx.store()?;
+                let live = doctor::live_worktrees(&s, ctx.now)?;
+                Ok((s.root().to_path_buf(), live))
+            }
+        }
+    };
+    let Ok((root, live)) = read() else {
         return Vec::new();
     };
-    let Ok(snap) = store.load() else {
-        return Vec::new();
-    };
-    let root = ctx.work_dir(&*store);
-    crate::runtime::worktree::orphans(&root, &snap, ctx.now)
+    crate::runtime::worktree::orphans(&root, &live)
         .into_iter()
         .map(|o| doctor::Finding {
             severity: Severity::Warning,

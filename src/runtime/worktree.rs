@@ -149,13 +149,8 @@ pub struct Orphan {
 }
 
 /// Worktrees no live lease names: directories in `.loopx/worktrees/` and libgit2's worktrees
-/// on a `loopx/*` branch. Nothing when the project is not in a git work tree.
-pub fn orphans(root: &Path, snap: &Snapshot, now: Ts) -> Vec<Orphan> {
-    let live: Vec<String> = snap
-        .todos
-        .values()
-        .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
-        .collect();
+/// on a `loopx/*` branch (none outside a git work tree); `live` is what the live leases' `worktree` say.
+pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
     let mut out = Vec::new();
     let fix = |p: &str| {
         format!("claim its todo again with --worktree, or remove it with `git worktree remove {p}`")
