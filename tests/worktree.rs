@@ -593,3 +593,38 @@ fn making_and_removing_a_worktree_runs_no_program_the_repository_names() {
         std::fs::read_to_string(&marker).unwrap_or_default()
     );
 }
+
+#[test]
+fn heartbeat_turns_run_in_their_todos_worktrees() {
+    let p = repo("wt-heartbeat");
+    let a = p.add("first", &["--priority", "P0"]);
+    let b = p.add("second", &["--priority", "P1"]);
+    let out = p.root().join("seen.txt");
+    let script = format!("printf '%s\\n' \"$LOOPX_WORKTREE\" >> '{}'", out.display());
+    let r = p.run_as(
+        "agent-a",
+        &[
+            "heartbeat",
+            "--worktree",
+            "--max-turns",
+            "2",
+            "--every",
+            "1s",
+            "--complete-on-success",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let seen = std::fs::read_to_string(&out).unwrap();
+    let base = p.root().canonicalize().unwrap().join(".loopx/worktrees");
+    let want = format!("{}\n{}\n", base.join(&a).display(), base.join(&b).display());
+    assert_eq!(seen, want);
+    assert!(
+        !tree(&p, &a).exists() && !tree(&p, &b).exists(),
+        "done left them"
+    );
+    assert!(has_branch(&p, &format!("loopx/{a}")) && has_branch(&p, &format!("loopx/{b}")));
+}

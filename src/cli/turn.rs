@@ -29,6 +29,9 @@ pub struct TurnArgs {
     /// The lease's length (renewed while the command runs).
     #[arg(long, value_name = "DUR")]
     ttl: Option<Dur>,
+    /// Make (or reuse) a git worktree for the todo; the command gets it as `LOOPX_WORKTREE`.
+    #[arg(long)]
+    worktree: bool,
     /// The command and its arguments, after `--`.
     #[arg(
         trailing_var_arg = true,
@@ -55,9 +58,6 @@ pub struct Turn {
     /// Run the approved command this gate holds (once) instead of a command after `--`.
     #[arg(long, value_name = "GATE", add = super::complete::gate_id())]
     approved: Option<String>,
-    /// Make (or reuse) a git worktree for the todo; the command gets it as `LOOPX_WORKTREE`.
-    #[arg(long)]
-    worktree: bool,
     #[command(flatten)]
     args: TurnArgs,
 }
@@ -105,6 +105,7 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
             Echo::Through
         },
         store_url: ctx.store_url.clone(),
+        worktree: a.worktree,
         ..TurnOptions::new(root, &ctx.agent, a.cmd)
     })
 }
@@ -177,7 +178,6 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
     let mut opts = options(ctx, &ctx.work_dir(&*store), args)?;
     opts.turn = t.turn;
     opts.approved = approved;
-    opts.worktree = t.worktree;
     process::forward_signals();
     match turn::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
