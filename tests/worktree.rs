@@ -342,7 +342,13 @@ fn turn_gives_the_command_its_worktree_and_a_done_removes_it() {
         "printf '%s' \"${{LOOPX_WORKTREE-unset}}\" > '{}'",
         out.display()
     );
-    let (code, v) = json_first(&p, "agent-a", &["turn", "--", "sh", "-c", &script]);
+    // One inherited from an outer turn is not passed on.
+    let mut c = p.cmd(&[
+        "--agent", "agent-a", "--json", "turn", "--", "sh", "-c", &script,
+    ]);
+    c.env("LOOPX_WORKTREE", "/an/outer/turns");
+    let r = run_cmd(&mut c);
+    let (code, v) = (r.code, parse_json(&r, "turn"));
     assert_eq!(code, 0, "{v}");
     assert!(v.get("worktree").is_none(), "{v}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "unset");
