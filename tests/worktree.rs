@@ -411,10 +411,27 @@ fn a_branch_whose_worktree_is_gone_is_checked_out_again_as_it_is() {
 fn a_host_turn_ended_done_removes_the_clean_worktree() {
     let p = repo("wt-turn-end");
     let a = p.add("feature", &[]);
-    let s = p.ok_as("agent-a", &["turn", "start", "--turn", "run-1"]);
+    let s = p.ok_as(
+        "agent-a",
+        &["turn", "start", "--turn", "run-1", "--worktree"],
+    );
     assert_eq!(s["todo"]["id"], a.as_str());
-    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
-    assert!(tree(&p, &a).is_dir());
+    assert_eq!(
+        Path::new(s["worktree"].as_str().unwrap()),
+        tree(&p, &a).canonicalize().unwrap()
+    );
+    assert_eq!(
+        s["todo"]["lease"]["worktree"],
+        format!(".loopx/worktrees/{a}")
+    );
+    assert_eq!(s["todo"]["lease"]["turn"], "run-1", "{s}");
+    // Started again (a lost answer): the same claim and the same worktree.
+    let again = p.ok_as(
+        "agent-a",
+        &["turn", "start", "--turn", "run-1", "--worktree"],
+    );
+    assert_eq!(again["resumed"], true);
+    assert_eq!(again["worktree"], s["worktree"]);
     let v = p.ok_as(
         "agent-a",
         &[

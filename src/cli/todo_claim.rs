@@ -83,7 +83,7 @@ pub(super) fn claim(
 
 /// A claim whose worktree could not be made: a lease it granted is given back (a renewal
 /// keeps it); the error, saying which.
-fn released(
+pub(super) fn released(
     store: &dyn Store,
     e: Error,
     t: &Todo,
