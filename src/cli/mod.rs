@@ -4,6 +4,7 @@ mod agent;
 mod capture;
 pub mod complete;
 mod ctx;
+mod doctor;
 mod gate;
 mod goal;
 mod hook;
@@ -456,7 +457,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         }
         Some(Cmd::StartGoal(a)) => goal::start(ctx, a),
         Some(Cmd::Goal(c)) => goal::run(ctx, c),
-        Some(Cmd::Doctor { fix }) => state::doctor(ctx, fix),
+        Some(Cmd::Doctor { fix }) => doctor::doctor(ctx, fix),
         Some(Cmd::Status) => state::status(ctx),
         Some(Cmd::Todo(c)) => todo::run(ctx, c),
         Some(Cmd::Gate(c)) => gate::run(ctx, c),
