@@ -1,54 +1,13 @@
-//! Per-lease git worktrees through the real binary: `todo claim --worktree` and `turn
-//! --worktree` make `.loopx/worktrees/ID` on branch `loopx/ID`; done or a reclaim removes a clean
-//! one (the branch stays), a dirty one is kept with a warning; links and no git are refused.
+//! Per-lease git worktrees through the real binary: `todo claim --worktree` makes
+//! `.loopx/worktrees/ID` on branch `loopx/ID`; done or a reclaim removes a clean one (the branch
+//! stays), a dirty one is kept with a warning; links and no git are refused; doctor names orphans.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use common::worktrees::*;
 use common::*;
-
-/// A project in a git work tree with one commit (`f.txt`).
-fn repo(tag: &str) -> Project {
-    let p = Project::new(tag);
-    git(p.root(), &["init", "-q"]);
-    std::fs::write(p.root().join("f.txt"), "hello\n").unwrap();
-    git(p.root(), &["add", "f.txt"]);
-    git(p.root(), &["commit", "-q", "-m", "first"]);
-    p
-}
-
-/// What git prints.
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// `loopx --agent AGENT --json ARGS` (the flags before a `--` the arguments may hold).
-fn json_first(p: &Project, agent: &str, args: &[&str]) -> (i32, serde_json::Value) {
-    let mut a = vec!["--agent", agent, "--json"];
-    a.extend_from_slice(args);
-    let r = run_cmd(&mut p.cmd(&a));
-    let v = parse_json(&r, &args.join(" "));
-    (r.code, v)
-}
-
-fn has_branch(p: &Project, name: &str) -> bool {
-    !git_out(p.root(), &["branch", "--list", name])
-        .trim()
-        .is_empty()
-}
-
-fn tree(p: &Project, id: &str) -> PathBuf {
-    p.root().join(".loopx/worktrees").join(id)
-}
 
 #[test]
 fn a_claim_makes_the_worktree_on_its_branch_and_done_removes_it_keeping_the_branch() {
@@ -293,68 +252,6 @@ fn outside_git_or_before_the_first_commit_is_refused() {
 }
 
 #[test]
-fn turn_gives_the_command_its_worktree_and_a_done_removes_it() {
-    let p = repo("wt-turn");
-    let a = p.add("feature", &[]);
-    let out = p.root().join("seen.txt");
-    let script = format!(
-        "printf '%s\\n%s\\n' \"$LOOPX_WORKTREE\" \"$LOOPX_DIR\" > '{}'; test -f \"$LOOPX_WORKTREE/f.txt\"",
-        out.display()
-    );
-    let (code, v) = json_first(
-        &p,
-        "agent-a",
-        &[
-            "turn",
-            "--worktree",
-            "--complete-on-success",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
-    assert_eq!((code, &v["ended"]), (0, &serde_json::json!("done")), "{v}");
-    let seen = std::fs::read_to_string(&out).unwrap();
-    let mut lines = seen.lines();
-    let wt = lines.next().unwrap();
-    assert_eq!(
-        Path::new(wt),
-        tree(&p, &a)
-            .parent()
-            .unwrap()
-            .canonicalize()
-            .unwrap()
-            .join(&a)
-    );
-    assert_eq!(v["worktree"], wt);
-    assert_eq!(
-        Path::new(lines.next().unwrap()),
-        p.root().canonicalize().unwrap(),
-        "LOOPX_DIR stays the project's root"
-    );
-    assert!(!tree(&p, &a).exists(), "done left the clean worktree");
-    assert!(has_branch(&p, &format!("loopx/{a}")));
-
-    // Without --worktree there is no LOOPX_WORKTREE.
-    p.add("next", &[]);
-    let script = format!(
-        "printf '%s' \"${{LOOPX_WORKTREE-unset}}\" > '{}'",
-        out.display()
-    );
-    // One inherited from an outer turn is not passed on.
-    let mut c = p.cmd(&[
-        "--agent", "agent-a", "--json", "turn", "--", "sh", "-c", &script,
-    ]);
-    c.env("LOOPX_WORKTREE", "/an/outer/turns");
-    let r = run_cmd(&mut c);
-    let (code, v) = (r.code, parse_json(&r, "turn"));
-    assert_eq!(code, 0, "{v}");
-    assert!(v.get("worktree").is_none(), "{v}");
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "unset");
-}
-
-#[test]
 fn doctor_names_a_git_worktree_on_a_loopx_branch_that_no_lease_names() {
     let p = repo("wt-orphan");
     let elsewhere = TempDir::new("wt-orphan-elsewhere");
@@ -405,48 +302,6 @@ fn a_branch_whose_worktree_is_gone_is_checked_out_again_as_it_is() {
         "on the branch\n"
     );
     assert!(!p.root().join("g.txt").exists(), "the main tree moved");
-}
-
-#[test]
-fn a_host_turn_ended_done_removes_the_clean_worktree() {
-    let p = repo("wt-turn-end");
-    let a = p.add("feature", &[]);
-    let s = p.ok_as(
-        "agent-a",
-        &["turn", "start", "--turn", "run-1", "--worktree"],
-    );
-    assert_eq!(s["todo"]["id"], a.as_str());
-    assert_eq!(
-        Path::new(s["worktree"].as_str().unwrap()),
-        tree(&p, &a).canonicalize().unwrap()
-    );
-    assert_eq!(
-        s["todo"]["lease"]["worktree"],
-        format!(".loopx/worktrees/{a}")
-    );
-    assert_eq!(s["todo"]["lease"]["turn"], "run-1", "{s}");
-    // Started again (a lost answer): the same claim and the same worktree.
-    let again = p.ok_as(
-        "agent-a",
-        &["turn", "start", "--turn", "run-1", "--worktree"],
-    );
-    assert_eq!(again["resumed"], true);
-    assert_eq!(again["worktree"], s["worktree"]);
-    let v = p.ok_as(
-        "agent-a",
-        &[
-            "turn",
-            "end",
-            "--turn",
-            "run-1",
-            "--done",
-            "--summary",
-            "ok",
-        ],
-    );
-    assert_eq!(v["ended"], "done", "{v}");
-    assert!(!tree(&p, &a).exists());
-    assert!(has_branch(&p, &format!("loopx/{a}")));
 }
 
 /// The same worktree life on the files and on a database (LOOPX_TEST_PG, else skipped): the
@@ -555,99 +410,4 @@ fn a_directory_in_the_way_that_is_no_worktree_of_its_branch_is_refused_untouched
     let l = &p.show(&a)["lease"];
     assert_eq!(l["holder"], "agent-a");
     assert!(l["worktree"].is_null(), "{l}");
-}
-
-#[test]
-fn making_and_removing_a_worktree_runs_no_program_the_repository_names() {
-    use std::os::unix::fs::PermissionsExt;
-    let p = repo("wt-hostile");
-    let marker = p.root().join("pwned");
-    let script = p.root().join(".git/x.sh");
-    let body = format!(
-        "#!/bin/sh\necho \"ran $0\" >> '{}'\ncat\n",
-        marker.display()
-    );
-    std::fs::write(&script, body).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let x = script.to_str().unwrap();
-    for hook in [
-        "post-checkout",
-        "reference-transaction",
-        "post-index-change",
-    ] {
-        let h = p.root().join(".git/hooks").join(hook);
-        std::fs::create_dir_all(h.parent().unwrap()).unwrap();
-        std::fs::copy(&script, &h).unwrap();
-    }
-    for (k, v) in [
-        ("core.fsmonitor", x),
-        ("filter.evil.smudge", x),
-        ("filter.evil.process", x),
-    ] {
-        git(p.root(), &["config", k, v]);
-    }
-    // The attribute is committed, so a checkout of the branch would run the filter.
-    std::fs::write(p.root().join(".gitattributes"), "* filter=evil\n").unwrap();
-    git(
-        p.root(),
-        &["-c", "core.fsmonitor=false", "add", ".gitattributes"],
-    );
-    git(
-        p.root(),
-        &[
-            "-c",
-            "core.fsmonitor=false",
-            "commit",
-            "-q",
-            "--no-verify",
-            "-m",
-            "attrs",
-        ],
-    );
-    let _ = std::fs::remove_file(&marker);
-    let a = p.add("feature", &[]);
-    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
-    assert!(tree(&p, &a).join("f.txt").is_file());
-    p.ok_as("agent-a", &["todo", "update", &a, "--status", "done"]);
-    assert!(!tree(&p, &a).exists());
-    assert!(
-        !marker.exists(),
-        "a repository program ran: {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
-}
-
-#[test]
-fn heartbeat_turns_run_in_their_todos_worktrees() {
-    let p = repo("wt-heartbeat");
-    let a = p.add("first", &["--priority", "P0"]);
-    let b = p.add("second", &["--priority", "P1"]);
-    let out = p.root().join("seen.txt");
-    let script = format!("printf '%s\\n' \"$LOOPX_WORKTREE\" >> '{}'", out.display());
-    let r = p.run_as(
-        "agent-a",
-        &[
-            "heartbeat",
-            "--worktree",
-            "--max-turns",
-            "2",
-            "--every",
-            "1s",
-            "--complete-on-success",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
-    assert_eq!(r.code, 0, "{r:?}");
-    let seen = std::fs::read_to_string(&out).unwrap();
-    let base = p.root().canonicalize().unwrap().join(".loopx/worktrees");
-    let want = format!("{}\n{}\n", base.join(&a).display(), base.join(&b).display());
-    assert_eq!(seen, want);
-    assert!(
-        !tree(&p, &a).exists() && !tree(&p, &b).exists(),
-        "done left them"
-    );
-    assert!(has_branch(&p, &format!("loopx/{a}")) && has_branch(&p, &format!("loopx/{b}")));
 }
