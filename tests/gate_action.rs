@@ -280,6 +280,17 @@ fn a_payload_is_handed_over_once_byte_for_byte() {
     std::fs::write(p.root().join("taken"), "x").unwrap();
     // An existing --out is refused before the approval is spent.
     p.fails_as("agent-a", &["run-approved", &id, "--out", "taken"], "usage");
+    // So is one whose directory is missing, or a file.
+    p.fails_as(
+        "agent-a",
+        &["run-approved", &id, "--out", "nodir/x.patch"],
+        "usage",
+    );
+    p.fails_as(
+        "agent-a",
+        &["run-approved", &id, "--out", "taken/x.patch"],
+        "usage",
+    );
     let r = p.run_as("agent-a", &["run-approved", &id]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, body);
@@ -421,4 +432,28 @@ fn an_option_never_runs_an_action() {
         "{v}"
     );
     assert!(!p.root().join("deployed").exists());
+}
+
+#[test]
+fn a_program_that_is_not_there_spends_no_approval() {
+    let p = Project::new("ga-noprog");
+    let (code, v) = as_agent(
+        &p,
+        "agent-a",
+        &[
+            "gate",
+            "open",
+            "Run it?",
+            "--action-cmd",
+            "--",
+            "no-such-program-lx",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    let id = v["gate"]["id"].as_str().unwrap().to_string();
+    let sha = v["gate"]["action"]["sha256"].as_str().unwrap().to_string();
+    p.ok(&["gate", "approve", &id, "--sha", &sha]);
+    p.fails_as("agent-a", &["run-approved", &id], "usage");
+    let g = p.ok(&["gate", "show", &id]);
+    assert!(g["gate"].get("used").is_none(), "{g}");
 }

@@ -4,6 +4,7 @@ mod agent;
 mod capture;
 pub mod complete;
 mod ctx;
+mod doctor;
 mod gate;
 mod goal;
 mod hook;
@@ -19,6 +20,7 @@ mod todo;
 mod evidence;
 mod roster;
 mod todo_check;
+mod todo_claim;
 mod todo_edit;
 mod turn;
 mod turn_step;
@@ -249,9 +251,15 @@ impl Out {
 
     /// Adds warnings: `warnings` in JSON; on stderr, a line each, for text.
     pub fn warned(mut self, warnings: Vec<String>) -> Out {
-        if !warnings.is_empty() {
-            self.json
-                .insert("warnings".into(), serde_json::json!(warnings));
+        if warnings.is_empty() {
+            return self;
+        }
+        let all = self
+            .json
+            .entry("warnings")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(a) = all {
+            a.extend(warnings.into_iter().map(Value::String));
         }
         self
     }
@@ -464,7 +472,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         }
         Some(Cmd::StartGoal(a)) => goal::start(ctx, a),
         Some(Cmd::Goal(c)) => goal::run(ctx, c),
-        Some(Cmd::Doctor { fix }) => state::doctor(ctx, fix),
+        Some(Cmd::Doctor { fix }) => doctor::doctor(ctx, fix),
         Some(Cmd::Status) => state::status(ctx),
         Some(Cmd::Todo(c)) => todo::run(ctx, c),
         Some(Cmd::Gate(c)) => gate::run(ctx, c),

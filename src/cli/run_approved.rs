@@ -86,6 +86,24 @@ pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
     let store = ctx.open()?;
     let snap = store.load()?;
     let id = store.resolve_gate(&snap, &a.gate)?;
+    // What would fail once the action runs is refused before the use spends the approval.
+    if let Some(p) = &a.out {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(Path::new("."));
+        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::usage(format!(
+                "--out {}: its directory does not exist",
+                p.display()
+            ))
+            .hint("give a new file in a directory that exists"));
+        }
+    }
+    if let Some(act) = snap.gates.get(&id).and_then(|g| g.action.as_ref())
+        && act.kind == ActionKind::Cmd
+        && let Some(prog) = act.argv.first()
+    {
+        super::turn::check_program(&std::ffi::OsString::from(prog))?;
+    }
     let used = journal_used(&*store, &id)?;
     // The use is committed before anything runs: a crash after it spends the approval, never
     // runs it twice.

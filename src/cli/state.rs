@@ -1,4 +1,4 @@
-//! `status`, `refresh-state`, `doctor` and `log`: views of the whole project.
+//! `status`, `refresh-state` and `log`: views of the whole project (`doctor` is `doctor.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,7 +13,6 @@ use crate::kernel::readiness;
 use crate::kernel::should_run::{self, Answer, Decision};
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
 use crate::store::Store;
-use crate::store::doctor::{self, Severity};
 use crate::text::{escape as esc, md_line};
 
 /// `log` arguments.
@@ -437,73 +436,6 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
     let mut out = Out::new("state", j, md.trim_end().to_string());
     if let Some(Value::Object(m)) = out.json.remove("state") {
         out.json = m;
-    }
-    Ok(out)
-}
-
-/// `doctor [--fix]`.
-pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
-    let (fixed, findings) = match &ctx.store_url {
-        Some(url) => {
-            if fix {
-                return Err(crate::kernel::Error::usage(
-                    "doctor --fix repairs files; a database is changed only by its transactions",
-                )
-                .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
-            }
-            let db = crate::store::pg::PgStore::new(url, ctx.env())?;
-            (Vec::new(), doctor::check_db(&db, ctx.now)?)
-        }
-        None => {
-            let store = ctx.store()?;
-            let fixed = if fix {
-                doctor::fix(&store, ctx.now)?
-            } else {
-                Vec::new()
-            };
-            (fixed, doctor::check_locked(&store, ctx.now)?)
-        }
-    };
-    let errors = findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    let healthy = errors == 0;
-    let mut text = String::new();
-    for f in &fixed {
-        text.push_str(&format!("fixed: {}\n", esc(f)));
-    }
-    for f in &findings {
-        let at = match f.line {
-            Some(l) => format!("{}:{l}", esc(&f.file)),
-            None => esc(&f.file).into_owned(),
-        };
-        let sev = if f.severity == Severity::Error {
-            "error"
-        } else {
-            "warning"
-        };
-        let fx = if f.fixable && !fix {
-            " (doctor --fix repairs it)"
-        } else {
-            ""
-        };
-        text.push_str(&format!("{sev}: {at}: {}{fx}\n", esc(&f.message)));
-    }
-    text.push_str(if healthy { "healthy" } else { "unhealthy" });
-    if !healthy {
-        text.push_str(&format!(
-            ": {errors} error{}",
-            if errors == 1 { "" } else { "s" }
-        ));
-    }
-    let mut out = Out::new("findings", to_json(&findings), text)
-        .with("ok", json!(healthy))
-        .with("fixed", json!(fixed));
-    out.exit = if healthy { 0 } else { 6 };
-    if !healthy && !ctx.json {
-        // The text goes to stdout; a short line for people to stderr too.
-        eprintln!("loopx: doctor found {errors} error(s)");
     }
     Ok(out)
 }

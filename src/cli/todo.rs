@@ -14,6 +14,7 @@ use crate::kernel::readiness;
 use crate::kernel::{
     Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
 };
+use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -90,6 +91,9 @@ pub enum TodoCmd {
         /// Reserve this path glob with the lease instead of the todo's own (repeatable).
         #[arg(long = "paths", value_name = "GLOB")]
         paths: Vec<String>,
+        /// Work in a git worktree of the todo's own, `.loopx/worktrees/ID` on branch `loopx/ID`.
+        #[arg(long)]
+        worktree: bool,
     },
     /// Extend your lease.
     #[command(after_help = "Example:\n  loopx todo renew --ttl 30m")]
@@ -186,14 +190,6 @@ pub struct UpdateArgs {
     /// How long the check that proves done may run (1s to 24h).
     #[arg(long, value_name = "DUR", default_value = "10m")]
     check_timeout: Dur,
-}
-
-/// The reservation of a lease, as the claim's answer shows it.
-fn reserved_text(l: Option<&crate::kernel::Lease>) -> String {
-    match l {
-        Some(l) if !l.paths.is_empty() => format!("\n  reserves: {}", esc(&l.paths.join(" "))),
-        _ => String::new(),
-    }
 }
 
 fn parse_role(s: &str) -> std::result::Result<Role, String> {
@@ -295,37 +291,12 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             status,
         } => list(ctx, store, ready, mine, status),
         TodoCmd::Show { id } => show(ctx, store, &id),
-        TodoCmd::Claim { id, ttl, paths } => {
-            let paths = (!paths.is_empty())
-                .then(|| crate::kernel::reserve::normalise("--paths", &paths))
-                .transpose()?;
-            // An unnamed claim reserves the todo it will get first (a database locks it).
-            let unnamed = id.is_none().then_some((agent, now));
-            let (t, notes) = store.mutate_noted_with(unnamed, |snap| {
-                let id = id
-                    .as_deref()
-                    .map(|i| store.resolve_todo(snap, i))
-                    .transpose()?;
-                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::claim_reserving(snap, agent, now, ttl, id.as_deref(), paths.as_deref())
-            })?;
-            let l = t.lease.as_ref();
-            let text = format!(
-                "{} claimed: {} (fence {}, lease until {}){}{}",
-                esc(&t.id),
-                esc(&t.title),
-                t.fence,
-                l.map(|l| l.expires_at.to_string()).unwrap_or_default(),
-                reserved_text(l),
-                todo_edit::context_text(&t)
-            );
-            let mut out = Out::new("todo", to_json(&t), text).noted(notes);
-            if let Some((j, text)) = super::agent::reviews_evidence(store, &t)? {
-                out = out.with("reviews_evidence", j);
-                out.text.push_str(&text);
-            }
-            Ok(out)
-        }
+        TodoCmd::Claim {
+            id,
+            ttl,
+            paths,
+            worktree,
+        } => super::todo_claim::claim(ctx, store, id, ttl, paths, worktree),
         TodoCmd::Renew { id, ttl } => {
             let t = store.mutate(|snap| {
                 let id = target(store, snap, agent, now, id.as_deref())?;
@@ -453,7 +424,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         && a.status
             .is_none_or(|s| s == Status::Done || s == Status::Open);
     let git = if auto {
-        git_facts(&ctx.work_dir(store))
+        git_facts(&work_dir(ctx, store, agent, a.id.as_deref()))
     } else {
         Ok(None)
     };
@@ -523,10 +494,32 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         ),
         s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
-    let warnings: Vec<String> = warned.into_inner().into_iter().collect();
+    let mut warnings: Vec<String> = warned.into_inner().into_iter().collect();
+    if a.status == Some(Status::Done) {
+        warnings.extend(worktree::retire(&ctx.work_dir(store), &t.id));
+    }
     Ok(Out::new("todo", to_json(&t), text)
         .noted(notes)
         .warned(warnings))
+}
+
+/// Where the todo `update` names (or the agent's) is worked: its lease's worktree, if any,
+/// else the project's work tree. Only a project with worktrees pays the load.
+fn work_dir(ctx: &Ctx, store: &dyn Store, agent: &str, id: Option<&str>) -> std::path::PathBuf {
+    let root = ctx.work_dir(store);
+    if std::fs::symlink_metadata(root.join(worktree::DIR)).is_err() {
+        return root;
+    }
+    let Ok(snap) = store.load() else {
+        return root;
+    };
+    match target(store, &snap, agent, ctx.now, id)
+        .ok()
+        .and_then(|id| snap.todos.get(&id))
+    {
+        Some(t) => worktree::work_of(&root, t),
+        None => root,
+    }
 }
 
 fn line(t: &Todo, now: Ts) -> String {
@@ -635,6 +628,9 @@ fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
     }
     if let Some(r) = &t.reason {
         text.push_str(&format!("\n  reason: {}", esc(r)));
+    }
+    if let Some(w) = t.live_lease(ctx.now).and_then(|l| l.worktree.as_deref()) {
+        text.push_str(&format!("\n  worktree: {}", esc(w)));
     }
     for b in &blockers {
         text.push_str(&format!("\n  waits: {}", esc(&b.describe())));

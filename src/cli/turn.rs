@@ -29,6 +29,9 @@ pub struct TurnArgs {
     /// The lease's length (renewed while the command runs).
     #[arg(long, value_name = "DUR")]
     ttl: Option<Dur>,
+    /// Make (or reuse) a git worktree for the todo; the command gets it as `LOOPX_WORKTREE`.
+    #[arg(long)]
+    worktree: bool,
     /// The command and its arguments, after `--`.
     #[arg(
         trailing_var_arg = true,
@@ -102,6 +105,7 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
             Echo::Through
         },
         store_url: ctx.store_url.clone(),
+        worktree: a.worktree,
         ..TurnOptions::new(root, &ctx.agent, a.cmd)
     })
 }
@@ -123,7 +127,7 @@ pub(super) fn check_limits(timeout: Dur, grace: Dur) -> Result<()> {
 }
 
 /// Refuses a program that cannot be found or run, before anything is claimed.
-fn check_program(prog: &OsString) -> Result<()> {
+pub(super) fn check_program(prog: &OsString) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let p = std::path::Path::new(prog);
     let runs = |f: &std::path::Path| {
@@ -218,7 +222,11 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
             }
-            Ok(report_out(&r))
+            Ok(super::todo_claim::warned(
+                ctx,
+                report_out(&r),
+                r.warnings.clone(),
+            ))
         }
     }
 }
@@ -258,6 +266,9 @@ fn report_out(r: &TurnReport) -> Out {
     }
     if let Exit::Signal(s) = r.exit {
         out = out.with("signal", json!(s));
+    }
+    if let Some(p) = &r.worktree {
+        out = out.with("worktree", json!(p.to_string_lossy()));
     }
     if !r.over_limit.is_empty() {
         out = out.with("over_limit", json!(r.over_limit));
@@ -313,7 +324,7 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
         let (text, value) = match b {
             Beat::Ran(r, d) => {
                 last_wait = None;
-                let mut o = report_out(r);
+                let mut o = super::todo_claim::warned(ctx, report_out(r), r.warnings.clone());
                 // As `turn --json` prints it.
                 o.json.entry("ok").or_insert(json!(true));
                 if !d.is_zero() {

@@ -12,6 +12,7 @@ use crate::kernel::{
     Code, Dur, Error, Event, Evidence, EvidenceKind, Result, Snapshot, Ts, bounds,
 };
 use crate::runtime::turn::{check_turn_id, fresh_turn_id};
+use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -37,6 +38,9 @@ pub struct StartArgs {
     /// The lease's length (renew it with `todo renew` while you work).
     #[arg(long, value_name = "DUR")]
     ttl: Option<Dur>,
+    /// Make (or reuse) a git worktree for the todo, answered as `worktree`.
+    #[arg(long)]
+    worktree: bool,
 }
 
 /// `turn end`.
@@ -79,15 +83,28 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
         check_ttl(t).map_err(|e| e.hint("give it like `--ttl 30m`"))?;
     }
     let store = ctx.open()?;
-    let base = crate::runtime::git::base(&ctx.work_dir(&*store));
-    let (start, resumed) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
+    let root = ctx.work_dir(&*store);
+    if a.worktree {
+        worktree::preflight(&root)?;
+    }
+    let base = crate::runtime::git::base(&root);
+    let (start, resumed, prior) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
         // Started already by this agent (a retry after a lost answer): the same claim again.
         if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
-            return Ok((ops::Change::default(), (Start::Claimed(Box::new(t)), true)));
+            let held = t.lease.clone();
+            return Ok((
+                ops::Change::default(),
+                (Start::Claimed(Box::new(t)), true, held),
+            ));
         }
         let ttl = a.ttl.unwrap_or(snap.config.lease.ttl);
-        let (c, s) = ops::start_turn(snap, &ctx.agent, ctx.now, ttl, (&turn, base.clone()))?;
-        Ok((c, (s, false)))
+        let (mut c, mut s) =
+            ops::start_turn(snap, &ctx.agent, ctx.now, ttl, (&turn, base.clone()))?;
+        let prior = match &mut s {
+            Start::Claimed(t) => worktree::claimed(&root, snap, a.worktree, &mut c, t)?,
+            _ => None,
+        };
+        Ok((c, (s, false, prior)))
     })?;
     Ok(match start {
         Start::NotNow(answer) => answer_out(&answer).with("turn", json!(turn)),
@@ -106,14 +123,22 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
                 t.fence,
                 esc(&turn)
             );
-            let out = Out::new("turn", json!(turn), text)
+            let made = worktree::after_claim(&root, a.worktree, prior.as_ref(), &t, ctx.now);
+            let (tree, warnings) = made.map_err(|e| {
+                super::todo_claim::released(&*store, e, &t, prior.as_ref(), &ctx.agent, ctx.now)
+            })?;
+            let mut out = Out::new("turn", json!(turn), text)
                 .with("fence", json!(t.fence))
                 .with("todo", to_json(&t));
-            if resumed {
-                out.with("resumed", json!(true))
-            } else {
-                out
+            if let Some(p) = tree {
+                out.text
+                    .push_str(&format!("\n  worktree: {}", esc(&p.to_string_lossy())));
+                out = out.with("worktree", json!(p.to_string_lossy()));
             }
+            if resumed {
+                out = out.with("resumed", json!(true));
+            }
+            super::todo_claim::warned(ctx, out, warnings)
         }
     })
 }
@@ -218,7 +243,15 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         ));
         out = out.with("over_limit", json!(over));
     }
-    Ok(out)
+    let warnings = match ended {
+        Ended::Done => crate::runtime::worktree::retire(&ctx.work_dir(&*store), &todo),
+        _ => None,
+    };
+    Ok(super::todo_claim::warned(
+        ctx,
+        out,
+        warnings.into_iter().collect(),
+    ))
 }
 
 /// The todo `agent`'s live lease for `turn` holds, if it has one.

@@ -101,52 +101,53 @@ fn segments(g: &str) -> Vec<&str> {
     v
 }
 
+/// The most steps one comparison of two reservations takes; past it, they count as
+/// overlapping (conservative), so hostile globs cost a claim microseconds, not seconds.
+pub const STEPS_MAX: usize = 20_000;
+
 /// True when some path may match both globs (conservative: never false when one can).
 pub fn overlap(a: &str, b: &str) -> bool {
+    let mut steps = STEPS_MAX;
+    overlap_within(a, b, &mut steps)
+}
+
+/// `overlap`, spending at most `steps` (true once they run out).
+fn overlap_within(a: &str, b: &str, steps: &mut usize) -> bool {
+    // Every path a glob reserves starts with its text before the first wildcard.
+    let lit = |g: &str| g.find(['*', '?']).map_or(g.len(), |i| i);
+    let (la, lb) = (&a[..lit(a)], &b[..lit(b)]);
+    if !la.starts_with(lb) && !lb.starts_with(la) {
+        return false;
+    }
     let (a, b) = (segments(a), segments(b));
     let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
-    seq_overlap(&a, &b, 0, 0, &mut memo)
+    seq_overlap(&a, &b, (0, 0), &mut memo, steps)
 }
 
 /// Whether the segment lists from `i` and `j` share a path (memoised on `(i, j)`).
-fn seq_overlap(a: &[&str], b: &[&str], i: usize, j: usize, memo: &mut [Option<bool>]) -> bool {
+fn seq_overlap(
+    a: &[&str],
+    b: &[&str],
+    (i, j): (usize, usize),
+    memo: &mut [Option<bool>],
+    steps: &mut usize,
+) -> bool {
     let k = i * (b.len() + 1) + j;
     if let Some(v) = memo[k] {
         return v;
     }
-    let v = match (a.get(i), b.get(j)) {
-        (None, None) => true,
-        (Some(&"**"), _) if seq_overlap(a, b, i + 1, j, memo) => true,
-        (Some(&"**"), Some(_)) => seq_overlap(a, b, i, j + 1, memo),
-        (_, Some(&"**")) if seq_overlap(a, b, i, j + 1, memo) => true,
-        (Some(_), Some(&"**")) => seq_overlap(a, b, i + 1, j, memo),
-        (Some(x), Some(y)) => seg_overlap(x, y) && seq_overlap(a, b, i + 1, j + 1, memo),
-        _ => false,
-    };
-    memo[k] = Some(v);
-    v
-}
-
-/// Whether two segment patterns (`*`, `?`, literals) share a non-empty segment.
-fn seg_overlap(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
-    chars_overlap(a, b, 0, 0, &mut memo)
-}
-
-fn chars_overlap(a: &[u8], b: &[u8], i: usize, j: usize, memo: &mut [Option<bool>]) -> bool {
-    let k = i * (b.len() + 1) + j;
-    if let Some(v) = memo[k] {
-        return v;
+    if *steps == 0 {
+        return true;
     }
+    *steps -= 1;
     let v = match (a.get(i), b.get(j)) {
         (None, None) => true,
-        (Some(b'*'), _) if chars_overlap(a, b, i + 1, j, memo) => true,
-        (Some(b'*'), Some(_)) => chars_overlap(a, b, i, j + 1, memo),
-        (_, Some(b'*')) if chars_overlap(a, b, i, j + 1, memo) => true,
-        (Some(_), Some(b'*')) => chars_overlap(a, b, i + 1, j, memo),
+        (Some(&"**"), _) if seq_overlap(a, b, (i + 1, j), memo, steps) => true,
+        (Some(&"**"), Some(_)) => seq_overlap(a, b, (i, j + 1), memo, steps),
+        (_, Some(&"**")) if seq_overlap(a, b, (i, j + 1), memo, steps) => true,
+        (Some(_), Some(&"**")) => seq_overlap(a, b, (i + 1, j), memo, steps),
         (Some(x), Some(y)) => {
-            (x == y || *x == b'?' || *y == b'?') && chars_overlap(a, b, i + 1, j + 1, memo)
+            seg_overlap(x, y, steps) && seq_overlap(a, b, (i + 1, j + 1), memo, steps)
         }
         _ => false,
     };
@@ -154,13 +155,58 @@ fn chars_overlap(a: &[u8], b: &[u8], i: usize, j: usize, memo: &mut [Option<bool
     v
 }
 
-/// The pairs `(mine, theirs)` of two reservations that may overlap.
+/// Whether two segment patterns (`*`, `?`, literals) share a non-empty segment.
+fn seg_overlap(a: &str, b: &str, steps: &mut usize) -> bool {
+    if !a.contains(['*', '?']) && !b.contains(['*', '?']) {
+        return a == b;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
+    chars_overlap(a, b, (0, 0), &mut memo, steps)
+}
+
+fn chars_overlap(
+    a: &[u8],
+    b: &[u8],
+    (i, j): (usize, usize),
+    memo: &mut [Option<bool>],
+    steps: &mut usize,
+) -> bool {
+    let k = i * (b.len() + 1) + j;
+    if let Some(v) = memo[k] {
+        return v;
+    }
+    if *steps == 0 {
+        return true;
+    }
+    *steps -= 1;
+    let v = match (a.get(i), b.get(j)) {
+        (None, None) => true,
+        (Some(b'*'), _) if chars_overlap(a, b, (i + 1, j), memo, steps) => true,
+        (Some(b'*'), Some(_)) => chars_overlap(a, b, (i, j + 1), memo, steps),
+        (_, Some(b'*')) if chars_overlap(a, b, (i, j + 1), memo, steps) => true,
+        (Some(_), Some(b'*')) => chars_overlap(a, b, (i + 1, j), memo, steps),
+        (Some(x), Some(y)) => {
+            (x == y || *x == b'?' || *y == b'?') && chars_overlap(a, b, (i + 1, j + 1), memo, steps)
+        }
+        _ => false,
+    };
+    memo[k] = Some(v);
+    v
+}
+
+/// The pairs `(mine, theirs)` of two reservations that may overlap; once [`STEPS_MAX`] steps
+/// are spent, the pair at hand counts as overlapping and the rest are not compared.
 pub fn overlaps(mine: &[String], theirs: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    let mut steps = STEPS_MAX;
     for a in mine {
         for b in theirs {
-            if overlap(a, b) {
+            if overlap_within(a, b, &mut steps) {
                 out.push((a.clone(), b.clone()));
+            }
+            if steps == 0 {
+                return out;
             }
         }
     }

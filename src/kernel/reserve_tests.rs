@@ -149,3 +149,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn hostile_reservations_cost_a_bounded_number_of_steps_and_count_as_overlapping() {
+    // 32 globs of 200 characters, all wildcards and one letter: every pair is a full table.
+    let g: String = "*a".repeat(100);
+    let mine: Vec<String> = (0..32).map(|i| format!("{}{i}", &g[..198])).collect();
+    let theirs = mine.clone();
+    let got = overlaps(&mine, &theirs);
+    assert!(!got.is_empty(), "out of steps counts as an overlap");
+    assert!(
+        got.len() < mine.len() * theirs.len(),
+        "the rest is not compared"
+    );
+    // Literal prefixes that differ are told apart without the tables.
+    let a: Vec<String> = (0..32).map(|i| format!("src/a{i}/{}", &g[..150])).collect();
+    let b: Vec<String> = (0..32)
+        .map(|i| format!("docs/b{i}/{}", &g[..150]))
+        .collect();
+    assert!(overlaps(&a, &b).is_empty());
+}

@@ -62,7 +62,7 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "todo_claim",
         &["todo", "claim"],
-        "Take the best ready todo (or id) with a lease and a fence; paths reserves file globs with it (like src/store/**). Nothing ready: exit 3 `nothing_ready`; held by another, or paths overlapping another agent's reservation: exit 4 `lease_conflict`, the holder named.",
+        "Take the best ready todo (or id) with a lease and a fence; `paths` reserves file globs with it (like src/store/**); `worktree`: also a git worktree of its own on branch loopx/ID (its absolute path answered as `worktree`). Nothing ready: exit 3 `nothing_ready`; held by another, or paths overlapping another agent's reservation: exit 4 `lease_conflict`, the holder named.",
         false,
     ),
     spec(
@@ -242,7 +242,8 @@ pub fn schema(spec: &Spec) -> Map<String, Value> {
             .iter()
             .map(|v| v.get_name().to_string())
             .collect();
-        if !values.is_empty() {
+        // A flag's parser offers "true" and "false" as text; a boolean needs no enum.
+        if !values.is_empty() && !matches!(kind(&a), Kind::Flag) {
             one["enum"] = json!(values);
         }
         let mut p = if repeats(&a) {
@@ -379,6 +380,8 @@ mod tests {
         assert_eq!(s["properties"]["evidence"]["type"], "array");
         let c = schema(find("todo_claim").unwrap());
         assert_eq!(c["properties"]["id"]["type"], "string");
+        assert_eq!(c["properties"]["worktree"]["type"], "boolean");
+        assert!(c["properties"]["worktree"].get("enum").is_none(), "{c:?}");
         let g = schema(find("gate_open").unwrap());
         assert_eq!(g["required"], json!(["question"]));
         assert_eq!(

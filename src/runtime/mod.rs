@@ -8,4 +8,6 @@ pub mod monitor;
 pub mod process;
 pub mod proof;
 pub mod turn;
+pub mod turn_id;
 pub mod watch;
+pub mod worktree;

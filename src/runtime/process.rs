@@ -153,6 +153,8 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         .env_remove("LOOPX_OWNER_KEY")
         // Only a hook's own command keeps its commits from firing hooks (it sets this in `env`).
         .env_remove("LOOPX_EVENT")
+        // Only a `--worktree` turn names a worktree (it sets this in `env`): never an outer one's.
+        .env_remove("LOOPX_WORKTREE")
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .stdin(if spec.stdin.is_some() {

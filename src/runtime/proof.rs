@@ -23,6 +23,9 @@ pub fn run(
     now: Ts,
     timeout: Duration,
 ) -> Result<Evidence> {
+    // A todo worked in a worktree of its own is proven there, at that worktree's HEAD.
+    let work = crate::runtime::worktree::work_of(root, t);
+    let root = work.as_path();
     let before = git::head(root).ok().flatten();
     let spec = Spec {
         argv: vec!["sh".into(), "-c".into(), n.command.clone().into()],

@@ -13,6 +13,8 @@ use crate::kernel::{breaker, proof};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
 use crate::runtime::proof as run_proof;
+pub use crate::runtime::turn_id::{check_turn_id, fresh_turn_id, shell_join, took};
+use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 
 /// The default timeout of a turn's command.
@@ -50,6 +52,8 @@ pub struct TurnOptions {
     pub store_url: Option<String>,
     /// The gate whose approved action `argv` is: its one use is committed with the claim.
     pub approved: Option<Approved>,
+    /// Run in a git worktree of the todo's own, given as `LOOPX_WORKTREE` (`turn --worktree`).
+    pub worktree: bool,
 }
 
 /// A turn that runs a gate's approved action.
@@ -76,6 +80,7 @@ impl TurnOptions {
             echo: Echo::None,
             store_url: None,
             approved: None,
+            worktree: false,
         }
     }
 }
@@ -117,6 +122,10 @@ pub struct TurnReport {
     /// Why a successful command did not make the todo done: its check failed (the evidence) or
     /// could not run (the error).
     pub proof: Option<Result<Evidence>>,
+    /// The todo's worktree, when the turn ran in one.
+    pub worktree: Option<PathBuf>,
+    /// What went wrong without failing the turn (a worktree kept or not removed).
+    pub warnings: Vec<String>,
 }
 
 impl TurnReport {
@@ -169,18 +178,33 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         None => fresh_turn_id()?,
     };
     let now = Ts::now();
-    let (start, ttl, breaker) = store.mutate_claim(&opts.agent, now, |snap| {
+    if opts.worktree {
+        worktree::preflight(&opts.dir)?;
+    }
+    let (start, ttl, breaker, prior) = store.mutate_claim(&opts.agent, now, |snap| {
         let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (mut c, s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
+        let (mut c, mut s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
         if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
             use_approval(snap, opts, a, now, &turn, &mut c)?;
         }
-        Ok((c, (s, ttl, snap.config.breaker.turns() > 0)))
+        let prior = match &mut s {
+            Start::Claimed(t) => worktree::claimed(&opts.dir, snap, opts.worktree, &mut c, t)?,
+            _ => None,
+        };
+        Ok((c, (s, ttl, snap.config.breaker.turns() > 0, prior)))
     })?;
     let todo = match start {
         Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
         Start::Replayed => return Ok(TurnOutcome::Replayed(turn)),
         Start::Claimed(t) => *t,
+    };
+    let claimed = worktree::after_claim(&opts.dir, opts.worktree, prior.as_ref(), &todo, now);
+    let (tree, mut warnings) = match claimed {
+        Ok(x) => x,
+        Err(e) => {
+            release(store, &opts.agent, &todo.id)?;
+            return Err(e);
+        }
     };
     if process::signalled().is_some() {
         release(store, &opts.agent, &todo.id)?;
@@ -188,7 +212,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     }
     // The work tree as the turn begins, for the breaker (nothing ran since the claim).
     let base = breaker.then(|| git::base(&opts.dir)).flatten();
-    let fin = run_renewed(store, opts, &todo, ttl, &turn);
+    let fin = run_renewed(store, opts, &todo, (ttl, tree.as_deref()), &turn);
     let fin = match fin {
         Ok(f) => f,
         Err(e) => {
@@ -235,6 +259,9 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         progress,
     };
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
+    if matches!(ended, Ended::Done) {
+        warnings.extend(worktree::retire(&opts.dir, &todo.id));
+    }
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -246,6 +273,8 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         signalled,
         over_limit,
         proof: proof.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
+        worktree: tree,
+        warnings,
     })))
 }
 
@@ -373,7 +402,7 @@ fn run_renewed(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     todo: &Todo,
-    ttl: Dur,
+    (ttl, tree): (Dur, Option<&Path>),
     turn: &str,
 ) -> Result<Finished> {
     let env = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
@@ -390,6 +419,7 @@ fn run_renewed(
         env("LOOPX_TURN", turn),
     ];
     vars.extend(opts.store_url.as_deref().map(|u| env("LOOPX_STORE", u)));
+    vars.extend(tree.map(|p| (OsString::from("LOOPX_WORKTREE"), p.as_os_str().to_owned())));
     let spec = Spec {
         argv: opts.argv.clone(),
         env: vars,
@@ -527,72 +557,6 @@ fn evidence(agent: &str, todo: &Todo, turn: &str, argv: &[OsString], fin: &Finis
     e
 }
 
-/// Arguments joined as a shell would need them quoted (for people; argv is kept too).
-pub fn shell_join(args: &[String]) -> String {
-    crate::kernel::gate_action::quote(args)
-}
-
-/// Checks a turn id given by the caller: 1 to 200 characters, letters, digits and `-_.:`.
-pub fn check_turn_id(t: &str) -> Result<String> {
-    let ok = !t.is_empty()
-        && t.chars().count() <= bounds::NAME_MAX
-        && t.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
-    if !ok {
-        return Err(Error::usage(format!(
-            "`{}` is not a turn id: use 1 to {} letters, digits, `-`, `_`, `.` or `:`",
-            crate::text::escape(&cut(t, 80)),
-            bounds::NAME_MAX
-        ))
-        .hint("give it like `--turn run-42`, or leave it out for a fresh one"));
-    }
-    Ok(t.to_string())
-}
-
-/// A fresh turn id: `u-` and twelve random base32 characters.
-pub fn fresh_turn_id() -> Result<String> {
-    let mut r = [0u8; 12];
-    getrandom::fill(&mut r).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
-    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
-    let body: String = r
-        .iter()
-        .map(|b| ALPHABET[usize::from(b & 31)] as char)
-        .collect();
-    Ok(format!("u-{body}"))
-}
-
-/// A duration for people: `850ms`, `12.3s`.
-pub fn took(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
-
 fn to_std(d: Dur) -> Duration {
     Duration::from_millis(u64::try_from(d.0).unwrap_or(0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_join_quotes_what_a_shell_would_split() {
-        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(shell_join(&a(&["echo", "hi"])), "echo hi");
-        assert_eq!(shell_join(&a(&["sh", "-c", "a b"])), "sh -c 'a b'");
-        assert_eq!(shell_join(&a(&["it's", ""])), r"'it'\''s' ''");
-    }
-
-    #[test]
-    fn turn_ids_are_checked() {
-        assert!(check_turn_id("run-42:a.b_c").is_ok());
-        for bad in ["", "a b", "x\n", "ü", &"x".repeat(201)] {
-            assert_eq!(check_turn_id(bad).unwrap_err().code, Code::Usage, "{bad:?}");
-        }
-        let f = fresh_turn_id().unwrap();
-        assert!(check_turn_id(&f).is_ok() && f.len() == 14);
-    }
 }

@@ -111,6 +111,18 @@ pub fn check_locked(store: &FileStore, now: Ts) -> Result<Vec<Finding>> {
     Ok(check_unlocked(store, now))
 }
 
+/// The worktrees live leases name (`[lease] worktree`), read as doctor reads the files: under
+/// the shared lock, writing nothing (no recovery, no cache).
+pub fn live_worktrees(store: &FileStore, now: Ts) -> Result<Vec<String>> {
+    let _guard = store.lock(false)?;
+    let state = files::read_all(store, &mut Vec::new());
+    Ok(state
+        .todos
+        .iter()
+        .filter_map(|d| d.value.live_lease(now).and_then(|l| l.worktree.clone()))
+        .collect())
+}
+
 /// Every check, with the lock held by the caller.
 fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut out = Vec::new();
