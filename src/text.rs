@@ -9,7 +9,8 @@
 //!
 //! Escaped: C0 (`U+0000`-`U+001F`), DEL, C1 (`U+0080`-`U+009F`), the bidi controls
 //! (`U+061C`, `U+200E`, `U+200F`, `U+202A`-`U+202E`, `U+2066`-`U+2069`) and the line and
-//! paragraph separators `U+2028`, `U+2029`. A backslash is not escaped, so the shown form of a
+//! paragraph separators `U+2028`, `U+2029`, and the invisible ones: `U+00AD`, `U+180E`,
+//! `U+200B`-`U+200D`, `U+2060`-`U+2064`, `U+FEFF` and the tags `U+E0000`-`U+E007F`. A backslash is not escaped, so the shown form of a
 //! text that already holds `\x1b` as four characters is the same: it is for reading only.
 
 use std::borrow::Cow;
@@ -24,7 +25,15 @@ pub fn is_unsafe(c: char) -> bool {
         | '\u{200e}'
         | '\u{200f}'
         | '\u{2028}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}')
+        | '\u{2066}'..='\u{2069}'
+        // Invisible: soft hyphen, Mongolian vowel separator, zero-width space and joiners,
+        // word joiner and invisible operators, BOM, and the tag block ("ASCII smuggling").
+        | '\u{ad}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200d}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{feff}'
+        | '\u{e0000}'..='\u{e007f}')
 }
 
 /// `s` with every unsafe character escaped: `\n`, `\r`, `\t`, `\x1b`, `\u{202e}`.
@@ -115,6 +124,11 @@ mod tests {
         assert_eq!(
             escape("x\u{202e}y\u{2028}z\u{2069}"),
             "x\\u{202e}y\\u{2028}z\\u{2069}"
+        );
+        // Invisible characters: a zero-width joiner, a BOM and a tag letter.
+        assert_eq!(
+            escape("main\u{200d}\u{feff}\u{e0072} --force"),
+            "main\\u{200d}\\u{feff}\\u{e0072} --force"
         );
     }
 

@@ -348,3 +348,29 @@ fn a_seal_moved_aside_does_not_let_a_checked_todo_be_done_without_its_check() {
     std::fs::rename(&aside, &seal).unwrap();
     assert_ne!(p.show(&id)["status"], "done");
 }
+
+#[test]
+fn only_the_holder_proposes_the_check_of_a_leased_todo() {
+    let (p, id) = project("proven-grief");
+    checked(&p, &id, "true");
+    // agent-b cannot swap agent-a's approved check for one that blocks agent-a's done.
+    let r = p.run(&[
+        "--json", "--agent", "agent-b", "todo", "check", "propose", &id, "--", "false",
+    ]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    assert!(r.stdout.contains("only its holder"), "{}", r.stdout);
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn a_check_that_outlasts_the_lease_keeps_it() {
+    let (p, id) = project("proven-long");
+    p.ok_as("agent-a", &["todo", "claim", &id, "--ttl", "2s"]);
+    checked(&p, &id, "sleep 3");
+    // The check takes longer than the lease has left: the lease is renewed first, so no one
+    // else may claim the todo meanwhile and the passing check completes it.
+    let (code, v) = done(&p, &id, &["--check-timeout", "20s"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["todo"]["status"], "done", "{v}");
+}

@@ -104,8 +104,25 @@ pub fn prove(
         return Ok(None);
     };
     ops::check_lease(t, &ctx.agent, ctx.now, fence)?;
+    hold_for(store, &ctx.agent, t, timeout)?;
     let root = ctx.work_dir(store);
     run_proof::run(&root, t, &n, &ctx.agent, ctx.now, timeout).map(Some)
+}
+
+/// Renews the agent's lease on `t` when it would lapse before a check of `timeout` ends, so a
+/// passing check is never thrown away and no one claims the todo while it runs.
+fn hold_for(store: &dyn Store, agent: &str, t: &Todo, timeout: Duration) -> Result<()> {
+    let ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX / 2);
+    let need = crate::kernel::Dur(ms.saturating_add(30_000));
+    let now = crate::kernel::Ts::now();
+    let short = t
+        .live_lease(now)
+        .is_some_and(|l| l.holder == agent && l.expires_at < now.add(need));
+    if short {
+        store
+            .mutate(|snap| ops::claim(snap, agent, crate::kernel::Ts::now(), need, Some(&t.id)))?;
+    }
+    Ok(())
 }
 
 /// Runs `n`, the check `t`'s done needs, in the work tree, for at most `timeout`.
@@ -117,6 +134,7 @@ pub fn run_check(
     timeout: crate::kernel::Dur,
 ) -> Result<Evidence> {
     let timeout = Duration::from_millis(timeout.0.max(0) as u64);
+    hold_for(store, &ctx.agent, t, timeout)?;
     run_proof::run(&ctx.work_dir(store), t, n, &ctx.agent, ctx.now, timeout)
 }
 

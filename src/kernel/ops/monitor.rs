@@ -23,7 +23,22 @@ pub fn propose_check(
     command: &str,
     watcher: bool,
 ) -> Result<(Change, Todo)> {
-    proposed_for(snap, id, watcher).and_then(|t| propose(agent, now, t, command))
+    let t = proposed_for(snap, id, watcher)?;
+    // A done's check is its holder's to propose: another agent's would block the holder's done.
+    if let Some(l) = t.live_lease(now).filter(|l| l.holder != agent && !watcher) {
+        return Err(Error::new(
+            Code::LeaseConflict,
+            format!(
+                "{id} is leased by {}; only its holder proposes its check",
+                l.holder
+            ),
+        )
+        .hint(format!(
+            "ask {} to propose it, or claim other work",
+            l.holder
+        )));
+    }
+    propose(agent, now, t, command)
 }
 
 /// `id`, when it is recurring as a watcher's check needs (or not, as a done's check needs).
