@@ -94,7 +94,10 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
                 l.fence,
                 left(now, l.expires_at),
                 esc(&t.title),
-                reserves(l, now, " [reserves ", "]")
+                match reserves(l, now, "") {
+                    r if r.is_empty() => r,
+                    r => format!(" [reserves {r}]"),
+                }
             ));
         }
     }
@@ -287,12 +290,10 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
                 left(now, l.expires_at),
                 safe(&t.title)
             ));
-            md.push_str(&reserves(
-                l,
-                now,
-                "  - reserves: `",
-                "`: change only these\n",
-            ));
+            let r = reserves(l, now, "`");
+            if !r.is_empty() {
+                md.push_str(&format!("  - reserves: {r}: change only these\n"));
+            }
             md.push_str(&context_md(t));
         }
     }
@@ -303,17 +304,16 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         .filter_map(|t| Some((t, t.live_lease(now)?)))
         .filter(|(_, l)| l.holder != ctx.agent && !l.paths.is_empty())
         .map(|(t, l)| {
-            format!(
-                "- {} ({}): `{}`\n",
-                esc(&l.holder),
-                esc(&t.id),
-                l.paths.join("` `")
-            )
+            let r = reserves(l, now, "`");
+            format!("- {} ({}): {r}\n", esc(&l.holder), esc(&t.id))
         })
         .collect();
     if !others.is_empty() {
         md.push_str("\n## Reserved by others (leave these files alone)\n\n");
-        others.iter().for_each(|l| md.push_str(l));
+        others.iter().take(10).for_each(|l| md.push_str(l));
+        if others.len() > 10 {
+            md.push_str(&format!("- and {} more\n", others.len() - 10));
+        }
     }
     md.push_str(&format!("\n## Ready ({})\n\n", ready.len()));
     for t in ready.iter().take(5) {
@@ -543,12 +543,20 @@ fn context_md(t: &crate::kernel::Todo) -> String {
     s
 }
 
-/// A live lease's reservation between `pre` and `post` (the globs space-separated); empty
-/// when it reserves nothing.
-fn reserves(l: &crate::kernel::Lease, now: Ts, pre: &str, post: &str) -> String {
+/// A live lease's reservation: at most three globs, each cut at 60 characters (a lease may
+/// hold 32 of 200), quoted with `q`, then how many more; empty when it reserves nothing.
+fn reserves(l: &crate::kernel::Lease, now: Ts, q: &str) -> String {
     if l.paths.is_empty() || !l.is_live(now) {
         return String::new();
     }
-    let sep = if pre.ends_with('`') { "` `" } else { " " };
-    format!("{pre}{}{post}", l.paths.join(sep))
+    let shown: Vec<String> = l
+        .paths
+        .iter()
+        .take(3)
+        .map(|g| format!("{q}{}{q}", should_run::cut(g, 60)))
+        .collect();
+    match l.paths.len().saturating_sub(3) {
+        0 => shown.join(" "),
+        n => format!("{} (+{n} more)", shown.join(" ")),
+    }
 }

@@ -162,7 +162,7 @@ pub fn record_failure(
         format!("{id} is not done: {}; it stays claimed", e.summary),
     )
     .hint(format!(
-        "fix the work and run `loopx todo update {id} --status done` again; the output is in `loopx evidence list {id}`"
+        "fix the work and run `loopx todo update {id} --status done` again; the output is in `loopx evidence list --todo {id}`"
     ))
     .details(json!({"evidence": e})))
 }

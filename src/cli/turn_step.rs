@@ -225,7 +225,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
             crate::kernel::Code::CheckFailed,
             format!("{todo} is not done: {}; the turn ended ({word})", c.summary),
         )
-        .hint(format!("the run is in `loopx evidence list {todo}`; fix the work, claim it again and end a turn with --done"))
+        .hint(format!("the run is in `loopx evidence list --todo {todo}`; fix the work, claim it again and end a turn with --done"))
         .details(json!({"evidence": c, "ended": word})));
     }
     let mut out = Out::new(

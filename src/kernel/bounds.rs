@@ -410,9 +410,12 @@ fn check_lease(l: &Lease) -> Checked {
 fn paths(key: &str, v: &[String]) -> Checked {
     match crate::kernel::reserve::normalise(key, v) {
         Ok(n) if n == v => Ok(()),
-        Ok(_) => Err(Violation::new(
+        Ok(n) => Err(Violation::new(
             key,
-            format!("`{key}` is not normalised (a repeat, `.` or a doubled `/`)"),
+            format!(
+                "`{key}` is not normalised (a repeat, `.`, a doubled or trailing `/`): write {}",
+                serde_json::to_string(&n).unwrap_or_default()
+            ),
         )),
         Err(e) => Err(Violation::new(key, e.message)),
     }

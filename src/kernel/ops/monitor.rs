@@ -108,7 +108,7 @@ pub fn approve_check(
             "--sha must be at least {} hex digits of the text's SHA-256, not `{e}`",
             monitor::SHA_PREFIX_MIN
         ))
-        .hint("copy it from `loopx monitor list`"));
+        .hint(format!("copy it from `loopx {}`", shown_in(t))));
     }
     if let Some(e) = expect
         && !sha.starts_with(&e.to_ascii_lowercase())
@@ -117,7 +117,10 @@ pub fn approve_check(
             Code::LeaseConflict,
             format!("{id}'s check is now sha256 {sha}, not {e}: its text changed"),
         )
-        .hint("read it again with `loopx monitor list`, then approve with its new --sha"));
+        .hint(format!(
+            "read it again with `loopx {}`, then approve with its new --sha",
+            shown_in(t)
+        )));
     }
     let mut c = Change::by_owner();
     c.event(
@@ -320,4 +323,12 @@ pub fn note_overdue(snap: &Snapshot, actor: &str, now: Ts) -> (Change, Vec<Strin
         c.writes.push(Write::Todo(t));
     }
     (c, ids)
+}
+
+/// The command that shows `t`'s check: a watcher's in `monitor list`, a done's in `todo show`.
+fn shown_in(t: &Todo) -> String {
+    match t.every {
+        Some(_) => "monitor list".into(),
+        None => format!("todo show {}", t.id),
+    }
 }
