@@ -286,3 +286,27 @@ fn status_and_state_md_show_whose_files_are_reserved() {
         "{md}"
     );
 }
+
+#[test]
+fn doctor_warns_of_two_agents_holding_overlapping_reservations() {
+    let p = Project::new("res-doctor");
+    let a = p.add("a", &[]);
+    let b = p.add("b", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--paths", "src/**"]);
+    p.ok_as("agent-b", &["todo", "claim", &b, "--paths", "docs"]);
+    assert_eq!(p.ok(&["doctor"])["findings"], serde_json::json!([]));
+    // A hand edit makes agent-b's reservation overlap agent-a's: no claim would have allowed it.
+    let path = p.lx(&format!("todos/{b}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("\"docs\"", "\"src/x.rs\"")).unwrap();
+    let d = p.ok(&["doctor"]);
+    let f = &d["findings"][0];
+    assert_eq!(f["severity"], "warning", "{d}");
+    assert_eq!(f["file"], format!(".loopx/todos/{b}.toml"), "{d}");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains(&a) && m.contains("agent-a") && m.contains("src/x.rs"),
+        "{m}"
+    );
+    assert!(f["line"].as_u64().is_some(), "{f}");
+}

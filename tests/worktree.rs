@@ -452,3 +452,27 @@ fn a_worktree_todo_is_proven_and_measured_in_its_worktree() {
     std::fs::write(at.join("built.txt"), "x").unwrap();
     p.ok_as("agent-a", &["todo", "update", &a, "--status", "done"]);
 }
+
+#[test]
+fn a_cancel_removes_a_clean_worktree_too() {
+    let p = repo("wt-cancel");
+    let a = p.add("dropped", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--worktree"]);
+    let at = tree(&p, &a);
+    assert!(at.is_dir());
+    let v = p.ok_as(
+        "agent-a",
+        &[
+            "todo",
+            "update",
+            &a,
+            "--status",
+            "cancelled",
+            "--reason",
+            "not needed",
+        ],
+    );
+    assert!(v.get("warnings").is_none(), "{v}");
+    assert!(!at.exists(), "the clean worktree is still there");
+    assert!(has_branch(&p, &format!("loopx/{a}")));
+}

@@ -495,7 +495,7 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
         s => format!("{} updated ({})", esc(&t.id), s.as_str()),
     };
     let mut warnings: Vec<String> = warned.into_inner().into_iter().collect();
-    if a.status == Some(Status::Done) {
+    if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
         warnings.extend(worktree::retire(&ctx.work_dir(store), &t.id));
     }
     Ok(Out::new("todo", to_json(&t), text)

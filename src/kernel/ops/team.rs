@@ -99,16 +99,18 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
 /// A lease whose reservation would overlap a live one of another agent once `to` holds it:
 /// exit 4, `lease_conflict`, as a claim of it would be.
 pub(super) fn clash(id: &str, to: &str, b: &crate::kernel::readiness::Blocker) -> Error {
-    let holder = match b {
-        crate::kernel::readiness::Blocker::Reserved { holder, .. } => holder.as_str(),
-        _ => "its holder",
+    let (holder, other) = match b {
+        crate::kernel::readiness::Blocker::Reserved { holder, todo, .. } => {
+            (holder.as_str(), todo.as_str())
+        }
+        _ => ("its holder", "its todo"),
     };
     Error::new(
         crate::kernel::error::Code::LeaseConflict,
         format!("{id} cannot go to {to}: {}", b.describe()),
     )
     .hint(format!(
-        "wait for {holder} to finish, or give {id} to {holder}"
+        "wait for {holder} to finish {other}, or narrow that reservation"
     ))
     .details(json!({ "reasons": [b] }))
 }

@@ -19,6 +19,41 @@ pub(super) fn check(s: &State, now: Ts, out: &mut Vec<Finding>) {
     durations(s, out);
     spends(s, now, out);
     overdue(s, now, out);
+    reservations(s, now, out);
+}
+
+/// Live leases of different agents whose reservations overlap (a warning: left by a hand edit
+/// or a repaired file, which no claim would have allowed). Each pair once, on the later lease.
+fn reservations(s: &State, now: Ts, out: &mut Vec<Finding>) {
+    let mut live: Vec<(&Doc<Todo>, &crate::kernel::Lease)> = s
+        .todos
+        .iter()
+        .filter_map(|t| Some((t, t.value.live_lease(now)?)))
+        .filter(|(_, l)| !l.paths.is_empty())
+        .collect();
+    live.sort_by_key(|(t, l)| (l.acquired_at, t.value.id.clone()));
+    for (i, (t, l)) in live.iter().enumerate() {
+        let clash = live[..i].iter().find_map(|(e, el)| {
+            let o = crate::kernel::reserve::overlaps(&l.paths, &el.paths);
+            (el.holder != l.holder && !o.is_empty()).then_some((e, el, o))
+        });
+        if let Some((e, el, o)) = clash {
+            let esc = crate::text::escape;
+            out.push(Finding::warning(
+                t.file(),
+                key_line(&t.path, Some(("[lease]", 0)), "paths"),
+                format!(
+                    "{}'s reservation ({}) overlaps {} of {}, held by {}: two agents may edit the same files; release one (`loopx todo release {}`)",
+                    esc(&t.value.id),
+                    esc(&o[0].0),
+                    esc(&o[0].1),
+                    esc(&e.value.id),
+                    esc(&el.holder),
+                    esc(&t.value.id)
+                ),
+            ));
+        }
+    }
 }
 
 /// Overdue monitors (a warning: the state is healthy, the work is late).
