@@ -310,3 +310,23 @@ fn doctor_warns_of_two_agents_holding_overlapping_reservations() {
     );
     assert!(f["line"].as_u64().is_some(), "{f}");
 }
+
+#[test]
+fn an_update_of_a_quarantined_todo_names_its_file() {
+    let p = Project::new("res-quarantine");
+    let a = p.add("a", &[]);
+    p.ok_as("agent-a", &["todo", "claim", &a, "--paths", "src"]);
+    let path = p.lx(&format!("todos/{a}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("\"src\"", "\"src/\"")).unwrap();
+    let e = p.fails_as(
+        "agent-a",
+        &["todo", "update", &a, "--evidence", "x"],
+        "invalid_state",
+    );
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!("todos/{a}.toml")) && !m.contains("archived"),
+        "{m}"
+    );
+}

@@ -440,6 +440,10 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
                 Some(p) => p.to_string(),
                 None => target(store, snap, agent, now, a.id.as_deref())?,
             };
+            // A todo whose file is quarantined says so (exit 6, file and fix), not "archived".
+            if let Some(q) = snap.quarantined.get(&id) {
+                return Err(q.to_error());
+            }
             let cur = snap.todos.get(&id).ok_or_else(|| {
                 Error::new(
                     crate::kernel::Code::NotFound,
