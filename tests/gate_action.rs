@@ -235,12 +235,32 @@ fn the_same_question_and_action_return_the_same_gate() {
     assert_ne!(a, c);
     let (d, _) = open_cmd(&p, "Deploy now?", "echo deploy");
     assert_ne!(a, d);
+    // The same ask blocking a todo is another ask.
+    let t = p.add("release", &[]);
+    let (_, v) = as_agent(
+        &p,
+        "agent-a",
+        &[
+            "gate",
+            "open",
+            "Deploy?",
+            "--blocks",
+            &t,
+            "--action-cmd",
+            "--",
+            "sh",
+            "-c",
+            "echo deploy",
+        ],
+    );
+    assert_ne!(v["gate"]["id"], a.as_str(), "{v}");
+    assert_eq!(v["gate"]["blocks"][0], t.as_str(), "{v}");
     let opens = p
         .journal()
         .into_iter()
         .filter(|e| e["action"] == "gate.open")
         .count();
-    assert_eq!(opens, 3);
+    assert_eq!(opens, 4);
     // Once used, the same ask opens a new gate.
     let sha = p.show_gate(&a);
     p.ok(&["gate", "approve", &a, "--sha", &sha]);

@@ -66,8 +66,10 @@ pub fn open(snap: &Snapshot, agent: &str, now: Ts, new: NewGate) -> Result<(Chan
         return Err(Error::usage("a gate that holds an action offers no options")
             .hint("the owner approves the action or rejects it; ask a question with options in a gate of its own"));
     }
+    // The same ask: the same question and action, blocking the same todos the same way.
     if let Some(a) = &new.action
         && let Some(g) = gate_action::same_open(snap.gates.values(), &question, a)
+            .filter(|g| g.blocks == new.blocks && g.global == new.global)
     {
         return Ok((Change::default(), g.clone()));
     }
