@@ -120,39 +120,8 @@ fn overlap_within(a: &str, b: &str, steps: &mut usize) -> bool {
         return false;
     }
     let (a, b) = (segments(a), segments(b));
-    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
-    seq_overlap(&a, &b, (0, 0), &mut memo, steps)
-}
-
-/// Whether the segment lists from `i` and `j` share a path (memoised on `(i, j)`).
-fn seq_overlap(
-    a: &[&str],
-    b: &[&str],
-    (i, j): (usize, usize),
-    memo: &mut [Option<bool>],
-    steps: &mut usize,
-) -> bool {
-    let k = i * (b.len() + 1) + j;
-    if let Some(v) = memo[k] {
-        return v;
-    }
-    if *steps == 0 {
-        return true;
-    }
-    *steps -= 1;
-    let v = match (a.get(i), b.get(j)) {
-        (None, None) => true,
-        (Some(&"**"), _) if seq_overlap(a, b, (i + 1, j), memo, steps) => true,
-        (Some(&"**"), Some(_)) => seq_overlap(a, b, (i, j + 1), memo, steps),
-        (_, Some(&"**")) if seq_overlap(a, b, (i, j + 1), memo, steps) => true,
-        (Some(_), Some(&"**")) => seq_overlap(a, b, (i + 1, j), memo, steps),
-        (Some(x), Some(y)) => {
-            seg_overlap(x, y, steps) && seq_overlap(a, b, (i + 1, j + 1), memo, steps)
-        }
-        _ => false,
-    };
-    memo[k] = Some(v);
-    v
+    let same = |x: &&str, y: &&str, steps: &mut usize| seg_overlap(x, y, steps);
+    Table::new(&a, &b, |s| *s == "**", same).run(steps)
 }
 
 /// Whether two segment patterns (`*`, `?`, literals) share a non-empty segment.
@@ -160,39 +129,60 @@ fn seg_overlap(a: &str, b: &str, steps: &mut usize) -> bool {
     if !a.contains(['*', '?']) && !b.contains(['*', '?']) {
         return a == b;
     }
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
-    chars_overlap(a, b, (0, 0), &mut memo, steps)
+    let same = |x: &u8, y: &u8, _: &mut usize| x == y || *x == b'?' || *y == b'?';
+    Table::new(a.as_bytes(), b.as_bytes(), |c| *c == b'*', same).run(steps)
 }
 
-fn chars_overlap(
-    a: &[u8],
-    b: &[u8],
-    (i, j): (usize, usize),
-    memo: &mut [Option<bool>],
-    steps: &mut usize,
-) -> bool {
-    let k = i * (b.len() + 1) + j;
-    if let Some(v) = memo[k] {
-        return v;
-    }
-    if *steps == 0 {
-        return true;
-    }
-    *steps -= 1;
-    let v = match (a.get(i), b.get(j)) {
-        (None, None) => true,
-        (Some(b'*'), _) if chars_overlap(a, b, (i + 1, j), memo, steps) => true,
-        (Some(b'*'), Some(_)) => chars_overlap(a, b, (i, j + 1), memo, steps),
-        (_, Some(b'*')) if chars_overlap(a, b, (i, j + 1), memo, steps) => true,
-        (Some(_), Some(b'*')) => chars_overlap(a, b, (i + 1, j), memo, steps),
-        (Some(x), Some(y)) => {
-            (x == y || *x == b'?' || *y == b'?') && chars_overlap(a, b, (i + 1, j + 1), memo, steps)
+/// Whether two sequences with a "star" element (matching any run, `**` among segments, `*`
+/// among characters) can match one same sequence: a table memoised on `(i, j)`, one step a
+/// cell, true once the steps run out.
+struct Table<'a, T, S, M> {
+    a: &'a [T],
+    b: &'a [T],
+    star: S,
+    same: M,
+    memo: Vec<Option<bool>>,
+}
+
+impl<'a, T, S: Fn(&T) -> bool, M: Fn(&T, &T, &mut usize) -> bool> Table<'a, T, S, M> {
+    fn new(a: &'a [T], b: &'a [T], star: S, same: M) -> Self {
+        let memo = vec![None; (a.len() + 1) * (b.len() + 1)];
+        Table {
+            a,
+            b,
+            star,
+            same,
+            memo,
         }
-        _ => false,
-    };
-    memo[k] = Some(v);
-    v
+    }
+
+    fn run(mut self, steps: &mut usize) -> bool {
+        self.at(0, 0, steps)
+    }
+
+    fn at(&mut self, i: usize, j: usize, steps: &mut usize) -> bool {
+        let k = i * (self.b.len() + 1) + j;
+        if let Some(v) = self.memo[k] {
+            return v;
+        }
+        if *steps == 0 {
+            return true;
+        }
+        *steps -= 1;
+        let (x, y) = (self.a.get(i), self.b.get(j));
+        let (sx, sy) = (x.is_some_and(&self.star), y.is_some_and(&self.star));
+        let v = match (x, y) {
+            (None, None) => true,
+            _ if sx && self.at(i + 1, j, steps) => true,
+            (Some(_), Some(_)) if sx => self.at(i, j + 1, steps),
+            _ if sy && self.at(i, j + 1, steps) => true,
+            (Some(_), Some(_)) if sy => self.at(i + 1, j, steps),
+            (Some(x), Some(y)) => (self.same)(x, y, steps) && self.at(i + 1, j + 1, steps),
+            _ => false,
+        };
+        self.memo[k] = Some(v);
+        v
+    }
 }
 
 /// The pairs `(mine, theirs)` of two reservations that may overlap; once [`STEPS_MAX`] steps
