@@ -508,10 +508,14 @@ fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
 }
 
 /// Where the todo `update` names (or the agent's) is worked: its lease's worktree, if any,
-/// else the project's work tree. Only a project with worktrees pays the load.
+/// else the project's work tree. Only a project with a worktree now pays the load.
 fn work_dir(ctx: &Ctx, store: &dyn Store, agent: &str, id: Option<&str>) -> std::path::PathBuf {
     let root = ctx.work_dir(store);
-    if std::fs::symlink_metadata(root.join(worktree::DIR)).is_err() {
+    // `.loopx/worktrees/` stays once made (its `.gitignore`): look for a worktree in it.
+    let any = std::fs::read_dir(root.join(worktree::DIR))
+        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
+        .unwrap_or(false);
+    if !any {
         return root;
     }
     let Ok(snap) = store.load() else {
