@@ -222,7 +222,7 @@ fn the_cache_never_hides_a_hand_edit() {
         assert!(loopx(&dir, "a", &["status"]).status.success());
     }
     assert!(
-        dir.join(".loopx/cache/todos.json").is_file(),
+        dir.join(".loopx/cache/todos.bin").is_file(),
         "the cache was written"
     );
     let id = &ids[7];

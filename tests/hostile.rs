@@ -1,6 +1,6 @@
 //! Hostile files at state paths: a FIFO, and a symlink out of the project, at each of
 //! `todos/ID.toml`, `gates/ID.toml`, `quota.toml`, `owner.pub`, `owner.proofs`,
-//! `cache/todos.json`, `cache/archive.json`, `journal.jsonl`, `evidence/ID.jsonl` and `lock`.
+//! `cache/todos.bin`, `cache/todos.names`, `cache/archive.json`, `journal.jsonl`, `evidence/ID.jsonl` and `lock`.
 //! status, should-run, claim, update, doctor and doctor --fix each finish within seconds (a
 //! hung child is killed and the case fails), never panic, give the contract's exit code (6 for
 //! a bad config, quota, journal, owner key or lock; a bad todo is quarantined and the rest goes
@@ -75,7 +75,8 @@ fn template() -> Template {
     // A cache of the todos, as a load writes it once they have settled.
     std::thread::sleep(Duration::from_millis(30));
     std::fs::create_dir_all(root.join(".loopx/cache")).unwrap();
-    std::fs::write(root.join(".loopx/cache/todos.json"), b"{}").unwrap();
+    std::fs::write(root.join(".loopx/cache/todos.bin"), b"{}").unwrap();
+    std::fs::write(root.join(".loopx/cache/todos.names"), b"{}").unwrap();
     std::fs::write(root.join(".loopx/cache/archive.json"), b"[]").unwrap();
     Template {
         tmp,
@@ -134,7 +135,7 @@ fn expected(path: &str, command: &str) -> &'static [i32] {
         ("evidence", "doctor" | "doctor --fix") => &[6],
         ("evidence", _) => &[0],
         // Only a cache, or a proof file that is checked and otherwise rebuilt.
-        ("cache" | "archive-cache" | "owner.proofs", _) => &[0],
+        ("cache" | "names-cache" | "archive-cache" | "owner.proofs", _) => &[0],
         _ => unreachable!("{path} {command}"),
     }
 }
@@ -146,7 +147,8 @@ fn rel_of(path: &str, t: &Template) -> String {
         "quota" => "quota.toml".into(),
         "journal" => "journal.jsonl".into(),
         "evidence" => format!("evidence/{}.jsonl", t.held),
-        "cache" => "cache/todos.json".into(),
+        "cache" => "cache/todos.bin".into(),
+        "names-cache" => "cache/todos.names".into(),
         "archive-cache" => "cache/archive.json".into(),
         other => other.into(),
     }
@@ -249,6 +251,7 @@ const PATHS: &[&str] = &[
     "owner.pub",
     "owner.proofs",
     "cache",
+    "names-cache",
     "archive-cache",
     "journal",
     "evidence",
@@ -303,7 +306,7 @@ fn fifos_and_symlinks_at_state_paths_neither_hang_nor_leak() {
     );
 }
 
-/// The cache used to be rewritten through a predictable temp name (`.todos.json.tmp-PID`) with
+/// The cache used to be rewritten through a predictable temp name (`.todos.bin.tmp-PID`) with
 /// `fs::write`, which follows a link: a link planted there for the next PIDs made `status`
 /// overwrite any file the user can write (the owner's key, say).
 #[test]
@@ -328,7 +331,7 @@ fn a_link_planted_at_the_cache_temp_name_is_not_written_through() {
     std::thread::sleep(Duration::from_millis(40));
     let cache = root.join(".loopx/cache");
     std::fs::create_dir_all(&cache).unwrap();
-    let _ = std::fs::remove_file(cache.join("todos.json"));
+    let _ = std::fs::remove_file(cache.join("todos.bin"));
     let secret = t.0.join("secret");
     std::fs::write(&secret, b"the owner's secret").unwrap();
     let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
@@ -336,7 +339,7 @@ fn a_link_planted_at_the_cache_temp_name_is_not_written_through() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(std::process::id());
     for pid in last..last + 400 {
-        let _ = std::os::unix::fs::symlink(&secret, cache.join(format!(".todos.json.tmp-{pid}")));
+        let _ = std::os::unix::fs::symlink(&secret, cache.join(format!(".todos.bin.tmp-{pid}")));
     }
     for _ in 0..3 {
         let r = run_limited(cmd(&root, &key, &["status", "--json"]), LIMIT);
@@ -347,7 +350,7 @@ fn a_link_planted_at_the_cache_temp_name_is_not_written_through() {
         b"the owner's secret",
         "status wrote the cache through a planted link"
     );
-    let written = std::fs::symlink_metadata(cache.join("todos.json"));
+    let written = std::fs::symlink_metadata(cache.join("todos.bin"));
     assert!(
         written.is_ok_and(|m| m.file_type().is_file()),
         "the cache was not rewritten, so the test proved nothing"

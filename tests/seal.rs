@@ -31,15 +31,17 @@ fn rewrite_journal(p: &Project, drop: impl Fn(&Value) -> bool) {
     std::fs::write(&path, out).expect("write journal");
 }
 
-/// Lets the todo files settle and loads twice, so the cache is written; its path and text.
-fn warm_cache(p: &Project) -> (std::path::PathBuf, String) {
+/// Lets the todo files settle and loads twice, so the cache is written; then rewrites its rows
+/// through `f` (a forgery), as one who can write `.loopx/cache/` could.
+fn forge_cache(p: &Project, f: impl FnMut(&mut loopx::kernel::Todo)) {
     std::thread::sleep(std::time::Duration::from_millis(60));
     for _ in 0..2 {
         p.no_key(&["status"]);
     }
-    let cache = p.lx("cache/todos.json");
-    let text = std::fs::read_to_string(&cache).expect("the cache was written");
-    (cache, text)
+    assert!(
+        loopx::store::cache::forge_rows(&p.lx("cache/todos.bin"), f),
+        "the cache was written"
+    );
 }
 
 /// Replaces `from` with `to` in a state file.
@@ -164,9 +166,14 @@ fn a_user_todo_stays_the_owners_in_its_file_and_in_the_cache() {
     for i in 0..8 {
         p.add(&format!("more {i}"), &[]);
     }
-    let (cache, text) = warm_cache(&p);
-    assert!(text.contains("\"user\""), "{text}");
-    std::fs::write(&cache, text.replace("\"user\"", "\"agent\"")).expect("forge");
+    let mut forged = 0;
+    forge_cache(&p, |t| {
+        if t.role == loopx::kernel::Role::User {
+            t.role = loopx::kernel::Role::Agent;
+            forged += 1;
+        }
+    });
+    assert_eq!(forged, 1, "the user todo was cached");
     let (code, v) = p.no_key(&["--agent", "a1", "todo", "claim", &u]);
     assert_eq!(code, 3, "{v}");
 }
@@ -449,9 +456,14 @@ fn a_forged_cache_row_is_named_by_doctor_and_fixed() {
     for i in 0..12 {
         p.add(&format!("more {i}"), &[]);
     }
-    let (cache, text) = warm_cache(&p);
-    assert!(text.contains("\"P3\""), "{text}");
-    std::fs::write(&cache, text.replace("\"P3\"", "\"P0\"")).expect("forge");
+    let mut forged = 0;
+    forge_cache(&p, |t| {
+        if t.priority == loopx::kernel::Priority::P3 {
+            t.priority = loopx::kernel::Priority::P0;
+            forged += 1;
+        }
+    });
+    assert_eq!(forged, 1, "the P3 todo was cached");
     let (code, v) = p.no_key(&["doctor"]);
     assert_eq!(code, 6, "{v}");
     assert!(v["findings"].to_string().contains(&t), "{v}");

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority;
 use crate::kernel::id;
 use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo};
-use crate::store::cache::{Cache, Key, Refresh};
+use crate::store::cache::listing::{self, Stat};
+use crate::store::cache::{Cache, Refresh};
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, Named, shown};
 
@@ -22,6 +23,11 @@ pub(crate) fn gate_proven_by(
         || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
         || authority::gate_proven(g, key)
 }
+
+/// The todo cache's rows, in `.loopx/`.
+pub(crate) const ROWS: &str = "cache/todos.bin";
+/// The kept listing of `todos/`, in `.loopx/`.
+pub(crate) const NAMES: &str = "cache/todos.names";
 
 /// Todos read from `todos/`: the good ones, the quarantined ones, and a cache refresh to do.
 type Todos = (
@@ -82,46 +88,56 @@ impl FileStore {
 
     /// Reads the working set, from the cache where a file is unchanged.
     pub(super) fn read_todos(&self, mut cache: Cache) -> Result<Todos> {
-        let files = self.state_files("todos")?;
-        let mut quarantined = BTreeMap::new();
+        let dir = self.dir().join("todos");
         let now_ns = crate::store::cache::now_ns();
+        let listing = listing::list(&dir, &self.path(NAMES), now_ns)
+            .map_err(|e| Error::io(&dir, &e))?
+            .unwrap_or_default();
+        let mut quarantined = BTreeMap::new();
         let mut settled_misses = 0;
-        let mut out = BTreeMap::new();
-        let mut keys = Vec::new();
-        for (stem, entry) in files {
-            let stem = stem.as_str();
-            let path = entry.path();
-            let meta = match entry.metadata() {
-                Ok(m) => m,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, &e)),
+        let mut out = Vec::with_capacity(listing.names.len());
+        let mut keys = Vec::with_capacity(listing.names.len());
+        for (stem, stat) in listing.names.into_iter().zip(listing.stats) {
+            let (key, cached) = match stat {
+                Stat::Gone => continue,
+                Stat::File(k) => (k, cache.take(&stem, k)),
+                Stat::Other(k) => (k, None),
             };
-            let key = Key::of(&meta);
-            let cached = meta
-                .file_type()
-                .is_file()
-                .then(|| cache.take(stem, key))
-                .flatten();
             let todo = match cached {
                 Some(t) => t,
                 None => {
                     settled_misses += usize::from(key.is_settled(now_ns));
-                    match self.read_state::<Todo>(&path, stem, &meta) {
+                    match self.read_missed(&dir, &stem) {
                         Ok(Some(t)) => t,
                         Ok(None) => continue,
                         Err(p) => {
-                            quarantined.insert(stem.to_string(), p);
+                            quarantined.insert(stem, p);
                             continue;
                         }
                     }
                 }
             };
-            keys.push((stem.to_string(), key));
-            out.insert(stem.to_string(), todo);
+            keys.push(key);
+            out.push((stem, todo));
         }
-        let refresh =
-            Cache::worth_rewrite(settled_misses, out.len()).then_some(Refresh { keys, now_ns });
-        Ok((out, quarantined, refresh))
+        let rows = Cache::worth_rewrite(settled_misses, out.len())
+            .then(|| out.iter().map(|(s, _)| s.clone()).zip(keys).collect());
+        let refresh = (rows.is_some() || listing.keep.is_some()).then_some(Refresh {
+            keys: rows,
+            names: listing.keep,
+            now_ns,
+        });
+        Ok((out.into_iter().collect(), quarantined, refresh))
+    }
+
+    /// Reads a todo file the cache did not have; `Ok(None)` when it is gone.
+    fn read_missed(&self, dir: &Path, stem: &str) -> std::result::Result<Option<Todo>, Problem> {
+        let path = dir.join(format!("{stem}.toml"));
+        match fs::symlink_metadata(&path) {
+            Ok(meta) => self.read_state::<Todo>(&path, stem, &meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Problem::of(&Error::io(&path, &e), &shown(&path))),
+        }
     }
 
     /// Reads one state file of a directory listing; a file that cannot be read is a `Problem`
@@ -145,18 +161,21 @@ impl FileStore {
     /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
     /// the file version it was read from, and is used only while the file still has that key.
     pub(super) fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
-        if let Some(r) = refresh {
-            let list: Vec<_> = r
-                .keys
+        let Some(r) = refresh else { return };
+        if let Some(keys) = &r.keys {
+            let list: Vec<_> = keys
                 .iter()
-                .filter_map(|(s, k)| snap.todos.get(s).map(|t| (*k, t)))
+                .filter_map(|(s, k)| snap.todos.get(s).map(|t| (s.as_str(), *k, t)))
                 .collect();
             Cache::write(&self.cache_path(), &list, r.now_ns);
+        }
+        if let Some(names) = &r.names {
+            names.write(&self.path(NAMES));
         }
     }
 
     pub(super) fn cache_path(&self) -> PathBuf {
-        self.path("cache/todos.json")
+        self.path(ROWS)
     }
 
     /// Loads the snapshot without taking the lock (the caller holds it).

@@ -5,13 +5,14 @@ use std::os::unix::fs::MetadataExt as _;
 
 use super::Finding;
 use crate::kernel::Todo;
-use crate::store::cache::{Cache, Key};
+use crate::store::cache::{Cache, Key, listing};
 use crate::store::fs::FileStore;
 use crate::store::parse;
 
-/// Every row checked against its file.
+/// Every row checked against its file, and the kept listing against the directory.
 pub(super) fn check(store: &FileStore, out: &mut Vec<Finding>) {
-    let cache = Cache::read(&store.path("cache/todos.json"));
+    check_listing(store, out);
+    let cache = Cache::read(&store.path(crate::store::load::ROWS));
     for (stem, key, row) in cache.rows() {
         let path = store.dir().join("todos").join(format!("{stem}.toml"));
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -23,7 +24,7 @@ pub(super) fn check(store: &FileStore, out: &mut Vec<Finding>) {
         let file = parse::read_named::<Todo>(&path, stem).ok().flatten();
         if file.as_ref() != Some(&row) {
             let mut f = Finding::error(
-                ".loopx/cache/todos.json",
+                ".loopx/cache/todos.bin",
                 None,
                 format!(
                     "its row for {stem} does not say what todos/{stem}.toml says, yet would be used for it (edited by hand?); `loopx doctor --fix` deletes the cache"
@@ -33,4 +34,30 @@ pub(super) fn check(store: &FileStore, out: &mut Vec<Finding>) {
             out.push(f);
         }
     }
+}
+
+/// The kept listing of `todos/`, when it would be used, must name what the directory holds.
+fn check_listing(store: &FileStore, out: &mut Vec<Finding>) {
+    let dir = store.dir().join("todos");
+    let kept = store.path(crate::store::load::NAMES);
+    let Ok(Some((names, real))) = listing::kept_but_wrong(&dir, &kept) else {
+        return;
+    };
+    let missing: Vec<&str> = real
+        .iter()
+        .filter(|n| !names.contains(n))
+        .map(String::as_str)
+        .collect();
+    let mut f = Finding::error(
+        ".loopx/cache/todos.names",
+        None,
+        format!(
+            "it does not list what todos/ holds ({} there, {} listed; not listed: {}), yet would be used for it; `loopx doctor --fix` deletes the cache",
+            real.len(),
+            names.len(),
+            missing.join(", ")
+        ),
+    );
+    f.fixable = true;
+    out.push(f);
 }

@@ -30,11 +30,18 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
     }
     remove_temps(store.dir(), &mut did);
     // The cache is never needed: deleting it fixes a row that disagrees with its file.
-    let cache = store.path("cache/todos.json");
+    let cache = store.path(crate::store::load::ROWS);
     let mut rows = Vec::new();
     super::cache::check(store, &mut rows);
-    if !rows.is_empty() && std::fs::remove_file(&cache).is_ok() {
-        did.push("deleted cache/todos.json (it is rebuilt by the next load)".into());
+    if !rows.is_empty() {
+        let names = store.path(crate::store::load::NAMES);
+        let a = std::fs::remove_file(&cache).is_ok();
+        let b = std::fs::remove_file(&names).is_ok();
+        if a || b {
+            did.push(
+                "deleted cache/todos.bin and cache/todos.names (rebuilt by the next load)".into(),
+            );
+        }
     }
     cut_torn_tails(store, &mut did)?;
     remove_archived_copies(store, &mut did);

@@ -1,0 +1,193 @@
+//! The cache's rows and the kept listing: round trips, and forged bytes read as a miss.
+
+use super::*;
+use crate::kernel::{Check, Dur, Extra, Lease, Priority, Role, Status, Ts};
+
+fn todo() -> Todo {
+    Todo {
+        schema_version: 1,
+        id: "t-abcdef".into(),
+        title: "a title, with \"quotes\"".into(),
+        role: Role::User,
+        priority: Priority::P1,
+        status: Status::Blocked,
+        depends_on: vec!["t-zzzzzz".into()],
+        every: Some(Dur::from_hours(2)),
+        next_due_at: Some(Ts(1_800_000_000_123)),
+        created_by: "agent-a".into(),
+        created_at: Ts(1_700_000_000_001),
+        updated_at: Ts(1_700_000_000_002),
+        reason: Some("waiting".into()),
+        status_by: Some("agent-a".into()),
+        fence: 7,
+        overdue_noted: Some(Ts(1_800_000_000_124)),
+        requires: vec!["code.rust".into()],
+        reviews: Some("t-zzzzzz".into()),
+        exclude_agents: vec!["agent-c".into()],
+        check: Some(Box::new(Check {
+            command: "gh pr view 12 --json state".into(),
+            proposed_by: "agent-a".into(),
+            proposed_at: Ts(1_700_000_000_005),
+            last_hash: Some("ab".repeat(32)),
+            last_run_at: Some(Ts(1_700_000_000_006)),
+            last_exit: Some(-3),
+            extra: Extra::new(),
+        })),
+        lease: Some(Lease {
+            holder: "agent-b".into(),
+            fence: 7,
+            acquired_at: Ts(1_700_000_000_003),
+            expires_at: Ts(1_700_000_000_004),
+            turn: None,
+            handoff_from: None,
+            base: None,
+            paths: vec!["src/store/**".into()],
+            worktree: None,
+            extra: Extra::new(),
+        }),
+        body: None,
+        links: Vec::new(),
+        stall: None,
+        paths: vec!["src/a;b,c".into(), "docs/*.md".into()],
+        extra: Extra::new(),
+    }
+}
+
+fn key(n: u64) -> Key {
+    Key {
+        ino: n,
+        size: 10,
+        ctime_ns: 1,
+        mtime_ns: 2,
+    }
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("loopx-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d.join("todos.bin")
+}
+
+#[test]
+fn a_row_keeps_every_field() {
+    let mut t = todo();
+    t.body = Some("why\nand how".into());
+    t.links = vec!["https://example.com/1".into()];
+    if let Some(l) = t.lease.as_mut() {
+        l.turn = Some("turn-1".into());
+        l.handoff_from = Some("agent-z".into());
+        l.worktree = Some("wt".into());
+    }
+    let path = tmp("every");
+    Cache::write(&path, &[("t-abcdef", key(1), &t)], i64::MAX);
+    let mut c = Cache::read(&path);
+    assert_eq!(c.take("t-abcdef", key(1)), Some(t));
+    assert_eq!(c.take("t-abcdef", key(1)), None, "taken once");
+}
+
+#[test]
+fn a_changed_key_or_an_unknown_name_is_a_miss() {
+    let t = todo();
+    let path = tmp("miss");
+    Cache::write(&path, &[("b", key(2), &t), ("a", key(1), &t)], i64::MAX);
+    let mut c = Cache::read(&path);
+    assert_eq!(c.take("0", key(1)), None);
+    assert_eq!(c.take("a", key(9)), None);
+    assert!(c.take("b", key(2)).is_some(), "rows are found out of order");
+    assert_eq!(c.rows().count(), 0);
+}
+
+#[test]
+fn unsettled_files_and_unknown_keys_are_not_cached() {
+    let mut odd = todo();
+    odd.extra.insert("mine".into(), toml::Value::Integer(1));
+    let mut lease = todo();
+    if let Some(l) = lease.lease.as_mut() {
+        l.extra.insert("mine".into(), toml::Value::Integer(1));
+    }
+    let mut check = todo();
+    if let Some(c) = check.check.as_mut() {
+        c.extra.insert("mine".into(), toml::Value::Integer(1));
+    }
+    for t in [&odd, &lease, &check] {
+        assert!(!codec::cacheable(t));
+    }
+    let path = tmp("unsettled");
+    let fresh = Key {
+        mtime_ns: 1_000,
+        ..key(1)
+    };
+    let t = todo();
+    Cache::write(&path, &[("a", fresh, &t), ("b", key(2), &odd)], 1_000);
+    assert_eq!(Cache::read(&path).rows().count(), 0);
+}
+
+#[test]
+fn any_forged_byte_is_a_miss_never_a_panic() {
+    let t = todo();
+    let path = tmp("forged");
+    Cache::write(&path, &[("a", key(1), &t), ("b", key(2), &t)], i64::MAX);
+    let good = std::fs::read(&path).unwrap();
+    assert_eq!(Cache::read(&path).rows().count(), 2);
+    let read = |b: &[u8]| {
+        std::fs::write(&path, b).unwrap();
+        let mut c = Cache::read(&path);
+        let n = c.rows().count();
+        (n, c.take("a", key(1)).is_some())
+    };
+    for cut in 0..good.len() {
+        assert_eq!(
+            read(&good[..cut]),
+            (0, false),
+            "a cache cut at {cut} was read"
+        );
+    }
+    for i in 0..good.len() {
+        for v in [0u8, 1, 0x7f, 0xff] {
+            let mut b = good.clone();
+            b[i] = v;
+            // Either refused or read into todos that pass the bounds: never a panic.
+            assert!(read(&b).0 <= 2);
+        }
+    }
+    let mut huge = good[..12].to_vec();
+    huge.extend_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(read(&huge), (0, false));
+}
+
+#[test]
+fn a_row_out_of_bounds_is_a_miss() {
+    let mut t = todo();
+    t.title = "x".repeat(1 << 20);
+    let path = tmp("bounds");
+    Cache::write(&path, &[("a", key(1), &t)], i64::MAX);
+    assert_eq!(Cache::read(&path).take("a", key(1)), None);
+}
+
+#[test]
+fn a_kept_listing_is_used_only_under_its_directory_key() {
+    let path = tmp("listing");
+    let dir = path.with_file_name("todos");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["b", "a", ".hidden", "c"] {
+        std::fs::write(dir.join(format!("{n}.toml")), "x").unwrap();
+    }
+    std::fs::write(dir.join("note.txt"), "x").unwrap();
+    let kept = path.with_file_name("todos.names");
+    let l = listing::list(&dir, &kept, i64::MAX).unwrap().unwrap();
+    assert_eq!(l.names, ["a", "b", "c"]);
+    l.keep.expect("a settled directory is kept").write(&kept);
+    let again = listing::list(&dir, &kept, i64::MAX).unwrap().unwrap();
+    assert!(again.keep.is_none(), "the kept listing was used");
+    assert_eq!(again.names, l.names);
+    std::fs::remove_file(dir.join("b.toml")).unwrap();
+    let after = listing::list(&dir, &kept, i64::MAX).unwrap().unwrap();
+    assert_eq!(after.names, ["a", "c"], "a removal changes the key");
+    let unsettled = listing::list(&dir, &kept, 0).unwrap().unwrap();
+    assert!(
+        unsettled.keep.is_none(),
+        "a directory changed just now is not kept"
+    );
+    assert!(matches!(unsettled.stats[0], listing::Stat::File(_)));
+}
