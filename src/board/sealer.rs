@@ -9,7 +9,7 @@ use crate::board::actions::Owner;
 use crate::board::app::{App, AppEvent};
 use crate::kernel::ops::{self, Change};
 use crate::kernel::seal::BOARD_SEAL_EVERY;
-use crate::kernel::{Code, Dur, Event, Result, Snapshot, Ts};
+use crate::kernel::{Dur, Event, Result, Snapshot, Ts};
 use crate::store::fs::Env;
 use crate::store::{FileStore, StoreExt};
 
@@ -108,7 +108,7 @@ impl Sealer {
                 false
             }
             // Another process holds the lock: try again on a later tick.
-            Err(e) if e.code == Code::Busy => false,
+            Err(e) if e.code.is_busy() => false,
             Err(e) => {
                 self.last = Some(now);
                 app.owner = Owner::detect(store.owner_pub());

@@ -39,6 +39,8 @@ pub enum Code {
     Denied,
     /// The lock was not had in time.
     Busy,
+    /// Another writer changed what a commit read; a fresh try may not meet it (shown as `busy`).
+    Conflict,
     /// The check that proves a todo done did not pass.
     CheckFailed,
     /// A gate's approved action ran already: it runs once.
@@ -65,10 +67,15 @@ impl Code {
             Code::InvalidState => "invalid_state",
             Code::SchemaTooNew => "schema_too_new",
             Code::Denied => "denied",
-            Code::Busy => "busy",
+            Code::Busy | Code::Conflict => "busy",
             Code::CheckFailed => "check_failed",
             Code::AlreadyUsed => "already_used",
         }
+    }
+
+    /// True for `Busy` and `Conflict`: the store could not do it now; later it may.
+    pub fn is_busy(self) -> bool {
+        matches!(self, Code::Busy | Code::Conflict)
     }
 
     /// The process exit code for this error.
@@ -86,7 +93,7 @@ impl Code {
             Code::NotInitialized | Code::NotFound | Code::AmbiguousId => 5,
             Code::InvalidState | Code::SchemaTooNew => 6,
             Code::Denied => 7,
-            Code::Busy => 8,
+            Code::Busy | Code::Conflict => 8,
             Code::CheckFailed => 9,
         }
     }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::kernel::should_run::{Answer, Decision};
-use crate::kernel::{Code, Dur, Result};
+use crate::kernel::{Dur, Result};
 use crate::runtime::process;
 use crate::runtime::turn::{TurnOptions, TurnOutcome, TurnReport, run_turn};
 use crate::store::Store;
@@ -83,7 +83,7 @@ pub fn heartbeat(
             }
             Ok(TurnOutcome::Interrupted(_) | TurnOutcome::Replayed(_)) => continue,
             // After a signal, a busy store is the end of the loop: the error names what is held.
-            Err(e) if e.code == Code::Busy && process::signalled().is_none() => {
+            Err(e) if e.code.is_busy() && process::signalled().is_none() => {
                 let wait = pause.unwrap_or(WAIT_DEFAULT);
                 on_beat(Beat::Error(&e, wait));
                 wait

@@ -85,7 +85,7 @@ pub fn serve(store: &PgStore, dir: &Path, from: Option<u64>, say: Say<'_>) -> Re
             }
             // Another `hook serve` at the start: this one is not wanted. Not the owner's login:
             // never.
-            Err(e) if e.code == Code::Denied || (first && e.code == Code::Busy) => return Err(e),
+            Err(e) if e.code == Code::Denied || (first && e.code.is_busy()) => return Err(e),
             Err(e) => e.message,
         };
         failed = failed.saturating_add(1);

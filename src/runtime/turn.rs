@@ -386,7 +386,7 @@ fn load_retrying(store: &(dyn Store + Sync), signals: usize) -> Result<crate::ke
     loop {
         match store.load() {
             Err(e)
-                if e.code == Code::Busy
+                if e.code.is_busy()
                     && std::time::Instant::now() < until
                     && process::signal_count() == signals =>
             {
@@ -495,7 +495,7 @@ fn record_end(
         });
         match r {
             Err(e)
-                if e.code == Code::Busy
+                if e.code.is_busy()
                     && std::time::Instant::now() < until
                     && process::signal_count() == signals =>
             {

@@ -156,14 +156,10 @@ pub trait Transaction {
 /// The most times a change is tried when its commit meets a conflict worth retrying.
 pub const COMMIT_TRIES: u32 = 16;
 
-/// True when a commit failed on a conflict that a fresh try may not meet (`"retry": true` in
-/// its details: a database's optimistic conflict). The file store never says so.
+/// True when a commit failed on a conflict that a fresh try may not meet (`Code::Conflict`: a
+/// database's optimistic conflict). The file store never says so.
 pub fn worth_retry(e: &crate::kernel::Error) -> bool {
-    e.details
-        .as_deref()
-        .and_then(|d| d.get("retry"))
-        .and_then(serde_json::Value::as_bool)
-        == Some(true)
+    e.code == crate::kernel::Code::Conflict
 }
 
 /// An unnamed claim's agent and time, for [`Transaction::reserve_claim`].
@@ -245,21 +241,35 @@ impl<S: Store + ?Sized> StoreExt for S {
         let mut tries = 0;
         loop {
             tries += 1;
-            let mut tx = self.begin()?;
-            if let Some((agent, now)) = claim {
-                tx.reserve_claim(agent, now)?;
-            }
-            let (change, out) = f(tx.snapshot())?;
-            match tx.commit(marked(change)) {
-                Ok(_) => return Ok(out),
+            match try_once(self, claim, &mut f) {
                 Err(e) if tries < COMMIT_TRIES && worth_retry(&e) => {
                     // A tiny backoff, longer each time, so racing writers spread out.
                     std::thread::sleep(std::time::Duration::from_micros(50 << tries.min(8)));
                 }
-                Err(e) => return Err(e),
+                // Past the tries, a conflict is what it is to the caller: busy.
+                Err(mut e) if worth_retry(&e) => {
+                    e.code = crate::kernel::Code::Busy;
+                    return Err(e);
+                }
+                r => return r,
             }
         }
     }
+}
+
+/// One try of `mutate_with`: a transaction, the claim's reservation, `f`, the commit.
+fn try_once<S: Store + ?Sized, T>(
+    store: &S,
+    claim: Claim<'_>,
+    f: &mut impl FnMut(&Snapshot) -> Result<(Change, T)>,
+) -> Result<T> {
+    let mut tx = store.begin()?;
+    if let Some((agent, now)) = claim {
+        tx.reserve_claim(agent, now)?;
+    }
+    let (change, out) = f(tx.snapshot())?;
+    tx.commit(marked(change))?;
+    Ok(out)
 }
 
 #[cfg(test)]

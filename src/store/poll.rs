@@ -55,7 +55,7 @@ fn cache_lock(store: &FileStore) -> Result<Option<crate::store::lock::Guard>> {
     }
     match crate::store::lock::acquire(&dir.join("monitor.lock"), true, Duration::ZERO) {
         Ok(g) => Ok(Some(g)),
-        Err(e) if e.code == Code::Busy => Ok(None),
+        Err(e) if e.code.is_busy() => Ok(None),
         Err(e) => Err(e),
     }
 }

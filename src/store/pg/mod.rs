@@ -150,7 +150,7 @@ fn cause(e: &postgres::Error) -> String {
 /// An optimistic conflict: another transaction changed what this one read; `mutate` retries.
 pub(crate) fn conflict(what: &str) -> Error {
     Error::new(
-        Code::Busy,
+        Code::Conflict,
         format!("another agent changed the project at the same time ({what})"),
     )
     .details(serde_json::json!({ "retry": true }))
