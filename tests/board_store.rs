@@ -30,11 +30,17 @@ fn shared_key() -> &'static Path {
         let home = TempDir::new("board-store-key");
         let key = home.path.join("owner.key");
         loopx::store::owner::create(&key).expect("create the owner key");
-        // SAFETY: set once, inside the OnceLock, before any test of this binary reads it.
-        unsafe { std::env::set_var("LOOPX_OWNER_KEY", &key) };
         (home, key)
     })
     .1
+}
+
+/// The project's store, with the owner key this process holds.
+fn keyed(p: &Project) -> FileStore {
+    FileStore::at(p.root()).with_env(loopx::store::fs::Env {
+        key: loopx::store::owner::KeyAt::at(shared_key()),
+        ..Default::default()
+    })
 }
 
 /// A project whose owner key is the one this process holds.
@@ -48,12 +54,11 @@ fn project_with_key(tag: &str) -> Project {
 
 /// A board on a project, loaded once.
 fn board(p: &Project, now: Ts) -> (Loader, App) {
-    shared_key();
-    let store = FileStore::at(p.root());
+    let store = keyed(p);
     let mut loader = Loader::new(store.clone());
     let mut app = App::new("test", Theme::dark(), false, now);
     app.size = (120, 40);
-    app.owner = Owner::detect(store.owner_pub());
+    app.owner = Owner::detect(&store);
     app.on_event(AppEvent::Loaded(loader.full(now)));
     (loader, app)
 }
@@ -183,7 +188,7 @@ fn a_reload_by_file_equals_a_full_load() {
     let p = project_with_key("reload");
     let now = Ts::now();
     let (mut loader, _app) = board(&p, now);
-    let store = FileStore::at(p.root());
+    let store = keyed(&p);
     let a = p.add("First", &[]);
     let steps: Vec<Vec<String>> = vec![
         vec!["todo", "add", "Second", "--depends-on", &a],
@@ -249,7 +254,7 @@ fn a_board_with_the_key_seals_new_lines_at_most_once_a_minute() {
     let t0 = Ts::now();
     let (mut loader, mut app) = board(&p, t0);
     assert!(app.owner.verified, "{}", app.owner.note);
-    let store = FileStore::at(p.root());
+    let store = keyed(&p);
     let mut sealer = Sealer::new(Dur(60_000));
     let tick = |s: &mut Sealer, app: &mut App, at: i64| {
         let now = Ts(t0.0 + at);
@@ -312,7 +317,7 @@ fn a_board_without_the_key_never_writes_the_seal() {
     let t0 = Ts::now();
     let (mut loader, mut app) = board(&p, t0);
     assert!(!app.owner.verified, "{}", app.owner.note);
-    let store = FileStore::at(p.root());
+    let store = keyed(&p);
     let sealed = seal_of(&p);
     assert!(!sealed.is_empty());
     let mut sealer = Sealer::new(Dur(1_000));

@@ -163,11 +163,12 @@ fn the_kernel_makes_any_reopen_of_a_reserved_status_the_owners() {
     }
 }
 
-/// Sets the owner key for the in-process store (the board's signing reads it from the environment).
-fn set_owner_key(path: &std::path::Path) {
-    // SAFETY: the one test of this binary that reads the key in-process; the others pass the key
-    // to child processes only, and std serialises its own environment access.
-    unsafe { std::env::set_var("LOOPX_OWNER_KEY", path) };
+/// The in-process store with the owner key at `path` (the face hands the key's place down).
+fn keyed(store: &FileStore, path: &std::path::Path) -> FileStore {
+    store.clone().with_env(loopx::store::fs::Env {
+        key: loopx::store::owner::KeyAt::at(path),
+        ..Default::default()
+    })
 }
 
 #[test]
@@ -180,7 +181,7 @@ fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
         priority: loopx::kernel::Priority::P2,
     };
     // Without the key: denied, nothing written.
-    set_owner_key(&p.home.path.join("no-such-key"));
+    let store = keyed(&store, &p.home.path.join("no-such-key"));
     let before = state_files(&p);
     let e = perform(&store, &Owner::unverified(), &add, Ts::now()).unwrap_err();
     assert_eq!(e.code.exit_code(), 7, "{e:?}");
@@ -190,8 +191,8 @@ fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
         "the board's add-todo without the key",
     );
     // With it: the todo.add line is the owner's and its signature verifies.
-    set_owner_key(&p.key);
-    let owner = Owner::detect(store.owner_pub());
+    let store = keyed(&store, &p.key);
+    let owner = Owner::detect(&store);
     assert!(owner.verified, "{owner:?}");
     perform(&store, &owner, &add, Ts::now()).expect("add");
     let text = std::fs::read_to_string(p.lx("journal.jsonl")).unwrap();

@@ -1,6 +1,5 @@
 //! Owner actions: the one place the board changes state, always through `Store::mutate` and the kernel.
 
-use crate::kernel::authority::OwnerPub;
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{GateStatus, GoalStatus, Priority, Result, Ts};
@@ -133,13 +132,13 @@ impl Owner {
         }
     }
 
-    /// Checks for the owner's key against the project's public key (`store.owner_pub()`, or
-    /// `Source::owner_pub`), as the store will when it signs a change.
-    pub fn detect(project_pub: Result<Option<OwnerPub>>) -> Owner {
-        let Ok(project) = project_pub else {
+    /// Checks for the owner's key against the project's public key, as the store will when it
+    /// signs a change.
+    pub fn detect(store: &dyn crate::store::Store) -> Owner {
+        let Ok(project) = store.owner_pub() else {
             return Owner::unverified_because("owner.pub unreadable");
         };
-        match crate::store::owner::signer_for(project.as_ref()) {
+        match crate::store::owner::signer_for(&store.env().key, project.as_ref()) {
             Ok(k) => Owner {
                 actor: ops::OWNER.into(),
                 verified: true,

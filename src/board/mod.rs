@@ -90,7 +90,7 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
         .map(str::to_string);
     let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
     let mut app = App::new(loader.source().name(), theme, opts.readonly, Ts::now());
-    app.owner = Owner::detect(loader.source().owner_pub());
+    app.owner = Owner::detect(loader.source().store());
     let mut pending = app.on_event(AppEvent::Loaded(first));
 
     let mut term = term::Term::enter()
@@ -259,7 +259,7 @@ fn perform(
         Effect::Perform(a) => {
             // The key may have been created since the board started.
             if !app.owner.verified {
-                app.owner = Owner::detect(loader.source().owner_pub());
+                app.owner = Owner::detect(loader.source().store());
             }
             let r =
                 actions::perform(loader.source().store(), &app.owner, &a, Ts::now()).map_err(|e| {

@@ -92,7 +92,7 @@ impl Sealer {
                 return false;
             }
             self.checked = Some(now);
-            let o = Owner::detect(store.owner_pub());
+            let o = Owner::detect(store);
             if !o.verified {
                 return false;
             }
@@ -111,7 +111,7 @@ impl Sealer {
             Err(e) if e.code.is_busy() => false,
             Err(e) => {
                 self.last = Some(now);
-                app.owner = Owner::detect(store.owner_pub());
+                app.owner = Owner::detect(store);
                 let msg = format!("the board could not seal the journal: {}", e.message);
                 if self.said.as_ref() == Some(&msg) {
                     return true;
@@ -130,6 +130,7 @@ pub fn seal_now(store: &FileStore, unsealed: u64, now: Ts) -> Result<bool> {
     let store = store.clone().with_env(Env {
         now,
         lock_wait: LOCK_WAIT,
+        ..store.env().clone()
     });
     store.mutate(|s| match sealed_seq(s) {
         Some(sealed) if sealed < unsealed => {

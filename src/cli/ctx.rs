@@ -23,6 +23,10 @@ pub struct Ctx {
     pub lock_wait: std::time::Duration,
     /// The database chosen (`--store`, `LOOPX_STORE` or `[store] url`); `None`: the files.
     pub store_url: Option<String>,
+    /// Where the owner's secret key is (`LOOPX_OWNER_KEY`, `XDG_CONFIG_HOME`, `HOME`, read once).
+    pub key: crate::store::owner::KeyAt,
+    /// The event whose hook runs this command (`LOOPX_EVENT`, read once).
+    pub by_hook: Option<std::sync::Arc<str>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -36,6 +40,8 @@ impl std::fmt::Debug for Ctx {
             .field("now", &self.now)
             .field("lock_wait", &self.lock_wait)
             .field("store_url", &self.store_url.as_ref().map(|_| "(hidden)"))
+            .field("key", &self.key)
+            .field("by_hook", &self.by_hook)
             .finish()
     }
 }
@@ -110,6 +116,10 @@ impl Ctx {
         crate::store::fs::Env {
             now: self.now,
             lock_wait: self.lock_wait,
+            key: self.key.clone(),
+            by_hook: self.by_hook.clone(),
+            // Every commit of this face (CLI, board, runtime) fires the owner's sealed hooks.
+            on_commit: Some(crate::runtime::hooks::fire),
         }
     }
 }

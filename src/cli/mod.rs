@@ -382,8 +382,6 @@ pub fn usage_error(e: &clap::Error) -> Error {
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let json = cli.json;
-    // Every commit of this process (CLI, board, runtime) fires the owner's sealed hooks.
-    crate::store::fs::on_commit(crate::runtime::hooks::fire);
     let result = (|| {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
         check_agent_len(&agent)?;
@@ -403,6 +401,13 @@ pub fn run(cli: Cli) -> i32 {
             now,
             lock_wait,
             store_url: None,
+            key: crate::store::owner::KeyAt::resolve(
+                std::env::var_os("LOOPX_OWNER_KEY"),
+                std::env::var_os("XDG_CONFIG_HOME"),
+                std::env::var_os("HOME"),
+            ),
+            by_hook: std::env::var_os(crate::runtime::hooks::EVENT_VAR)
+                .map(|v| v.to_string_lossy().into()),
         };
         ctx.store_url = ctx.choose_store(cli.store.as_deref())?;
         dispatch(&ctx, cli.cmd)

@@ -33,7 +33,7 @@ pub enum OwnerCmd {
 /// Runs `owner ...`.
 pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
     let home = Home::open(ctx)?;
-    let secret_path = owner::secret_path()?;
+    let secret_path = owner::secret_path(&ctx.key)?;
     let project_pub = home.owner_pub()?;
     match c {
         OwnerCmd::Init { force } => {
@@ -51,7 +51,7 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
                     "see it with `loopx owner show`; replace it with `loopx owner init --force`",
                 ));
             }
-            let (key, created) = match owner::load()? {
+            let (key, created) = match owner::load(&ctx.key)? {
                 Some(k) => (k, false),
                 None => (owner::create(&secret_path)?, true),
             };
@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
             ))
         }
         OwnerCmd::Show => {
-            let key = owner::load().ok().flatten();
+            let key = owner::load(&ctx.key).ok().flatten();
             let key_fp = key.as_ref().map(|k| k.public().fingerprint());
             let pub_fp = project_pub.as_ref().map(|p| p.fingerprint());
             let matches = match (&key, &project_pub) {

@@ -33,7 +33,11 @@ pub struct Server {
 /// Serves MCP on stdin and stdout until the client goes; a call under way when it goes ends
 /// first (each is one transaction, so none is ever half-done).
 pub fn serve(ctx: &Ctx) -> Result<()> {
-    crate::store::owner::forbid();
+    // No owner change is signed in this process, whatever key the environment points at.
+    let ctx = &Ctx {
+        key: crate::store::owner::KeyAt::Forbidden,
+        ..ctx.clone()
+    };
     // Found now, so a session started outside a project (or on a store it cannot reach) says so at once.
     ctx.open()?.journal_end()?;
     let rt = tokio::runtime::Builder::new_current_thread()

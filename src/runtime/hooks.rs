@@ -48,7 +48,7 @@ pub struct Place<'a> {
 /// The commit observer: for each committed line that is an event with a sealed hook, starts a
 /// detached `loopx hook run EVENT` with the event's JSON on its stdin. Never fails the commit.
 pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
-    if std::env::var_os(EVENT_VAR).is_some() {
+    if store.env().by_hook.is_some() {
         return;
     }
     let place = Place {

@@ -40,7 +40,10 @@ impl FileStore {
             ));
         }
         let signer = if change.owner {
-            Some(owner::signer_for(self.owner_pub()?.as_ref())?)
+            Some(owner::signer_for(
+                &self.env().key,
+                self.owner_pub()?.as_ref(),
+            )?)
         } else {
             None
         };

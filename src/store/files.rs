@@ -12,6 +12,10 @@ use crate::store::logs::JournalCheck;
 use crate::store::{FileStore, Store, Transaction, atomic, evidence, journal, parse};
 
 impl Store for FileStore {
+    fn env(&self) -> &crate::store::fs::Env {
+        FileStore::env(self)
+    }
+
     fn load(&self) -> Result<Snapshot> {
         let cache = Cache::read(&self.cache_path());
         let (snap, refresh) = {

@@ -17,13 +17,21 @@ pub const DIR: &str = ".loopx";
 /// The marker of a goal being moved to `history/` (`start-goal --replace`).
 const RETIRING: &str = "retiring";
 
-/// Facts from outside the project that the face reads once and hands to the store.
-#[derive(Debug, Clone, Copy)]
+/// Facts from outside the project that the face reads once and hands to the store (the
+/// library reads no environment variable).
+#[derive(Debug, Clone)]
 pub struct Env {
     /// The time of the command, for the lines the store writes itself (repairs, owner init).
     pub now: Ts,
     /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`).
     pub lock_wait: std::time::Duration,
+    /// Where the owner's secret key is.
+    pub key: owner::KeyAt,
+    /// The event whose hook runs this command (`LOOPX_EVENT`): its changes say so, and fire no
+    /// hook, so a hook that causes its own event cannot loop.
+    pub by_hook: Option<std::sync::Arc<str>>,
+    /// What runs after a commit, with the lock released (the face's alerts); `None`: nothing.
+    pub on_commit: Option<OnCommit>,
 }
 
 impl Default for Env {
@@ -33,27 +41,21 @@ impl Default for Env {
             lock_wait: std::time::Duration::from_secs(
                 crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S,
             ),
+            key: owner::KeyAt::Unknown,
+            by_hook: None,
+            on_commit: None,
         }
     }
 }
 
-// -- the commit observer (alerts) --
 /// What runs after a transaction commits, with the lock released: the store, the snapshot the
-/// change was decided on, and the lines it committed. The binary sets it once (`cli::run` fires
-/// the owner's hooks), so every face that commits (the CLI, the board, the runtime) fires them.
+/// change was decided on, and the lines it committed (the CLI fires the owner's hooks).
 pub type OnCommit = fn(&FileStore, &Snapshot, &[Event]);
-
-static ON_COMMIT: std::sync::OnceLock<OnCommit> = std::sync::OnceLock::new();
-
-/// Sets the commit observer of this process (the first call wins; later calls do nothing).
-pub fn on_commit(f: OnCommit) {
-    let _ = ON_COMMIT.set(f);
-}
 
 impl FileStore {
     /// Tells the commit observer, if any, what a transaction committed.
     pub(crate) fn committed(&self, snap: &Snapshot, events: &[Event]) {
-        if let Some(f) = ON_COMMIT.get()
+        if let Some(f) = self.env.on_commit
             && !events.is_empty()
         {
             f(self, snap, events);
@@ -66,7 +68,7 @@ impl FileStore {
         let alerting = events
             .iter()
             .any(|e| crate::kernel::alert::event_of(e).is_some());
-        if ON_COMMIT.get().is_some()
+        if self.env.on_commit.is_some()
             && alerting
             && let Ok(snap) = self.load()
         {
@@ -74,7 +76,6 @@ impl FileStore {
         }
     }
 }
-// -- end the commit observer --
 
 /// A project's `.loopx/` on disk.
 #[derive(Debug, Clone)]
@@ -95,8 +96,8 @@ impl FileStore {
     }
 
     /// The clock and environment facts the face gave.
-    pub fn env(&self) -> Env {
-        self.env
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// The same store with the face's clock and environment.
@@ -226,7 +227,7 @@ impl FileStore {
         match (seal, self.owner_pub()?) {
             (Some(text), _) => ops.push(tx::Op::put("owner.seal", text.as_bytes().to_vec())),
             (None, Some(p)) => {
-                let k = owner::signer_for(Some(&p))?;
+                let k = owner::signer_for(&self.env.key, Some(&p))?;
                 ops.push(tx::Op::put(
                     "owner.seal",
                     new_goal_seal(&k, config).into_bytes(),
@@ -276,7 +277,7 @@ impl FileStore {
         id::check_not_path(&cfg.goal.id)?;
         let pubkey = self.owner_pub()?;
         let signer = match &pubkey {
-            Some(p) => Some(owner::signer_for(Some(p))?),
+            Some(p) => Some(owner::signer_for(&self.env.key, Some(p))?),
             None => None,
         };
         let dest = history.join(&cfg.goal.id);

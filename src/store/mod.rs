@@ -94,6 +94,9 @@ pub trait Store {
     /// The project's owner public key, if it has one.
     fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>>;
 
+    /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
+    fn env(&self) -> &fs::Env;
+
     // -- this machine --
     /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
     fn local_root(&self) -> Option<&Path>;
@@ -109,11 +112,11 @@ pub trait Store {
 /// How many of the journal's last lines the file store searches for one line by its `seq`.
 pub const JOURNAL_SCAN: usize = 10_000;
 
-/// A change made where a hook's command runs (`LOOPX_EVENT` set): its lines say so, and fire
-/// no hook on any store, so a hook that causes its own event cannot loop.
-fn marked(mut change: Change) -> Change {
-    if let Some(hook) = std::env::var_os(crate::kernel::alert::EVENT_VAR) {
-        crate::kernel::alert::mark_by_hook(&mut change.events, &hook.to_string_lossy());
+/// A change made where a hook's command runs (`Env::by_hook`): its lines say so, and fire no
+/// hook on any store, so a hook that causes its own event cannot loop.
+fn marked(mut change: Change, by_hook: Option<&str>) -> Change {
+    if let Some(hook) = by_hook {
+        crate::kernel::alert::mark_by_hook(&mut change.events, hook);
     }
     change
 }
@@ -268,7 +271,7 @@ fn try_once<S: Store + ?Sized, T>(
         tx.reserve_claim(agent, now)?;
     }
     let (change, out) = f(tx.snapshot())?;
-    tx.commit(marked(change))?;
+    tx.commit(marked(change, store.env().by_hook.as_deref()))?;
     Ok(out)
 }
 

@@ -143,19 +143,19 @@ mod tests {
         let cfg = Config::new("g-1", "Ship it", Ts::now());
         let goal = parse::encode(&cfg).unwrap();
         let files = project("files", &goal);
-        let c = choose(None, Some(&files), &files, env).unwrap();
+        let c = choose(None, Some(&files), &files, env.clone()).unwrap();
         assert!(matches!(&c, Choice::Files(s) if s.root() == files));
-        let c = choose(Some("postgres://h/db"), Some(&files), &files, env).unwrap();
+        let c = choose(Some("postgres://h/db"), Some(&files), &files, env.clone()).unwrap();
         assert_eq!(url_of(c).as_deref(), Some("postgres://h/db"));
         // A pointer file with only [store], found from a directory below the project.
         let ptr = project("ptr", "[store]\nurl = \"postgres://a@h/db\"\n");
         std::fs::create_dir_all(ptr.join("sub")).unwrap();
-        let c = choose(None, None, &ptr.join("sub"), env).unwrap();
+        let c = choose(None, None, &ptr.join("sub"), env.clone()).unwrap();
         assert_eq!(url_of(c).as_deref(), Some("postgres://a@h/db"));
         // No project and no flag: not initialized (exit 5), as before.
         let none = std::env::temp_dir().join(format!("loopx-open-none-{}", std::process::id()));
         std::fs::create_dir_all(&none).unwrap();
-        let e = choose(None, Some(&none), &none, env).unwrap_err();
+        let e = choose(None, Some(&none), &none, env.clone()).unwrap_err();
         assert_eq!(e.code, Code::NotInitialized);
         for d in [files, ptr, none] {
             std::fs::remove_dir_all(d).ok();
@@ -168,20 +168,20 @@ mod tests {
         let cwd = std::env::temp_dir();
         let long = format!("postgres://h/{}", "x".repeat(URL_MAX));
         for bad in ["", "  ", "postgres://h/db\n", &long] {
-            let e = choose(Some(bad), None, &cwd, env).unwrap_err();
+            let e = choose(Some(bad), None, &cwd, env.clone()).unwrap_err();
             assert_eq!(e.code, Code::Usage, "{bad:?}");
             assert!(!e.message.contains("postgres"), "{}", e.message);
         }
         let root = project("badptr", "[store]\nurl = \"postgres://secret@h\\u0007\"\n");
-        let e = choose(None, Some(&root), &root, env).unwrap_err();
+        let e = choose(None, Some(&root), &root, env.clone()).unwrap_err();
         assert_eq!(e.code, Code::InvalidState);
         assert!(!e.message.contains("secret"), "{}", e.message);
         std::fs::write(root.join(".loopx/loopx.toml"), "[store]\nurl = 3\n").unwrap();
-        let e = choose(None, Some(&root), &root, env).unwrap_err();
+        let e = choose(None, Some(&root), &root, env.clone()).unwrap_err();
         assert_eq!(e.code, Code::InvalidState);
         // Not TOML at all: the files are chosen, and their loading says what is wrong.
         std::fs::write(root.join(".loopx/loopx.toml"), "[goal\n").unwrap();
-        assert!(url_of(choose(None, Some(&root), &root, env).unwrap()).is_none());
+        assert!(url_of(choose(None, Some(&root), &root, env.clone()).unwrap()).is_none());
         std::fs::remove_dir_all(root).ok();
     }
 

@@ -1,5 +1,6 @@
 //! The owner's secret key: where it lives, creating it, and signing with it.
 
+use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -48,30 +49,58 @@ impl OwnerKey {
     }
 }
 
-/// Where the secret key is: `LOOPX_OWNER_KEY`, else `$XDG_CONFIG_HOME/loopx/owner.key`,
-/// else `~/.config/loopx/owner.key`.
-pub fn secret_path() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("LOOPX_OWNER_KEY").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
+/// Where this process finds the owner's secret key: resolved once by the face.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KeyAt {
+    /// At this path (it may not exist yet).
+    Path(std::sync::Arc<Path>),
+    /// Nowhere: no `LOOPX_OWNER_KEY`, `XDG_CONFIG_HOME` or `HOME` was set.
+    #[default]
+    Unknown,
+    /// This face serves agents only (`loopx mcp`): no owner change is signed.
+    Forbidden,
+}
+
+impl KeyAt {
+    /// `LOOPX_OWNER_KEY`, else `$XDG_CONFIG_HOME/loopx/owner.key`, else
+    /// `$HOME/.config/loopx/owner.key`, from the values the face read (empty counts as unset).
+    pub fn resolve(
+        owner_key: Option<OsString>,
+        xdg: Option<OsString>,
+        home: Option<OsString>,
+    ) -> KeyAt {
+        let set = |v: Option<OsString>| v.filter(|p| !p.is_empty()).map(PathBuf::from);
+        let path = set(owner_key)
+            .or_else(|| set(xdg).map(|x| x.join("loopx").join("owner.key")))
+            .or_else(|| set(home).map(|h| h.join(".config").join("loopx").join("owner.key")));
+        path.map_or(KeyAt::Unknown, |p| KeyAt::Path(p.into()))
     }
-    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(x).join("loopx").join("owner.key"));
+
+    /// A key at this path.
+    pub fn at(path: &Path) -> KeyAt {
+        KeyAt::Path(path.into())
     }
-    match std::env::var_os("HOME").filter(|p| !p.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h)
-            .join(".config")
-            .join("loopx")
-            .join("owner.key")),
-        None => Err(Error::new(
+}
+
+/// Where the secret key is (exit 7 when there is no place for it, or owner acts are off here).
+pub fn secret_path(at: &KeyAt) -> Result<PathBuf> {
+    match at {
+        KeyAt::Path(p) => Ok(p.to_path_buf()),
+        KeyAt::Unknown => Err(Error::new(
             Code::Denied,
             "no HOME, XDG_CONFIG_HOME or LOOPX_OWNER_KEY to find the owner key",
         )),
+        KeyAt::Forbidden => Err(Error::new(
+            Code::Denied,
+            "only the owner can do this, and the owner's acts are not offered to agents here",
+        )
+        .hint("the owner decides in the board or with `loopx` in their own shell")),
     }
 }
 
 /// Loads the secret key; `None` when there is no key file.
-pub fn load() -> Result<Option<OwnerKey>> {
-    let path = secret_path()?;
+pub fn load(at: &KeyAt) -> Result<Option<OwnerKey>> {
+    let path = secret_path(at)?;
     let Some(text) = read_key_file(&path)? else {
         return Ok(None);
     };
@@ -160,26 +189,10 @@ pub fn create(path: &Path) -> Result<OwnerKey> {
     })
 }
 
-/// Set once a face that serves agents only (`loopx mcp`) starts: no owner change is signed in
-/// this process, whatever key the environment points at.
-static AGENTS_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Makes every owner change in this process fail with exit 7, for good.
-pub fn forbid() {
-    AGENTS_ONLY.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
 /// The key to sign an owner change with, checked against the project's `owner.pub` (exit 7 otherwise).
-pub fn signer_for(project_pub: Option<&OwnerPub>) -> Result<OwnerKey> {
-    if AGENTS_ONLY.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err(Error::new(
-            Code::Denied,
-            "only the owner can do this, and the owner's acts are not offered to agents here",
-        )
-        .hint("the owner decides in the board or with `loopx` in their own shell"));
-    }
-    let path = secret_path()?;
-    let Some(key) = load()? else {
+pub fn signer_for(at: &KeyAt, project_pub: Option<&OwnerPub>) -> Result<OwnerKey> {
+    let path = secret_path(at)?;
+    let Some(key) = load(at)? else {
         return Err(Error::new(
             Code::Denied,
             format!("only the owner can do this, and there is no owner key at {}", path.display()),
@@ -239,4 +252,32 @@ pub fn remembered_last(key: &OwnerKey, goal: &str) -> Option<(u64, String)> {
     let text = String::from_utf8(bytes).ok()?;
     let (seq, hash) = text.trim().split_once(' ')?;
     Some((seq.parse().ok()?, hash.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(s: &str) -> Option<OsString> {
+        Some(OsString::from(s))
+    }
+
+    #[test]
+    fn the_key_is_found_by_the_first_of_its_three_places_that_is_set() {
+        let at = |k, x, h| KeyAt::resolve(k, x, h);
+        assert_eq!(at(os("/k"), os("/x"), os("/h")), KeyAt::at(Path::new("/k")));
+        assert_eq!(
+            at(os(""), os("/x"), os("/h")),
+            KeyAt::at(Path::new("/x/loopx/owner.key"))
+        );
+        assert_eq!(
+            at(None, os(""), os("/h")),
+            KeyAt::at(Path::new("/h/.config/loopx/owner.key"))
+        );
+        assert_eq!(at(None, None, os("")), KeyAt::Unknown);
+        assert_eq!(secret_path(&KeyAt::Unknown).unwrap_err().code, Code::Denied);
+        let e = signer_for(&KeyAt::Forbidden, None).unwrap_err();
+        assert_eq!(e.code, Code::Denied);
+        assert!(e.message.contains("not offered to agents"), "{}", e.message);
+    }
 }

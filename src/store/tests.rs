@@ -15,6 +15,7 @@ struct Fake {
     begun: Cell<u32>,
     committed: Cell<u32>,
     reserved: RefCell<Vec<String>>,
+    env: fs::Env,
 }
 
 impl Fake {
@@ -25,6 +26,7 @@ impl Fake {
             begun: Cell::new(0),
             committed: Cell::new(0),
             reserved: RefCell::new(Vec::new()),
+            env: fs::Env::default(),
         }
     }
 }
@@ -58,6 +60,10 @@ impl Transaction for FakeTx<'_> {
 }
 
 impl Store for Fake {
+    fn env(&self) -> &fs::Env {
+        &self.env
+    }
+
     fn load(&self) -> Result<Snapshot> {
         Ok(Snapshot::new(Config::new("g-fake", "Test", Ts(0))))
     }

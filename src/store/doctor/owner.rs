@@ -21,7 +21,7 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
             return;
         }
     };
-    check_key_is_yours(key.as_ref(), out);
+    check_key_is_yours(store, key.as_ref(), out);
     for g in &s.gates {
         gate_proven(g, key.as_ref(), out);
     }
@@ -49,8 +49,8 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
 }
 
 /// Where the owner's secret is here, owner.pub must be that key.
-fn check_key_is_yours(key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
-    if let (Ok(Some(secret)), Some(k)) = (crate::store::owner::load(), key)
+fn check_key_is_yours(store: &FileStore, key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
+    if let (Ok(Some(secret)), Some(k)) = (crate::store::owner::load(&store.env().key), key)
         && secret.public() != *k
     {
         out.push(Finding::error(

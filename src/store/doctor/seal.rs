@@ -88,7 +88,7 @@ fn sealed_history(journal: &[u8], m: &seal::Mark, out: &mut Vec<Finding>) {
 /// Where the owner's key is here: the owner's last signed line, as remembered beside the key,
 /// must still be in the journal (else history was cut, or an older seal put back).
 fn remembered(store: &FileStore, key: &OwnerPub, journal: &[u8], out: &mut Vec<Finding>) {
-    let Ok(Some(secret)) = crate::store::owner::load() else {
+    let Ok(Some(secret)) = crate::store::owner::load(&store.env().key) else {
         return;
     };
     let (Ok(cfg), true) = (store.read_config(), secret.public() == *key) else {

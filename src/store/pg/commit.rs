@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::seal::Mark;
 use crate::kernel::{Code, Error, Event, Result, Snapshot, Ts};
-use crate::store::pg::{Conn, PgStore, conflict, db_error};
+use crate::store::pg::{Conn, Env, PgStore, conflict, db_error};
 use crate::store::{Transaction, journal, owner, sealing};
 
 /// A transaction whose commit waits until every commit before it is on disk.
@@ -31,6 +31,8 @@ pub(crate) struct PgTx<'a> {
     pub(super) open: bool,
     /// The time the snapshot was read at.
     pub(super) now: Ts,
+    /// Where the owner's key is, for an owner change.
+    pub(super) env: &'a Env,
 }
 
 impl<'a> PgTx<'a> {
@@ -58,6 +60,7 @@ impl<'a> PgTx<'a> {
         let now = store.env().now;
         Ok(PgTx {
             now,
+            env: store.env(),
             conn,
             snap,
             base,
@@ -216,7 +219,10 @@ impl<'a> PgTx<'a> {
         }
         self.check_current(&change)?;
         let signer = if change.owner {
-            Some(owner::signer_for(self.conn.cache.owner_pub()?.as_ref())?)
+            Some(owner::signer_for(
+                &self.env.key,
+                self.conn.cache.owner_pub()?.as_ref(),
+            )?)
         } else {
             None
         };

@@ -126,7 +126,7 @@ impl PgTx<'_> {
             return Err(Error::new(Code::Io, format!("{kept} exists already")));
         }
         let signer = match self.owner_key()? {
-            Some(p) => Some(owner::signer_for(Some(&p))?),
+            Some(p) => Some(owner::signer_for(&self.env.key, Some(&p))?),
             None => None,
         };
         let draft = EventDraft {

@@ -180,8 +180,8 @@ impl PgStore {
     }
 
     /// The clock and limits of this command.
-    pub fn env(&self) -> Env {
-        self.env
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// A new connection, with loopx's timeouts set.
@@ -425,6 +425,10 @@ pub fn check_url(url: &str) -> Result<()> {
 }
 
 impl Store for PgStore {
+    fn env(&self) -> &crate::store::fs::Env {
+        PgStore::env(self)
+    }
+
     fn load(&self) -> Result<Snapshot> {
         let now = self.env.now;
         self.with(|c| c.fresh_copy(now))
