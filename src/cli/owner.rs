@@ -32,7 +32,7 @@ pub enum OwnerCmd {
 
 /// Runs `owner ...`.
 pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
-    let home = Home::open(ctx)?;
+    let home = ctx.open()?;
     let secret_path = owner::secret_path(&ctx.key)?;
     let project_pub = home.owner_pub()?;
     match c {
@@ -70,7 +70,7 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
             };
             text.push_str(&format!(
                 "\nwrote {}; keep the secret key out of agents' reach",
-                home.pub_place()
+                home.place_of("owner.pub")
             ));
             if project_pub.is_some() {
                 text.push_str("\nthe old key's decisions no longer verify: they count as pending until you decide them again");
@@ -78,14 +78,12 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
             Ok(Out::new(
                 "owner",
                 json!({"key_path": secret_path, "created": created, "fingerprint": fp,
-                       "public_key_file": home.pub_place(), "replaced": project_pub.map(|p| p.fingerprint())}),
+                       "public_key_file": home.place_of("owner.pub"), "replaced": project_pub.map(|p| p.fingerprint())}),
                 text,
             ))
         }
         OwnerCmd::Seal { adopt } => {
-            let notes = home
-                .store()
-                .mutate(|snap| ops::seal(snap, ops::OWNER, ctx.now, adopt))?;
+            let notes = home.mutate(|snap| ops::seal(snap, ops::OWNER, ctx.now, adopt))?;
             let mut text = String::from("sealed the journal's head and the owner's facts");
             for n in &notes {
                 text.push_str(&format!(
@@ -123,59 +121,11 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
             }
             Ok(Out::new(
                 "owner",
-                json!({"public_key_file": home.pub_place(), "fingerprint": pub_fp,
+                json!({"public_key_file": home.place_of("owner.pub"), "fingerprint": pub_fp,
                        "key_path": secret_path, "key_present": key.is_some(), "key_fingerprint": key_fp,
                        "matches": matches}),
                 text,
             ))
-        }
-    }
-}
-
-/// Where the project keeps its owner key: `.loopx/`, or a database.
-enum Home {
-    Files(crate::store::FileStore),
-    Db(Box<crate::store::pg::PgStore>),
-}
-
-impl Home {
-    fn open(ctx: &Ctx) -> Result<Home> {
-        Ok(match &ctx.store_url {
-            Some(url) => Home::Db(Box::new(crate::store::pg::PgStore::new(url, ctx.env())?)),
-            None => Home::Files(ctx.store()?),
-        })
-    }
-
-    fn store(&self) -> &dyn crate::store::Store {
-        match self {
-            Home::Files(f) => f,
-            Home::Db(d) => d.as_ref(),
-        }
-    }
-
-    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
-        match self {
-            Home::Files(f) => f.owner_pub(),
-            Home::Db(d) => d.owner_pub(),
-        }
-    }
-
-    fn install_owner(
-        &self,
-        key: &owner::OwnerKey,
-        replaced: Option<&crate::kernel::authority::OwnerPub>,
-    ) -> Result<()> {
-        match self {
-            Home::Files(f) => f.install_owner(key, replaced),
-            Home::Db(d) => d.install_owner(key, replaced),
-        }
-    }
-
-    /// Where `owner.pub` is, as shown.
-    fn pub_place(&self) -> String {
-        match self {
-            Home::Files(f) => f.path("owner.pub").display().to_string(),
-            Home::Db(d) => format!("owner.pub in {}", d.shown_url()),
         }
     }
 }

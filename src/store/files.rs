@@ -3,17 +3,26 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::kernel::authority::OwnerPub;
 use crate::kernel::id::{self, Kind};
 use crate::kernel::roster::Seen;
 use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::cache::Cache;
 use crate::store::commit::FileTx;
 use crate::store::logs::JournalCheck;
-use crate::store::{FileStore, Store, Transaction, atomic, evidence, journal, parse};
+use crate::store::{FileStore, Store, Transaction, atomic, evidence, journal, owner, parse};
 
 impl Store for FileStore {
     fn env(&self) -> &crate::store::fs::Env {
         FileStore::env(self)
+    }
+
+    fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
+        FileStore::install_owner(self, key, replaced)
+    }
+
+    fn place_of(&self, file: &str) -> String {
+        self.path(file).display().to_string()
     }
 
     fn load(&self) -> Result<Snapshot> {

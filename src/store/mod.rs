@@ -94,6 +94,16 @@ pub trait Store {
     /// The project's owner public key, if it has one.
     fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>>;
 
+    /// Makes `key` the project's owner key (`owner init`), replacing `replaced` if given.
+    fn install_owner(
+        &self,
+        key: &owner::OwnerKey,
+        replaced: Option<&crate::kernel::authority::OwnerPub>,
+    ) -> Result<()>;
+
+    /// Where a state file such as `owner.pub` is, as shown to the user.
+    fn place_of(&self, file: &str) -> String;
+
     /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
     fn env(&self) -> &fs::Env;
 

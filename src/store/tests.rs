@@ -64,6 +64,18 @@ impl Store for Fake {
         &self.env
     }
 
+    fn install_owner(
+        &self,
+        _key: &owner::OwnerKey,
+        _replaced: Option<&crate::kernel::authority::OwnerPub>,
+    ) -> Result<()> {
+        Err(Error::usage("a fake has no owner"))
+    }
+
+    fn place_of(&self, file: &str) -> String {
+        file.to_string()
+    }
+
     fn load(&self) -> Result<Snapshot> {
         Ok(Snapshot::new(Config::new("g-fake", "Test", Ts(0))))
     }

@@ -429,6 +429,18 @@ impl Store for PgStore {
         PgStore::env(self)
     }
 
+    fn install_owner(
+        &self,
+        key: &crate::store::owner::OwnerKey,
+        replaced: Option<&crate::kernel::authority::OwnerPub>,
+    ) -> Result<()> {
+        PgStore::install_owner(self, key, replaced)
+    }
+
+    fn place_of(&self, file: &str) -> String {
+        format!("{file} in {}", self.shown_url())
+    }
+
     fn load(&self) -> Result<Snapshot> {
         let now = self.env.now;
         self.with(|c| c.fresh_copy(now))
