@@ -9,9 +9,15 @@ use ratatui::layout::{Position, Rect};
 
 use crate::board::actions::{Owner, OwnerAction};
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
-use crate::board::derive::{self, Column, Columns};
+use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
+use crate::board::panes;
+pub use crate::board::panes::Pane;
+use crate::board::panes::activity::ActivityPane;
+use crate::board::panes::evidence::EvidencePane;
+use crate::board::panes::gates::GatesPane;
+use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 use crate::board::view::ViewModel;
 mod act;
@@ -29,34 +35,6 @@ pub use sort::SortBy;
 pub use text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
 
 use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
-
-/// A pane that can take focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// Gates awaiting the owner, and decided ones.
-    Gates,
-    /// The todo board.
-    Todos,
-    /// The selected todo's evidence.
-    Evidence,
-    /// The journal's activity feed.
-    Activity,
-}
-
-impl Pane {
-    /// Focus order.
-    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
-
-    /// The pane's title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Gates => "Gates",
-            Pane::Todos => "Todos",
-            Pane::Evidence => "Evidence",
-            Pane::Activity => "Activity",
-        }
-    }
-}
 
 /// What a text input is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,30 +220,22 @@ pub struct App {
     pub mode: Mode,
     /// The focused pane.
     pub focus: Pane,
-    /// The focused todo column.
-    pub col: Column,
     /// The filter text.
     pub filter: String,
     /// The status message.
     pub message: Option<Message>,
     /// The columns as of the last derive.
     pub columns: Columns,
-    /// Gate ids in display order.
-    pub gate_ids: Vec<String>,
-    /// The selected gate row.
-    pub gate_sel: usize,
-    sel_gate_id: Option<String>,
-    /// The selected row per column.
-    pub col_sel: [usize; 5],
-    sel_ids: [Option<String>; 5],
-    /// Evidence shown: the todo and its entries, newest first.
-    pub evidence: Option<(String, Result<Vec<Evidence>, Problem>)>,
-    /// Rows scrolled in the evidence pane.
-    pub evidence_scroll: usize,
+    /// The gates pane.
+    pub gates: GatesPane,
+    /// The todos pane.
+    pub todos: TodosPane,
+    /// The evidence pane.
+    pub evidence: EvidencePane,
     /// The gate's action scrolled, in the confirm dialog.
     pub action_scroll: usize,
-    /// Rows scrolled back in the activity feed.
-    pub activity_scroll: usize,
+    /// The activity pane.
+    pub activity: ActivityPane,
     /// Set when the board should stop.
     pub quit: bool,
     /// The bell and window title last given.
@@ -300,19 +270,14 @@ impl App {
             live: Live::Watching,
             mode: Mode::Normal,
             focus: Pane::Gates,
-            col: Column::Ready,
             filter: String::new(),
             message: None,
             columns: Columns::default(),
-            gate_ids: Vec::new(),
-            gate_sel: 0,
-            sel_gate_id: None,
-            col_sel: [0; 5],
-            sel_ids: Default::default(),
-            evidence: None,
-            evidence_scroll: 0,
+            gates: GatesPane::default(),
+            todos: TodosPane::default(),
+            evidence: EvidencePane::default(),
             action_scroll: 0,
-            activity_scroll: 0,
+            activity: ActivityPane::default(),
             quit: false,
             attention: Default::default(),
             sort: SortBy::default(),
@@ -336,7 +301,7 @@ impl App {
             AppEvent::Loaded(d) => self.apply(d),
             AppEvent::Evidence(id, r) => {
                 if self.selected_todo().as_deref() == Some(id.as_str()) {
-                    self.evidence = Some((id, r));
+                    self.evidence.shown = Some((id, r));
                 }
                 Vec::new()
             }
@@ -431,8 +396,7 @@ impl App {
             fx.extend(ring.title.map(Effect::Title));
         }
         if let Some(id) = self.selected_todo()
-            && (d.evidence_changed.contains(&id)
-                || self.evidence.as_ref().is_none_or(|(e, _)| *e != id))
+            && (d.evidence_changed.contains(&id) || self.evidence.stale(&id))
         {
             fx.push(Effect::LoadEvidence(id));
         }
@@ -446,27 +410,13 @@ impl App {
         };
         self.columns = derive::columns(snap, &self.done, self.now, &self.filter);
         sort::sort_columns(&mut self.columns, self.sort);
-        self.gate_ids = derive::gates(snap, &self.filter)
-            .iter()
-            .map(|g| g.id.clone())
-            .collect();
-        if let Some(id) = &self.sel_gate_id
-            && let Some(i) = self.gate_ids.iter().position(|g| g == id)
-        {
-            self.gate_sel = i;
-        }
-        self.gate_sel = self.gate_sel.min(self.gate_ids.len().saturating_sub(1));
-        self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
-        for c in 0..5 {
-            let cards = &self.columns.cols[c];
-            if let Some(id) = &self.sel_ids[c]
-                && let Some(i) = cards.iter().position(|k| k.id == *id)
-            {
-                self.col_sel[c] = i;
-            }
-            self.col_sel[c] = self.col_sel[c].min(cards.len().saturating_sub(1));
-            self.sel_ids[c] = cards.get(self.col_sel[c]).map(|k| k.id.clone());
-        }
+        self.gates.set(
+            derive::gates(snap, &self.filter)
+                .iter()
+                .map(|g| g.id.clone())
+                .collect(),
+        );
+        self.todos.set(&self.columns);
         self.settle_decisions();
     }
 
@@ -562,11 +512,11 @@ impl App {
                 .count()
         });
         layout::Input {
-            gates: self.gate_ids.len(),
+            gates: self.gates.ids.len(),
             pending,
             banner: crate::board::alerts::rows(&self.problems, self.snap.as_ref()),
             focus: self.focus,
-            todos: layout::todo_needs(&self.columns, self.col),
+            todos: layout::todo_needs(&self.columns, self.todos.col),
             status: layout::status_rows(
                 self.message.as_ref().map(|m| m.text.as_str()),
                 self.size.0,

@@ -2,8 +2,8 @@
 
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 
-use crate::board::app::Pane;
 use crate::board::derive::{Column, Columns, Why};
+use crate::board::panes::Pane;
 
 /// Below this width or height the board shows one pane at a time.
 pub const MIN_WIDTH: u16 = 80;

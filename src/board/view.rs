@@ -5,11 +5,11 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
 use crate::board::alerts::Broken;
-use crate::board::app::{App, Live, Message, Mode, Pane};
+use crate::board::app::{App, Live, Message, Mode};
 use crate::board::derive::{Column, Columns};
 use crate::board::keymap;
 use crate::board::layout::{self, Areas};
-use crate::board::panes;
+use crate::board::panes::{self, Pane};
 use crate::board::theme::Theme;
 use crate::kernel::{Event, Evidence, Gate, GateStatus, GoalStatus, Problem, Snapshot, Ts};
 
@@ -85,7 +85,8 @@ impl<'a> ViewModel<'a> {
             .snap
             .as_ref()
             .map(|s| {
-                app.gate_ids
+                app.gates
+                    .ids
                     .iter()
                     .filter_map(|id| s.gates.get(id))
                     .collect()
@@ -98,17 +99,17 @@ impl<'a> ViewModel<'a> {
             snap: app.snap.as_ref(),
             columns: &app.columns,
             gates,
-            gate_sel: app.gate_sel,
-            col: app.col,
-            col_sel: app.col_sel,
+            gate_sel: app.gates.sel,
+            col: app.todos.col,
+            col_sel: app.todos.sel,
             focus: app.focus,
             mode: &app.mode,
             filter: &app.filter,
-            evidence: app.evidence.as_ref().map(|(id, r)| (id.as_str(), r)),
-            evidence_scroll: app.evidence_scroll,
+            evidence: app.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r)),
+            evidence_scroll: app.evidence.scroll,
             action_scroll: app.action_scroll,
             journal: &app.journal,
-            activity_scroll: app.activity_scroll,
+            activity_scroll: app.activity.scroll,
             problems: app
                 .problems
                 .values()

@@ -5,13 +5,39 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
 use super::{block, mid_trunc, scroll_marks, title, trunc};
-use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
-use crate::kernel::{Evidence, EvidenceKind};
+use crate::kernel::{Evidence, EvidenceKind, Problem};
 use crate::text::escape as esc;
+
+/// The evidence pane's state: the todo whose evidence is shown, its entries, and the scroll.
+#[derive(Debug, Clone, Default)]
+pub struct EvidencePane {
+    /// The todo and its entries, newest first.
+    pub shown: Option<(String, Result<Vec<Evidence>, Problem>)>,
+    /// Rows scrolled.
+    pub scroll: usize,
+}
+
+impl EvidencePane {
+    /// True when the evidence shown is not this todo's.
+    pub fn stale(&self, id: &str) -> bool {
+        self.shown.as_ref().is_none_or(|(e, _)| e != id)
+    }
+
+    /// Scrolls by `by` rows.
+    pub fn step(&mut self, by: i64) {
+        let n = self
+            .shown
+            .as_ref()
+            .and_then(|(_, r)| r.as_ref().ok())
+            .map_or(0, Vec::len);
+        self.scroll = super::step(self.scroll, by, n);
+    }
+}
 
 /// A one-line summary of an entry (kind, summary, details), control characters escaped.
 pub fn entry_text(e: &Evidence) -> String {

@@ -6,8 +6,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
-use crate::board::app::Pane;
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
@@ -36,6 +36,46 @@ pub fn blocks_text(g: &Gate) -> String {
         "blocks nothing".into()
     } else {
         format!("blocks {}", esc(&g.blocks.join(",")))
+    }
+}
+
+/// The gates pane's state: the gates listed and the selected row, kept on its gate across loads.
+#[derive(Debug, Clone, Default)]
+pub struct GatesPane {
+    /// Gate ids in display order.
+    pub ids: Vec<String>,
+    /// The selected row.
+    pub sel: usize,
+    sel_id: Option<String>,
+}
+
+impl GatesPane {
+    /// Lists these gates, keeping the selection on the same gate while it is listed.
+    pub fn set(&mut self, ids: Vec<String>) {
+        self.ids = ids;
+        if let Some(id) = &self.sel_id
+            && let Some(i) = self.ids.iter().position(|g| g == id)
+        {
+            self.sel = i;
+        }
+        self.sel = self.sel.min(self.ids.len().saturating_sub(1));
+        self.sel_id = self.ids.get(self.sel).cloned();
+    }
+
+    /// Selects row `i`.
+    pub fn select(&mut self, i: usize) {
+        self.sel = i;
+        self.sel_id = self.ids.get(i).cloned();
+    }
+
+    /// Moves the selection by `by` rows.
+    pub fn step(&mut self, by: i64) {
+        self.select(super::step(self.sel, by, self.ids.len()));
+    }
+
+    /// The selected gate's id.
+    pub fn selected(&self) -> Option<&String> {
+        self.ids.get(self.sel)
     }
 }
 

@@ -17,6 +17,56 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 use crate::board::theme::{Role, Theme};
 
+/// A pane that can take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// Gates awaiting the owner, and decided ones.
+    Gates,
+    /// The todo board.
+    Todos,
+    /// The selected todo's evidence.
+    Evidence,
+    /// The journal's activity feed.
+    Activity,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Gates => "Gates",
+            Pane::Todos => "Todos",
+            Pane::Evidence => "Evidence",
+            Pane::Activity => "Activity",
+        }
+    }
+}
+
+/// `cur` moved by `by` rows within `len` rows (0 when there are none).
+pub fn step(cur: usize, by: i64, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (cur as i64).saturating_add(by).clamp(0, len as i64 - 1) as usize
+}
+
+/// The rows a movement key moves the selection by, if it is one.
+pub fn moves(action: crate::board::keymap::Action) -> Option<i64> {
+    use crate::board::keymap::Action;
+    match action {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-10),
+        Action::PageDown => Some(10),
+        Action::Top => Some(i64::MIN / 2),
+        Action::Bottom => Some(i64::MAX / 2),
+        _ => None,
+    }
+}
+
 /// A bordered pane with a title; the focused one is bold with a thick border.
 pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
     Block::new()

@@ -6,8 +6,9 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::Pane;
 use super::{block, title};
-use crate::board::app::{Mode, Pane, countdown};
+use crate::board::app::{Mode, countdown};
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::Role;
@@ -158,7 +159,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             if !td.depends_on.is_empty() {
                 lines.push(kv("depends on", td.depends_on.join(", ")));
             }
-            // Routing (issue 9): who may take it.
+            // Routing: who may take it.
             if !td.requires.is_empty() {
                 lines.push(kv("requires", td.requires.join(", ")));
             }

@@ -7,14 +7,80 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
 use super::objective::column_role;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
-use crate::board::app::{Pane, SortBy};
-use crate::board::derive::{Card, Column, Why};
+use crate::board::app::SortBy;
+use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::text::escape as esc;
+
+/// The todos pane's state: the focused column and the selected card per column, kept on its todo
+/// across loads.
+#[derive(Debug, Clone)]
+pub struct TodosPane {
+    /// The focused column.
+    pub col: Column,
+    /// The selected row per column.
+    pub sel: [usize; 5],
+    ids: [Option<String>; 5],
+}
+
+impl Default for TodosPane {
+    fn default() -> TodosPane {
+        TodosPane {
+            col: Column::Ready,
+            sel: [0; 5],
+            ids: Default::default(),
+        }
+    }
+}
+
+impl TodosPane {
+    /// Follows new columns, keeping each selection on the same todo while it is listed.
+    pub fn set(&mut self, columns: &Columns) {
+        for c in 0..5 {
+            let cards = &columns.cols[c];
+            if let Some(id) = &self.ids[c]
+                && let Some(i) = cards.iter().position(|k| k.id == *id)
+            {
+                self.sel[c] = i;
+            }
+            self.sel[c] = self.sel[c].min(cards.len().saturating_sub(1));
+            self.ids[c] = cards.get(self.sel[c]).map(|k| k.id.clone());
+        }
+    }
+
+    /// Selects row `row` of the focused column, when it has one.
+    pub fn select(&mut self, row: usize, columns: &Columns) {
+        let c = self.col.index();
+        if row < columns.cols[c].len() {
+            self.sel[c] = row;
+            self.ids[c] = columns.cols[c].get(row).map(|k| k.id.clone());
+        }
+    }
+
+    /// Moves the focused column's selection by `by` rows.
+    pub fn step(&mut self, by: i64, columns: &Columns) {
+        let c = self.col.index();
+        self.sel[c] = super::step(self.sel[c], by, columns.cols[c].len());
+        self.ids[c] = columns.cols[c].get(self.sel[c]).map(|k| k.id.clone());
+    }
+
+    /// Focuses the column left (`-1`) or right (`1`) of this one.
+    pub fn shift(&mut self, by: i64) {
+        let i = self.col.index() as i64 + by;
+        self.col = Column::ALL[i.clamp(0, 4) as usize];
+    }
+
+    /// The selected card of the focused column.
+    pub fn selected<'a>(&self, columns: &'a Columns) -> Option<&'a Card> {
+        let c = self.col.index();
+        columns.cols[c].get(self.sel[c])
+    }
+}
 
 /// Draws the todos pane: the columns with cards (and the focused one) side by side; the others
 /// fold into the title with their counts.
@@ -118,7 +184,7 @@ pub fn lease_note(holder: &str, fence: u64, (expired, when): (bool, &str), w: us
     }
 }
 
-/// A live lease's reservation (issue 23) as a card shows it: its first glob, and how many more.
+/// A live lease's reservation as a card shows it: its first glob, and how many more.
 fn reserved(vm: &ViewModel, id: &str) -> Option<(String, usize)> {
     let l = vm.snap?.todos.get(id)?.live_lease(vm.now)?;
     let first = esc(l.paths.first()?);
@@ -241,7 +307,7 @@ fn card<'a>(
         }
         other => esc(&vm.why(other)).into_owned(),
     };
-    // An overdue monitor (issue 8) is marked before its note, in the warning color.
+    // An overdue monitor is marked before its note, in the warning color.
     let late = vm
         .snap
         .and_then(|s| s.todos.get(&c.id))
@@ -251,7 +317,7 @@ fn card<'a>(
         Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::app::ago(l.0)),
         None => note,
     };
-    // The breaker (issue 23): a parked todo waits on the owner's gate; a failing one backs off.
+    // The breaker: a parked todo waits on the owner's gate; a failing one backs off.
     let held = vm.snap.and_then(|s| Some((s, s.todos.get(&c.id)?)));
     let parked = held.is_some_and(|(s, t)| crate::kernel::breaker::parked(s, t).is_some());
     let backed = held.is_some_and(|(_, t)| crate::kernel::breaker::backed_off(t, vm.now).is_some());
