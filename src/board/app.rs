@@ -15,8 +15,11 @@ use crate::board::layout;
 use crate::board::panes;
 pub use crate::board::panes::Pane;
 use crate::board::panes::activity::ActivityPane;
+pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
+pub use crate::board::panes::overlay::Mode;
+pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 use crate::board::view::ViewModel;
@@ -25,116 +28,13 @@ pub mod input;
 mod modes;
 mod mouse;
 pub mod pick;
-pub mod sort;
-pub mod text;
 mod tools;
 mod triage;
 
-pub use pick::{AgentPick, Candidate};
-pub use sort::SortBy;
-pub use text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
+pub use crate::board::derive::sort::{self, SortBy};
+pub use crate::board::panes::text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
 
 use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
-
-/// What a text input is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputFor {
-    /// The reason to reject this gate.
-    RejectReason(String),
-    /// The reason (optional) to approve this gate, with the option chosen.
-    ApproveReason {
-        /// The gate.
-        gate: String,
-        /// The option chosen.
-        option: Option<String>,
-    },
-    /// The title of a new todo.
-    TodoTitle,
-}
-
-/// What a picker chooses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PickFor {
-    /// An agent to reassign this todo to.
-    Agent(String),
-    /// An option to approve this gate with.
-    GateOption(String),
-}
-
-/// The board's mode: the board itself, or a dialog or overlay over it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    /// The board.
-    Normal,
-    /// The help overlay.
-    Help {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The detail view of the selection.
-    Detail {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The agents' roster (teams).
-    Agents {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// Typing the filter.
-    Filter,
-    /// A text input.
-    Input {
-        /// What for.
-        purpose: InputFor,
-        /// The text so far.
-        text: String,
-        /// The cursor, in characters from the start.
-        cursor: usize,
-        /// Why Enter was refused, shown in the dialog.
-        note: Option<String>,
-    },
-    /// A picker.
-    Picker {
-        /// What for.
-        purpose: PickFor,
-        /// The rows listed.
-        choices: Vec<String>,
-        /// The chosen row.
-        sel: usize,
-        /// The reassign picker's agents and typed text (none for a gate's options).
-        agents: Option<AgentPick>,
-    },
-    /// Every file error in full, one selected (to open in `$EDITOR`).
-    Errors {
-        /// The selected error.
-        sel: usize,
-    },
-    /// Asking before an owner action.
-    Confirm(OwnerAction),
-}
-
-/// How the board learns of changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Live {
-    /// File-system events.
-    Watching,
-    /// Polling, and why.
-    Polling(String),
-    /// The database's connection dropped: reconnecting, and why.
-    Reconnecting(String),
-}
-
-/// A message in the status bar.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
-    /// The text.
-    pub text: String,
-    /// True for an error.
-    pub error: bool,
-    /// When it was set (it fades after a while).
-    pub at: Ts,
-}
 
 /// How long a status message stays.
 const MESSAGE_MS: i64 = 15_000;

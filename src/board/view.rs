@@ -73,7 +73,7 @@ pub struct ViewModel<'a> {
     /// The layout's inputs.
     pub layout: layout::Input,
     /// How the todo columns are sorted.
-    pub sort: crate::board::app::SortBy,
+    pub sort: crate::board::derive::sort::SortBy,
     /// Clock times instead of relative ones.
     pub absolute: bool,
 }

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
 use super::overlay::centered;
-use crate::board::app::ago;
+use crate::board::panes::text::ago;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::Event;

@@ -9,6 +9,7 @@ pub mod objective;
 pub mod overlay;
 pub mod quota;
 pub mod status;
+pub mod text;
 pub mod todos;
 
 use ratatui::style::{Modifier, Style};

@@ -8,8 +8,8 @@ use ratatui::widgets::Paragraph;
 
 use super::trunc;
 use crate::board::alerts::Broken;
-use crate::board::app::ago;
 use crate::board::derive::Column;
+use crate::board::panes::text::ago;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::kernel::GoalStatus;

@@ -7,13 +7,68 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::Pane;
+use super::dialog::{AgentPick, InputFor, PickFor};
+use super::text::countdown;
 use super::{block, title};
-use crate::board::app::{Mode, countdown};
+use crate::board::actions::OwnerAction;
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::Role;
 use crate::board::view::ViewModel;
 use crate::text::escape as esc;
+
+/// The board's mode: the board itself, or a dialog or overlay over it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// The board.
+    Normal,
+    /// The help overlay.
+    Help {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// The detail view of the selection.
+    Detail {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// The agents' roster (teams).
+    Agents {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// Typing the filter.
+    Filter,
+    /// A text input.
+    Input {
+        /// What for.
+        purpose: InputFor,
+        /// The text so far.
+        text: String,
+        /// The cursor, in characters from the start.
+        cursor: usize,
+        /// Why Enter was refused, shown in the dialog.
+        note: Option<String>,
+    },
+    /// A picker.
+    Picker {
+        /// What for.
+        purpose: PickFor,
+        /// The rows listed.
+        choices: Vec<String>,
+        /// The chosen row.
+        sel: usize,
+        /// The reassign picker's agents and typed text (none for a gate's options).
+        agents: Option<AgentPick>,
+    },
+    /// Every file error in full, one selected (to open in `$EDITOR`).
+    Errors {
+        /// The selected error.
+        sel: usize,
+    },
+    /// Asking before an owner action.
+    Confirm(OwnerAction),
+}
 
 /// A centered rectangle of at most `w` x `h`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -172,7 +227,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             if let Some(l) = &td.lease {
                 let left = l.expires_at.since(vm.now).0;
                 let state = if left > 0 && vm.absolute {
-                    format!("until {}", crate::board::app::hhmm(l.expires_at))
+                    format!("until {}", super::text::hhmm(l.expires_at))
                 } else if left > 0 {
                     format!("{} left", countdown(left))
                 } else {

@@ -6,8 +6,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
+use super::text::countdown;
 use super::{block, title, trunc};
-use crate::board::app::countdown;
 use crate::board::derive::quota_view;
 use crate::board::layout::inner;
 use crate::board::theme::Role;

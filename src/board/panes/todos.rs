@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::Pane;
 use super::objective::column_role;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
-use crate::board::app::SortBy;
+use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
@@ -314,7 +314,7 @@ fn card<'a>(
         .and_then(|t| crate::kernel::monitor::overdue(t, vm.now))
         .filter(|_| !matches!(c.why, Why::Finished(..)));
     let note = match late {
-        Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::app::ago(l.0)),
+        Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::panes::text::ago(l.0)),
         None => note,
     };
     // The breaker: a parked todo waits on the owner's gate; a failing one backs off.
