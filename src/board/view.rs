@@ -6,12 +6,16 @@ use ratatui::widgets::Block;
 
 use crate::board::alerts::Broken;
 use crate::board::app::{App, Live, Message, Mode};
-use crate::board::derive::{Column, Columns};
+use crate::board::derive::Columns;
 use crate::board::keymap;
 use crate::board::layout::{self, Areas};
+use crate::board::panes::activity::ActivityPane;
+use crate::board::panes::evidence::EvidencePane;
+use crate::board::panes::gates::GatesPane;
+use crate::board::panes::todos::TodosPane;
 use crate::board::panes::{self, Pane};
 use crate::board::theme::Theme;
-use crate::kernel::{Event, Evidence, Gate, GateStatus, GoalStatus, Problem, Snapshot, Ts};
+use crate::kernel::{Event, Gate, GateStatus, GoalStatus, Problem, Snapshot, Ts};
 
 /// Everything one frame shows, borrowed from the app at one instant.
 #[derive(Debug, Clone)]
@@ -28,28 +32,24 @@ pub struct ViewModel<'a> {
     pub columns: &'a Columns,
     /// Gates in display order.
     pub gates: Vec<&'a Gate>,
-    /// The selected gate row.
-    pub gate_sel: usize,
-    /// The focused column.
-    pub col: Column,
-    /// The selected card per column.
-    pub col_sel: [usize; 5],
+    /// The gates pane.
+    pub gate_pane: &'a GatesPane,
+    /// The todos pane.
+    pub todos: &'a TodosPane,
     /// The focused pane.
     pub focus: Pane,
     /// The mode (dialogs, overlays).
     pub mode: &'a Mode,
     /// The filter.
     pub filter: &'a str,
-    /// The selected todo's evidence.
-    pub evidence: Option<(&'a str, &'a Result<Vec<Evidence>, Problem>)>,
-    /// Evidence rows scrolled.
-    pub evidence_scroll: usize,
+    /// The evidence pane.
+    pub evidence: &'a EvidencePane,
     /// The gate's action scrolled, in the confirm dialog.
     pub action_scroll: usize,
     /// The journal's tail, newest last.
     pub journal: &'a [Event],
-    /// Activity rows scrolled back.
-    pub activity_scroll: usize,
+    /// The activity pane.
+    pub activity: &'a ActivityPane,
     /// Files that failed to load, and quarantined files.
     pub problems: Vec<&'a Problem>,
     /// The banner's lines: failed loads, quarantined files, owner notes.
@@ -99,17 +99,15 @@ impl<'a> ViewModel<'a> {
             snap: app.snap.as_ref(),
             columns: &app.columns,
             gates,
-            gate_sel: app.gates.sel,
-            col: app.todos.col,
-            col_sel: app.todos.sel,
+            gate_pane: &app.gates,
+            todos: &app.todos,
             focus: app.focus,
             mode: &app.mode,
             filter: &app.filter,
-            evidence: app.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r)),
-            evidence_scroll: app.evidence.scroll,
+            evidence: &app.evidence,
             action_scroll: app.action_scroll,
             journal: &app.journal,
-            activity_scroll: app.activity.scroll,
+            activity: &app.activity,
             problems: app
                 .problems
                 .values()
@@ -143,8 +141,7 @@ impl<'a> ViewModel<'a> {
 
     /// The selected todo card, if any.
     pub fn selected_card(&self) -> Option<&'a crate::board::derive::Card> {
-        let c = self.col.index();
-        self.columns.cols[c].get(self.col_sel[c])
+        self.todos.selected(self.columns)
     }
 }
 

@@ -65,7 +65,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let i = inner(area);
     let w = i.width as usize;
     let h = i.height as usize;
-    let end = vm.journal.len().saturating_sub(vm.activity_scroll);
+    let end = vm.journal.len().saturating_sub(vm.activity.scroll);
     let start = end.saturating_sub(h);
     // Older lines above, newer ones below (when scrolled back).
     let b = scroll_marks(

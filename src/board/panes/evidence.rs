@@ -74,19 +74,20 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     };
     let i = inner(area);
     let w = i.width as usize;
-    let total = match (vm.selected_card(), vm.evidence) {
+    let shown = vm.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r));
+    let total = match (vm.selected_card(), shown) {
         (Some(c), Some((id, Ok(list)))) if id == c.id => list.len(),
         _ => 0,
     };
     let b = scroll_marks(
         block(title(name, t), focused, t),
         total,
-        vm.evidence_scroll.min(total),
+        vm.evidence.scroll.min(total),
         i.height as usize,
         t,
     );
     f.render_widget(b, area);
-    let lines: Vec<Line> = match (vm.selected_card(), vm.evidence) {
+    let lines: Vec<Line> = match (vm.selected_card(), shown) {
         (None, _) => vec![Line::from(Span::styled(
             trunc(" select a todo to see its evidence", w),
             t.dim(),
@@ -96,7 +97,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 vec![Line::from(Span::styled(" no evidence yet", t.dim()))]
             } else {
                 list.iter()
-                    .skip(vm.evidence_scroll)
+                    .skip(vm.evidence.scroll)
                     .take(i.height as usize)
                     .map(|e| {
                         let head =

@@ -94,7 +94,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     }
     let i = inner(area);
     let visible = i.height as usize;
-    let off = offset(vm.gate_sel, visible);
+    let off = offset(vm.gate_pane.sel, visible);
     let b = scroll_marks(
         block(Line::from(head), focused, t),
         vm.gates.len(),
@@ -115,7 +115,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let w = i.width as usize;
     let mut lines = Vec::new();
     for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
-        let sel = n == vm.gate_sel;
+        let sel = n == vm.gate_pane.sel;
         let pend = g.effective_status() == GateStatus::Pending;
         let base = if tampered(g) {
             t.fg(Role::Error).add_modifier(Modifier::BOLD)

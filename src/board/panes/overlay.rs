@@ -158,7 +158,7 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
     let mut lines = Vec::new();
     let mut name = "Details".to_string();
     if vm.focus == Pane::Gates {
-        if let Some(g) = vm.gates.get(vm.gate_sel) {
+        if let Some(g) = vm.gates.get(vm.gate_pane.sel) {
             name = format!("Gate {}", esc(&g.id));
             lines.push(Line::from(Span::styled(
                 esc(&g.question).into_owned(),
@@ -266,8 +266,8 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         } else {
             lines.push(kv("state", vm.why(&card.why)));
         }
-        if let Some((id, Ok(ev))) = vm.evidence
-            && id == card.id
+        if let Some((id, Ok(ev))) = &vm.evidence.shown
+            && *id == card.id
         {
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled(

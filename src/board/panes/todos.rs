@@ -126,7 +126,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
     let t = vm.theme;
     let ci = col.index();
     let cards = &vm.columns.cols[ci];
-    let focused = pane_focused && vm.col == col;
+    let focused = pane_focused && vm.todos.col == col;
     let w = r.width.saturating_sub(1) as usize;
     let head_style = if focused {
         t.fg(column_role(col))
@@ -135,7 +135,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
         t.fg(column_role(col)).add_modifier(Modifier::BOLD)
     };
     let visible = (r.height.saturating_sub(1) as usize) / per;
-    let sel = vm.col_sel[ci];
+    let sel = vm.todos.sel[ci];
     let off = offset(sel, visible);
     let mut head = format!("{} {} {}", col.symbol(), col.title(), cards.len());
     if off > 0 {
@@ -143,7 +143,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
     }
     let mut lines = vec![Line::from(Span::styled(trunc(&head, w), head_style))];
     for (n, c) in cards.iter().enumerate().skip(off).take(visible) {
-        let selected = n == sel && vm.col == col;
+        let selected = n == sel && vm.todos.col == col;
         lines.extend(card(c, vm, w, (selected, focused), per));
     }
     if cards.is_empty() {
