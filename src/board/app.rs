@@ -14,6 +14,7 @@ use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
 use crate::board::panes;
 pub use crate::board::panes::Pane;
+use crate::board::panes::ViewModel;
 use crate::board::panes::activity::ActivityPane;
 pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
@@ -22,7 +23,6 @@ pub use crate::board::panes::overlay::Mode;
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
-use crate::board::view::ViewModel;
 mod act;
 pub mod input;
 mod modes;
@@ -426,6 +426,53 @@ impl App {
 
     /// The view of this state at its clock, for [`crate::board::view::draw`].
     pub fn view(&self) -> ViewModel<'_> {
-        ViewModel::new(self)
+        let gates = self
+            .snap
+            .as_ref()
+            .map(|s| {
+                self.gates
+                    .ids
+                    .iter()
+                    .filter_map(|id| s.gates.get(id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ViewModel {
+            now: self.now,
+            theme: &self.theme,
+            project: &self.project,
+            snap: self.snap.as_ref(),
+            columns: &self.columns,
+            gates,
+            gate_pane: &self.gates,
+            todos: &self.todos,
+            focus: self.focus,
+            mode: &self.mode,
+            filter: &self.filter,
+            evidence: &self.evidence,
+            action_scroll: self.action_scroll,
+            journal: &self.journal,
+            activity: &self.activity,
+            problems: self
+                .problems
+                .values()
+                .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
+                .collect(),
+            banner: crate::board::alerts::lines(self.problems.values(), self.snap.as_ref()),
+            broken: crate::board::alerts::broken(&self.problems, self.snap.as_ref()),
+            message: self.message.as_ref(),
+            live: &self.live,
+            last_reload: self.last_reload,
+            readonly: self.readonly,
+            owner_verified: self.owner.verified,
+            owner_note: &self.owner.note,
+            hints: crate::board::view::fit_state(
+                keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
+                self.snap.as_ref().map(|s| s.config.goal.status),
+            ),
+            layout: self.layout_input(),
+            sort: self.sort,
+            absolute: self.absolute,
+        }
     }
 }

@@ -6,10 +6,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
+use super::ViewModel;
 use super::{block, clock, scroll_marks, title, trunc};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::{Action, Event};
 use crate::text::escape as esc;
 

@@ -7,12 +7,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::ViewModel;
 use super::overlay::centered;
 use super::{block, gutter, row_style, title, trunc};
 use crate::board::actions::OwnerAction;
 use crate::board::layout::offset;
 use crate::board::theme::{Role, Theme};
-use crate::board::view::ViewModel;
 use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
 use crate::kernel::{Gate, Problem};
 use crate::text::escape as esc;

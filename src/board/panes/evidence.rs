@@ -6,10 +6,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
+use super::ViewModel;
 use super::{block, mid_trunc, scroll_marks, title, trunc};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::{Evidence, EvidenceKind, Problem};
 use crate::text::escape as esc;
 

@@ -7,11 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
+use super::ViewModel;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::{Gate, GateStatus};
 use crate::text::escape as esc;
 

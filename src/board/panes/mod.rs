@@ -5,6 +5,7 @@ pub mod agents;
 pub mod dialog;
 pub mod evidence;
 pub mod gates;
+mod model;
 pub mod objective;
 pub mod overlay;
 pub mod quota;
@@ -16,35 +17,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
+pub use crate::board::layout::Pane;
 use crate::board::theme::{Role, Theme};
-
-/// A pane that can take focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// Gates awaiting the owner, and decided ones.
-    Gates,
-    /// The todo board.
-    Todos,
-    /// The selected todo's evidence.
-    Evidence,
-    /// The journal's activity feed.
-    Activity,
-}
-
-impl Pane {
-    /// Focus order.
-    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
-
-    /// The pane's title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Gates => "Gates",
-            Pane::Todos => "Todos",
-            Pane::Evidence => "Evidence",
-            Pane::Activity => "Activity",
-        }
-    }
-}
+pub use model::ViewModel;
 
 /// `cur` moved by `by` rows within `len` rows (0 when there are none).
 pub fn step(cur: usize, by: i64, len: usize) -> usize {

@@ -6,12 +6,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::ViewModel;
 use super::trunc;
 use crate::board::alerts::Broken;
 use crate::board::derive::Column;
 use crate::board::panes::text::ago;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 

@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::Pane;
+use super::ViewModel;
 use super::dialog::{AgentPick, InputFor, PickFor};
 use super::text::countdown;
 use super::{block, title};
@@ -14,7 +15,6 @@ use crate::board::actions::OwnerAction;
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::text::escape as esc;
 
 /// The board's mode: the board itself, or a dialog or overlay over it.

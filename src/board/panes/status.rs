@@ -6,10 +6,10 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::ViewModel;
 use super::overlay::Mode;
 use super::{clock, trunc, wrap_words};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::Ts;
 use crate::text::escape as esc;
 

@@ -8,13 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
+use super::ViewModel;
 use super::objective::column_role;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::text::escape as esc;
 
 /// The todos pane's state: the focused column and the selected card per column, kept on its todo
