@@ -3,7 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -285,6 +285,18 @@ fn card<'a>(
             row_style(t, selected, focused, base),
         )));
     }
+    let (note, note_style) = note(c, vm, w);
+    out.push(Line::from(Span::styled(
+        trunc(&format!("  {note}"), w),
+        note_style,
+    )));
+    out
+}
+
+/// A card's note line and its style: the lease or why, marked when overdue, parked or backed off.
+fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
+    let t = vm.theme;
+    let expired = c.expired(vm.now);
     let note = match &c.why {
         Why::None => esc(&c.id).into_owned(),
         Why::Lease {
@@ -340,11 +352,7 @@ fn card<'a>(
             _ => t.dim(),
         }
     };
-    out.push(Line::from(Span::styled(
-        trunc(&format!("  {note}"), w),
-        note_style,
-    )));
-    out
+    (note, note_style)
 }
 
 fn split_at_char(s: &str, n: usize) -> (String, String) {
