@@ -116,60 +116,63 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let mut lines = Vec::new();
     for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
         let sel = n == vm.gate_pane.sel;
-        let pend = g.effective_status() == GateStatus::Pending;
-        let base = if tampered(g) {
-            t.fg(Role::Error).add_modifier(Modifier::BOLD)
-        } else if pend {
-            t.fg(Role::GatePending)
-        } else {
-            t.fg(Role::GateDecided)
-        };
-        let when = if pend {
-            format!(
-                "{} {:>3}",
-                mid_trunc(&esc(&g.opened_by), 16),
-                vm.ago(g.opened_at)
-            )
-        } else {
-            let by = g.decided_by.as_deref().unwrap_or("?");
-            let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
-            format!("{} {} {at}", g.status.as_str(), esc(by))
-        };
-        let mut tail = String::new();
-        if !g.options.is_empty() {
-            tail.push_str(&format!(" [{}]", esc(&g.options.join("|"))));
-        }
-        if pend {
-            tail.push_str(&format!(" → {}", blocks_text(g)));
-        } else if let Some(o) = &g.option {
-            tail.push_str(&format!(" → {}", esc(o)));
-        }
-        if tampered(g) {
-            tail.push_str(" UNPROVEN decision: counts as pending");
-        }
-        let text = format!(
-            "{} {} {}  {}  {}{}",
-            gutter(sel),
-            symbol(g),
-            esc(&g.id),
-            when,
-            esc(&g.question),
-            tail
-        );
-        let style = row_style(
-            t,
-            sel,
-            focused,
-            if pend {
-                base.add_modifier(Modifier::BOLD)
-            } else {
-                base
-            },
-        );
-        lines.push(Line::from(Span::styled(
-            format!("{:<w$}", trunc(&text, w)),
-            style,
-        )));
+        lines.push(gate_row(g, vm, (sel, focused), w));
     }
     f.render_widget(Paragraph::new(lines), i);
+}
+
+/// One gate's row: its mark, id, who asked or decided, question and options.
+fn gate_row(g: &Gate, vm: &ViewModel, (sel, focused): (bool, bool), w: usize) -> Line<'static> {
+    let t = vm.theme;
+    let pend = g.effective_status() == GateStatus::Pending;
+    let base = if tampered(g) {
+        t.fg(Role::Error).add_modifier(Modifier::BOLD)
+    } else if pend {
+        t.fg(Role::GatePending)
+    } else {
+        t.fg(Role::GateDecided)
+    };
+    let when = if pend {
+        format!(
+            "{} {:>3}",
+            mid_trunc(&esc(&g.opened_by), 16),
+            vm.ago(g.opened_at)
+        )
+    } else {
+        let by = g.decided_by.as_deref().unwrap_or("?");
+        let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
+        format!("{} {} {at}", g.status.as_str(), esc(by))
+    };
+    let mut tail = String::new();
+    if !g.options.is_empty() {
+        tail.push_str(&format!(" [{}]", esc(&g.options.join("|"))));
+    }
+    if pend {
+        tail.push_str(&format!(" → {}", blocks_text(g)));
+    } else if let Some(o) = &g.option {
+        tail.push_str(&format!(" → {}", esc(o)));
+    }
+    if tampered(g) {
+        tail.push_str(" UNPROVEN decision: counts as pending");
+    }
+    let text = format!(
+        "{} {} {}  {}  {}{}",
+        gutter(sel),
+        symbol(g),
+        esc(&g.id),
+        when,
+        esc(&g.question),
+        tail
+    );
+    let style = row_style(
+        t,
+        sel,
+        focused,
+        if pend {
+            base.add_modifier(Modifier::BOLD)
+        } else {
+            base
+        },
+    );
+    Line::from(Span::styled(format!("{:<w$}", trunc(&text, w)), style))
 }
