@@ -799,7 +799,7 @@ fn readonly_refuses_changes() {
 fn reassign_picks_a_known_agent_other_than_the_holder() {
     let mut a = app(Variant::Normal);
     on_claimed(&mut a);
-    assert_eq!(a.col, Column::Claimed);
+    assert_eq!(a.todos.col, Column::Claimed);
     assert_eq!(
         a.selected_todo().as_deref(),
         Some("t-bbbbb1"),
@@ -868,7 +868,7 @@ fn filter_narrows_and_esc_clears() {
     assert_eq!(shown, 1);
     assert!(total > shown);
     assert_eq!(
-        a.gate_ids,
+        a.gates.ids,
         vec!["g-gate01".to_string(), "g-fake01".to_string()]
     );
     press(&mut a, KeyCode::Enter);
@@ -1023,7 +1023,7 @@ fn mouse_click_focuses_and_selects() {
         modifiers: KeyModifiers::NONE,
     }));
     assert_eq!(a.focus, Pane::Todos);
-    assert_eq!(a.col, Column::Claimed);
+    assert_eq!(a.todos.col, Column::Claimed);
     assert_eq!(a.selected_todo().as_deref(), Some("t-bbbbb2"));
     a.on_event(AppEvent::Mouse(MouseEvent {
         kind: MouseEventKind::ScrollUp,

@@ -299,7 +299,7 @@ fn after_a_decision_the_cursor_moves_to_the_next_pending_gate() {
     load(&mut a, approved("g-gate02"));
     assert_eq!(a.selected_gate().as_deref(), Some("g-gate03"));
     assert_eq!(
-        a.gate_ids[..2],
+        a.gates.ids[..2],
         ["g-gate01".to_string(), "g-gate03".to_string()]
     );
 }
@@ -561,7 +561,7 @@ fn gates_are_decided_from_the_detail_view() {
 fn on_claimed(a: &mut App) {
     press(a, KeyCode::Tab);
     press(a, KeyCode::Right);
-    assert_eq!(a.col, Column::Claimed);
+    assert_eq!(a.todos.col, Column::Claimed);
 }
 
 #[test]

@@ -9,154 +9,32 @@ use ratatui::layout::{Position, Rect};
 
 use crate::board::actions::{Owner, OwnerAction};
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
-use crate::board::derive::{self, Column, Columns};
+use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
+use crate::board::panes;
+pub use crate::board::panes::Pane;
+use crate::board::panes::ViewModel;
+use crate::board::panes::activity::ActivityPane;
+pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
+use crate::board::panes::evidence::EvidencePane;
+use crate::board::panes::gates::GatesPane;
+pub use crate::board::panes::overlay::Mode;
+pub use crate::board::panes::status::{Live, Message};
+use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
-use crate::board::view::ViewModel;
 mod act;
 pub mod input;
 mod modes;
 mod mouse;
 pub mod pick;
-pub mod sort;
-pub mod text;
 mod tools;
 mod triage;
 
-pub use pick::{AgentPick, Candidate};
-pub use sort::SortBy;
-pub use text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
+pub use crate::board::derive::sort::{self, SortBy};
+pub use crate::board::panes::text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
 
 use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
-
-/// A pane that can take focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// Gates awaiting the owner, and decided ones.
-    Gates,
-    /// The todo board.
-    Todos,
-    /// The selected todo's evidence.
-    Evidence,
-    /// The journal's activity feed.
-    Activity,
-}
-
-impl Pane {
-    /// Focus order.
-    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
-
-    /// The pane's title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Gates => "Gates",
-            Pane::Todos => "Todos",
-            Pane::Evidence => "Evidence",
-            Pane::Activity => "Activity",
-        }
-    }
-}
-
-/// What a text input is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputFor {
-    /// The reason to reject this gate.
-    RejectReason(String),
-    /// The reason (optional) to approve this gate, with the option chosen.
-    ApproveReason {
-        /// The gate.
-        gate: String,
-        /// The option chosen.
-        option: Option<String>,
-    },
-    /// The title of a new todo.
-    TodoTitle,
-}
-
-/// What a picker chooses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PickFor {
-    /// An agent to reassign this todo to.
-    Agent(String),
-    /// An option to approve this gate with.
-    GateOption(String),
-}
-
-/// The board's mode: the board itself, or a dialog or overlay over it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    /// The board.
-    Normal,
-    /// The help overlay.
-    Help {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The detail view of the selection.
-    Detail {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The agents' roster (teams).
-    Agents {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// Typing the filter.
-    Filter,
-    /// A text input.
-    Input {
-        /// What for.
-        purpose: InputFor,
-        /// The text so far.
-        text: String,
-        /// The cursor, in characters from the start.
-        cursor: usize,
-        /// Why Enter was refused, shown in the dialog.
-        note: Option<String>,
-    },
-    /// A picker.
-    Picker {
-        /// What for.
-        purpose: PickFor,
-        /// The rows listed.
-        choices: Vec<String>,
-        /// The chosen row.
-        sel: usize,
-        /// The reassign picker's agents and typed text (none for a gate's options).
-        agents: Option<AgentPick>,
-    },
-    /// Every file error in full, one selected (to open in `$EDITOR`).
-    Errors {
-        /// The selected error.
-        sel: usize,
-    },
-    /// Asking before an owner action.
-    Confirm(OwnerAction),
-}
-
-/// How the board learns of changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Live {
-    /// File-system events.
-    Watching,
-    /// Polling, and why.
-    Polling(String),
-    /// The database's connection dropped: reconnecting, and why.
-    Reconnecting(String),
-}
-
-/// A message in the status bar.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
-    /// The text.
-    pub text: String,
-    /// True for an error.
-    pub error: bool,
-    /// When it was set (it fades after a while).
-    pub at: Ts,
-}
 
 /// How long a status message stays.
 const MESSAGE_MS: i64 = 15_000;
@@ -242,30 +120,22 @@ pub struct App {
     pub mode: Mode,
     /// The focused pane.
     pub focus: Pane,
-    /// The focused todo column.
-    pub col: Column,
     /// The filter text.
     pub filter: String,
     /// The status message.
     pub message: Option<Message>,
     /// The columns as of the last derive.
     pub columns: Columns,
-    /// Gate ids in display order.
-    pub gate_ids: Vec<String>,
-    /// The selected gate row.
-    pub gate_sel: usize,
-    sel_gate_id: Option<String>,
-    /// The selected row per column.
-    pub col_sel: [usize; 5],
-    sel_ids: [Option<String>; 5],
-    /// Evidence shown: the todo and its entries, newest first.
-    pub evidence: Option<(String, Result<Vec<Evidence>, Problem>)>,
-    /// Rows scrolled in the evidence pane.
-    pub evidence_scroll: usize,
+    /// The gates pane.
+    pub gates: GatesPane,
+    /// The todos pane.
+    pub todos: TodosPane,
+    /// The evidence pane.
+    pub evidence: EvidencePane,
     /// The gate's action scrolled, in the confirm dialog.
     pub action_scroll: usize,
-    /// Rows scrolled back in the activity feed.
-    pub activity_scroll: usize,
+    /// The activity pane.
+    pub activity: ActivityPane,
     /// Set when the board should stop.
     pub quit: bool,
     /// The bell and window title last given.
@@ -300,19 +170,14 @@ impl App {
             live: Live::Watching,
             mode: Mode::Normal,
             focus: Pane::Gates,
-            col: Column::Ready,
             filter: String::new(),
             message: None,
             columns: Columns::default(),
-            gate_ids: Vec::new(),
-            gate_sel: 0,
-            sel_gate_id: None,
-            col_sel: [0; 5],
-            sel_ids: Default::default(),
-            evidence: None,
-            evidence_scroll: 0,
+            gates: GatesPane::default(),
+            todos: TodosPane::default(),
+            evidence: EvidencePane::default(),
             action_scroll: 0,
-            activity_scroll: 0,
+            activity: ActivityPane::default(),
             quit: false,
             attention: Default::default(),
             sort: SortBy::default(),
@@ -336,7 +201,7 @@ impl App {
             AppEvent::Loaded(d) => self.apply(d),
             AppEvent::Evidence(id, r) => {
                 if self.selected_todo().as_deref() == Some(id.as_str()) {
-                    self.evidence = Some((id, r));
+                    self.evidence.shown = Some((id, r));
                 }
                 Vec::new()
             }
@@ -431,8 +296,7 @@ impl App {
             fx.extend(ring.title.map(Effect::Title));
         }
         if let Some(id) = self.selected_todo()
-            && (d.evidence_changed.contains(&id)
-                || self.evidence.as_ref().is_none_or(|(e, _)| *e != id))
+            && (d.evidence_changed.contains(&id) || self.evidence.stale(&id))
         {
             fx.push(Effect::LoadEvidence(id));
         }
@@ -446,27 +310,13 @@ impl App {
         };
         self.columns = derive::columns(snap, &self.done, self.now, &self.filter);
         sort::sort_columns(&mut self.columns, self.sort);
-        self.gate_ids = derive::gates(snap, &self.filter)
-            .iter()
-            .map(|g| g.id.clone())
-            .collect();
-        if let Some(id) = &self.sel_gate_id
-            && let Some(i) = self.gate_ids.iter().position(|g| g == id)
-        {
-            self.gate_sel = i;
-        }
-        self.gate_sel = self.gate_sel.min(self.gate_ids.len().saturating_sub(1));
-        self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
-        for c in 0..5 {
-            let cards = &self.columns.cols[c];
-            if let Some(id) = &self.sel_ids[c]
-                && let Some(i) = cards.iter().position(|k| k.id == *id)
-            {
-                self.col_sel[c] = i;
-            }
-            self.col_sel[c] = self.col_sel[c].min(cards.len().saturating_sub(1));
-            self.sel_ids[c] = cards.get(self.col_sel[c]).map(|k| k.id.clone());
-        }
+        self.gates.set(
+            derive::gates(snap, &self.filter)
+                .iter()
+                .map(|g| g.id.clone())
+                .collect(),
+        );
+        self.todos.set(&self.columns);
         self.settle_decisions();
     }
 
@@ -562,11 +412,11 @@ impl App {
                 .count()
         });
         layout::Input {
-            gates: self.gate_ids.len(),
+            gates: self.gates.ids.len(),
             pending,
             banner: crate::board::alerts::rows(&self.problems, self.snap.as_ref()),
             focus: self.focus,
-            todos: layout::todo_needs(&self.columns, self.col),
+            todos: layout::todo_needs(&self.columns, self.todos.col),
             status: layout::status_rows(
                 self.message.as_ref().map(|m| m.text.as_str()),
                 self.size.0,
@@ -576,6 +426,53 @@ impl App {
 
     /// The view of this state at its clock, for [`crate::board::view::draw`].
     pub fn view(&self) -> ViewModel<'_> {
-        ViewModel::new(self)
+        let gates = self
+            .snap
+            .as_ref()
+            .map(|s| {
+                self.gates
+                    .ids
+                    .iter()
+                    .filter_map(|id| s.gates.get(id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ViewModel {
+            now: self.now,
+            theme: &self.theme,
+            project: &self.project,
+            snap: self.snap.as_ref(),
+            columns: &self.columns,
+            gates,
+            gate_pane: &self.gates,
+            todos: &self.todos,
+            focus: self.focus,
+            mode: &self.mode,
+            filter: &self.filter,
+            evidence: &self.evidence,
+            action_scroll: self.action_scroll,
+            journal: &self.journal,
+            activity: &self.activity,
+            problems: self
+                .problems
+                .values()
+                .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
+                .collect(),
+            banner: crate::board::alerts::lines(self.problems.values(), self.snap.as_ref()),
+            broken: crate::board::alerts::broken(&self.problems, self.snap.as_ref()),
+            message: self.message.as_ref(),
+            live: &self.live,
+            last_reload: self.last_reload,
+            readonly: self.readonly,
+            owner_verified: self.owner.verified,
+            owner_note: &self.owner.note,
+            hints: crate::board::view::fit_state(
+                keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
+                self.snap.as_ref().map(|s| s.config.goal.status),
+            ),
+            layout: self.layout_input(),
+            sort: self.sort,
+            absolute: self.absolute,
+        }
     }
 }

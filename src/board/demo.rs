@@ -63,47 +63,7 @@ const TODOS: &[(&str, Priority)] = &[
 pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
     std::fs::create_dir_all(root).map_err(|e| Error::io(root, &e))?;
     let store = FileStore::at(root);
-    let mut agents = std::collections::BTreeMap::new();
-    for a in ["agent-a", "agent-b", "agent-c"] {
-        let mut t = crate::kernel::model::AgentPolicy::default();
-        t.extra
-            .insert("runtime".into(), toml::Value::String("simulated".into()));
-        agents.insert(a.to_string(), t);
-    }
-    let config = Config {
-        schema_version: SCHEMA_VERSION,
-        goal: Goal {
-            id: "demo".into(),
-            objective: "Ship v1 of `wx`, a weather CLI: fast, cached, documented".into(),
-            success_criteria: vec![
-                "wx today prints a forecast in under 300 ms".into(),
-                "works offline from cache".into(),
-                "README quick start".into(),
-            ],
-            status: GoalStatus::Active,
-            created_at: now.sub(Dur::from_hours(3)),
-            updated_at: now.sub(Dur::from_hours(3)),
-            reason: None,
-            extra: Extra::new(),
-        },
-        // The agents pace themselves by should-run: a turn every few seconds between them.
-        quota: QuotaPolicy {
-            slots: 120,
-            window: Dur::from_hours(1),
-            min_interval: Dur::from_secs(4),
-            ..QuotaPolicy::default()
-        },
-        lease: LeasePolicy {
-            ttl: Dur::from_mins(5),
-            ..LeasePolicy::default()
-        },
-        agents,
-        hooks: Default::default(),
-        done: Default::default(),
-        breaker: Default::default(),
-        extra: Extra::new(),
-    };
-    store.create(&config, "demo")?;
+    store.create(&config(now), "demo")?;
     let mut ids: Vec<String> = Vec::new();
     for (i, (title, p)) in TODOS.iter().enumerate() {
         let id = store.fresh_id(Kind::Todo)?;
@@ -160,6 +120,50 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
         store.mutate(|s| ops::spend(s, agent, at, 1, None, Some(1000 + rng.below(9000)), None))?;
     }
     Ok(store)
+}
+
+/// The demo's goal, quota, lease and three simulated agents.
+fn config(now: Ts) -> Config {
+    let mut agents = std::collections::BTreeMap::new();
+    for a in ["agent-a", "agent-b", "agent-c"] {
+        let mut t = crate::kernel::model::AgentPolicy::default();
+        t.extra
+            .insert("runtime".into(), toml::Value::String("simulated".into()));
+        agents.insert(a.to_string(), t);
+    }
+    Config {
+        schema_version: SCHEMA_VERSION,
+        goal: Goal {
+            id: "demo".into(),
+            objective: "Ship v1 of `wx`, a weather CLI: fast, cached, documented".into(),
+            success_criteria: vec![
+                "wx today prints a forecast in under 300 ms".into(),
+                "works offline from cache".into(),
+                "README quick start".into(),
+            ],
+            status: GoalStatus::Active,
+            created_at: now.sub(Dur::from_hours(3)),
+            updated_at: now.sub(Dur::from_hours(3)),
+            reason: None,
+            extra: Extra::new(),
+        },
+        // The agents pace themselves by should-run: a turn every few seconds between them.
+        quota: QuotaPolicy {
+            slots: 120,
+            window: Dur::from_hours(1),
+            min_interval: Dur::from_secs(4),
+            ..QuotaPolicy::default()
+        },
+        lease: LeasePolicy {
+            ttl: Dur::from_mins(5),
+            ..LeasePolicy::default()
+        },
+        agents,
+        hooks: Default::default(),
+        done: Default::default(),
+        breaker: Default::default(),
+        extra: Extra::new(),
+    }
 }
 
 /// A fresh directory for a demo under the temp directory.

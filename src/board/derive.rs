@@ -1,5 +1,7 @@
 //! What the panes show, derived from a snapshot and a clock: the todo columns, the gate list, quota.
 
+pub mod sort;
+
 use crate::board::data::DoneItem;
 use crate::kernel::quota;
 use crate::kernel::readiness::{self, Blocker};

@@ -2,8 +2,35 @@
 
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 
-use crate::board::app::Pane;
 use crate::board::derive::{Column, Columns, Why};
+
+/// A pane that can take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// Gates awaiting the owner, and decided ones.
+    Gates,
+    /// The todo board.
+    Todos,
+    /// The selected todo's evidence.
+    Evidence,
+    /// The journal's activity feed.
+    Activity,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ALL: [Pane; 4] = [Pane::Gates, Pane::Todos, Pane::Evidence, Pane::Activity];
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Gates => "Gates",
+            Pane::Todos => "Todos",
+            Pane::Evidence => "Evidence",
+            Pane::Activity => "Activity",
+        }
+    }
+}
 
 /// Below this width or height the board shows one pane at a time.
 pub const MIN_WIDTH: u16 = 80;

@@ -79,19 +79,7 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
         return Err(Error::usage("the board needs a terminal")
             .hint("use `loopx status` for a text summary"));
     }
-    let mut loader = Loader::new(source);
-    let first = loader.full(Ts::now());
-    let cfg_theme = first
-        .full
-        .as_ref()
-        .and_then(|s| s.config.extra.get("board"))
-        .and_then(|b| b.get("theme"))
-        .and_then(|t| t.as_str())
-        .map(str::to_string);
-    let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
-    let mut app = App::new(loader.source().name(), theme, opts.readonly, Ts::now());
-    app.owner = Owner::detect(loader.source().store());
-    let mut pending = app.on_event(AppEvent::Loaded(first));
+    let (mut loader, mut app, mut pending) = start(source, &opts)?;
 
     let mut term = term::Term::enter()
         .map_err(|e| Error::new(Code::Io, format!("cannot set up the terminal: {e}")))?;
@@ -99,11 +87,7 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
         app.size = sz;
     }
     let (tx, rx) = mpsc::channel::<Msg>();
-    let input_tx = tx.clone();
-    std::thread::Builder::new()
-        .name("board-input".into())
-        .spawn(move || term::read_input(|ev| input_tx.send(Msg::Term(ev)).is_ok()))
-        .map_err(|e| Error::new(Code::Io, format!("cannot start the input thread: {e}")))?;
+    read_input(tx.clone())?;
     let (mut feed, live) = Feed::start(loader.source(), opts.poll, tx, Msg::Watch)?;
     if let Some(l) = live {
         app.on_event(AppEvent::Live(l));
@@ -159,18 +143,50 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
         }
         news.rescan |= feed.fallback(&app.live);
         if news.rescan || news.changed {
-            let d = if news.rescan {
-                loader.full(Ts::now())
-            } else {
-                feed.saw_changes();
-                loader.changed(&news.paths, Ts::now())
-            };
+            let d = load(&news, &mut feed, &mut loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
             dirty = true;
         }
     };
     drop(term);
     result
+}
+
+/// Starts the thread that reads the terminal's input into the loop's channel.
+fn read_input(tx: mpsc::Sender<Msg>) -> Result<()> {
+    std::thread::Builder::new()
+        .name("board-input".into())
+        .spawn(move || term::read_input(|ev| tx.send(Msg::Term(ev)).is_ok()))
+        .map_err(|e| Error::new(Code::Io, format!("cannot start the input thread: {e}")))?;
+    Ok(())
+}
+
+/// The first load, and the board over it with its theme and owner.
+fn start(source: impl Into<Source>, opts: &Options) -> Result<(Loader, App, Vec<Effect>)> {
+    let mut loader = Loader::new(source);
+    let first = loader.full(Ts::now());
+    let cfg_theme = first
+        .full
+        .as_ref()
+        .and_then(|s| s.config.extra.get("board"))
+        .and_then(|b| b.get("theme"))
+        .and_then(|t| t.as_str())
+        .map(str::to_string);
+    let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
+    let mut app = App::new(loader.source().name(), theme, opts.readonly, Ts::now());
+    app.owner = Owner::detect(loader.source().store());
+    let pending = app.on_event(AppEvent::Loaded(first));
+    Ok((loader, app, pending))
+}
+
+/// What the round's news asks to read: everything again, or the changed files.
+fn load(news: &News, feed: &mut Feed, loader: &mut Loader) -> crate::board::data::Delta {
+    if news.rescan {
+        loader.full(Ts::now())
+    } else {
+        feed.saw_changes();
+        loader.changed(&news.paths, Ts::now())
+    }
 }
 
 /// What one round of messages said about the store.

@@ -4,6 +4,9 @@ use super::*;
 
 impl App {
     pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
+        if let Some(by) = panes::moves(action) {
+            return self.move_sel(by);
+        }
         match action {
             Action::Help => self.mode = Mode::Help { scroll: 0 },
             Action::Agents => self.mode = Mode::Agents { scroll: 0 },
@@ -18,15 +21,9 @@ impl App {
                 self.focus = Pane::ALL[j];
                 return self.selection_changed();
             }
-            Action::Up => return self.move_sel(-1),
-            Action::Down => return self.move_sel(1),
-            Action::PageUp => return self.move_sel(-10),
-            Action::PageDown => return self.move_sel(10),
-            Action::Top => return self.move_sel(i64::MIN / 2),
-            Action::Bottom => return self.move_sel(i64::MAX / 2),
             Action::Left | Action::Right => {
-                let i = self.col.index() as i64 + if action == Action::Left { -1 } else { 1 };
-                self.col = Column::ALL[i.clamp(0, 4) as usize];
+                self.todos
+                    .shift(if action == Action::Left { -1 } else { 1 });
                 return self.selection_changed();
             }
             Action::Open => {
@@ -138,48 +135,22 @@ impl App {
     }
 
     pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
-        let step = |cur: usize, len: usize| -> usize {
-            if len == 0 {
-                return 0;
-            }
-            (cur as i64).saturating_add(by).clamp(0, len as i64 - 1) as usize
-        };
         match self.focus {
-            Pane::Gates => {
-                self.gate_sel = step(self.gate_sel, self.gate_ids.len());
-                self.sel_gate_id = self.gate_ids.get(self.gate_sel).cloned();
-            }
+            Pane::Gates => self.gates.step(by),
             Pane::Todos => {
-                let c = self.col.index();
-                self.col_sel[c] = step(self.col_sel[c], self.columns.cols[c].len());
-                self.sel_ids[c] = self.columns.cols[c]
-                    .get(self.col_sel[c])
-                    .map(|k| k.id.clone());
+                self.todos.step(by, &self.columns);
                 return self.selection_changed();
             }
-            Pane::Evidence => {
-                let n = self
-                    .evidence
-                    .as_ref()
-                    .and_then(|(_, r)| r.as_ref().ok())
-                    .map_or(0, Vec::len);
-                self.evidence_scroll = step(self.evidence_scroll, n);
-            }
-            Pane::Activity => {
-                // Down goes toward the newest (the bottom), so it lowers the scroll-back.
-                let n = self.journal.len();
-                let cur = n.saturating_sub(1).saturating_sub(self.activity_scroll);
-                let next = step(cur, n);
-                self.activity_scroll = n.saturating_sub(1).saturating_sub(next);
-            }
+            Pane::Evidence => self.evidence.step(by),
+            Pane::Activity => self.activity.step(by, self.journal.len()),
         }
         Vec::new()
     }
 
     pub(super) fn selection_changed(&mut self) -> Vec<Effect> {
         match self.selected_todo() {
-            Some(id) if self.evidence.as_ref().is_none_or(|(e, _)| *e != id) => {
-                self.evidence_scroll = 0;
+            Some(id) if self.evidence.stale(&id) => {
+                self.evidence.scroll = 0;
                 vec![Effect::LoadEvidence(id)]
             }
             _ => Vec::new(),
@@ -188,8 +159,7 @@ impl App {
 
     /// The selected card of the focused column.
     pub fn selected_card(&self) -> Option<&derive::Card> {
-        let c = self.col.index();
-        self.columns.cols[c].get(self.col_sel[c])
+        self.todos.selected(&self.columns)
     }
 
     /// The id of the selected todo (of the focused column).
@@ -199,11 +169,11 @@ impl App {
 
     /// The id of the selected gate.
     pub fn selected_gate(&self) -> Option<String> {
-        self.gate_ids.get(self.gate_sel).cloned()
+        self.gates.selected().cloned()
     }
 
     pub(super) fn selected_gate_ref(&self) -> Option<&crate::kernel::Gate> {
-        let id = self.gate_ids.get(self.gate_sel)?;
+        let id = self.gates.selected()?;
         self.snap.as_ref()?.gates.get(id)
     }
 }

@@ -2,44 +2,10 @@
 //! dismissed, and what Enter does with a reason or a title.
 
 use super::*;
-use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
+pub use crate::board::panes::dialog::{max_chars, window};
 
 /// The most drafts kept (one per gate and purpose); past it the oldest key goes.
 const DRAFTS_MAX: usize = 64;
-
-/// The part of `text` a box `w` cells wide shows with the cursor visible, and the cursor's column
-/// in it. `…` marks text cut off at either end; the cursor never sits on a mark.
-pub fn window(text: &str, cursor: usize, w: usize) -> (String, usize) {
-    let chars: Vec<char> = text.chars().collect();
-    let n = chars.len();
-    let cursor = cursor.min(n);
-    if w < 3 {
-        return (String::new(), 0);
-    }
-    if n < w {
-        return (text.to_string(), cursor);
-    }
-    let start = if cursor < w - 1 { 0 } else { cursor - (w - 2) };
-    let end = (start + w).min(n);
-    let mut shown: Vec<char> = chars[start..end].to_vec();
-    if start > 0 {
-        shown[0] = '…';
-    }
-    if end < n
-        && let Some(last) = shown.last_mut()
-    {
-        *last = '…';
-    }
-    (shown.into_iter().collect(), cursor - start)
-}
-
-/// How many characters an input for this purpose takes (the kernel's limit for the field).
-pub fn max_chars(purpose: &InputFor) -> usize {
-    match purpose {
-        InputFor::TodoTitle => TITLE_MAX,
-        _ => TEXT_MAX,
-    }
-}
 
 fn draft_key(purpose: &InputFor) -> String {
     match purpose {

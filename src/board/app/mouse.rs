@@ -22,22 +22,16 @@ impl App {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.focus = pane;
                 if pane == Pane::Todos {
-                    let (col, row) = layout::todo_hit(&areas, pos, &self.col_sel, self.col);
-                    self.col = col;
+                    let (col, row) = layout::todo_hit(&areas, pos, &self.todos.sel, self.todos.col);
+                    self.todos.col = col;
                     if let Some(row) = row {
-                        let c = col.index();
-                        let len = self.columns.cols[c].len();
-                        if row < len {
-                            self.col_sel[c] = row;
-                            self.sel_ids[c] = self.columns.cols[c].get(row).map(|k| k.id.clone());
-                        }
+                        self.todos.select(row, &self.columns);
                     }
                 } else if pane == Pane::Gates
-                    && let Some(row) = layout::gate_hit(rect, pos, self.gate_sel)
-                    && row < self.gate_ids.len()
+                    && let Some(row) = layout::gate_hit(rect, pos, self.gates.sel)
+                    && row < self.gates.ids.len()
                 {
-                    self.gate_sel = row;
-                    self.sel_gate_id = self.gate_ids.get(row).cloned();
+                    self.gates.select(row);
                 }
                 self.selection_changed()
             }
@@ -45,7 +39,8 @@ impl App {
                 let keep = self.focus;
                 self.focus = pane;
                 if pane == Pane::Todos {
-                    self.col = layout::todo_hit(&areas, pos, &self.col_sel, self.col).0;
+                    self.todos.col =
+                        layout::todo_hit(&areas, pos, &self.todos.sel, self.todos.col).0;
                 }
                 let fx = self.move_sel(if m.kind == MouseEventKind::ScrollDown {
                     1

@@ -5,60 +5,6 @@ use super::*;
 use crate::kernel::bounds::AGENT_MAX;
 use crate::kernel::roster::{self, AgentState};
 
-/// An agent the reassign picker knows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The agent id.
-    pub id: String,
-    /// Its state for people (`working · 1 lease`, `idle · seen 3m ago`, `stale since 5m`).
-    pub note: String,
-    /// Working or idle: listed without Tab.
-    pub live: bool,
-}
-
-/// The reassign picker's own state.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AgentPick {
-    /// Every agent known, live ones first.
-    pub known: Vec<Candidate>,
-    /// The text typed: it filters the list, and is offered as an agent id itself.
-    pub typed: String,
-    /// Stale and never-seen agents are listed too.
-    pub show_all: bool,
-}
-
-impl AgentPick {
-    /// The rows to list: known agents that match the typed text (all of them once text is typed,
-    /// or with Tab), then the typed id itself when it names no known agent.
-    pub fn rows(&self) -> Vec<String> {
-        let needle = self.typed.to_lowercase();
-        let mut out: Vec<String> = self
-            .known
-            .iter()
-            .filter(|c| c.live || self.show_all || !needle.is_empty())
-            .filter(|c| c.id.to_lowercase().contains(&needle))
-            .map(|c| c.id.clone())
-            .collect();
-        if !self.typed.is_empty() && !self.known.iter().any(|c| c.id == self.typed) {
-            out.push(self.typed.clone());
-        }
-        out
-    }
-
-    /// Known agents Tab would add to the list.
-    pub fn hidden(&self) -> usize {
-        if self.show_all || !self.typed.is_empty() {
-            return 0;
-        }
-        self.known.iter().filter(|c| !c.live).count()
-    }
-
-    /// The known agent of this id.
-    pub fn candidate(&self, id: &str) -> Option<&Candidate> {
-        self.known.iter().find(|c| c.id == id)
-    }
-}
-
 /// The agents a todo may be reassigned to: from the roster, working then idle (newest first),
 /// then stale ones, then configured or declared agents never seen; never the holder, never a
 /// reserved name.

@@ -16,15 +16,14 @@ impl App {
 
     /// The first actionable gate from row `from` on (wrapping), if any.
     fn actionable_from(&self, from: usize) -> Option<usize> {
-        let n = self.gate_ids.len();
+        let n = self.gates.ids.len();
         (0..n)
             .map(|k| (from + k) % n)
-            .find(|&i| self.actionable(&self.gate_ids[i]))
+            .find(|&i| self.actionable(&self.gates.ids[i]))
     }
 
     fn select_gate(&mut self, i: usize) {
-        self.gate_sel = i;
-        self.sel_gate_id = self.gate_ids.get(i).cloned();
+        self.gates.select(i);
         self.focus = Pane::Gates;
     }
 
@@ -32,24 +31,22 @@ impl App {
     /// the gates pane has no pending gate selected yet.
     pub(super) fn next_gate(&mut self) {
         let on_pending = self.focus == Pane::Gates
-            && self
-                .gate_ids
-                .get(self.gate_sel)
-                .is_some_and(|id| self.actionable(id));
+            && self.gates.selected().is_some_and(|id| self.actionable(id));
         let from = if on_pending {
-            self.gate_sel + 1
+            self.gates.sel + 1
         } else {
-            self.gate_sel
+            self.gates.sel
         };
         let left = self
-            .gate_ids
+            .gates
+            .ids
             .iter()
             .filter(|id| self.actionable(id))
             .count();
         match self.actionable_from(from) {
             Some(i) => {
                 self.select_gate(i);
-                let id = &self.gate_ids[i];
+                let id = &self.gates.ids[i];
                 let msg = if left == 1 {
                     format!("{id}: the only pending gate")
                 } else {
@@ -69,13 +66,13 @@ impl App {
         };
         self.deciding.insert(gate.clone());
         let at = self
-            .gate_ids
+            .gates
+            .ids
             .iter()
             .position(|g| g == gate)
-            .unwrap_or(self.gate_sel);
+            .unwrap_or(self.gates.sel);
         if let Some(i) = self.actionable_from(at + 1) {
-            self.gate_sel = i;
-            self.sel_gate_id = self.gate_ids.get(i).cloned();
+            self.gates.select(i);
         }
     }
 

@@ -5,13 +5,29 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
+use super::ViewModel;
 use super::{block, clock, scroll_marks, title, trunc};
-use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::{Action, Event};
 use crate::text::escape as esc;
+
+/// The activity pane's state: rows scrolled back from the newest.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ActivityPane {
+    /// Rows scrolled back.
+    pub scroll: usize,
+}
+
+impl ActivityPane {
+    /// Moves by `by` rows over `n` events; down goes toward the newest, lowering the scroll-back.
+    pub fn step(&mut self, by: i64, n: usize) {
+        let cur = n.saturating_sub(1).saturating_sub(self.scroll);
+        let next = super::step(cur, by, n);
+        self.scroll = n.saturating_sub(1).saturating_sub(next);
+    }
+}
 
 /// The role that colors an action.
 pub fn action_role(action: &Action) -> Role {
@@ -49,7 +65,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let i = inner(area);
     let w = i.width as usize;
     let h = i.height as usize;
-    let end = vm.journal.len().saturating_sub(vm.activity_scroll);
+    let end = vm.journal.len().saturating_sub(vm.activity.scroll);
     let start = end.saturating_sub(h);
     // Older lines above, newer ones below (when scrolled back).
     let b = scroll_marks(

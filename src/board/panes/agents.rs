@@ -6,10 +6,10 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
+use super::ViewModel;
 use super::overlay::centered;
-use crate::board::app::ago;
+use crate::board::panes::text::ago;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::Event;
 use crate::kernel::roster::{self, AgentState, Seen};
 use crate::text::escape as esc;

@@ -7,16 +7,128 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::ViewModel;
 use super::overlay::centered;
 use super::{block, gutter, row_style, title, trunc};
 use crate::board::actions::OwnerAction;
-use crate::board::app::input::window;
-use crate::board::app::{AgentPick, InputFor, PickFor};
 use crate::board::layout::offset;
 use crate::board::theme::{Role, Theme};
-use crate::board::view::ViewModel;
+use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
 use crate::kernel::{Gate, Problem};
 use crate::text::escape as esc;
+
+/// What a text input is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFor {
+    /// The reason to reject this gate.
+    RejectReason(String),
+    /// The reason (optional) to approve this gate, with the option chosen.
+    ApproveReason {
+        /// The gate.
+        gate: String,
+        /// The option chosen.
+        option: Option<String>,
+    },
+    /// The title of a new todo.
+    TodoTitle,
+}
+
+/// What a picker chooses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PickFor {
+    /// An agent to reassign this todo to.
+    Agent(String),
+    /// An option to approve this gate with.
+    GateOption(String),
+}
+
+/// An agent the reassign picker knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The agent id.
+    pub id: String,
+    /// Its state for people (`working · 1 lease`, `idle · seen 3m ago`, `stale since 5m`).
+    pub note: String,
+    /// Working or idle: listed without Tab.
+    pub live: bool,
+}
+
+/// The reassign picker's own state.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentPick {
+    /// Every agent known, live ones first.
+    pub known: Vec<Candidate>,
+    /// The text typed: it filters the list, and is offered as an agent id itself.
+    pub typed: String,
+    /// Stale and never-seen agents are listed too.
+    pub show_all: bool,
+}
+
+impl AgentPick {
+    /// The rows to list: known agents that match the typed text (all of them once text is typed,
+    /// or with Tab), then the typed id itself when it names no known agent.
+    pub fn rows(&self) -> Vec<String> {
+        let needle = self.typed.to_lowercase();
+        let mut out: Vec<String> = self
+            .known
+            .iter()
+            .filter(|c| c.live || self.show_all || !needle.is_empty())
+            .filter(|c| c.id.to_lowercase().contains(&needle))
+            .map(|c| c.id.clone())
+            .collect();
+        if !self.typed.is_empty() && !self.known.iter().any(|c| c.id == self.typed) {
+            out.push(self.typed.clone());
+        }
+        out
+    }
+
+    /// Known agents Tab would add to the list.
+    pub fn hidden(&self) -> usize {
+        if self.show_all || !self.typed.is_empty() {
+            return 0;
+        }
+        self.known.iter().filter(|c| !c.live).count()
+    }
+
+    /// The known agent of this id.
+    pub fn candidate(&self, id: &str) -> Option<&Candidate> {
+        self.known.iter().find(|c| c.id == id)
+    }
+}
+
+/// The part of `text` a box `w` cells wide shows with the cursor visible, and the cursor's column
+/// in it. `…` marks text cut off at either end; the cursor never sits on a mark.
+pub fn window(text: &str, cursor: usize, w: usize) -> (String, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    let cursor = cursor.min(n);
+    if w < 3 {
+        return (String::new(), 0);
+    }
+    if n < w {
+        return (text.to_string(), cursor);
+    }
+    let start = if cursor < w - 1 { 0 } else { cursor - (w - 2) };
+    let end = (start + w).min(n);
+    let mut shown: Vec<char> = chars[start..end].to_vec();
+    if start > 0 {
+        shown[0] = '…';
+    }
+    if end < n
+        && let Some(last) = shown.last_mut()
+    {
+        *last = '…';
+    }
+    (shown.into_iter().collect(), cursor - start)
+}
+
+/// How many characters an input for this purpose takes (the kernel's limit for the field).
+pub fn max_chars(purpose: &InputFor) -> usize {
+    match purpose {
+        InputFor::TodoTitle => TITLE_MAX,
+        _ => TEXT_MAX,
+    }
+}
 
 /// The widest a dialog grows.
 const DIALOG_W: u16 = 64;
@@ -236,13 +348,7 @@ pub fn input(
             trunc(&format!("✗ {msg}"), w),
             t.fg(Role::Error).add_modifier(Modifier::BOLD),
         ),
-        None => Line::styled(
-            format!(
-                "{n}/{} characters",
-                crate::board::app::input::max_chars(purpose)
-            ),
-            t.dim(),
-        ),
+        None => Line::styled(format!("{n}/{} characters", max_chars(purpose)), t.dim()),
     });
     let keys = keys_line(&[("Enter", "next"), ("Esc", "cancel"), ("←→", "move")], t);
     frame_box(f, area, vm, name, body, keys);

@@ -5,13 +5,39 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
+use super::ViewModel;
 use super::{block, mid_trunc, scroll_marks, title, trunc};
-use crate::board::app::Pane;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
-use crate::kernel::{Evidence, EvidenceKind};
+use crate::kernel::{Evidence, EvidenceKind, Problem};
 use crate::text::escape as esc;
+
+/// The evidence pane's state: the todo whose evidence is shown, its entries, and the scroll.
+#[derive(Debug, Clone, Default)]
+pub struct EvidencePane {
+    /// The todo and its entries, newest first.
+    pub shown: Option<(String, Result<Vec<Evidence>, Problem>)>,
+    /// Rows scrolled.
+    pub scroll: usize,
+}
+
+impl EvidencePane {
+    /// True when the evidence shown is not this todo's.
+    pub fn stale(&self, id: &str) -> bool {
+        self.shown.as_ref().is_none_or(|(e, _)| e != id)
+    }
+
+    /// Scrolls by `by` rows.
+    pub fn step(&mut self, by: i64) {
+        let n = self
+            .shown
+            .as_ref()
+            .and_then(|(_, r)| r.as_ref().ok())
+            .map_or(0, Vec::len);
+        self.scroll = super::step(self.scroll, by, n);
+    }
+}
 
 /// A one-line summary of an entry (kind, summary, details), control characters escaped.
 pub fn entry_text(e: &Evidence) -> String {
@@ -48,19 +74,20 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     };
     let i = inner(area);
     let w = i.width as usize;
-    let total = match (vm.selected_card(), vm.evidence) {
+    let shown = vm.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r));
+    let total = match (vm.selected_card(), shown) {
         (Some(c), Some((id, Ok(list)))) if id == c.id => list.len(),
         _ => 0,
     };
     let b = scroll_marks(
         block(title(name, t), focused, t),
         total,
-        vm.evidence_scroll.min(total),
+        vm.evidence.scroll.min(total),
         i.height as usize,
         t,
     );
     f.render_widget(b, area);
-    let lines: Vec<Line> = match (vm.selected_card(), vm.evidence) {
+    let lines: Vec<Line> = match (vm.selected_card(), shown) {
         (None, _) => vec![Line::from(Span::styled(
             trunc(" select a todo to see its evidence", w),
             t.dim(),
@@ -70,7 +97,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 vec![Line::from(Span::styled(" no evidence yet", t.dim()))]
             } else {
                 list.iter()
-                    .skip(vm.evidence_scroll)
+                    .skip(vm.evidence.scroll)
                     .take(i.height as usize)
                     .map(|e| {
                         let head =

@@ -6,12 +6,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
+use super::ViewModel;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
-use crate::board::app::Pane;
 use crate::board::derive::tampered;
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::{Gate, GateStatus};
 use crate::text::escape as esc;
 
@@ -39,6 +39,46 @@ pub fn blocks_text(g: &Gate) -> String {
     }
 }
 
+/// The gates pane's state: the gates listed and the selected row, kept on its gate across loads.
+#[derive(Debug, Clone, Default)]
+pub struct GatesPane {
+    /// Gate ids in display order.
+    pub ids: Vec<String>,
+    /// The selected row.
+    pub sel: usize,
+    sel_id: Option<String>,
+}
+
+impl GatesPane {
+    /// Lists these gates, keeping the selection on the same gate while it is listed.
+    pub fn set(&mut self, ids: Vec<String>) {
+        self.ids = ids;
+        if let Some(id) = &self.sel_id
+            && let Some(i) = self.ids.iter().position(|g| g == id)
+        {
+            self.sel = i;
+        }
+        self.sel = self.sel.min(self.ids.len().saturating_sub(1));
+        self.sel_id = self.ids.get(self.sel).cloned();
+    }
+
+    /// Selects row `i`.
+    pub fn select(&mut self, i: usize) {
+        self.sel = i;
+        self.sel_id = self.ids.get(i).cloned();
+    }
+
+    /// Moves the selection by `by` rows.
+    pub fn step(&mut self, by: i64) {
+        self.select(super::step(self.sel, by, self.ids.len()));
+    }
+
+    /// The selected gate's id.
+    pub fn selected(&self) -> Option<&String> {
+        self.ids.get(self.sel)
+    }
+}
+
 /// Draws the gates pane.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
@@ -54,7 +94,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     }
     let i = inner(area);
     let visible = i.height as usize;
-    let off = offset(vm.gate_sel, visible);
+    let off = offset(vm.gate_pane.sel, visible);
     let b = scroll_marks(
         block(Line::from(head), focused, t),
         vm.gates.len(),
@@ -75,61 +115,64 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let w = i.width as usize;
     let mut lines = Vec::new();
     for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
-        let sel = n == vm.gate_sel;
-        let pend = g.effective_status() == GateStatus::Pending;
-        let base = if tampered(g) {
-            t.fg(Role::Error).add_modifier(Modifier::BOLD)
-        } else if pend {
-            t.fg(Role::GatePending)
-        } else {
-            t.fg(Role::GateDecided)
-        };
-        let when = if pend {
-            format!(
-                "{} {:>3}",
-                mid_trunc(&esc(&g.opened_by), 16),
-                vm.ago(g.opened_at)
-            )
-        } else {
-            let by = g.decided_by.as_deref().unwrap_or("?");
-            let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
-            format!("{} {} {at}", g.status.as_str(), esc(by))
-        };
-        let mut tail = String::new();
-        if !g.options.is_empty() {
-            tail.push_str(&format!(" [{}]", esc(&g.options.join("|"))));
-        }
-        if pend {
-            tail.push_str(&format!(" → {}", blocks_text(g)));
-        } else if let Some(o) = &g.option {
-            tail.push_str(&format!(" → {}", esc(o)));
-        }
-        if tampered(g) {
-            tail.push_str(" UNPROVEN decision: counts as pending");
-        }
-        let text = format!(
-            "{} {} {}  {}  {}{}",
-            gutter(sel),
-            symbol(g),
-            esc(&g.id),
-            when,
-            esc(&g.question),
-            tail
-        );
-        let style = row_style(
-            t,
-            sel,
-            focused,
-            if pend {
-                base.add_modifier(Modifier::BOLD)
-            } else {
-                base
-            },
-        );
-        lines.push(Line::from(Span::styled(
-            format!("{:<w$}", trunc(&text, w)),
-            style,
-        )));
+        let sel = n == vm.gate_pane.sel;
+        lines.push(gate_row(g, vm, (sel, focused), w));
     }
     f.render_widget(Paragraph::new(lines), i);
+}
+
+/// One gate's row: its mark, id, who asked or decided, question and options.
+fn gate_row(g: &Gate, vm: &ViewModel, (sel, focused): (bool, bool), w: usize) -> Line<'static> {
+    let t = vm.theme;
+    let pend = g.effective_status() == GateStatus::Pending;
+    let base = if tampered(g) {
+        t.fg(Role::Error).add_modifier(Modifier::BOLD)
+    } else if pend {
+        t.fg(Role::GatePending)
+    } else {
+        t.fg(Role::GateDecided)
+    };
+    let when = if pend {
+        format!(
+            "{} {:>3}",
+            mid_trunc(&esc(&g.opened_by), 16),
+            vm.ago(g.opened_at)
+        )
+    } else {
+        let by = g.decided_by.as_deref().unwrap_or("?");
+        let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
+        format!("{} {} {at}", g.status.as_str(), esc(by))
+    };
+    let mut tail = String::new();
+    if !g.options.is_empty() {
+        tail.push_str(&format!(" [{}]", esc(&g.options.join("|"))));
+    }
+    if pend {
+        tail.push_str(&format!(" → {}", blocks_text(g)));
+    } else if let Some(o) = &g.option {
+        tail.push_str(&format!(" → {}", esc(o)));
+    }
+    if tampered(g) {
+        tail.push_str(" UNPROVEN decision: counts as pending");
+    }
+    let text = format!(
+        "{} {} {}  {}  {}{}",
+        gutter(sel),
+        symbol(g),
+        esc(&g.id),
+        when,
+        esc(&g.question),
+        tail
+    );
+    let style = row_style(
+        t,
+        sel,
+        focused,
+        if pend {
+            base.add_modifier(Modifier::BOLD)
+        } else {
+            base
+        },
+    );
+    Line::from(Span::styled(format!("{:<w$}", trunc(&text, w)), style))
 }

@@ -5,17 +5,43 @@ pub mod agents;
 pub mod dialog;
 pub mod evidence;
 pub mod gates;
+mod model;
 pub mod objective;
 pub mod overlay;
 pub mod quota;
 pub mod status;
+pub mod text;
 pub mod todos;
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
+pub use crate::board::layout::Pane;
 use crate::board::theme::{Role, Theme};
+pub use model::ViewModel;
+
+/// `cur` moved by `by` rows within `len` rows (0 when there are none).
+pub fn step(cur: usize, by: i64, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (cur as i64).saturating_add(by).clamp(0, len as i64 - 1) as usize
+}
+
+/// The rows a movement key moves the selection by, if it is one.
+pub fn moves(action: crate::board::keymap::Action) -> Option<i64> {
+    use crate::board::keymap::Action;
+    match action {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-10),
+        Action::PageDown => Some(10),
+        Action::Top => Some(i64::MIN / 2),
+        Action::Bottom => Some(i64::MAX / 2),
+        _ => None,
+    }
+}
 
 /// A bordered pane with a title; the focused one is bold with a thick border.
 pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {

@@ -6,12 +6,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::ViewModel;
 use super::trunc;
 use crate::board::alerts::Broken;
-use crate::board::app::ago;
 use crate::board::derive::Column;
+use crate::board::panes::text::ago;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 
@@ -73,32 +73,38 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         ]));
     }
     if !narrow && area.height >= 3 {
-        let mut spans = vec![Span::raw(" ")];
-        for c in Column::ALL {
-            let n = vm.columns.cols[c.index()].len();
-            let role = column_role(c);
-            spans.push(Span::styled(
-                format!("{} {} {n}", c.symbol(), c.title()),
-                t.fg(role),
-            ));
-            spans.push(Span::styled("  ", t.dim()));
-        }
-        // The filter applies here as to the columns' counts.
-        let pending = vm.pending();
-        spans.push(Span::styled(
-            format!(
-                "? {pending} gate{} pending",
-                if pending == 1 { "" } else { "s" }
-            ),
-            if pending > 0 {
-                t.fg(Role::GatePending).add_modifier(Modifier::BOLD)
-            } else {
-                t.dim()
-            },
-        ));
-        lines.push(Line::from(spans));
+        lines.push(counts(vm));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// The counts line: todos per column, then the pending gates.
+fn counts(vm: &ViewModel) -> Line<'static> {
+    let t = vm.theme;
+    let mut spans = vec![Span::raw(" ")];
+    for c in Column::ALL {
+        let n = vm.columns.cols[c.index()].len();
+        let role = column_role(c);
+        spans.push(Span::styled(
+            format!("{} {} {n}", c.symbol(), c.title()),
+            t.fg(role),
+        ));
+        spans.push(Span::styled("  ", t.dim()));
+    }
+    // The filter applies here as to the columns' counts.
+    let pending = vm.pending();
+    spans.push(Span::styled(
+        format!(
+            "? {pending} gate{} pending",
+            if pending == 1 { "" } else { "s" }
+        ),
+        if pending > 0 {
+            t.fg(Role::GatePending).add_modifier(Modifier::BOLD)
+        } else {
+            t.dim()
+        },
+    ));
+    Line::from(spans)
 }
 
 /// The color role of a column.

@@ -6,13 +6,69 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::Pane;
+use super::ViewModel;
+use super::dialog::{AgentPick, InputFor, PickFor};
+use super::text::countdown;
 use super::{block, title};
-use crate::board::app::{Mode, Pane, countdown};
+use crate::board::actions::OwnerAction;
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
-use crate::board::theme::Role;
-use crate::board::view::ViewModel;
+use crate::board::theme::{Role, Theme};
 use crate::text::escape as esc;
+
+/// The board's mode: the board itself, or a dialog or overlay over it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// The board.
+    Normal,
+    /// The help overlay.
+    Help {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// The detail view of the selection.
+    Detail {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// The agents' roster (teams).
+    Agents {
+        /// Lines scrolled.
+        scroll: u16,
+    },
+    /// Typing the filter.
+    Filter,
+    /// A text input.
+    Input {
+        /// What for.
+        purpose: InputFor,
+        /// The text so far.
+        text: String,
+        /// The cursor, in characters from the start.
+        cursor: usize,
+        /// Why Enter was refused, shown in the dialog.
+        note: Option<String>,
+    },
+    /// A picker.
+    Picker {
+        /// What for.
+        purpose: PickFor,
+        /// The rows listed.
+        choices: Vec<String>,
+        /// The chosen row.
+        sel: usize,
+        /// The reassign picker's agents and typed text (none for a gate's options).
+        agents: Option<AgentPick>,
+    },
+    /// Every file error in full, one selected (to open in `$EDITOR`).
+    Errors {
+        /// The selected error.
+        sel: usize,
+    },
+    /// Asking before an owner action.
+    Confirm(OwnerAction),
+}
 
 /// A centered rectangle of at most `w` x `h`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -92,139 +148,16 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         area.height.saturating_sub(4).max(6),
     );
     f.render_widget(Clear, r);
-    // Every value shown here may come from a file: escaped once, here.
-    let kv = |k: &str, v: String| {
-        Line::from(vec![
-            Span::styled(format!("{k:>12}  "), t.dim()),
-            Span::styled(esc(&v).into_owned(), t.fg(Role::Fg)),
-        ])
-    };
     let mut lines = Vec::new();
     let mut name = "Details".to_string();
     if vm.focus == Pane::Gates {
-        if let Some(g) = vm.gates.get(vm.gate_sel) {
+        if let Some(g) = vm.gates.get(vm.gate_pane.sel) {
             name = format!("Gate {}", esc(&g.id));
-            lines.push(Line::from(Span::styled(
-                esc(&g.question).into_owned(),
-                t.fg(Role::Fg).add_modifier(Modifier::BOLD),
-            )));
-            lines.push(Line::raw(""));
-            let mut status = g.status.as_str().to_string();
-            if tampered(g) {
-                status.push_str(" (UNPROVEN: counts as pending)");
-            }
-            lines.push(kv("status", status));
-            if !g.options.is_empty() {
-                lines.push(kv("options", g.options.join(" | ")));
-            }
-            lines.push(kv("effect", super::gates::blocks_text(g)));
-            lines.push(kv(
-                "asked by",
-                format!(
-                    "{} {} ({})",
-                    g.opened_by,
-                    since(vm, g.opened_at),
-                    g.opened_at
-                ),
-            ));
-            if let Some(by) = &g.decided_by {
-                let at = g.decided_at.map(|d| d.to_string()).unwrap_or_default();
-                lines.push(kv("decided by", format!("{by} at {at}")));
-            }
-            if let Some(o) = &g.option {
-                lines.push(kv("option", o.clone()));
-            }
-            if let Some(rs) = &g.reason {
-                lines.push(kv("reason", rs.clone()));
-            }
+            gate_lines(&mut lines, g, vm);
         }
     } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
         name = format!("Todo {}", esc(&card.id));
-        lines.push(Line::from(Span::styled(
-            esc(&card.title).into_owned(),
-            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
-        )));
-        lines.push(Line::raw(""));
-        if let Some(td) = snap.todos.get(&card.id) {
-            let (col, why) = place(snap, td, vm.now);
-            lines.push(kv("column", format!("{} {}", col.symbol(), col.title())));
-            let w = vm.why(&why);
-            if !w.is_empty() && col != Column::Ready {
-                lines.push(kv("why", w));
-            }
-            lines.push(kv("status", td.status.as_str().to_string()));
-            lines.push(kv("priority", td.priority.to_string()));
-            lines.push(kv("role", format!("{:?}", td.role).to_lowercase()));
-            if !td.depends_on.is_empty() {
-                lines.push(kv("depends on", td.depends_on.join(", ")));
-            }
-            // Routing (issue 9): who may take it.
-            if !td.requires.is_empty() {
-                lines.push(kv("requires", td.requires.join(", ")));
-            }
-            if let Some(r) = &td.reviews {
-                lines.push(kv("reviews", r.clone()));
-            }
-            if !td.exclude_agents.is_empty() {
-                lines.push(kv("excluded", td.exclude_agents.join(", ")));
-            }
-            if let Some(l) = &td.lease {
-                let left = l.expires_at.since(vm.now).0;
-                let state = if left > 0 && vm.absolute {
-                    format!("until {}", crate::board::app::hhmm(l.expires_at))
-                } else if left > 0 {
-                    format!("{} left", countdown(left))
-                } else {
-                    "EXPIRED".into()
-                };
-                lines.push(kv(
-                    "lease",
-                    format!(
-                        "{} fence {} until {} ({state})",
-                        l.holder, l.fence, l.expires_at
-                    ),
-                ));
-                if !l.paths.is_empty() {
-                    lines.push(kv("reserves", l.paths.join(" ")));
-                }
-            } else {
-                lines.push(kv("fence", td.fence.to_string()));
-            }
-            if !td.paths.is_empty() && td.lease.as_ref().is_none_or(|l| l.paths != td.paths) {
-                lines.push(kv("paths", td.paths.join(" ")));
-            }
-            if let Some(e) = td.every {
-                lines.push(kv("every", e.to_string()));
-            }
-            if let Some(d) = td.next_due_at {
-                lines.push(kv("due", d.to_string()));
-            }
-            if let Some(rs) = &td.reason {
-                lines.push(kv("reason", rs.clone()));
-            }
-            lines.push(kv(
-                "created",
-                format!("by {} at {}", td.created_by, td.created_at),
-            ));
-            context_lines(&mut lines, td, vm);
-        } else {
-            lines.push(kv("state", vm.why(&card.why)));
-        }
-        if let Some((id, Ok(ev))) = vm.evidence
-            && id == card.id
-        {
-            lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled(
-                format!("Evidence ({})", ev.len()),
-                t.fg(Role::Accent),
-            )));
-            for e in ev {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
-                    Span::styled(super::evidence::entry_text(e), t.fg(Role::Fg)),
-                ]));
-            }
-        }
+        todo_lines(&mut lines, card, snap, vm);
     }
     let keys = if vm.focus == Pane::Gates {
         "a approve · x reject · N next"
@@ -241,6 +174,156 @@ pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             .scroll((scroll, 0)),
         r,
     );
+}
+
+/// A detail row: the key dimmed, then the value. Every value shown here may come from a file:
+/// escaped once, here.
+fn kv_line(t: &Theme, k: &str, v: String) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{k:>12}  "), t.dim()),
+        Span::styled(esc(&v).into_owned(), t.fg(Role::Fg)),
+    ])
+}
+
+/// The detail of a gate.
+fn gate_lines(lines: &mut Vec<Line<'static>>, g: &crate::kernel::Gate, vm: &ViewModel) {
+    let t = vm.theme;
+    let kv = |k: &str, v: String| kv_line(t, k, v);
+    lines.push(Line::from(Span::styled(
+        esc(&g.question).into_owned(),
+        t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+    )));
+    lines.push(Line::raw(""));
+    let mut status = g.status.as_str().to_string();
+    if tampered(g) {
+        status.push_str(" (UNPROVEN: counts as pending)");
+    }
+    lines.push(kv("status", status));
+    if !g.options.is_empty() {
+        lines.push(kv("options", g.options.join(" | ")));
+    }
+    lines.push(kv("effect", super::gates::blocks_text(g)));
+    lines.push(kv(
+        "asked by",
+        format!(
+            "{} {} ({})",
+            g.opened_by,
+            since(vm, g.opened_at),
+            g.opened_at
+        ),
+    ));
+    if let Some(by) = &g.decided_by {
+        let at = g.decided_at.map(|d| d.to_string()).unwrap_or_default();
+        lines.push(kv("decided by", format!("{by} at {at}")));
+    }
+    if let Some(o) = &g.option {
+        lines.push(kv("option", o.clone()));
+    }
+    if let Some(rs) = &g.reason {
+        lines.push(kv("reason", rs.clone()));
+    }
+}
+
+/// The detail of a todo: its fields, then its evidence.
+fn todo_lines(
+    lines: &mut Vec<Line<'static>>,
+    card: &crate::board::derive::Card,
+    snap: &crate::kernel::Snapshot,
+    vm: &ViewModel,
+) {
+    let t = vm.theme;
+    let kv = |k: &str, v: String| kv_line(t, k, v);
+    lines.push(Line::from(Span::styled(
+        esc(&card.title).into_owned(),
+        t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+    )));
+    lines.push(Line::raw(""));
+    if let Some(td) = snap.todos.get(&card.id) {
+        let (col, why) = place(snap, td, vm.now);
+        lines.push(kv("column", format!("{} {}", col.symbol(), col.title())));
+        let w = vm.why(&why);
+        if !w.is_empty() && col != Column::Ready {
+            lines.push(kv("why", w));
+        }
+        lines.push(kv("status", td.status.as_str().to_string()));
+        lines.push(kv("priority", td.priority.to_string()));
+        lines.push(kv("role", format!("{:?}", td.role).to_lowercase()));
+        if !td.depends_on.is_empty() {
+            lines.push(kv("depends on", td.depends_on.join(", ")));
+        }
+        // Routing: who may take it.
+        if !td.requires.is_empty() {
+            lines.push(kv("requires", td.requires.join(", ")));
+        }
+        if let Some(r) = &td.reviews {
+            lines.push(kv("reviews", r.clone()));
+        }
+        if !td.exclude_agents.is_empty() {
+            lines.push(kv("excluded", td.exclude_agents.join(", ")));
+        }
+        lease_lines(lines, td, vm);
+        if !td.paths.is_empty() && td.lease.as_ref().is_none_or(|l| l.paths != td.paths) {
+            lines.push(kv("paths", td.paths.join(" ")));
+        }
+        if let Some(e) = td.every {
+            lines.push(kv("every", e.to_string()));
+        }
+        if let Some(d) = td.next_due_at {
+            lines.push(kv("due", d.to_string()));
+        }
+        if let Some(rs) = &td.reason {
+            lines.push(kv("reason", rs.clone()));
+        }
+        lines.push(kv(
+            "created",
+            format!("by {} at {}", td.created_by, td.created_at),
+        ));
+        context_lines(lines, td, vm);
+    } else {
+        lines.push(kv("state", vm.why(&card.why)));
+    }
+    if let Some((id, Ok(ev))) = &vm.evidence.shown
+        && *id == card.id
+    {
+        lines.push(Line::raw(""));
+        lines.push(Line::from(Span::styled(
+            format!("Evidence ({})", ev.len()),
+            t.fg(Role::Accent),
+        )));
+        for e in ev {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
+                Span::styled(super::evidence::entry_text(e), t.fg(Role::Fg)),
+            ]));
+        }
+    }
+}
+
+/// A todo's lease in the detail view, or its fence when none.
+fn lease_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &ViewModel) {
+    let kv = |k: &str, v: String| kv_line(vm.theme, k, v);
+    if let Some(l) = &td.lease {
+        let left = l.expires_at.since(vm.now).0;
+        let state = if left > 0 && vm.absolute {
+            format!("until {}", super::text::hhmm(l.expires_at))
+        } else if left > 0 {
+            format!("{} left", countdown(left))
+        } else {
+            "EXPIRED".into()
+        };
+        lines.push(kv(
+            "lease",
+            format!(
+                "{} fence {} until {} ({state})",
+                l.holder, l.fence, l.expires_at
+            ),
+        ));
+        if !l.paths.is_empty() {
+            lines.push(kv("reserves", l.paths.join(" ")));
+        }
+    } else {
+        lines.push(kv("fence", td.fence.to_string()));
+    }
 }
 
 /// `3m ago`, or the clock time with absolute times on.

@@ -6,12 +6,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
+use super::ViewModel;
+use super::text::countdown;
 use super::{block, title, trunc};
-use crate::board::app::countdown;
 use crate::board::derive::quota_view;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 
 /// Draws the quota pane.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {

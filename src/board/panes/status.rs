@@ -6,11 +6,34 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::ViewModel;
+use super::overlay::Mode;
 use super::{clock, trunc, wrap_words};
-use crate::board::app::{Live, Mode};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
+use crate::kernel::Ts;
 use crate::text::escape as esc;
+
+/// How the board learns of changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Live {
+    /// File-system events.
+    Watching,
+    /// Polling, and why.
+    Polling(String),
+    /// The database's connection dropped: reconnecting, and why.
+    Reconnecting(String),
+}
+
+/// A message in the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The text.
+    pub text: String,
+    /// True for an error.
+    pub error: bool,
+    /// When it was set (it fades after a while).
+    pub at: Ts,
+}
 
 /// Draws the status bar: the last action's result first (on two rows when it needs them), then
 /// what is broken, owner authority, live or polling, the load time and the project; the last

@@ -3,18 +3,84 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::Pane;
+use super::ViewModel;
 use super::objective::column_role;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
-use crate::board::app::{Pane, SortBy};
-use crate::board::derive::{Card, Column, Why};
+use crate::board::derive::sort::SortBy;
+use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
-use crate::board::view::ViewModel;
 use crate::text::escape as esc;
+
+/// The todos pane's state: the focused column and the selected card per column, kept on its todo
+/// across loads.
+#[derive(Debug, Clone)]
+pub struct TodosPane {
+    /// The focused column.
+    pub col: Column,
+    /// The selected row per column.
+    pub sel: [usize; 5],
+    ids: [Option<String>; 5],
+}
+
+impl Default for TodosPane {
+    fn default() -> TodosPane {
+        TodosPane {
+            col: Column::Ready,
+            sel: [0; 5],
+            ids: Default::default(),
+        }
+    }
+}
+
+impl TodosPane {
+    /// Follows new columns, keeping each selection on the same todo while it is listed.
+    pub fn set(&mut self, columns: &Columns) {
+        for c in 0..5 {
+            let cards = &columns.cols[c];
+            if let Some(id) = &self.ids[c]
+                && let Some(i) = cards.iter().position(|k| k.id == *id)
+            {
+                self.sel[c] = i;
+            }
+            self.sel[c] = self.sel[c].min(cards.len().saturating_sub(1));
+            self.ids[c] = cards.get(self.sel[c]).map(|k| k.id.clone());
+        }
+    }
+
+    /// Selects row `row` of the focused column, when it has one.
+    pub fn select(&mut self, row: usize, columns: &Columns) {
+        let c = self.col.index();
+        if row < columns.cols[c].len() {
+            self.sel[c] = row;
+            self.ids[c] = columns.cols[c].get(row).map(|k| k.id.clone());
+        }
+    }
+
+    /// Moves the focused column's selection by `by` rows.
+    pub fn step(&mut self, by: i64, columns: &Columns) {
+        let c = self.col.index();
+        self.sel[c] = super::step(self.sel[c], by, columns.cols[c].len());
+        self.ids[c] = columns.cols[c].get(self.sel[c]).map(|k| k.id.clone());
+    }
+
+    /// Focuses the column left (`-1`) or right (`1`) of this one.
+    pub fn shift(&mut self, by: i64) {
+        let i = self.col.index() as i64 + by;
+        self.col = Column::ALL[i.clamp(0, 4) as usize];
+    }
+
+    /// The selected card of the focused column.
+    pub fn selected<'a>(&self, columns: &'a Columns) -> Option<&'a Card> {
+        let c = self.col.index();
+        columns.cols[c].get(self.sel[c])
+    }
+}
 
 /// Draws the todos pane: the columns with cards (and the focused one) side by side; the others
 /// fold into the title with their counts.
@@ -60,7 +126,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
     let t = vm.theme;
     let ci = col.index();
     let cards = &vm.columns.cols[ci];
-    let focused = pane_focused && vm.col == col;
+    let focused = pane_focused && vm.todos.col == col;
     let w = r.width.saturating_sub(1) as usize;
     let head_style = if focused {
         t.fg(column_role(col))
@@ -69,7 +135,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
         t.fg(column_role(col)).add_modifier(Modifier::BOLD)
     };
     let visible = (r.height.saturating_sub(1) as usize) / per;
-    let sel = vm.col_sel[ci];
+    let sel = vm.todos.sel[ci];
     let off = offset(sel, visible);
     let mut head = format!("{} {} {}", col.symbol(), col.title(), cards.len());
     if off > 0 {
@@ -77,7 +143,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
     }
     let mut lines = vec![Line::from(Span::styled(trunc(&head, w), head_style))];
     for (n, c) in cards.iter().enumerate().skip(off).take(visible) {
-        let selected = n == sel && vm.col == col;
+        let selected = n == sel && vm.todos.col == col;
         lines.extend(card(c, vm, w, (selected, focused), per));
     }
     if cards.is_empty() {
@@ -118,7 +184,7 @@ pub fn lease_note(holder: &str, fence: u64, (expired, when): (bool, &str), w: us
     }
 }
 
-/// A live lease's reservation (issue 23) as a card shows it: its first glob, and how many more.
+/// A live lease's reservation as a card shows it: its first glob, and how many more.
 fn reserved(vm: &ViewModel, id: &str) -> Option<(String, usize)> {
     let l = vm.snap?.todos.get(id)?.live_lease(vm.now)?;
     let first = esc(l.paths.first()?);
@@ -219,6 +285,18 @@ fn card<'a>(
             row_style(t, selected, focused, base),
         )));
     }
+    let (note, note_style) = note(c, vm, w);
+    out.push(Line::from(Span::styled(
+        trunc(&format!("  {note}"), w),
+        note_style,
+    )));
+    out
+}
+
+/// A card's note line and its style: the lease or why, marked when overdue, parked or backed off.
+fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
+    let t = vm.theme;
+    let expired = c.expired(vm.now);
     let note = match &c.why {
         Why::None => esc(&c.id).into_owned(),
         Why::Lease {
@@ -241,17 +319,17 @@ fn card<'a>(
         }
         other => esc(&vm.why(other)).into_owned(),
     };
-    // An overdue monitor (issue 8) is marked before its note, in the warning color.
+    // An overdue monitor is marked before its note, in the warning color.
     let late = vm
         .snap
         .and_then(|s| s.todos.get(&c.id))
         .and_then(|t| crate::kernel::monitor::overdue(t, vm.now))
         .filter(|_| !matches!(c.why, Why::Finished(..)));
     let note = match late {
-        Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::app::ago(l.0)),
+        Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::panes::text::ago(l.0)),
         None => note,
     };
-    // The breaker (issue 23): a parked todo waits on the owner's gate; a failing one backs off.
+    // The breaker: a parked todo waits on the owner's gate; a failing one backs off.
     let held = vm.snap.and_then(|s| Some((s, s.todos.get(&c.id)?)));
     let parked = held.is_some_and(|(s, t)| crate::kernel::breaker::parked(s, t).is_some());
     let backed = held.is_some_and(|(_, t)| crate::kernel::breaker::backed_off(t, vm.now).is_some());
@@ -274,11 +352,7 @@ fn card<'a>(
             _ => t.dim(),
         }
     };
-    out.push(Line::from(Span::styled(
-        trunc(&format!("  {note}"), w),
-        note_style,
-    )));
-    out
+    (note, note_style)
 }
 
 fn split_at_char(s: &str, n: usize) -> (String, String) {

@@ -1,7 +1,7 @@
 //! Words and times for people: a card's note, countdowns and ages, relative or as clock times.
 
+use super::ViewModel;
 use crate::board::derive::Why;
-use crate::board::view::ViewModel;
 use crate::kernel::{Priority, Ts};
 
 /// A title may start with a priority (`P1 fix the build`).

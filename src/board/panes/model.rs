@@ -1,0 +1,91 @@
+//! The view model: what one frame shows, borrowed from the board's state at one instant.
+
+use crate::board::alerts::Broken;
+use crate::board::derive::sort::SortBy;
+use crate::board::derive::{Card, Columns};
+use crate::board::layout::{self, Pane};
+use crate::board::theme::Theme;
+use crate::kernel::{Event, Gate, GateStatus, Problem, Snapshot, Ts};
+
+use super::activity::ActivityPane;
+use super::evidence::EvidencePane;
+use super::gates::GatesPane;
+use super::overlay::Mode;
+use super::status::{Live, Message};
+use super::todos::TodosPane;
+
+/// Everything one frame shows, borrowed from the app at one instant.
+#[derive(Debug, Clone)]
+pub struct ViewModel<'a> {
+    /// The clock of this frame.
+    pub now: Ts,
+    /// The colors.
+    pub theme: &'a Theme,
+    /// The project's root, as shown.
+    pub project: &'a str,
+    /// The last good state, if any.
+    pub snap: Option<&'a Snapshot>,
+    /// The todo columns.
+    pub columns: &'a Columns,
+    /// Gates in display order.
+    pub gates: Vec<&'a Gate>,
+    /// The gates pane.
+    pub gate_pane: &'a GatesPane,
+    /// The todos pane.
+    pub todos: &'a TodosPane,
+    /// The focused pane.
+    pub focus: Pane,
+    /// The mode (dialogs, overlays).
+    pub mode: &'a Mode,
+    /// The filter.
+    pub filter: &'a str,
+    /// The evidence pane.
+    pub evidence: &'a EvidencePane,
+    /// The gate's action scrolled, in the confirm dialog.
+    pub action_scroll: usize,
+    /// The journal's tail, newest last.
+    pub journal: &'a [Event],
+    /// The activity pane.
+    pub activity: &'a ActivityPane,
+    /// Files that failed to load, and quarantined files.
+    pub problems: Vec<&'a Problem>,
+    /// The banner's lines: failed loads, quarantined files, owner notes.
+    pub banner: Vec<String>,
+    /// Whether agents are refused, or which files are quarantined.
+    pub broken: Broken,
+    /// The status message.
+    pub message: Option<&'a Message>,
+    /// Events or polling.
+    pub live: &'a Live,
+    /// When the last load happened.
+    pub last_reload: Option<Ts>,
+    /// Changes are off.
+    pub readonly: bool,
+    /// Owner authority is proven.
+    pub owner_verified: bool,
+    /// The owner's key, or why authority is unverified.
+    pub owner_note: &'a str,
+    /// The key hints for the current mode and pane.
+    pub hints: Vec<(String, &'static str, bool)>,
+    /// The layout's inputs.
+    pub layout: layout::Input,
+    /// How the todo columns are sorted.
+    pub sort: SortBy,
+    /// Clock times instead of relative ones.
+    pub absolute: bool,
+}
+
+impl<'a> ViewModel<'a> {
+    /// The pending gates among those listed (the filter applies).
+    pub fn pending(&self) -> usize {
+        self.gates
+            .iter()
+            .filter(|g| g.effective_status() == GateStatus::Pending)
+            .count()
+    }
+
+    /// The selected todo card, if any.
+    pub fn selected_card(&self) -> Option<&'a Card> {
+        self.todos.selected(self.columns)
+    }
+}
