@@ -69,15 +69,13 @@ pub const LOCK_TIMEOUT_MAX_S: u64 = 3_600;
 pub const LOCK_TIMEOUT_DEFAULT_S: u64 = 10;
 /// The largest owner key file, in bytes.
 pub const OWNER_KEY_MAX_BYTES: u64 = 4_096;
-// --- monitors (issue 8) ---
 /// The most bytes of a watcher's check command (`[check] command`).
 pub const CHECK_COMMAND_MAX: usize = 2_048;
 /// The longest a check may run before `monitor poll` stops it (`--timeout`), in seconds.
 pub const CHECK_TIMEOUT_MAX_S: u64 = 3_600;
 /// The most bytes of a check's stdout kept and hashed.
 pub const CHECK_OUTPUT_MAX: usize = 64 * 1024;
-// --- end monitors ---
-// --- teams: todo context (issue 9) ---
+// todo context
 /// The most characters of a todo's `body`.
 pub const BODY_MAX: usize = 16_000;
 /// The most bytes `--body-file` reads.
@@ -88,7 +86,6 @@ pub const LINKS_MAX: usize = 20;
 pub const LINK_MAX: usize = 2_000;
 /// The most entries `evidence list` shows (`--limit`).
 pub const EVIDENCE_LIST_MAX: usize = 10_000;
-// --- end teams ---
 
 /// One step of a key path: a key name or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +171,6 @@ impl Bounded for Gate {
     }
 }
 
-// -- routing (issue 9) --
 impl Bounded for crate::kernel::model::AgentInfo {
     fn check_bounds(&self) -> Checked {
         agent("id", &self.id)?;
@@ -229,7 +225,6 @@ fn check_agents(c: &Config) -> Checked {
     }
     Ok(())
 }
-// -- end routing --
 
 impl Bounded for QuotaFile {
     fn check_bounds(&self) -> Checked {
@@ -365,7 +360,6 @@ pub fn check_config(c: &Config) -> Checked {
     )?;
     duration("quota.window", q.window, WINDOW_MIN, WINDOW_MAX)?;
     duration("quota.min_interval", q.min_interval, Dur(0), q.window)?;
-    // -- budgets and hooks --
     if let Some(t) = q.tokens {
         int("quota.tokens", t, 1, TOKENS_MAX)?;
     }
@@ -379,7 +373,6 @@ pub fn check_config(c: &Config) -> Checked {
         }
     }
     crate::kernel::alert::check_hooks(&c.hooks)?;
-    // -- end budgets and hooks --
     if let Some(d) = &c.done.check {
         check_command("done.check", d)?;
     }

@@ -37,7 +37,7 @@ pub struct Config {
     /// Known agents, by id: the owner's fixed capabilities and slots (sealed), other keys kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<String, AgentPolicy>,
-    // -- budgets and alerts (hooks): owner facts, sealed --
+    // budgets and alerts (hooks): owner facts, sealed
     /// Hook commands by event name (`gate.opened`), run with `sh -c`; they run only as sealed.
     #[serde(
         default,
@@ -45,7 +45,6 @@ pub struct Config {
         deserialize_with = "crate::kernel::alert::de_hooks"
     )]
     pub hooks: BTreeMap<String, String>,
-    // -- end budgets and alerts --
     /// What proves a todo done: the project's default check (an owner fact, sealed).
     #[serde(default, skip_serializing_if = "DonePolicy::is_empty")]
     pub done: DonePolicy,
@@ -131,14 +130,12 @@ pub struct QuotaPolicy {
     /// The least time between two spends.
     #[serde(default)]
     pub min_interval: Dur,
-    // -- budgets --
     /// Tokens per window (none: no token budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
     /// US dollars per window (none: no cost budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    // -- end budgets --
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -303,11 +300,10 @@ pub struct Lease {
     /// The `loopx turn` running under it, if one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
-    // -- teams: hand-off --
+    // hand-off
     /// The agent that handed this lease over (`todo handoff`), until the receiver claims it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
-    // -- end teams --
     /// HEAD and the changed files when the turn began (the breaker compares them at its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Base>,
@@ -371,15 +367,14 @@ pub struct Todo {
     /// The last fence granted; kept after the lease ends.
     #[serde(default)]
     pub fence: u64,
-    // --- monitors (issue 8): overdue mark and watcher check ---
+    // overdue mark and watcher check
     /// The due time whose overdue period was journaled (`monitor.overdue`), once per due time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overdue_noted: Option<Ts>,
     /// A watcher: a command `monitor poll` runs while the owner's seal approves its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<Check>>,
-    // --- end monitors ---
-    // --- routing (issue 9): capabilities and separation of duties ---
+    // capabilities and separation of duties
     /// Capabilities an agent needs to be offered it (all of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
@@ -389,15 +384,13 @@ pub struct Todo {
     /// Agents that may never claim it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_agents: Vec<String>,
-    // --- end routing ---
-    // --- teams: todo context (issue 9) ---
+    // todo context
     /// What the work is, at length (Markdown or plain text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// URLs of an issue, a pull request or a document (`scheme://...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
-    // --- end teams ---
     /// Turns in a row without progress or with failure, and the backoff and parking they set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<Box<Stall>>,
@@ -594,7 +587,7 @@ pub struct QuotaFile {
 mod records;
 pub use records::*;
 
-// --- routing (issue 9): agents' capabilities and the owner's per-agent limits ---
+// agents' capabilities and the owner's per-agent limits
 /// `[agents.ID]` in `loopx.toml`: what the owner fixed for one agent (sealed), other keys kept.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct AgentPolicy {
@@ -633,6 +626,5 @@ pub struct AgentInfo {
     #[serde(flatten)]
     pub extra: Extra,
 }
-// --- end routing ---
 
 pub use crate::kernel::snapshot::{Problem, Snapshot, TxFile, TxOp};

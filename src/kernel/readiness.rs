@@ -37,7 +37,6 @@ pub enum Blocker {
         /// When it becomes due.
         until: Ts,
     },
-    // -- routing (issue 9) --
     /// The agent lacks capabilities the todo requires: not this agent's work.
     Capability {
         /// The capabilities it lacks.
@@ -57,7 +56,6 @@ pub enum Blocker {
         /// When a slot frees.
         until: Ts,
     },
-    // -- end routing --
     /// The breaker parked it: it made no progress N turns in a row; its gate asks the owner.
     Parked {
         /// The gate.

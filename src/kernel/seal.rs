@@ -55,13 +55,11 @@ pub struct Seal {
     pub leases: BTreeMap<String, LeaseFact>,
     /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
     pub checks: BTreeMap<String, String>,
-    // -- budgets and hooks --
     /// The token and cost budgets (`None` inside: no budget); `None`: a seal from before budgets.
     pub budget: Option<(Option<u64>, Option<f64>)>,
     /// Each hook the owner approved: event name to the SHA-256 of its command text.
     pub hooks: BTreeMap<String, String>,
-    // -- end budgets and hooks --
-    /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`; routing, issue 9).
+    /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`).
     pub agents: crate::kernel::agents::AgentFacts,
     /// Turns without progress that park a todo (`None`: a seal from before the breaker).
     pub breaker: Option<u32>,

@@ -81,18 +81,16 @@ pub struct Answer {
     /// most three, absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_notes: Vec<String>,
-    /// Overdue monitors (issue 8), the latest first: at most three ids, absent when none.
+    /// Overdue monitors, the latest first: at most three ids, absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overdue: Vec<String>,
     /// Todos the no-progress breaker parked (waiting on the owner's gate), at most three ids;
     /// absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parked: Vec<String>,
-    // -- routing (issue 9) --
     /// This agent's own slots in the window and the owner's cap; absent without a cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_slots: Option<quota::Budget<u64>>,
-    // -- end routing --
 }
 
 /// The most quarantined files named in an answer.
