@@ -1,11 +1,11 @@
 //! Agent rules: capabilities, who may be offered a todo, the owner's sealed per-agent values, and
 //! separation of duties for review todos.
 
-use std::collections::BTreeMap;
-
 use crate::kernel::error::{Error, Result};
 use crate::kernel::model::{AgentPolicy, Config, Extra, Snapshot, Todo};
 use crate::kernel::time::Ts;
+
+pub use crate::kernel::model::AgentFacts;
 
 /// The most capabilities an agent declares or a todo requires.
 pub const CAPS_MAX: usize = 32;
@@ -107,9 +107,6 @@ pub fn exclude_finisher(snap: &Snapshot, done: &str, finisher: &str, now: Ts) ->
         })
         .collect()
 }
-
-/// The owner's fixed values by agent, as the seal holds them: (slots, capabilities).
-pub type AgentFacts = BTreeMap<String, (Option<u32>, Option<Vec<String>>)>;
 
 /// The agent facts of a config: every `[agents.ID]` that fixes something, with a plain id.
 pub fn facts(cfg: &Config) -> AgentFacts {

@@ -377,7 +377,7 @@ pub fn check_config(c: &Config) -> Checked {
         check_command("done.check", d)?;
     }
     if let Some(n) = c.breaker.turns {
-        let max = u64::from(crate::kernel::breaker::TURNS_MAX);
+        let max = u64::from(crate::kernel::model::TURNS_MAX);
         int("breaker.turns", u64::from(n), 0, max)?;
     }
     check_agents(c)?;
@@ -433,7 +433,7 @@ pub fn check_todo(t: &Todo) -> Checked {
     }
     check_routing(t)?;
     if let Some(s) = &t.stall {
-        let max = u64::from(crate::kernel::breaker::TURNS_MAX);
+        let max = u64::from(crate::kernel::model::TURNS_MAX);
         int("stall.turns", u64::from(s.turns), 0, max)?;
         int("stall.failures", u64::from(s.failures), 0, max)?;
         opt_text("stall.parked", &s.parked, REF_MAX)?;

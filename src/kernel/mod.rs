@@ -1,6 +1,5 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
-pub mod action;
 pub mod agents;
 pub mod alert;
 pub mod authority;
@@ -19,10 +18,10 @@ pub mod reserve;
 pub mod roster;
 pub mod seal;
 pub mod should_run;
-pub mod snapshot;
 pub mod time;
 
 pub use action::Action;
 pub use error::{Code, Error, Result};
 pub use model::*;
+pub use model::{action, snapshot};
 pub use time::{Dur, Ts};

@@ -42,7 +42,7 @@ pub struct Config {
     #[serde(
         default,
         skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "crate::kernel::alert::de_hooks"
+        deserialize_with = "crate::kernel::model::de_hooks"
     )]
     pub hooks: BTreeMap<String, String>,
     /// What proves a todo done: the project's default check (an owner fact, sealed).
@@ -405,9 +405,6 @@ pub struct Todo {
     pub extra: Extra,
 }
 
-pub use crate::kernel::breaker::{Base, BreakerPolicy, Stall};
-pub use crate::kernel::monitor::Check;
-
 fn default_role() -> Role {
     Role::Agent
 }
@@ -494,10 +491,10 @@ pub struct Gate {
     pub signature: Option<String>,
     /// The exact action the owner is asked to approve, with its SHA-256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<crate::kernel::gate_action::GateAction>,
+    pub action: Option<GateAction>,
     /// The one use of the approved action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub used: Option<crate::kernel::gate_action::GateUse>,
+    pub used: Option<GateUse>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -627,4 +624,10 @@ pub struct AgentInfo {
     pub extra: Extra,
 }
 
-pub use crate::kernel::snapshot::{Problem, Snapshot, TxFile, TxOp};
+pub mod action;
+mod facts;
+pub use facts::*;
+mod sealed;
+pub use sealed::*;
+pub mod snapshot;
+pub use snapshot::{Problem, Snapshot, TxFile, TxOp};

@@ -107,7 +107,7 @@ pub struct Snapshot {
     /// Where files disagree with the owner's seal, and what loopx acts on instead.
     pub owner_notes: Vec<String>,
     /// The owner's seal this snapshot was checked against, when valid.
-    pub seal: Option<crate::kernel::seal::Seal>,
+    pub seal: Option<crate::kernel::model::Seal>,
     /// True when the project has an owner key and no seal that holds: no owner fact can be
     /// verified, so no done can be proven.
     pub unsealed: bool,
