@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
-use crate::kernel::bounds::{self, Checked};
+use crate::kernel::limits::{self, Checked};
 use crate::kernel::model::{Event, EventDraft, Seal, Snapshot};
 use crate::text::escape;
 
@@ -218,11 +218,11 @@ pub fn payload(name: &str, goal: &str, e: &Event) -> Value {
 /// Checks `[hooks]`: how many, each name and each command text (no control character: the owner
 /// reads the text the shell runs).
 pub fn check_hooks(hooks: &BTreeMap<String, String>) -> Checked {
-    bounds::count("hooks", hooks.len(), HOOKS_MAX)?;
+    limits::count("hooks", hooks.len(), HOOKS_MAX)?;
     for (name, text) in hooks {
-        bounds::required_text("hooks", name, HOOK_NAME_MAX)?;
-        bounds::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
-        bounds::plain_command(&format!("hooks.{name}"), text)?;
+        limits::required_text("hooks", name, HOOK_NAME_MAX)?;
+        limits::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
+        limits::plain_command(&format!("hooks.{name}"), text)?;
     }
     Ok(())
 }

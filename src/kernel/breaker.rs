@@ -161,7 +161,7 @@ pub fn held(snap: &Snapshot, now: Ts) -> Vec<Held> {
             let retry_at = backed_off(t, now);
             (parked.is_some() || retry_at.is_some()).then(|| Held {
                 id: t.id.clone(),
-                title: crate::kernel::should_run::cut(&t.title, 120),
+                title: crate::kernel::limits::cut(&t.title, 120),
                 turns: t.stall.as_ref().map_or(0, |s| s.turns),
                 parked,
                 retry_at,
@@ -177,7 +177,7 @@ pub fn question(t: &Todo, turns: u32) -> String {
     format!(
         "{} made no progress in {turns} turns: retry, rewrite or drop? ({})",
         t.id,
-        crate::kernel::should_run::cut(&t.title, 120)
+        crate::kernel::limits::cut(&t.title, 120)
     )
 }
 

@@ -3,7 +3,7 @@
 use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
-use crate::kernel::bounds::{self, Checked, Violation};
+use crate::kernel::limits::{self, Checked, Violation};
 use crate::kernel::model::{Extra, Gate, GateStatus};
 use crate::kernel::{Code, Error, Result};
 
@@ -123,19 +123,19 @@ pub fn check(a: &GateAction) -> Checked {
                     "`action.argv` needs a program",
                 ));
             }
-            bounds::count("action.argv", a.argv.len(), bounds::ARGV_MAX)?;
+            limits::count("action.argv", a.argv.len(), limits::ARGV_MAX)?;
             for arg in &a.argv {
-                if arg.len() > bounds::ARG_MAX {
+                if arg.len() > limits::ARG_MAX {
                     return Err(Violation::new(
                         "action.argv",
                         format!(
                             "an argument of `action.argv` is {} bytes long; the most is {}",
                             arg.len(),
-                            bounds::ARG_MAX
+                            limits::ARG_MAX
                         ),
                     ));
                 }
-                bounds::plain_command("action.argv", arg)?;
+                limits::plain_command("action.argv", arg)?;
             }
             Ok(())
         }
@@ -160,9 +160,9 @@ pub fn check(a: &GateAction) -> Checked {
 
 /// The bounds of a use record.
 pub fn check_use(u: &GateUse) -> Checked {
-    bounds::agent("used.by", &u.by)?;
+    limits::agent("used.by", &u.by)?;
     if let Some(t) = &u.turn {
-        bounds::text("used.turn", t, bounds::NAME_MAX)?;
+        limits::text("used.turn", t, limits::NAME_MAX)?;
     }
     Ok(())
 }

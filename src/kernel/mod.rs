@@ -3,11 +3,13 @@
 pub mod agents;
 pub mod alert;
 pub mod authority;
+pub mod blocker;
 pub mod bounds;
 pub mod breaker;
 pub mod error;
 pub mod gate_action;
 pub mod id;
+pub mod limits;
 pub mod model;
 pub mod monitor;
 pub mod ops;

@@ -7,6 +7,8 @@ use crate::kernel::quota::{self, Usage};
 use crate::kernel::readiness::{self, Blocker};
 use crate::kernel::time::{Dur, Ts};
 
+pub use crate::kernel::limits::cut;
+
 /// The most questions listed.
 pub const MAX_QUESTIONS: usize = 5;
 /// The most characters of a question listed.
@@ -243,14 +245,4 @@ pub fn pending_questions(snap: &Snapshot) -> (Vec<Question>, usize) {
         })
         .collect();
     (list, more)
-}
-
-/// Cuts text to at most `n` characters, marking the cut with an ellipsis.
-pub fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
