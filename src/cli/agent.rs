@@ -5,7 +5,8 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::agents::{self, Fix};
+use crate::kernel::agents;
+use crate::kernel::ops::agents::Fix;
 use crate::kernel::{Error, Result, Snapshot, Status, ops, quota};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
@@ -79,8 +80,9 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                     .hint("give --capability CAP (repeatable), or --clear"));
             }
             agents::check_capabilities("--capability", &capability)?;
-            let info = store
-                .mutate(|snap| agents::set(snap, &ctx.agent, now, capability.clone(), clear))?;
+            let info = store.mutate(|snap| {
+                ops::agents::set(snap, &ctx.agent, now, capability.clone(), clear)
+            })?;
             let snap = store.load()?;
             Ok(Out::new(
                 "agent",
@@ -125,7 +127,7 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                 },
                 slots: slots.map(|s| s.0),
             };
-            store.mutate(|snap| agents::fix(snap, ops::OWNER, now, &id, f.clone()))?;
+            store.mutate(|snap| ops::agents::fix(snap, ops::OWNER, now, &id, f.clone()))?;
             let snap = store.load()?;
             Ok(Out::new(
                 "agent",

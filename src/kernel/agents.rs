@@ -1,15 +1,11 @@
-//! Agents' capabilities and routing: who may be offered a todo, the owner's fixed values per
-//! agent (sealed), separation of duties for review todos, and the `agent.*` mutations.
+//! Agent rules: capabilities, who may be offered a todo, the owner's sealed per-agent values, and
+//! separation of duties for review todos.
 
-use std::collections::BTreeMap;
-
-use serde_json::json;
-
-use crate::kernel::action::Action;
 use crate::kernel::error::{Error, Result};
-use crate::kernel::model::{AgentInfo, AgentPolicy, Config, Extra, SCHEMA_VERSION, Snapshot, Todo};
-use crate::kernel::ops::{Change, Write};
+use crate::kernel::model::{AgentPolicy, Config, Extra, Snapshot, Todo};
 use crate::kernel::time::Ts;
+
+pub use crate::kernel::model::AgentFacts;
 
 /// The most capabilities an agent declares or a todo requires.
 pub const CAPS_MAX: usize = 32;
@@ -111,100 +107,6 @@ pub fn exclude_finisher(snap: &Snapshot, done: &str, finisher: &str, now: Ts) ->
         })
         .collect()
 }
-
-/// An agent declares its own capabilities (`agent set`): `agents/ID.toml`, journaled `agent.set`.
-pub fn set(
-    snap: &Snapshot,
-    agent: &str,
-    now: Ts,
-    caps: Vec<String>,
-    clear: bool,
-) -> Result<(Change, AgentInfo)> {
-    crate::kernel::id::check_agent(agent)?;
-    let mut all = if clear {
-        Vec::new()
-    } else {
-        snap.agents
-            .get(agent)
-            .map(|a| a.capabilities.clone())
-            .unwrap_or_default()
-    };
-    all.extend(caps);
-    let caps = check_capabilities("--capability", &all)?;
-    let info = AgentInfo {
-        schema_version: SCHEMA_VERSION,
-        id: agent.to_string(),
-        capabilities: caps,
-        updated_at: now,
-        extra: snap
-            .agents
-            .get(agent)
-            .map(|a| a.extra.clone())
-            .unwrap_or_default(),
-    };
-    let mut c = Change::default();
-    c.writes.push(Write::Agent(info.clone()));
-    c.events.push(crate::kernel::model::EventDraft {
-        at: now,
-        actor: agent.to_string(),
-        action: Action::AgentSet,
-        target: agent.to_string(),
-        data: json!({"capabilities": info.capabilities}),
-    });
-    Ok((c, info))
-}
-
-/// What `agent fix` changes; `None` keeps a value, `Some(None)` removes it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Fix {
-    /// Capabilities the owner fixes (`Some(None)`: the agent's own declaration counts again).
-    pub capabilities: Option<Option<Vec<String>>>,
-    /// The agent's slots per window (`Some(None)`: no cap).
-    pub slots: Option<Option<u32>>,
-}
-
-/// Owner: fixes an agent's capabilities and slots in `loopx.toml` (`agent.fix`, signed, sealed).
-pub fn fix(snap: &Snapshot, owner: &str, now: Ts, agent: &str, f: Fix) -> Result<(Change, Config)> {
-    crate::kernel::id::check_agent(agent)?;
-    if f == Fix::default() {
-        return Err(Error::usage("nothing to fix")
-            .hint("give --capability CAP, --clear-capabilities, or --slots N|none"));
-    }
-    let mut cfg = snap.config.clone();
-    let p = cfg.agents.entry(agent.to_string()).or_default();
-    if let Some(caps) = f.capabilities {
-        p.capabilities = caps
-            .map(|c| check_capabilities("--capability", &c))
-            .transpose()?;
-    }
-    if let Some(s) = f.slots {
-        if s.is_some_and(|n| n == 0 || n > crate::kernel::bounds::SLOTS_MAX) {
-            return Err(Error::usage(format!(
-                "--slots is 1 to {} or none",
-                crate::kernel::bounds::SLOTS_MAX
-            )));
-        }
-        p.slots = s;
-    }
-    let shown = p.clone();
-    if p.is_unset() && p.extra.is_empty() {
-        cfg.agents.remove(agent);
-    }
-    crate::kernel::bounds::usage(crate::kernel::bounds::check_config(&cfg))?;
-    let mut c = Change::by_owner();
-    c.events.push(crate::kernel::model::EventDraft {
-        at: now,
-        actor: owner.to_string(),
-        action: Action::AgentFix,
-        target: agent.to_string(),
-        data: json!({"capabilities": shown.capabilities, "slots": shown.slots}),
-    });
-    c.writes.push(Write::Config(cfg.clone()));
-    Ok((c, cfg))
-}
-
-/// The owner's fixed values by agent, as the seal holds them: (slots, capabilities).
-pub type AgentFacts = BTreeMap<String, (Option<u32>, Option<Vec<String>>)>;
 
 /// The agent facts of a config: every `[agents.ID]` that fixes something, with a plain id.
 pub fn facts(cfg: &Config) -> AgentFacts {

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::kernel::model::{Config, Status};
+use crate::kernel::ops::Write;
+use crate::kernel::ops::agents::{Fix, fix, set};
 use crate::kernel::readiness;
 
 const T0: Ts = Ts(1_800_000_000_000);

@@ -3,14 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
-use crate::kernel::bounds::{self, Checked};
-use crate::kernel::model::{Event, EventDraft, Snapshot};
-use crate::kernel::seal::Seal;
+use crate::kernel::limits::{self, Checked};
+use crate::kernel::model::{Event, EventDraft, Seal, Snapshot};
 use crate::text::escape;
 
 /// Every event a hook can be set for, with what fires it.
@@ -220,46 +218,11 @@ pub fn payload(name: &str, goal: &str, e: &Event) -> Value {
 /// Checks `[hooks]`: how many, each name and each command text (no control character: the owner
 /// reads the text the shell runs).
 pub fn check_hooks(hooks: &BTreeMap<String, String>) -> Checked {
-    bounds::count("hooks", hooks.len(), HOOKS_MAX)?;
+    limits::count("hooks", hooks.len(), HOOKS_MAX)?;
     for (name, text) in hooks {
-        bounds::required_text("hooks", name, HOOK_NAME_MAX)?;
-        bounds::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
-        bounds::plain_command(&format!("hooks.{name}"), text)?;
-    }
-    Ok(())
-}
-
-/// Reads `[hooks]`, whether a key is quoted (`"gate.opened" = ...`) or dotted (`gate.opened =
-/// ...`, which TOML reads as a table `gate` holding `opened`).
-pub fn de_hooks<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    let table = toml::Table::deserialize(d)?;
-    let mut out = BTreeMap::new();
-    flatten("", &table, &mut out).map_err(serde::de::Error::custom)?;
-    Ok(out)
-}
-
-fn flatten(
-    prefix: &str,
-    t: &toml::Table,
-    out: &mut BTreeMap<String, String>,
-) -> Result<(), String> {
-    for (k, v) in t {
-        let name = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        match v {
-            toml::Value::String(s) => {
-                out.insert(name, s.clone());
-            }
-            toml::Value::Table(inner) if prefix.is_empty() => flatten(&name, inner, out)?,
-            _ => {
-                return Err(format!(
-                    "hooks.{name} must be a command text, like \"gate.opened\" = \"notify-send 'a gate'\""
-                ));
-            }
-        }
+        limits::required_text("hooks", name, HOOK_NAME_MAX)?;
+        limits::required_text(&format!("hooks.{name}"), text, HOOK_TEXT_MAX)?;
+        limits::plain_command(&format!("hooks.{name}"), text)?;
     }
     Ok(())
 }
@@ -341,9 +304,9 @@ mod tests {
 
     #[test]
     fn hooks_read_quoted_or_dotted_and_are_bounded() {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct H {
-            #[serde(deserialize_with = "de_hooks")]
+            #[serde(deserialize_with = "crate::kernel::model::de_hooks")]
             hooks: BTreeMap<String, String>,
         }
         let h: H = toml::from_str(

@@ -63,12 +63,10 @@ pub const OWNER_ACTIONS: &[&str] = &[
     Action::GoalComplete.as_str(),
     Action::QuotaSet.as_str(),
     Action::TodoReassign.as_str(),
-    // monitors (issue 8)
     Action::CheckApprove.as_str(),
     Action::CheckRevoke.as_str(),
     Action::HookSet.as_str(),
     Action::HookRemove.as_str(),
-    // routing (issue 9)
     Action::AgentFix.as_str(),
 ];
 

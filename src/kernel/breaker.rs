@@ -1,42 +1,17 @@
 //! The no-progress breaker: what counts as progress in a turn, the per-todo backoff after a
 //! failed turn, and the parking of a todo that made no progress N turns in a row.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::kernel::model::{Config, Evidence, EvidenceKind, Extra, GateStatus, Snapshot, Todo};
+use crate::kernel::model::{Config, Evidence, EvidenceKind, GateStatus, Snapshot, Todo};
 use crate::kernel::time::{Dur, Ts};
 
-/// Turns without progress in a row that park a todo, unless the owner sets another number.
-pub const TURNS_DEFAULT: u32 = 3;
-/// The most the owner may set (0 turns the breaker off).
-pub const TURNS_MAX: u32 = 1_000;
+pub use crate::kernel::model::{Base, BreakerPolicy, Stall, TURNS_DEFAULT, TURNS_MAX};
+
 /// The longest per-todo backoff.
 pub const BACKOFF_MAX: Dur = Dur(300_000);
 /// The options of the gate a parked todo opens.
 pub const OPTIONS: [&str; 3] = ["retry", "rewrite", "drop"];
-
-/// `[breaker]` in `loopx.toml`: an owner fact, sealed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct BreakerPolicy {
-    /// Turns without progress in a row that park a todo (0: never; unset: 3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turns: Option<u32>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-impl BreakerPolicy {
-    /// True when nothing is set.
-    pub fn is_empty(&self) -> bool {
-        self.turns.is_none() && self.extra.is_empty()
-    }
-
-    /// The number in force: the owner's, else the default.
-    pub fn turns(&self) -> u32 {
-        self.turns.unwrap_or(TURNS_DEFAULT).min(TURNS_MAX)
-    }
-}
 
 /// The breaker's number as the owner sealed it (a seal from before the breaker: the default),
 /// with a note when `loopx.toml` says another.
@@ -49,44 +24,6 @@ pub fn apply_sealed(cfg: &mut Config, sealed: Option<u32>, notes: &mut Vec<Strin
         ));
         cfg.breaker.turns = Some(want);
     }
-}
-
-/// A todo's run of turns that did not progress (`[stall]` in its file; absent after progress).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Stall {
-    /// Turns in a row that made no progress.
-    #[serde(default)]
-    pub turns: u32,
-    /// Turns in a row that failed or made no progress: they set the backoff.
-    #[serde(default)]
-    pub failures: u32,
-    /// The todo is not offered before this time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_at: Option<Ts>,
-    /// The gate the breaker opened: the todo is parked until the owner decides it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parked: Option<String>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// HEAD and a fingerprint of the changed files, as a turn began.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Base {
-    /// The commit HEAD named.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head: Option<String>,
-    /// SHA-256 over the changed files' names, sizes and times.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree: Option<String>,
-    /// When the turn began: evidence from then on is the turn's (a kept lease keeps its
-    /// `acquired_at` across turns).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<Ts>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
 }
 
 /// What a turn left behind, measured by whoever ran it.
@@ -224,7 +161,7 @@ pub fn held(snap: &Snapshot, now: Ts) -> Vec<Held> {
             let retry_at = backed_off(t, now);
             (parked.is_some() || retry_at.is_some()).then(|| Held {
                 id: t.id.clone(),
-                title: crate::kernel::should_run::cut(&t.title, 120),
+                title: crate::kernel::limits::cut(&t.title, 120),
                 turns: t.stall.as_ref().map_or(0, |s| s.turns),
                 parked,
                 retry_at,
@@ -240,7 +177,7 @@ pub fn question(t: &Todo, turns: u32) -> String {
     format!(
         "{} made no progress in {turns} turns: retry, rewrite or drop? ({})",
         t.id,
-        crate::kernel::should_run::cut(&t.title, 120)
+        crate::kernel::limits::cut(&t.title, 120)
     )
 }
 

@@ -1,69 +1,16 @@
 //! Action-bound gates: the exact action a gate holds, its digest, and when it may run (once).
 
-use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
-use crate::kernel::bounds::{self, Checked, Violation};
+use crate::kernel::limits::{self, Checked, Violation};
 use crate::kernel::model::{Extra, Gate, GateStatus};
-use crate::kernel::time::Ts;
 use crate::kernel::{Code, Error, Result};
+
+pub use crate::kernel::model::{ActionKind, GateAction, GateUse};
 
 /// The most bytes of a payload action.
 pub const PAYLOAD_MAX: usize = 64 * 1024;
-
-/// What a gate's action is.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ActionKind {
-    /// A command line, run without a shell.
-    Cmd,
-    /// Bytes handed over as they are (a diff, a message, a request body).
-    Payload,
-}
-
-impl ActionKind {
-    /// The kind as written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ActionKind::Cmd => "cmd",
-            ActionKind::Payload => "payload",
-        }
-    }
-}
-
-/// The exact action a gate asks the owner to approve, with its SHA-256.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GateAction {
-    /// A command or a payload.
-    pub kind: ActionKind,
-    /// The command's program and arguments (`cmd`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub argv: Vec<String>,
-    /// The payload's text (`payload`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// SHA-256 of the action: of each argument followed by a NUL byte, or of the payload's bytes.
-    pub sha256: String,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// The one use of an approved action.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GateUse {
-    /// When it was used.
-    pub at: Ts,
-    /// The agent that used it.
-    pub by: String,
-    /// The turn that ran it, if a turn did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn: Option<String>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
 
 impl GateAction {
     /// A command action; the arguments are checked (printable ASCII, bounded).
@@ -176,19 +123,19 @@ pub fn check(a: &GateAction) -> Checked {
                     "`action.argv` needs a program",
                 ));
             }
-            bounds::count("action.argv", a.argv.len(), bounds::ARGV_MAX)?;
+            limits::count("action.argv", a.argv.len(), limits::ARGV_MAX)?;
             for arg in &a.argv {
-                if arg.len() > bounds::ARG_MAX {
+                if arg.len() > limits::ARG_MAX {
                     return Err(Violation::new(
                         "action.argv",
                         format!(
                             "an argument of `action.argv` is {} bytes long; the most is {}",
                             arg.len(),
-                            bounds::ARG_MAX
+                            limits::ARG_MAX
                         ),
                     ));
                 }
-                bounds::plain_command("action.argv", arg)?;
+                limits::plain_command("action.argv", arg)?;
             }
             Ok(())
         }
@@ -213,9 +160,9 @@ pub fn check(a: &GateAction) -> Checked {
 
 /// The bounds of a use record.
 pub fn check_use(u: &GateUse) -> Checked {
-    bounds::agent("used.by", &u.by)?;
+    limits::agent("used.by", &u.by)?;
     if let Some(t) = &u.turn {
-        bounds::text("used.turn", t, bounds::NAME_MAX)?;
+        limits::text("used.turn", t, limits::NAME_MAX)?;
     }
     Ok(())
 }

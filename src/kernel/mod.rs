@@ -1,14 +1,15 @@
 //! The kernel: the model and the rules, as pure functions of a snapshot and a clock.
 
-pub mod action;
 pub mod agents;
 pub mod alert;
 pub mod authority;
+pub mod blocker;
 pub mod bounds;
 pub mod breaker;
 pub mod error;
 pub mod gate_action;
 pub mod id;
+pub mod limits;
 pub mod model;
 pub mod monitor;
 pub mod ops;
@@ -19,10 +20,10 @@ pub mod reserve;
 pub mod roster;
 pub mod seal;
 pub mod should_run;
-pub mod snapshot;
 pub mod time;
 
 pub use action::Action;
 pub use error::{Code, Error, Result};
 pub use model::*;
+pub use model::{action, snapshot};
 pub use time::{Dur, Ts};

@@ -37,15 +37,14 @@ pub struct Config {
     /// Known agents, by id: the owner's fixed capabilities and slots (sealed), other keys kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<String, AgentPolicy>,
-    // -- budgets and alerts (hooks): owner facts, sealed --
+    // budgets and alerts (hooks): owner facts, sealed
     /// Hook commands by event name (`gate.opened`), run with `sh -c`; they run only as sealed.
     #[serde(
         default,
         skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "crate::kernel::alert::de_hooks"
+        deserialize_with = "crate::kernel::model::de_hooks"
     )]
     pub hooks: BTreeMap<String, String>,
-    // -- end budgets and alerts --
     /// What proves a todo done: the project's default check (an owner fact, sealed).
     #[serde(default, skip_serializing_if = "DonePolicy::is_empty")]
     pub done: DonePolicy,
@@ -131,14 +130,12 @@ pub struct QuotaPolicy {
     /// The least time between two spends.
     #[serde(default)]
     pub min_interval: Dur,
-    // -- budgets --
     /// Tokens per window (none: no token budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
     /// US dollars per window (none: no cost budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    // -- end budgets --
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -303,11 +300,10 @@ pub struct Lease {
     /// The `loopx turn` running under it, if one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
-    // -- teams: hand-off --
+    // hand-off
     /// The agent that handed this lease over (`todo handoff`), until the receiver claims it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
-    // -- end teams --
     /// HEAD and the changed files when the turn began (the breaker compares them at its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Base>,
@@ -371,15 +367,14 @@ pub struct Todo {
     /// The last fence granted; kept after the lease ends.
     #[serde(default)]
     pub fence: u64,
-    // --- monitors (issue 8): overdue mark and watcher check ---
+    // overdue mark and watcher check
     /// The due time whose overdue period was journaled (`monitor.overdue`), once per due time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overdue_noted: Option<Ts>,
     /// A watcher: a command `monitor poll` runs while the owner's seal approves its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<Check>>,
-    // --- end monitors ---
-    // --- routing (issue 9): capabilities and separation of duties ---
+    // capabilities and separation of duties
     /// Capabilities an agent needs to be offered it (all of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
@@ -389,15 +384,13 @@ pub struct Todo {
     /// Agents that may never claim it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_agents: Vec<String>,
-    // --- end routing ---
-    // --- teams: todo context (issue 9) ---
+    // todo context
     /// What the work is, at length (Markdown or plain text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// URLs of an issue, a pull request or a document (`scheme://...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
-    // --- end teams ---
     /// Turns in a row without progress or with failure, and the backoff and parking they set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<Box<Stall>>,
@@ -412,9 +405,6 @@ pub struct Todo {
     pub extra: Extra,
 }
 
-pub use crate::kernel::breaker::{Base, BreakerPolicy, Stall};
-pub use crate::kernel::monitor::Check;
-
 fn default_role() -> Role {
     Role::Agent
 }
@@ -427,130 +417,6 @@ impl Todo {
     /// The lease if it is still live.
     pub fn live_lease(&self, now: Ts) -> Option<&Lease> {
         self.lease.as_ref().filter(|l| l.is_live(now))
-    }
-}
-
-/// A gate's state.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum GateStatus {
-    /// Waiting for the owner.
-    Pending,
-    /// The owner said yes.
-    Approved,
-    /// The owner said no.
-    Rejected,
-    /// Withdrawn.
-    Cancelled,
-}
-
-impl GateStatus {
-    /// The name as written in files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GateStatus::Pending => "pending",
-            GateStatus::Approved => "approved",
-            GateStatus::Rejected => "rejected",
-            GateStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// A gate: a question only the owner may decide.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Gate {
-    /// The file's schema version.
-    #[serde(default = "schema")]
-    pub schema_version: u32,
-    /// `g-` and six base32 characters.
-    pub id: String,
-    /// What the owner is asked.
-    pub question: String,
-    /// The answers offered, if any.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
-    /// Todos it blocks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub blocks: Vec<String>,
-    /// Blocks every agent todo.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub global: bool,
-    /// Who asked.
-    pub opened_by: String,
-    /// When.
-    pub opened_at: Ts,
-    /// Pending, approved, rejected or cancelled.
-    pub status: GateStatus,
-    /// Who decided.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_by: Option<String>,
-    /// When.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_at: Option<Ts>,
-    /// The option chosen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub option: Option<String>,
-    /// Why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The journal's head when the decision was made (bound by the signature).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub journal_head: Option<String>,
-    /// The owner's signature over the decision (hex).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
-    /// The exact action the owner is asked to approve, with its SHA-256.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<crate::kernel::gate_action::GateAction>,
-    /// The one use of the approved action.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub used: Option<crate::kernel::gate_action::GateUse>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-    /// Set by the store: the decision is proven (always true for pending gates).
-    #[serde(skip)]
-    pub proven: bool,
-}
-
-impl Gate {
-    /// A new pending gate asking `question`, blocking nothing yet.
-    pub fn pending(id: &str, question: String, opened_by: &str, opened_at: Ts) -> Gate {
-        Gate {
-            schema_version: SCHEMA_VERSION,
-            id: id.to_string(),
-            question,
-            options: Vec::new(),
-            blocks: Vec::new(),
-            global: false,
-            opened_by: opened_by.to_string(),
-            opened_at,
-            status: GateStatus::Pending,
-            decided_by: None,
-            decided_at: None,
-            option: None,
-            reason: None,
-            journal_head: None,
-            signature: None,
-            action: None,
-            used: None,
-            extra: Extra::new(),
-            proven: true,
-        }
-    }
-
-    /// The status that counts: a decision that is not proven counts as pending.
-    pub fn effective_status(&self) -> GateStatus {
-        if self.status != GateStatus::Pending && !self.proven {
-            GateStatus::Pending
-        } else {
-            self.status
-        }
-    }
-
-    /// True when the gate blocks this todo (by list or globally).
-    pub fn blocks_todo(&self, todo: &Todo) -> bool {
-        (self.global && todo.role == Role::Agent) || self.blocks.contains(&todo.id)
     }
 }
 
@@ -591,10 +457,12 @@ pub struct QuotaFile {
     pub extra: Extra,
 }
 
+mod gate;
+pub use gate::*;
 mod records;
 pub use records::*;
 
-// --- routing (issue 9): agents' capabilities and the owner's per-agent limits ---
+// agents' capabilities and the owner's per-agent limits
 /// `[agents.ID]` in `loopx.toml`: what the owner fixed for one agent (sealed), other keys kept.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct AgentPolicy {
@@ -633,6 +501,11 @@ pub struct AgentInfo {
     #[serde(flatten)]
     pub extra: Extra,
 }
-// --- end routing ---
 
-pub use crate::kernel::snapshot::{Problem, Snapshot, TxFile, TxOp};
+pub mod action;
+mod facts;
+pub use facts::*;
+mod sealed;
+pub use sealed::*;
+pub mod snapshot;
+pub use snapshot::{Problem, Snapshot, TxFile, TxOp};

@@ -4,35 +4,14 @@
 //! never done, at once (its `created_at`). It is overdue once more than `every` has passed since
 //! it was due without a done (or a watcher's run) moving `next_due_at` on.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::Digest;
 
 use crate::kernel::authority::to_hex;
-use crate::kernel::model::{Extra, GoalStatus, Snapshot, Status, Todo};
+use crate::kernel::model::{GoalStatus, Snapshot, Status, Todo};
 use crate::kernel::time::{Dur, Ts};
 
-/// A watcher's check: a text run with `sh -c`, and what its last run gave.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Check {
-    /// The command text; runs only while `owner.seal` holds its SHA-256 for this todo.
-    pub command: String,
-    /// The agent that proposed it.
-    pub proposed_by: String,
-    /// When it was proposed.
-    pub proposed_at: Ts,
-    /// SHA-256 (hex) of the last result (exit code and stdout).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_hash: Option<String>,
-    /// When it last ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_run_at: Option<Ts>,
-    /// Its last exit code (128 plus the signal when a signal or the timeout ended it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_exit: Option<i32>,
-    /// Unknown keys.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub use crate::kernel::model::Check;
 
 /// The fewest hex digits of a check's SHA-256 `monitor approve --sha` takes, and the digits
 /// shown: 64 bits, so an agent cannot find another text with the same prefix to swap in (8

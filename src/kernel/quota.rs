@@ -192,7 +192,7 @@ pub fn over_limit(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Vec<Limit> {
     out
 }
 
-// -- routing (issue 9): per-agent slots --
+// per-agent slots
 /// Slots `agent` spent inside the window at `now`.
 pub fn agent_used(q: &QuotaFile, p: &QuotaPolicy, agent: &str, now: Ts) -> u64 {
     in_window(q, p, now)
@@ -224,7 +224,6 @@ pub fn agent_throttled(
     }
     Some(p.window)
 }
-// -- end routing --
 
 /// When the window's spend is at the limit: how long until one slot frees. None when not throttled.
 pub fn throttled_for(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Option<Dur> {

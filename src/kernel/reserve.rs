@@ -6,9 +6,9 @@
 //! reserves `src/store/fs.rs`. The overlap test is conservative: it may answer "overlap" when
 //! unsure, never "no" when one path can match both globs.
 
+use crate::kernel::blocker::Blocker;
 use crate::kernel::error::{Error, Result};
 use crate::kernel::model::Snapshot;
-use crate::kernel::readiness::Blocker;
 use crate::kernel::time::Ts;
 
 /// The most globs one lease or todo reserves.

@@ -13,71 +13,10 @@ use crate::kernel::authority::{OwnerPub, to_hex};
 use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot, Status};
 use crate::kernel::time::{Dur, Ts};
 
+pub use crate::kernel::model::{LeaseFact, Mark, Seal, SealedGate};
+
 /// The first line of `owner.seal`.
 pub const HEADER: &str = "# loopx owner seal: facts only the owner sets, signed. Do not edit.";
-
-/// A place in the journal: a line's `seq`, where it starts, and the SHA-256 of its bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mark {
-    /// The line's `seq`.
-    pub seq: u64,
-    /// Its byte offset in `journal.jsonl`.
-    pub offset: u64,
-    /// SHA-256 (hex) of the line without its newline.
-    pub hash: String,
-}
-
-/// An owner-set lease: the fence it was set at, and its holder (`None`: released).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseFact {
-    /// The fence the owner's change left.
-    pub fence: u64,
-    /// The holder the owner set, or none for a release.
-    pub holder: Option<String>,
-}
-
-/// The owner's signed facts.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Seal {
-    /// The journal's last line when sealed (none for an empty journal).
-    pub journal: Option<Mark>,
-    /// The goal's id and status.
-    pub goal: Option<(String, GoalStatus)>,
-    /// Slots, window and minimum interval (ms).
-    pub quota: Option<(u32, i64, i64)>,
-    /// Every gate known when sealed, by id: the hash of its facts and what it blocked.
-    pub gates: BTreeMap<String, SealedGate>,
-    /// The open `user` todos.
-    pub users: BTreeSet<String>,
-    /// Todos the owner or a rejected gate blocked, by id: who (`owner`, `gate:ID`).
-    pub blocked: BTreeMap<String, String>,
-    /// Leases the owner set or released, by todo id.
-    pub leases: BTreeMap<String, LeaseFact>,
-    /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
-    pub checks: BTreeMap<String, String>,
-    // -- budgets and hooks --
-    /// The token and cost budgets (`None` inside: no budget); `None`: a seal from before budgets.
-    pub budget: Option<(Option<u64>, Option<f64>)>,
-    /// Each hook the owner approved: event name to the SHA-256 of its command text.
-    pub hooks: BTreeMap<String, String>,
-    // -- end budgets and hooks --
-    /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`; routing, issue 9).
-    pub agents: crate::kernel::agents::AgentFacts,
-    /// Turns without progress that park a todo (`None`: a seal from before the breaker).
-    pub breaker: Option<u32>,
-    /// Gates whose file disagreed with this seal when it was applied (not part of the text).
-    pub mismatched: BTreeSet<String>,
-}
-
-/// A sealed gate: the hash of its facts but `blocks`, and the todos it blocked then. Agents may
-/// add todos to a gate (`todo add --blocked-by-gate`), so the sealed blocks are a floor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealedGate {
-    /// SHA-256 of the gate's facts without `blocks`.
-    pub hash: String,
-    /// The todos it blocked when sealed.
-    pub blocks: Vec<String>,
-}
 
 /// The hash of the facts of a gate only the owner may change once it exists: its question,
 /// options, whether it is global, its decision and its action's digest (`blocks` is sealed
@@ -589,93 +528,7 @@ pub fn board_seal_due(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ed25519_dalek::{Signer, SigningKey};
-
-    pub(super) fn key() -> (SigningKey, OwnerPub) {
-        let k = SigningKey::from_bytes(&[7u8; 32]);
-        let p = OwnerPub(k.verifying_key());
-        (k, p)
-    }
-
-    pub(super) fn seal() -> Seal {
-        let mut s = Seal {
-            journal: Some(Mark {
-                seq: 4,
-                offset: 900,
-                hash: "ab".repeat(32),
-            }),
-            goal: Some(("goal-abc".into(), GoalStatus::Paused)),
-            quota: Some((3, 86_400_000, 0)),
-            budget: Some((Some(5000), Some(2.5))),
-            ..Seal::default()
-        };
-        s.hooks.insert("gate.opened".into(), "ef".repeat(32));
-        s.gates.insert(
-            "g-aaaaaa".into(),
-            SealedGate {
-                hash: "cd".repeat(32),
-                blocks: vec!["t-dddddd".into(), "t-eeeeee".into()],
-            },
-        );
-        s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
-        s.users.insert("t-bbbbbb".into());
-        s.checks.insert("t-cccccc".into(), "0f".repeat(32));
-        s.agents.insert(
-            "exec".into(),
-            (Some(3), Some(vec!["a".into(), "b.c".into()])),
-        );
-        s.agents.insert("eval".into(), (None, None));
-        s.leases.insert(
-            "t-cccccc".into(),
-            LeaseFact {
-                fence: 2,
-                holder: Some("agent-b".into()),
-            },
-        );
-        s
-    }
-
-    #[test]
-    fn a_seal_round_trips_and_only_the_owners_verifies() {
-        let (k, p) = key();
-        let s = seal();
-        let sig = crate::kernel::authority::to_hex(&k.sign(s.body().as_bytes()).to_bytes());
-        let text = s.text(&sig);
-        assert_eq!(Seal::parse(&text, &p), Ok(s));
-        let edited = text.replace("goal-abc paused", "goal-abc active");
-        assert!(Seal::parse(&edited, &p).is_err());
-        let other = OwnerPub(SigningKey::from_bytes(&[8u8; 32]).verifying_key());
-        assert!(Seal::parse(&text, &other).is_err());
-        assert!(
-            Seal::parse("seal 1\ngoal x active\n", &p).is_err(),
-            "no signature"
-        );
-        assert!(Seal::parse(&format!("{text}junk line\n"), &p).is_err());
-    }
-
-    #[test]
-    fn the_board_seals_at_most_once_a_minute_and_only_new_lines() {
-        let t = Ts(1_800_000_000_000);
-        assert!(board_seal_due(5, 4, None, t, BOARD_SEAL_EVERY));
-        assert!(!board_seal_due(4, 4, None, t, BOARD_SEAL_EVERY));
-        assert!(!board_seal_due(
-            9,
-            4,
-            Some(t),
-            t.add(Dur(59_999)),
-            BOARD_SEAL_EVERY
-        ));
-        assert!(board_seal_due(
-            9,
-            4,
-            Some(t),
-            t.add(BOARD_SEAL_EVERY),
-            BOARD_SEAL_EVERY
-        ));
-    }
-}
+mod tests;
 
 #[cfg(test)]
 #[path = "seal_budget_tests.rs"]

@@ -7,6 +7,8 @@ use crate::kernel::quota::{self, Usage};
 use crate::kernel::readiness::{self, Blocker};
 use crate::kernel::time::{Dur, Ts};
 
+pub use crate::kernel::limits::cut;
+
 /// The most questions listed.
 pub const MAX_QUESTIONS: usize = 5;
 /// The most characters of a question listed.
@@ -81,18 +83,16 @@ pub struct Answer {
     /// most three, absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_notes: Vec<String>,
-    /// Overdue monitors (issue 8), the latest first: at most three ids, absent when none.
+    /// Overdue monitors, the latest first: at most three ids, absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overdue: Vec<String>,
     /// Todos the no-progress breaker parked (waiting on the owner's gate), at most three ids;
     /// absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parked: Vec<String>,
-    // -- routing (issue 9) --
     /// This agent's own slots in the window and the owner's cap; absent without a cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_slots: Option<quota::Budget<u64>>,
-    // -- end routing --
 }
 
 /// The most quarantined files named in an answer.
@@ -245,14 +245,4 @@ pub fn pending_questions(snap: &Snapshot) -> (Vec<Question>, usize) {
         })
         .collect();
     (list, more)
-}
-
-/// Cuts text to at most `n` characters, marking the cut with an ellipsis.
-pub fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

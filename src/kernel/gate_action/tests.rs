@@ -2,6 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::kernel::Ts;
+use crate::kernel::bounds;
 
 fn cmd(args: &[&str]) -> GateAction {
     GateAction::cmd(args.iter().map(|a| a.to_string()).collect()).unwrap()

@@ -7,8 +7,8 @@ use crate::kernel::action::Action;
 use crate::kernel::alert;
 use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::limits::cut;
 use crate::kernel::model::{Config, Snapshot};
-use crate::kernel::should_run::cut;
 use crate::kernel::time::Ts;
 
 /// The actor of the lines loopx writes itself, such as `hook.fail` (a reserved name).

@@ -106,7 +106,6 @@ actions! {
     QuotaSet = "quota.set", owner: true;
     /// `quota spend-slot`.
     QuotaSpend = "quota.spend", owner: false;
-    // --- monitors (issue 8) ---
     /// `monitor propose`: an agent proposes a watcher's check command.
     CheckPropose = "check.propose", owner: false;
     /// `monitor approve`: the owner approves a check's exact text (sealed as `check ID SHA256`).
@@ -119,27 +118,20 @@ actions! {
     MonitorChange = "monitor.change", owner: false;
     /// `monitor poll`: a monitor is overdue (once per due time).
     MonitorOverdue = "monitor.overdue", owner: false;
-    // --- end monitors ---
-    // -- alerts --
     /// `hook set`: the owner approves a hook's command for an event.
     HookSet = "hook.set", owner: true;
     /// `hook remove`.
     HookRemove = "hook.remove", owner: true;
     /// A hook failed (non-zero exit, timeout, or it could not start); written by loopx.
     HookFail = "hook.fail", owner: false;
-    // -- end alerts --
-    // -- routing (issue 9) --
     /// `agent set`: an agent declares its capabilities (`agents/ID.toml`).
     AgentSet = "agent.set", owner: false;
     /// `agent fix`: the owner fixes an agent's capabilities and slots (`[agents.ID]`, sealed).
     AgentFix = "agent.fix", owner: true;
-    // -- end routing --
-    // -- teams (issue 9) --
     /// `todo handoff`: the holder passes its lease to a named agent with a new fence.
     TodoHandoff = "todo.handoff", owner: false;
     /// `todo edit`: title, priority, body, links or dependencies (signed when the owner's).
     TodoEdit = "todo.edit", owner: false;
-    // -- end teams --
 }
 
 impl Action {

@@ -107,11 +107,11 @@ pub struct Snapshot {
     /// Where files disagree with the owner's seal, and what loopx acts on instead.
     pub owner_notes: Vec<String>,
     /// The owner's seal this snapshot was checked against, when valid.
-    pub seal: Option<crate::kernel::seal::Seal>,
+    pub seal: Option<crate::kernel::model::Seal>,
     /// True when the project has an owner key and no seal that holds: no owner fact can be
     /// verified, so no done can be proven.
     pub unsealed: bool,
-    /// Agents' own declarations (`agents/ID.toml`), by id (routing, issue 9).
+    /// Agents' own declarations (`agents/ID.toml`), by id.
     pub agents: BTreeMap<String, crate::kernel::model::AgentInfo>,
 }
 
@@ -133,33 +133,6 @@ impl Snapshot {
             unsealed: false,
             agents: BTreeMap::new(),
         }
-    }
-
-    /// The snapshot after `writes` (what a change will leave on disk).
-    pub fn after(&self, writes: &[crate::kernel::ops::Write]) -> Snapshot {
-        use crate::kernel::ops::Write;
-        let mut s = self.clone();
-        for w in writes {
-            match w {
-                Write::Todo(t) => {
-                    s.todos.insert(t.id.clone(), t.clone());
-                }
-                Write::Archive(t) => {
-                    s.todos.remove(&t.id);
-                    s.archived.insert(t.id.clone(), t.status);
-                }
-                Write::Gate(g) => {
-                    s.gates.insert(g.id.clone(), g.clone());
-                }
-                Write::Config(c) => s.config = c.clone(),
-                Write::Quota(q) => s.quota = q.clone(),
-                Write::Evidence(..) => {}
-                Write::Agent(a) => {
-                    s.agents.insert(a.id.clone(), a.clone());
-                }
-            }
-        }
-        s
     }
 
     /// The status of any todo id the snapshot knows (working set or referenced archive).

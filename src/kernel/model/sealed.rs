@@ -1,0 +1,69 @@
+//! The owner's seal as data: the signed facts, journal marks, owner-set leases, sealed gates.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::kernel::model::GoalStatus;
+
+/// The owner's fixed values by agent, as the seal holds them: (slots, capabilities).
+pub type AgentFacts = BTreeMap<String, (Option<u32>, Option<Vec<String>>)>;
+
+/// A place in the journal: a line's `seq`, where it starts, and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// The line's `seq`.
+    pub seq: u64,
+    /// Its byte offset in `journal.jsonl`.
+    pub offset: u64,
+    /// SHA-256 (hex) of the line without its newline.
+    pub hash: String,
+}
+
+/// An owner-set lease: the fence it was set at, and its holder (`None`: released).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseFact {
+    /// The fence the owner's change left.
+    pub fence: u64,
+    /// The holder the owner set, or none for a release.
+    pub holder: Option<String>,
+}
+
+/// The owner's signed facts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Seal {
+    /// The journal's last line when sealed (none for an empty journal).
+    pub journal: Option<Mark>,
+    /// The goal's id and status.
+    pub goal: Option<(String, GoalStatus)>,
+    /// Slots, window and minimum interval (ms).
+    pub quota: Option<(u32, i64, i64)>,
+    /// Every gate known when sealed, by id: the hash of its facts and what it blocked.
+    pub gates: BTreeMap<String, SealedGate>,
+    /// The open `user` todos.
+    pub users: BTreeSet<String>,
+    /// Todos the owner or a rejected gate blocked, by id: who (`owner`, `gate:ID`).
+    pub blocked: BTreeMap<String, String>,
+    /// Leases the owner set or released, by todo id.
+    pub leases: BTreeMap<String, LeaseFact>,
+    /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
+    pub checks: BTreeMap<String, String>,
+    /// The token and cost budgets (`None` inside: no budget); `None`: a seal from before budgets.
+    pub budget: Option<(Option<u64>, Option<f64>)>,
+    /// Each hook the owner approved: event name to the SHA-256 of its command text.
+    pub hooks: BTreeMap<String, String>,
+    /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`).
+    pub agents: AgentFacts,
+    /// Turns without progress that park a todo (`None`: a seal from before the breaker).
+    pub breaker: Option<u32>,
+    /// Gates whose file disagreed with this seal when it was applied (not part of the text).
+    pub mismatched: BTreeSet<String>,
+}
+
+/// A sealed gate: the hash of its facts but `blocks`, and the todos it blocked then. Agents may
+/// add todos to a gate (`todo add --blocked-by-gate`), so the sealed blocks are a floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedGate {
+    /// SHA-256 of the gate's facts without `blocks`.
+    pub hash: String,
+    /// The todos it blocked when sealed.
+    pub blocks: Vec<String>,
+}

@@ -1,0 +1,316 @@
+//! Todo operations: add, update (progress and done), release, reopen.
+
+use super::{Change, OWNER, Write, check_lease, gate, next_due, todo};
+use serde_json::json;
+
+use crate::kernel::action::Action;
+use crate::kernel::bounds;
+use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::id;
+use crate::kernel::model::*;
+use crate::kernel::reserve;
+use crate::kernel::time::{Dur, Ts};
+
+/// What `todo add` needs.
+#[derive(Debug, Clone)]
+pub struct NewTodo {
+    /// The fresh id.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// Agent or user.
+    pub role: Role,
+    /// Priority.
+    pub priority: Priority,
+    /// Resolved dependency ids.
+    pub depends_on: Vec<String>,
+    /// A cadence.
+    pub every: Option<Dur>,
+    /// A gate that should block it.
+    pub blocked_by_gate: Option<String>,
+    /// Capabilities an agent needs.
+    pub requires: Vec<String>,
+    /// The todo it reviews (resolved; also added to `depends_on`).
+    pub reviews: Option<String>,
+    /// Agents that may never claim it.
+    pub exclude_agents: Vec<String>,
+    // todo context
+    /// What the work is, at length.
+    pub body: Option<String>,
+    /// URLs it refers to.
+    pub links: Vec<String>,
+    /// The path globs a claim of it reserves by default.
+    pub paths: Vec<String>,
+}
+
+impl NewTodo {
+    /// An agent todo `id` titled `title`, P2, with nothing else set.
+    pub fn new(id: impl Into<String>, title: impl Into<String>) -> NewTodo {
+        NewTodo {
+            id: id.into(),
+            title: title.into(),
+            role: Role::Agent,
+            priority: Priority::P2,
+            depends_on: Vec::new(),
+            every: None,
+            blocked_by_gate: None,
+            requires: Vec::new(),
+            reviews: None,
+            exclude_agents: Vec::new(),
+            body: None,
+            links: Vec::new(),
+            paths: Vec::new(),
+        }
+    }
+}
+
+/// Adds a todo (and puts it on a gate's `blocks` list when asked).
+pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(Change, Todo)> {
+    if new.title.trim().is_empty() {
+        return Err(Error::usage("a todo needs a title"));
+    }
+    if let Some(every) = new.every
+        && every < Dur::from_secs(1)
+    {
+        return Err(Error::usage("--every must be at least 1s"));
+    }
+    let mut new = new;
+    if let Some(r) = &new.reviews
+        && !new.depends_on.contains(r)
+    {
+        new.depends_on.push(r.clone());
+    }
+    let t = Todo {
+        schema_version: SCHEMA_VERSION,
+        id: new.id.clone(),
+        title: new.title.trim().to_string(),
+        role: new.role,
+        priority: new.priority,
+        status: Status::Open,
+        depends_on: new.depends_on,
+        every: new.every,
+        next_due_at: None,
+        created_by: actor.to_string(),
+        created_at: now,
+        updated_at: now,
+        reason: None,
+        status_by: None,
+        fence: 0,
+        overdue_noted: None,
+        check: None,
+        requires: new.requires,
+        reviews: new.reviews,
+        exclude_agents: new.exclude_agents,
+        body: new.body,
+        links: new.links,
+        stall: None,
+        paths: reserve::normalise("--paths", &new.paths)?,
+        lease: None,
+        extra: Extra::new(),
+    };
+    bounds::usage(bounds::check_todo(&t))?;
+    let mut c = Change::default();
+    if let Some(gid) = &new.blocked_by_gate {
+        let mut g = gate(snap, gid)?.clone();
+        if g.effective_status() != GateStatus::Pending {
+            return Err(Error::new(
+                Code::AlreadyDecided,
+                format!(
+                    "gate {gid} is {} already; it blocks nothing new",
+                    g.status.as_str()
+                ),
+            ));
+        }
+        g.blocks.push(t.id.clone());
+        bounds::usage(bounds::check_gate(&g))?;
+        c.writes.push(Write::Gate(g));
+    }
+    c.writes.insert(0, Write::Todo(t.clone()));
+    c.event(
+        now,
+        actor,
+        Action::TodoAdd,
+        &t.id,
+        json!({"title": t.title, "priority": t.priority, "role": t.role,
+               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate,
+               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents,
+               "body": t.body.is_some(), "links": t.links}),
+    );
+    Ok((c, t))
+}
+
+/// What `todo update` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// The fence the agent believes it holds.
+    pub fence: Option<u64>,
+    /// Evidence to append.
+    pub evidence: Vec<Evidence>,
+    /// A new status.
+    pub status: Option<Status>,
+    /// Why.
+    pub reason: Option<String>,
+}
+
+/// Appends evidence and changes status; done and cancelled archive (or reschedule a recurring todo).
+///
+/// A `user` todo needs no lease: the change is the owner's (the store signs it or refuses it).
+pub fn update(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    id: &str,
+    u: Update,
+) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    let owner = t.role == Role::User;
+    let agent = if owner { OWNER } else { agent };
+    if owner {
+        if let Some(f) = u.fence
+            && f != t.fence
+        {
+            return Err(Error::new(
+                Code::StaleFence,
+                format!("fence {f} is stale: {id} is at fence {}", t.fence),
+            ));
+        }
+    } else {
+        check_lease(&t, agent, now, u.fence)?;
+    }
+    let fence = t.lease.as_ref().map(|l| l.fence);
+    // Proven work: a todo with an approved check is done only with a passing run of that text.
+    let mut proven = None;
+    if u.status == Some(Status::Done)
+        && !owner
+        && let Some(n) = crate::kernel::proof::needed(snap, &t)?
+    {
+        let run = crate::kernel::proof::proof_of(&n, &u.evidence);
+        let run = run.ok_or_else(|| crate::kernel::proof::unproven(id, &n))?;
+        proven = Some(crate::kernel::proof::done_data(&n, run));
+    }
+    let mut c = Change {
+        owner,
+        ..Change::default()
+    };
+    for mut e in u.evidence {
+        bounds::usage(bounds::check_evidence(&e))?;
+        e.fence = e.fence.or(fence);
+        c.writes.push(Write::Evidence(t.id.clone(), e));
+    }
+    let n_evidence = c.writes.len();
+    t.updated_at = now;
+    let mut archive = false;
+    let mut action = Action::TodoUpdate;
+    if let Some(s) = u.status {
+        // A change of status drops the old reason, unless a new one is given.
+        if s != t.status {
+            t.reason = None;
+        }
+        t.status_by = Some(agent.to_string());
+        action = match (s, t.every) {
+            (Status::Open, _) => Action::TodoUpdate,
+            (Status::Done, Some(every)) => {
+                t.next_due_at = Some(next_due(now, every)?);
+                t.lease = None;
+                Action::TodoDoneRecurring
+            }
+            (Status::Done | Status::Cancelled, _) => {
+                t.status = s;
+                t.lease = None;
+                archive = true;
+                if s == Status::Done {
+                    Action::TodoDone
+                } else {
+                    Action::TodoCancel
+                }
+            }
+            (Status::Blocked | Status::Deferred, _) => {
+                t.status = s;
+                t.lease = None;
+                if s == Status::Blocked {
+                    Action::TodoBlock
+                } else {
+                    Action::TodoDefer
+                }
+            }
+        };
+    }
+    if let Some(r) = &u.reason {
+        t.reason = Some(r.clone());
+    }
+    bounds::usage(bounds::check_todo(&t))?;
+    let mut data = json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
+               "next_due_at": t.next_due_at});
+    // the finisher of a todo may never claim its reviews
+    if action == Action::TodoDone {
+        let reviews = crate::kernel::agents::exclude_finisher(snap, &t.id, agent, now);
+        if !reviews.is_empty() {
+            data["reviews_excluded"] = json!(reviews.iter().map(|r| &r.id).collect::<Vec<_>>());
+        }
+        c.writes.extend(reviews.into_iter().map(Write::Todo));
+    }
+    if let Some(p) = proven.filter(|_| action == Action::TodoDone) {
+        data["check"] = p;
+    }
+    c.event(now, agent, action, &t.id, data);
+    c.writes.push(if archive {
+        Write::Archive(t.clone())
+    } else {
+        Write::Todo(t.clone())
+    });
+    Ok((c, t))
+}
+
+/// Gives `agent`'s lease back.
+pub fn release(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    match &t.lease {
+        Some(l) if l.holder == agent => {}
+        Some(l) if l.is_live(now) => {
+            return Err(Error::new(
+                Code::LeaseConflict,
+                format!("{id} is leased by {}, not you", l.holder),
+            ));
+        }
+        _ => {
+            return Err(Error::new(
+                Code::LeaseConflict,
+                format!("you hold no lease on {id}"),
+            ));
+        }
+    }
+    let fence = t.fence;
+    t.lease = None;
+    t.updated_at = now;
+    let mut c = Change::default();
+    c.event(now, agent, Action::TodoRelease, id, json!({"fence": fence}));
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Returns a blocked or deferred todo to open: the agent that set it, or the owner.
+///
+/// Anyone else's reopen is the owner's change (the store signs it or refuses it), and so is
+/// every reopen of a status loopx set itself (`owner`, `gate:ID`): no agent can match those.
+pub fn reopen(snap: &Snapshot, agent: &str, now: Ts, id: &str) -> Result<(Change, Todo)> {
+    let mut t = todo(snap, id)?.clone();
+    if !matches!(t.status, Status::Blocked | Status::Deferred) {
+        return Err(Error::new(
+            Code::NotReady,
+            format!("{id} is {}, not blocked or deferred", t.status.as_str()),
+        ));
+    }
+    let owner = t.status_by.as_deref() != Some(agent) || id::is_reserved_actor(agent);
+    let agent = if owner { OWNER } else { agent };
+    t.status = Status::Open;
+    t.reason = None;
+    t.status_by = Some(agent.to_string());
+    t.updated_at = now;
+    let mut c = Change {
+        owner,
+        ..Change::default()
+    };
+    c.event(now, agent, Action::TodoReopen, id, json!({}));
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
