@@ -335,7 +335,7 @@ impl Project {
         std::fs::write(self.lx(&format!("todos/{id}.toml")), text).expect("write todo");
     }
 
-    /// Every file under `.loopx/` with its bytes.
+    /// Every file under `.loopx/` but `cache/`, with its bytes.
     pub fn files(&self) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
         collect(
@@ -371,7 +371,10 @@ fn collect(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            collect(base, &p, out);
+            // `cache/` is not state: any load may rewrite it (docs/state-format.md).
+            if p != base.join("cache") {
+                collect(base, &p, out);
+            }
         } else {
             let rel = p.strip_prefix(base).unwrap_or(&p).display().to_string();
             out.insert(rel, std::fs::read(&p).unwrap_or_default());
