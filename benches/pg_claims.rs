@@ -157,7 +157,7 @@ fn setup(base: &str, clients: u64, todos: u64) -> String {
     files
         .create(&Config::new("g-bench", "bench claims", now), "planner")
         .expect("goal");
-    store.import(&files).expect("import");
+    loopx::store::port::import(&store, &files).expect("import");
     let _ = std::fs::remove_dir_all(&dir);
     for i in 0..todos {
         store

@@ -75,7 +75,7 @@ pub fn run(ctx: &Ctx, c: StoreCmd) -> Result<Out> {
         StoreCmd::Import { from } => {
             let root = ctx.cwd.join(from);
             let files = FileStore::discover(Some(&root), &ctx.cwd)?.with_env(ctx.env());
-            let m = db.import(&files)?;
+            let m = crate::store::port::import(&db, &files)?;
             let text = format!("imported into {shown}: {}", moved(&m));
             Ok(Out::new("imported", json!(m), text))
         }

@@ -1,27 +1,14 @@
 //! The store: where snapshots come from and where changes go, behind one trait.
 
-pub mod atomic;
-pub mod cache;
-mod commit;
-pub mod doctor;
-pub mod evidence;
-mod files;
-pub mod fs;
-pub mod journal;
-mod load;
-pub mod lock;
-pub mod logs;
+pub mod core;
+pub mod files;
 pub mod open;
-pub mod owner;
-pub mod parse;
-pub mod poll;
-pub(crate) mod sealing;
-pub mod seen;
-pub mod tx;
-pub mod view;
-
 pub mod pg;
+pub mod port;
 
+// The file store's modules and the shared ones, by their short paths.
+pub use self::core::{atomic, owner, parse};
+pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view};
 pub use fs::FileStore;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +17,26 @@ use crate::kernel::id::Kind;
 use crate::kernel::ops::Change;
 use crate::kernel::roster::Seen;
 use crate::kernel::{Event, Evidence, Result, Snapshot, Ts};
+
+/// What a check of the whole journal found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalCheck {
+    /// Complete lines.
+    pub lines: usize,
+    /// A torn last line follows them.
+    pub torn: bool,
+    /// The first broken link, if any.
+    pub broken: Option<core::chain::Break>,
+}
+
+/// A held poll lock; released when dropped (and when the process dies).
+pub trait PollLock {
+    /// True while the lock is still held: a database's goes with its connection.
+    fn held(&mut self) -> bool;
+}
+
+/// Which entries a scan keeps: the todo's id and the entry.
+pub type Keep<'a> = &'a dyn Fn(&str, &Evidence) -> bool;
 
 /// A place that keeps a project's state: the file store now, a database later.
 ///
@@ -66,11 +73,7 @@ pub trait Store {
     fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>>;
 
     /// Every evidence entry `keep` accepts, across todos (or only `only`'s), as (todo id, entry).
-    fn evidence_all(
-        &self,
-        only: Option<&str>,
-        keep: evidence::Keep<'_>,
-    ) -> Result<Vec<(String, Evidence)>>;
+    fn evidence_all(&self, only: Option<&str>, keep: Keep<'_>) -> Result<Vec<(String, Evidence)>>;
 
     /// The last `n` journal events, oldest first.
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>>;
@@ -79,7 +82,7 @@ pub trait Store {
     fn journal_seen(&self) -> Result<Seen>;
 
     /// The whole journal's hash chain checked: its events, a torn end, the first broken link.
-    fn verify_journal(&self) -> Result<logs::JournalCheck>;
+    fn verify_journal(&self) -> Result<JournalCheck>;
 
     /// Where the journal's committed events end now: an opaque position to follow from.
     fn journal_end(&self) -> Result<u64>;
@@ -116,7 +119,7 @@ pub trait Store {
 
     /// The lock one `monitor poll` holds while it runs checks (released when dropped), or
     /// `None` when another poll holds it.
-    fn poll_lock(&self) -> Result<Option<Box<dyn poll::PollLock>>>;
+    fn poll_lock(&self) -> Result<Option<Box<dyn PollLock>>>;
 }
 
 /// How many of the journal's last lines the file store searches for one line by its `seq`.

@@ -6,14 +6,16 @@ use std::collections::HashMap;
 use std::sync::MutexGuard;
 
 use postgres::Row;
-use postgres::types::{Json, ToSql};
+use postgres::types::ToSql;
 use serde_json::Value;
 
+use crate::kernel::authority::OwnerPub;
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::seal::Mark;
-use crate::kernel::{Code, Error, Event, Result, Snapshot, Ts};
-use crate::store::pg::{Conn, Env, PgStore, conflict, db_error};
-use crate::store::{Transaction, journal, owner, sealing};
+use crate::kernel::{Code, Error, Event, Gate, Result, Snapshot, Ts};
+use crate::store::Transaction;
+use crate::store::core::{Before, Env, chain, prepare};
+use crate::store::pg::{Conn, PgStore, db_error};
 
 /// A transaction whose commit waits until every commit before it is on disk.
 pub(super) const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
@@ -125,47 +127,6 @@ impl<'a> PgTx<'a> {
             .unwrap_or_else(|| self.conn.cache.todos.get(id).map_or(0, |r| r.seq))
     }
 
-    /// Refuses the commit when a row it writes, the goal, a gate or (for a spend) the quota
-    /// changed after the snapshot: the change was decided on what is no longer there.
-    fn check_current(&mut self, change: &Change) -> Result<()> {
-        let mut todos: Vec<String> = Vec::new();
-        let mut spends = false;
-        for w in &change.writes {
-            match w {
-                Write::Todo(t) | Write::Archive(t) => todos.push(t.id.clone()),
-                Write::Quota(_) => spends = true,
-                _ => {}
-            }
-        }
-        let base = i64::try_from(self.base).unwrap_or(i64::MAX);
-        let r = self.q_one(
-            "SELECT (SELECT coalesce(max(seq), 0) FROM loopx.config) > $1, \
-                 (SELECT coalesce(max(seq), 0) FROM loopx.gates) > $1, \
-                 (SELECT coalesce(max(seq), 0) FROM loopx.spends) > $1, \
-                 (SELECT coalesce(max(seq), 0) FROM loopx.agents) > $1, \
-                 (SELECT coalesce(json_agg(json_build_array(id, seq)), '[]')::text \
-                    FROM loopx.todos WHERE id = ANY($2))",
-            &[&base, &todos],
-        )?;
-        let (cfg, gates, spent, agents): (bool, bool, bool, bool) =
-            (r.get(0), r.get(1), r.get(2), r.get(3));
-        if cfg || gates || agents || (spends && spent) {
-            return Err(conflict("the goal, a gate, an agent or the quota changed"));
-        }
-        let now: Vec<(String, i64)> =
-            serde_json::from_str(&r.get::<_, String>(4)).unwrap_or_default();
-        for id in &todos {
-            let have = now
-                .iter()
-                .find(|(i, _)| i == id)
-                .map_or(0, |(_, s)| u64::try_from(*s).unwrap_or(0));
-            if have != self.todo_seq(id) {
-                return Err(conflict(&format!("todo {id} changed")));
-            }
-        }
-        Ok(())
-    }
-
     /// The journal's last line, with the journal's lock taken until the end of the transaction.
     pub(super) fn journal_head(&mut self) -> Result<Option<(u64, String)>> {
         let row = self.q_opt("SELECT seq, line FROM loopx.journal_head()", &[])?;
@@ -187,18 +148,14 @@ impl<'a> PgTx<'a> {
         Ok(Some(Mark {
             seq: *seq,
             offset: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
-            hash: journal::sha256_hex(line.as_bytes()),
+            hash: chain::sha256_hex(line.as_bytes()),
         }))
     }
 
-    /// Commits: the checks, the owner's signatures, every row and the journal lines.
-    fn commit_change(&mut self, change: Change) -> Result<Vec<Event>> {
-        if !change.owner {
-            return self.commit_agent(change);
-        }
-        // Locks in one order, so two commits never wait on each other: the todos it writes
-        // (by id), then the journal's lock, under which no other commit can land between the
-        // check and the writes.
+    /// Commits an owner's change: the locks (the todos it writes, by id, then the journal's, so
+    /// two commits never wait on each other), the change prepared on what they hold, its rows
+    /// through `loopx.commit` (which checks what the change was decided on) and its signed lines.
+    fn commit_owner(&mut self, change: Change) -> Result<Vec<Event>> {
         let mut ids: Vec<&str> = change
             .writes
             .iter()
@@ -213,120 +170,31 @@ impl<'a> PgTx<'a> {
             &[&ids],
         )?;
         let last = self.journal_head()?;
-        if self.base > last.as_ref().map_or(0, |(s, _)| *s) {
-            // Read before the goal was replaced (its journal starts again at 1).
-            return Err(conflict("the goal was replaced"));
+        let key = self.env.key.clone();
+        let p = prepare(
+            change,
+            &mut PgBefore {
+                tx: self,
+                last: last.as_ref(),
+            },
+            &key,
+        )?;
+        let mut rows = self.rows(&p.writes)?;
+        for (name, text) in &p.docs {
+            rows.doc(name, text);
         }
-        self.check_current(&change)?;
-        let signer = if change.owner {
-            Some(owner::signer_for(
-                &self.env.key,
-                self.conn.cache.owner_pub()?.as_ref(),
-            )?)
-        } else {
-            None
-        };
-        let head = last.as_ref().map_or_else(
-            || journal::GENESIS.to_string(),
-            |(_, l)| journal::sha256_hex(l.as_bytes()),
-        );
-        let (writes, decided) = match &signer {
-            Some(k) => sealing::sign_decisions(change.writes, k, &head),
-            None => (change.writes, Vec::new()),
-        };
-        let change = Change { writes, ..change };
-        let seq = last.as_ref().map_or(0, |(s, _)| *s) + 1;
-        let seq_db = i64::try_from(seq).unwrap_or(i64::MAX);
-        for w in &change.writes {
-            self.write(w, seq_db)?;
-        }
-        if let Some(k) = &signer {
-            self.owner_docs(k, &change, decided, last.as_ref(), seq_db)?;
-        }
-        let (events, lines) = journal::build_lines(
+        self.call_commit(&rows, &[])?;
+        let (events, lines) = chain::build_lines(
             last.as_ref().map(|(_, l)| l.as_bytes()),
-            change.events,
-            signer.as_ref(),
+            p.events,
+            p.signer.as_ref(),
             Some(Vec::new()),
         )?;
         self.insert_lines(&events, &lines)?;
         Ok(events)
     }
 
-    /// Writes one record as a row, at journal position `seq`.
-    fn write(&mut self, w: &Write, seq: i64) -> Result<()> {
-        let (sql, id, body): (&str, String, Value) = match w {
-            Write::Todo(t) if self.todo_seq(&t.id) > 0 => (
-                "UPDATE loopx.todos SET body = $2, seq = $3, archived = false WHERE id = $1",
-                t.id.clone(),
-                json(t)?,
-            ),
-            Write::Todo(t) => (
-                "INSERT INTO loopx.todos (id, body, seq) VALUES ($1, $2, $3)",
-                t.id.clone(),
-                json(t)?,
-            ),
-            Write::Archive(t) => (
-                "INSERT INTO loopx.todos (id, body, seq, archived) VALUES ($1, $2, $3, true) \
-                 ON CONFLICT (id) DO UPDATE SET body = $2, seq = $3, archived = true",
-                t.id.clone(),
-                json(t)?,
-            ),
-            Write::Gate(g) if self.snap.gates.contains_key(&g.id) => (
-                "UPDATE loopx.gates SET body = $2, seq = $3 WHERE id = $1",
-                g.id.clone(),
-                json(g)?,
-            ),
-            Write::Gate(g) => (
-                "INSERT INTO loopx.gates (id, body, seq) VALUES ($1, $2, $3)",
-                g.id.clone(),
-                json(g)?,
-            ),
-            Write::Config(c) => {
-                self.q_exec(
-                    "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2) \
-                         ON CONFLICT (id) DO UPDATE SET body = $1, seq = $2",
-                    &[&Json(&json(c)?), &seq],
-                )?;
-                return Ok(());
-            }
-            Write::Agent(a) if self.snap.agents.contains_key(&a.id) => (
-                "UPDATE loopx.agents SET body = $2, seq = $3 WHERE id = $1",
-                a.id.clone(),
-                json(a)?,
-            ),
-            Write::Agent(a) => (
-                "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)",
-                a.id.clone(),
-                json(a)?,
-            ),
-            Write::Evidence(id, e) => (
-                "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)",
-                id.clone(),
-                json(e)?,
-            ),
-            Write::Quota(q) => return self.write_quota(q, seq),
-        };
-        self.q_exec(sql, &[&id, &Json(&body), &seq])?;
-        Ok(())
-    }
-
-    /// A quota write: the spends the snapshot does not have are added (old ones stay: the
-    /// database keeps every spend); the other keys, when they changed, are the owner's.
-    fn write_quota(&mut self, q: &crate::kernel::QuotaFile, seq: i64) -> Result<()> {
-        for v in self.new_spends(q)? {
-            self.q_exec(
-                "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
-                &[&Json(&v), &seq],
-            )?;
-        }
-        if let Some(rest) = self.quota_rest(q)? {
-            self.put_doc("quota.toml", &rest, seq)?;
-        }
-        Ok(())
-    }
-
-    /// Writes an owner document (`owner.seal`, `owner.proofs`, `owner.pub`, `quota.toml`).
+    /// Writes an owner document (`owner.seal`, `owner.pub`) at journal position `seq`.
     pub(super) fn put_doc(&mut self, name: &str, body: &str, seq: i64) -> Result<()> {
         self.q_exec(
             "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3) \
@@ -334,54 +202,6 @@ impl<'a> PgTx<'a> {
             &[&name, &body, &seq],
         )?;
         Ok(())
-    }
-
-    /// An owner change's proofs (when it decided gates) and the new seal.
-    fn owner_docs(
-        &mut self,
-        k: &owner::OwnerKey,
-        change: &Change,
-        decided: Vec<String>,
-        last: Option<&(u64, String)>,
-        seq: i64,
-    ) -> Result<()> {
-        if !decided.is_empty() {
-            let public = k.public();
-            let mut hashes = self
-                .conn
-                .cache
-                .docs
-                .get("owner.proofs")
-                .and_then(|(t, _)| crate::kernel::authority::parse_proofs(t, &public))
-                .unwrap_or_default();
-            if hashes.is_empty() {
-                hashes.extend(
-                    self.conn
-                        .cache
-                        .decided()
-                        .filter(|g| crate::kernel::authority::gate_proven(g, Some(&public)))
-                        .filter_map(crate::kernel::authority::decision_hash),
-                );
-            }
-            hashes.extend(decided);
-            let sig = k.sign(&crate::kernel::authority::proofs_message(&hashes));
-            let text = crate::kernel::authority::proofs_text(&hashes, &sig);
-            self.put_doc("owner.proofs", &text, seq)?;
-        }
-        if self.snap.seal.is_none()
-            && !change.adopt_files
-            && self.conn.cache.docs.contains_key("owner.seal")
-        {
-            return Err(Error::new(
-                Code::InvalidState,
-                "the owner's seal in the database is not valid, so loopx cannot tell your facts from hand edits",
-            )
-            .hint("check with `loopx doctor`; export the project, seal it there with `loopx owner seal --adopt`, and import it into a new database"));
-        }
-        let mark = self.mark(last)?;
-        let raw = self.conn.cache.snapshot_raw();
-        let text = sealing::seal_text(k, &self.snap, change, mark, || raw)?;
-        self.put_doc("owner.seal", &text, seq)
     }
 
     /// Inserts the journal lines in one statement (the database checks their chain).
@@ -501,7 +321,7 @@ impl Transaction for PgTx<'_> {
             return Err(e);
         }
         let done = if owner {
-            self.commit_change(change)
+            self.commit_owner(change)
         } else {
             self.commit_agent(change)
         };
@@ -516,5 +336,62 @@ impl Transaction for PgTx<'_> {
             self.finish()?;
         }
         Ok(events)
+    }
+}
+
+/// What `prepare` reads on the database: the transaction's snapshot and cache, and the
+/// journal's last line, read under its lock.
+struct PgBefore<'t, 'a> {
+    tx: &'t mut PgTx<'a>,
+    last: Option<&'t (u64, String)>,
+}
+
+impl Before for PgBefore<'_, '_> {
+    fn snapshot(&mut self) -> Result<&Snapshot> {
+        Ok(&self.tx.snap)
+    }
+
+    fn owner_pub(&mut self) -> Result<Option<OwnerPub>> {
+        self.tx.conn.cache.owner_pub()
+    }
+
+    fn head(&mut self) -> Result<String> {
+        Ok(self.last.map_or_else(
+            || chain::GENESIS.to_string(),
+            |(_, l)| chain::sha256_hex(l.as_bytes()),
+        ))
+    }
+
+    fn mark(&mut self) -> Result<Option<Mark>> {
+        self.tx.mark(self.last)
+    }
+
+    fn raw(&mut self) -> Result<Snapshot> {
+        self.tx.conn.cache.snapshot_raw()
+    }
+
+    fn proofs(&mut self) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .conn
+            .cache
+            .docs
+            .get("owner.proofs")
+            .map(|(t, _)| t.clone()))
+    }
+
+    fn decided(&mut self) -> Result<Vec<Gate>> {
+        Ok(self.tx.conn.cache.decided().cloned().collect())
+    }
+
+    fn unsealed(&mut self) -> Option<Error> {
+        // A database with no seal yet is sealed by this change; a seal that does not verify refuses.
+        self.tx.conn.cache.docs.contains_key("owner.seal").then(|| {
+            Error::new(
+                Code::InvalidState,
+                "the owner's seal in the database is not valid, so loopx cannot tell your facts from hand edits",
+            )
+            .hint("check with `loopx doctor`; export the project, seal it there with `loopx owner seal --adopt`, and import it into a new database")
+        })
     }
 }

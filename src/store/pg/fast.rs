@@ -9,71 +9,83 @@ use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Event, Result};
 use crate::store::pg::db_error;
 
+/// A change's rows as `loopx.commit` takes them: each write as `{k, id, b}`, the todos it
+/// writes (sorted, each once), and whether it spends.
+#[derive(Default)]
+pub(super) struct Rows {
+    rows: Vec<Value>,
+    ids: Vec<String>,
+    spends: bool,
+}
+
+impl Rows {
+    fn push(&mut self, k: &str, id: &str, b: Value) {
+        if matches!(k, "todo" | "todo+" | "archive")
+            && let Err(at) = self.ids.binary_search_by(|x| x.as_str().cmp(id))
+        {
+            self.ids.insert(at, id.to_string());
+        }
+        self.spends |= k == "spend";
+        self.rows
+            .push(serde_json::json!({"k": k, "id": id, "b": b}));
+    }
+
+    /// Adds an owner's document, by name.
+    pub(super) fn doc(&mut self, name: &str, text: &str) {
+        self.push("doc", name, Value::String(text.to_string()));
+    }
+}
+
 impl PgTx<'_> {
-    /// Commits an agent's change in one call of `loopx.commit`: the locks, the checks, every
-    /// row and the journal lines, which the database chains; each line is checked to be the
-    /// very bytes loopx writes for its event.
-    pub(super) fn commit_agent(&mut self, change: Change) -> Result<Vec<Event>> {
-        let mut ids: Vec<String> = Vec::new();
-        let mut writes = Vec::with_capacity(change.writes.len());
-        let mut spends = false;
-        for w in &change.writes {
+    /// Each write as the row it becomes: the one place a write is turned into a row.
+    pub(super) fn rows(&self, writes: &[Write]) -> Result<Rows> {
+        let mut out = Rows::default();
+        for w in writes {
             let (k, id, b) = match w {
-                Write::Todo(t) if self.todo_seq(&t.id) > 0 => ("todo", t.id.clone(), json(t)?),
-                Write::Todo(t) => ("todo+", t.id.clone(), json(t)?),
-                Write::Archive(t) => ("archive", t.id.clone(), json(t)?),
+                Write::Todo(t) if self.todo_seq(&t.id) > 0 => ("todo", t.id.as_str(), json(t)?),
+                Write::Todo(t) => ("todo+", t.id.as_str(), json(t)?),
+                Write::Archive(t) => ("archive", t.id.as_str(), json(t)?),
                 Write::Gate(g) if self.snap.gates.contains_key(&g.id) => {
-                    ("gate", g.id.clone(), json(g)?)
+                    ("gate", g.id.as_str(), json(g)?)
                 }
-                Write::Gate(g) => ("gate+", g.id.clone(), json(g)?),
+                Write::Gate(g) => ("gate+", g.id.as_str(), json(g)?),
                 Write::Agent(a) if self.snap.agents.contains_key(&a.id) => {
-                    ("agent", a.id.clone(), json(a)?)
+                    ("agent", a.id.as_str(), json(a)?)
                 }
-                Write::Agent(a) => ("agent+", a.id.clone(), json(a)?),
-                Write::Evidence(id, e) => ("evidence", id.clone(), json(e)?),
-                Write::Config(c) => ("config", String::new(), json(c)?),
+                Write::Agent(a) => ("agent+", a.id.as_str(), json(a)?),
+                Write::Evidence(id, e) => ("evidence", id.as_str(), json(e)?),
+                Write::Config(c) => ("config", "", json(c)?),
                 Write::Quota(q) => {
                     for v in self.new_spends(q)? {
-                        spends = true;
-                        writes.push(serde_json::json!({"k": "spend", "id": "", "b": v}));
+                        out.push("spend", "", v);
                     }
                     if let Some(rest) = self.quota_rest(q)? {
-                        writes.push(serde_json::json!({"k": "doc", "id": "quota.toml", "b": rest}));
+                        out.doc("quota.toml", &rest);
                     }
                     continue;
                 }
             };
-            if matches!(k, "todo" | "todo+" | "archive") {
-                ids.push(id.clone());
-            }
-            writes.push(serde_json::json!({"k": k, "id": id, "b": b}));
+            out.push(k, id, b);
         }
-        ids.sort_unstable();
-        ids.dedup();
-        let seqs: Vec<i64> = ids
+        Ok(out)
+    }
+
+    /// The call of `loopx.commit` for these rows and journal line fragments: it takes the
+    /// locks, checks what the change was decided on, and writes the rows (and lines, if any).
+    fn commit_sql(&mut self, rows: &Rows, frags: &[String]) -> Result<String> {
+        let seqs: Vec<String> = rows
+            .ids
             .iter()
-            .map(|id| i64::try_from(self.todo_seq(id)).unwrap_or(i64::MAX))
+            .map(|id| {
+                i64::try_from(self.todo_seq(id))
+                    .unwrap_or(i64::MAX)
+                    .to_string()
+            })
             .collect();
-        let frags = change
-            .events
-            .iter()
-            .map(fragment)
-            .collect::<Result<Vec<String>>>()?;
-        // The BEGIN (unless a claim's lock started the transaction), the call, the COMMIT and
-        // the wait for the disk go in one round trip: the journal's lock is released at the
-        // COMMIT, before the disk wait (see `PgTx::durable`). Values are written as
-        // dollar-quoted literals under a random tag.
-        let texts: Vec<String> = ids
-            .iter()
-            .cloned()
-            .chain(frags.iter().cloned())
-            .chain(std::iter::once(
-                serde_json::to_string(&writes).map_err(internal)?,
-            ))
-            .collect();
+        let body = serde_json::to_string(&rows.rows).map_err(internal)?;
+        // Values are written as dollar-quoted literals under a random tag.
+        let texts: Vec<&String> = rows.ids.iter().chain(frags).chain([&body]).collect();
         let q = Quoter::new(&texts)?;
-        let seq_list = seqs.iter().map(i64::to_string).collect::<Vec<_>>();
-        let seq_list = format!("ARRAY[{}]::bigint[]", seq_list.join(","));
         // Schema 1 has no `lx_lock` to prepare beside it: the call is planned each time.
         let call = if self.conn.version >= 2 {
             self.conn.named()?;
@@ -81,16 +93,42 @@ impl PgTx<'_> {
         } else {
             "SELECT seq, line FROM loopx.commit"
         };
-        let sql = format!(
-            "{}{call}({}, {}, {}, {}, {}::jsonb, {}); \
-             SET LOCAL synchronous_commit = off; COMMIT; {DURABLE}",
+        Ok(format!(
+            "{}{call}({}, {}, ARRAY[{}]::bigint[], {}, {}::jsonb, {})",
             self.begin_text(),
             self.base,
-            q.array(&ids, "text"),
-            seq_list,
-            spends,
-            q.lit(texts.last().map_or("[]", String::as_str)),
-            q.array(&frags, "text"),
+            q.array(&rows.ids, "text"),
+            seqs.join(","),
+            rows.spends,
+            q.lit(&body),
+            q.array(frags, "text"),
+        ))
+    }
+
+    /// Writes the rows through `loopx.commit`, with no journal line (an owner's change, whose
+    /// signed lines follow), in the transaction.
+    pub(super) fn call_commit(&mut self, rows: &Rows, frags: &[String]) -> Result<()> {
+        let sql = self.commit_sql(rows, frags)?;
+        self.client()?.simple_query(&sql).map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Commits an agent's change in one call of `loopx.commit`: the locks, the checks, every
+    /// row and the journal lines, which the database chains; each line is checked to be the
+    /// very bytes loopx writes for its event.
+    pub(super) fn commit_agent(&mut self, change: Change) -> Result<Vec<Event>> {
+        let rows = self.rows(&change.writes)?;
+        let frags = change
+            .events
+            .iter()
+            .map(fragment)
+            .collect::<Result<Vec<String>>>()?;
+        // The BEGIN (unless a claim's lock started the transaction), the call, the COMMIT and
+        // the wait for the disk go in one round trip: the journal's lock is released at the
+        // COMMIT, before the disk wait (see `PgTx::durable`).
+        let sql = format!(
+            "{}; SET LOCAL synchronous_commit = off; COMMIT; {DURABLE}",
+            self.commit_sql(&rows, &frags)?
         );
         let msgs = match self.client()?.simple_query(&sql) {
             Ok(m) => m,
@@ -105,27 +143,7 @@ impl PgTx<'_> {
             }
         };
         self.open = false;
-        let mut events = Vec::new();
-        // The first statement's rows: the lines (the disk wait's row comes later).
-        let mut begun = false;
-        for m in msgs {
-            match m {
-                postgres::SimpleQueryMessage::CommandComplete(_) if begun => break,
-                postgres::SimpleQueryMessage::RowDescription(_) => begun = true,
-                _ => {}
-            }
-            if let postgres::SimpleQueryMessage::Row(r) = m {
-                let line = r.get(1).unwrap_or_default();
-                let ev: Event = serde_json::from_str(line).map_err(internal)?;
-                if serde_json::to_string(&ev).map_err(internal)? != line {
-                    return Err(internal(format!(
-                        "the database wrote a journal line loopx would not: {line}"
-                    )));
-                }
-                events.push(ev);
-            }
-        }
-        Ok(events)
+        lines_of(msgs)
     }
 
     /// The spends of `q` the snapshot does not have, as JSON.
@@ -157,6 +175,32 @@ impl PgTx<'_> {
         let (new, old) = (rest(q)?, rest(&self.snap.quota)?);
         Ok((new != old).then_some(new))
     }
+}
+
+/// The events of the first statement's rows (the lines `loopx.commit` wrote), each checked to
+/// be the very bytes loopx writes for it.
+fn lines_of(msgs: Vec<postgres::SimpleQueryMessage>) -> Result<Vec<Event>> {
+    let mut events = Vec::new();
+    // The disk wait's row comes later.
+    let mut begun = false;
+    for m in msgs {
+        match m {
+            postgres::SimpleQueryMessage::CommandComplete(_) if begun => break,
+            postgres::SimpleQueryMessage::RowDescription(_) => begun = true,
+            _ => {}
+        }
+        if let postgres::SimpleQueryMessage::Row(r) = m {
+            let line = r.get(1).unwrap_or_default();
+            let ev: Event = serde_json::from_str(line).map_err(internal)?;
+            if serde_json::to_string(&ev).map_err(internal)? != line {
+                return Err(internal(format!(
+                    "the database wrote a journal line loopx would not: {line}"
+                )));
+            }
+            events.push(ev);
+        }
+    }
+    Ok(events)
 }
 
 /// An event's line without `seq`, `prev`, `tx` and `files` (the database adds them): the
@@ -195,7 +239,7 @@ pub(super) struct Quoter {
 
 impl Quoter {
     /// A tag none of `texts` contains.
-    pub(super) fn new(texts: &[String]) -> Result<Quoter> {
+    pub(super) fn new<S: AsRef<str>>(texts: &[S]) -> Result<Quoter> {
         for _ in 0..16 {
             let mut r = [0u8; 6];
             getrandom::fill(&mut r).map_err(internal)?;
@@ -203,7 +247,7 @@ impl Quoter {
                 "$lx{}$",
                 r.iter().map(|b| format!("{b:02x}")).collect::<String>()
             );
-            if texts.iter().all(|t| !t.contains(&tag)) {
+            if texts.iter().all(|t| !t.as_ref().contains(&tag)) {
                 return Ok(Quoter { tag });
             }
         }

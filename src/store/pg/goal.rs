@@ -9,7 +9,7 @@ use super::{Cached, PgStore, db_error, history, port};
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::ops::Change;
 use crate::kernel::{Action, Code, Config, Error, EventDraft, Result, Ts};
-use crate::store::{journal, owner, sealing};
+use crate::store::core::{chain, owner, seal};
 
 /// The journal line that starts a goal.
 fn goal_start(config: &Config, actor: &str) -> EventDraft {
@@ -86,10 +86,8 @@ impl PgTx<'_> {
         let last = self.journal_head()?;
         let mark = self.mark(last.as_ref())?;
         let raw = self.conn.cache.snapshot_raw()?;
-        let mut before = self.snap.clone();
         // A new key seals the rows as they are: nothing it signed before applies.
-        before.seal = None;
-        let seal = sealing::seal_text(key, &before, &Change::default(), mark, || Ok(raw))?;
+        let seal = seal::seal_text(key, &raw, None, &Change::default(), mark)?;
         let seq = last.as_ref().map_or(0, |(s, _)| *s) + 1;
         let seq_db = i64::try_from(seq).unwrap_or(i64::MAX);
         self.put_doc("owner.pub", &key.public().to_text(), seq_db)?;
@@ -102,7 +100,7 @@ impl PgTx<'_> {
             data: serde_json::json!({"fingerprint": key.public().fingerprint(),
                 "replaced": replaced.map(|r| r.fingerprint())}),
         };
-        let (events, lines) = journal::build_lines(
+        let (events, lines) = chain::build_lines(
             last.as_ref().map(|(_, l)| l.as_bytes()),
             vec![draft],
             Some(key),
@@ -137,7 +135,7 @@ impl PgTx<'_> {
             data: serde_json::json!({ "moved_to": kept }),
         };
         // As on files: the old journal's last line, appended alone (no transaction mark).
-        let (events, lines) = journal::build_lines(
+        let (events, lines) = chain::build_lines(
             last.as_ref().map(|(_, l)| l.as_bytes()),
             vec![draft],
             signer.as_ref(),
@@ -208,10 +206,10 @@ impl PgTx<'_> {
             )
             .map_err(db_error)?;
         if let Some(k) = signer {
-            self.put_doc("owner.seal", &crate::store::fs::new_goal_seal(k, next), 1)?;
+            self.put_doc("owner.seal", &seal::new_goal_seal(k, next), 1)?;
         }
         let (events, lines) =
-            journal::build_lines(None, vec![goal_start(next, actor)], None, Some(Vec::new()))?;
+            chain::build_lines(None, vec![goal_start(next, actor)], None, Some(Vec::new()))?;
         self.insert_lines(&events, &lines)
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::db_error;
 use super::schema::{JOURNAL_LOCK, Roles};
 use crate::kernel::{Code, Error, Result};
-use crate::store::parse;
+use crate::store::core::parse;
 
 /// The schema version that has `loopx.history`.
 pub const SINCE: i64 = 2;

@@ -131,22 +131,7 @@ impl Cached {
             self.config = Some(r);
             self.view.forget();
         }
-        for v in items(row.get(2), "todos")? {
-            let (id, seq) = (id_of(&v[0]), v.get(2).map_or(0, seq_of));
-            if v.get(3).and_then(Value::as_bool) == Some(true) {
-                self.todos.remove(&id);
-                let st = v[1].get("status").cloned().unwrap_or_default();
-                if let Ok(s) = serde_json::from_value::<Status>(st) {
-                    self.archived.insert(id.clone(), s);
-                }
-                self.patch_view(&id);
-                continue;
-            }
-            let mut r = decode::<Todo>("todos", &id, v[1].clone());
-            r.seq = seq;
-            self.todos.insert(id.clone(), r);
-            self.patch_view(&id);
-        }
+        self.apply_todos(row)?;
         for v in items(row.get(3), "gates")? {
             let id = id_of(&v[0]);
             let mut r = decode::<Gate>("gates", &id, v[1].clone());
@@ -161,20 +146,7 @@ impl Cached {
             self.agents.insert(id, r);
             self.view.forget();
         }
-        for v in items(row.get(5), "spends")? {
-            let seq = v.get(1).map_or(0, seq_of);
-            self.spends_seq = self.spends_seq.max(seq);
-            match serde_json::from_value::<Spend>(v[0].clone()) {
-                Ok(s) => self.spends.push(s),
-                // One bad row must not stop every agent: it is quarantined, not counted.
-                Err(e) => {
-                    let file = format!("database:spends@{seq}");
-                    let p = Problem::of(&Error::invalid(&file, None, e.to_string()), &file);
-                    self.bad_spends.insert(format!("spends@{seq}"), p);
-                    self.view.forget();
-                }
-            }
-        }
+        self.apply_spends(row)?;
         for v in items(row.get(6), "owner documents")? {
             let body = v
                 .get(1)
@@ -194,6 +166,46 @@ impl Cached {
             self.spends = q.spends;
         }
         Ok(true)
+    }
+
+    /// The todos of a `CHANGES` answer: changed ones replaced, archived ones moved out.
+    fn apply_todos(&mut self, row: &postgres::Row) -> Result<()> {
+        for v in items(row.get(2), "todos")? {
+            let (id, seq) = (id_of(&v[0]), v.get(2).map_or(0, seq_of));
+            if v.get(3).and_then(Value::as_bool) == Some(true) {
+                self.todos.remove(&id);
+                let st = v[1].get("status").cloned().unwrap_or_default();
+                if let Ok(s) = serde_json::from_value::<Status>(st) {
+                    self.archived.insert(id.clone(), s);
+                }
+                self.patch_view(&id);
+                continue;
+            }
+            let mut r = decode::<Todo>("todos", &id, v[1].clone());
+            r.seq = seq;
+            self.todos.insert(id.clone(), r);
+            self.patch_view(&id);
+        }
+        Ok(())
+    }
+
+    /// The spends of a `CHANGES` answer, added; a bad row is quarantined.
+    fn apply_spends(&mut self, row: &postgres::Row) -> Result<()> {
+        for v in items(row.get(5), "spends")? {
+            let seq = v.get(1).map_or(0, seq_of);
+            self.spends_seq = self.spends_seq.max(seq);
+            match serde_json::from_value::<Spend>(v[0].clone()) {
+                Ok(s) => self.spends.push(s),
+                // One bad row must not stop every agent: it is quarantined, not counted.
+                Err(e) => {
+                    let file = format!("database:spends@{seq}");
+                    let p = Problem::of(&Error::invalid(&file, None, e.to_string()), &file);
+                    self.bad_spends.insert(format!("spends@{seq}"), p);
+                    self.view.forget();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The owner's public key, when the project has one.
@@ -250,7 +262,8 @@ impl Cached {
             let g = match &r.value {
                 Ok(g) => {
                     let mut g = g.clone();
-                    g.proven = crate::store::load::gate_proven_by(&g, &proofs, key.as_ref());
+                    g.proven =
+                        crate::store::core::proofs::gate_proven_by(&g, &proofs, key.as_ref());
                     g
                 }
                 Err(p) => {

@@ -1,6 +1,7 @@
 //! The PostgreSQL store: the same snapshots and transactions as the file store, for agents on
 //! many machines, with the owner's authority enforced by the database's own roles.
 
+mod as_store;
 mod claim;
 mod commit;
 mod fast;
@@ -16,10 +17,8 @@ mod view;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::kernel::id::{self, Kind};
-use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
-use crate::store::fs::Env;
-use crate::store::{Store, Transaction, evidence};
+use crate::kernel::{Code, Error, Result, Snapshot};
+use crate::store::core::Env;
 
 pub use load::Cached;
 
@@ -422,190 +421,4 @@ pub fn check_url(url: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-impl Store for PgStore {
-    fn env(&self) -> &crate::store::fs::Env {
-        PgStore::env(self)
-    }
-
-    fn install_owner(
-        &self,
-        key: &crate::store::owner::OwnerKey,
-        replaced: Option<&crate::kernel::authority::OwnerPub>,
-    ) -> Result<()> {
-        PgStore::install_owner(self, key, replaced)
-    }
-
-    fn place_of(&self, file: &str) -> String {
-        format!("{file} in {}", self.shown_url())
-    }
-
-    fn load(&self) -> Result<Snapshot> {
-        let now = self.env.now;
-        self.with(|c| c.fresh_copy(now))
-    }
-
-    fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
-        Ok(Box::new(commit::PgTx::begin(self)?))
-    }
-
-    fn fresh_id(&self, kind: Kind) -> Result<String> {
-        let sql = match kind {
-            Kind::Todo => "SELECT count(*) FROM loopx.todos WHERE id = $1",
-            Kind::Gate => "SELECT count(*) FROM loopx.gates WHERE id = $1",
-        };
-        crate::store::fresh_id_where(kind, |id| Ok(self.count(sql, &[&id])? > 0))
-    }
-
-    fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        let want = id::normalize(Kind::Todo, input)?;
-        if snap.todos.contains_key(&want) || snap.quarantined.contains_key(&want) {
-            return Ok(want);
-        }
-        let archived: Vec<String> =
-            self.with(|c| Ok(c.cache.archived.keys().cloned().collect()))?;
-        if archived.contains(&want) {
-            return Ok(want);
-        }
-        match id::resolve(Kind::Todo, input, snap.todos.keys().map(String::as_str)) {
-            Err(e) if e.code == Code::NotFound => {
-                id::resolve(Kind::Todo, input, archived.iter().map(String::as_str))
-            }
-            other => other,
-        }
-    }
-
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
-    }
-
-    fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
-        let row = self.with(|c| {
-            c.client()?
-                .query_opt(
-                    "SELECT body::text FROM loopx.todos WHERE id = $1 AND archived",
-                    &[&id],
-                )
-                .map_err(db_error)
-        })?;
-        row.map(|r| {
-            serde_json::from_str(&r.get::<_, String>(0))
-                .map_err(|e| Error::invalid(&format!("database:todos/{id}"), None, e.to_string()))
-        })
-        .transpose()
-    }
-
-    fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.parsed(
-            "SELECT body::text FROM (SELECT body, n FROM loopx.evidence WHERE todo = $1 \
-             ORDER BY n DESC LIMIT $2) e ORDER BY n",
-            &[&id, &n],
-        )
-    }
-
-    fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.parsed(
-            "SELECT line FROM (SELECT line, seq FROM loopx.journal ORDER BY seq DESC \
-             LIMIT $1) j ORDER BY seq",
-            &[&n],
-        )
-    }
-
-    fn archived_ids(&self) -> Result<Vec<String>> {
-        let rows = self.with(|c| {
-            c.client()?
-                .query("SELECT id FROM loopx.todos WHERE archived ORDER BY id", &[])
-                .map_err(db_error)
-        })?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
-    }
-
-    fn archived_count(&self) -> Result<usize> {
-        let n = self.count("SELECT count(*) FROM loopx.todos WHERE archived", &[])?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
-    }
-
-    fn journal_seen(&self) -> Result<crate::kernel::roster::Seen> {
-        Ok(crate::store::seen::seen_in(&self.journal_bytes(0)?.0))
-    }
-
-    fn verify_journal(&self) -> Result<crate::store::logs::JournalCheck> {
-        let (bytes, _) = self.journal_bytes(0)?;
-        let (broken, torn) = crate::store::journal::verify(&bytes);
-        Ok(crate::store::logs::JournalCheck {
-            lines: bytes.iter().filter(|b| **b == b'\n').count(),
-            torn,
-            broken,
-        })
-    }
-
-    fn journal_end(&self) -> Result<u64> {
-        self.count("SELECT coalesce(max(seq), 0) FROM loopx.journal", &[])
-    }
-
-    fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
-        let (bytes, end) = self.journal_bytes(pos)?;
-        if bytes.is_empty() {
-            // A journal shorter than `pos` (the goal was replaced) starts over at its end.
-            return Ok((Vec::new(), self.journal_end()?.min(pos)));
-        }
-        let events = bytes
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect();
-        Ok((events, end.max(pos)))
-    }
-
-    fn journal_line(&self, seq: u64) -> Result<Option<Event>> {
-        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-        let mut found: Vec<Event> =
-            self.parsed("SELECT line FROM loopx.journal WHERE seq = $1", &[&seq])?;
-        Ok(found.pop())
-    }
-
-    fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
-        PgStore::owner_pub(self)
-    }
-
-    fn local_root(&self) -> Option<&std::path::Path> {
-        None
-    }
-
-    fn write_projection(&self, _text: &str) -> Result<Option<std::path::PathBuf>> {
-        Ok(None)
-    }
-
-    fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::poll::PollLock>>> {
-        self.try_poll_lock()
-    }
-
-    fn evidence_all(
-        &self,
-        only: Option<&str>,
-        keep: evidence::Keep<'_>,
-    ) -> Result<Vec<(String, Evidence)>> {
-        let rows = self.with(|c| {
-            c.client()?
-                .query(
-                    "SELECT todo, body::text FROM loopx.evidence \
-                     WHERE $1::text IS NULL OR todo = $1 ORDER BY n",
-                    &[&only],
-                )
-                .map_err(db_error)
-        })?;
-        let mut out = Vec::new();
-        for r in rows {
-            let todo: String = r.get(0);
-            if let Ok(e) = serde_json::from_str::<Evidence>(&r.get::<_, String>(1))
-                && keep(&todo, &e)
-            {
-                out.push((todo, e));
-            }
-        }
-        Ok(out)
-    }
 }

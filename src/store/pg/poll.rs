@@ -3,7 +3,7 @@
 
 use super::{PgStore, db_error};
 use crate::kernel::Result;
-use crate::store::poll::PollLock;
+use crate::store::PollLock;
 
 /// The advisory lock key of `monitor poll` ("looppl"); advisory locks are per database.
 pub const POLL_LOCK: i64 = 0x6c6f_6f70_706c;

@@ -8,10 +8,9 @@ use postgres::GenericClient;
 use postgres::types::Json;
 use serde_json::Value;
 
-use crate::kernel::{Code, Config, Error, QuotaFile, Result, Todo};
-use crate::store::fs::FileStore;
+use crate::kernel::{Code, Config, Error, QuotaFile, Result, Snapshot, Todo};
+use crate::store::core::{atomic, parse};
 use crate::store::pg::{PgStore, db_error, history};
-use crate::store::{Store, atomic, parse};
 
 /// What an import or export moved.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -31,14 +30,33 @@ pub struct Moved {
 }
 
 /// The owner's documents a project may have, kept byte for byte.
-const OWNER_DOCS: [&str; 3] = ["owner.pub", "owner.seal", "owner.proofs"];
+pub const OWNER_DOCS: [&str; 3] = ["owner.pub", "owner.seal", "owner.proofs"];
+
+/// A whole project as it moves into a database: what its files hold.
+#[derive(Debug)]
+pub struct Project {
+    /// The state as stored (nothing quarantined).
+    pub snap: Snapshot,
+    /// The journal's lines, as text and parsed.
+    pub lines: Vec<(String, Value)>,
+    /// The archived todos.
+    pub archived: Vec<Todo>,
+    /// The quota file, spends included.
+    pub quota: QuotaFile,
+    /// Every evidence entry, by todo id.
+    pub evidence: Vec<(String, Value)>,
+    /// The owner's documents present, by name.
+    pub docs: BTreeMap<&'static str, String>,
+    /// The files of replaced goals.
+    pub history: Vec<history::HistoryFile>,
+}
 
 fn json<T: serde::Serialize>(v: &T) -> Result<Value> {
     serde_json::to_value(v).map_err(|e| Error::new(Code::Internal, e.to_string()))
 }
 
 /// Every line of a JSON Lines file, parsed; a line that is not JSON is an error naming it.
-fn json_lines(path: &Path) -> Result<Vec<(String, Value)>> {
+pub fn json_lines(path: &Path) -> Result<Vec<(String, Value)>> {
     let Some(bytes) = parse::read_bytes(path)? else {
         return Ok(Vec::new());
     };
@@ -61,52 +79,14 @@ fn stored_config(mut c: Config) -> Config {
 }
 
 impl PgStore {
-    /// Copies the project in `files` into this database, which must have the schema and no
-    /// goal yet; one transaction, so a failure leaves the database as it was.
-    pub fn import(&self, files: &FileStore) -> Result<Moved> {
-        let check = files.verify_journal()?;
-        if let Some(b) = &check.broken {
-            return Err(
-                Error::invalid(".loopx/journal.jsonl", Some(b.line), b.message.clone())
-                    .hint("repair the journal with `loopx doctor` before importing"),
-            );
-        }
-        let snap = files.load_raw()?;
-        if let Some((id, p)) = snap.quarantined.iter().next() {
-            return Err(
-                Error::invalid(&p.file, p.line, p.message.clone()).hint(format!(
-                    "fix {id} (or move it out of .loopx/) before importing: an import loses nothing"
-                )),
-            );
-        }
-        let lines = json_lines(&files.journal_path())?;
-        let head = lines
+    /// Copies `p` (a project read from its files) into this database, which must have the
+    /// schema and no goal yet; one transaction, so a failure leaves the database as it was.
+    pub fn import(&self, p: Project) -> Result<Moved> {
+        let head = p
+            .lines
             .last()
             .and_then(|(_, v)| v["seq"].as_i64())
             .unwrap_or(0);
-        let mut archived = Vec::new();
-        for id in files.archived_ids()? {
-            let t = files.archived_todo(&id)?.ok_or_else(|| {
-                Error::new(Code::NotFound, format!("archived todo {id} vanished"))
-            })?;
-            archived.push(t);
-        }
-        let quota = parse::read::<QuotaFile>(&files.path("quota.toml"))?.unwrap_or_default();
-        let mut evidence = Vec::new();
-        for id in snap.todos.keys().chain(archived.iter().map(|t| &t.id)) {
-            for (_, v) in json_lines(&files.evidence_path(id))? {
-                evidence.push((id.clone(), v));
-            }
-        }
-        let mut docs = BTreeMap::new();
-        for name in OWNER_DOCS {
-            if let Some(b) = parse::read_bytes(&files.path(name))? {
-                let t = String::from_utf8(b)
-                    .map_err(|_| Error::invalid(&format!(".loopx/{name}"), None, "not UTF-8"))?;
-                docs.insert(name, t);
-            }
-        }
-        let kept = history::read_dir(files.dir())?;
         self.with(|c| {
             let mut tx = c.client()?.transaction().map_err(db_error)?;
             let goal = tx
@@ -120,73 +100,25 @@ impl PgStore {
                 return Err(Error::new(Code::GoalExists, "the database already holds a project")
                     .hint("import into a new database (createdb, then `loopx store migrate`)"));
             }
-            let put = |tx: &mut postgres::Transaction<'_>, sql: &str, a: &str, b: Value| {
-                tx.execute(sql, &[&a, &Json(&b), &head])
-                    .map(|_| ())
-                    .map_err(db_error)
-            };
-            let cfg = json(&stored_config(snap.config.clone()))?;
-            tx.execute(
-                "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2)",
-                &[&Json(&cfg), &head],
-            )
-            .map_err(db_error)?;
-            let todos = snap.todos.values().map(|t| (t, false));
-            for (t, arch) in todos.chain(archived.iter().map(|t| (t, true))) {
-                let sql = if arch {
-                    "INSERT INTO loopx.todos (id, body, seq, archived) VALUES ($1, $2, $3, true)"
-                } else {
-                    "INSERT INTO loopx.todos (id, body, seq) VALUES ($1, $2, $3)"
-                };
-                put(&mut tx, sql, &t.id, json(t)?)?;
-            }
-            for g in snap.gates.values() {
-                put(&mut tx, "INSERT INTO loopx.gates (id, body, seq) VALUES ($1, $2, $3)", &g.id, json(g)?)?;
-            }
-            for a in snap.agents.values() {
-                put(&mut tx, "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)", &a.id, json(a)?)?;
-            }
-            for s in &quota.spends {
-                tx.execute(
-                    "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
-                    &[&Json(&json(s)?), &head],
-                )
-                .map_err(db_error)?;
-            }
-            for (id, v) in &evidence {
-                put(&mut tx, "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)", id, v.clone())?;
-            }
-            let mut rest = quota.clone();
-            rest.spends.clear();
-            let mut bodies: Vec<(&str, String)> = docs.iter().map(|(k, v)| (*k, v.clone())).collect();
-            bodies.push((
-                "quota.toml",
-                serde_json::to_string(&rest).map_err(|e| Error::new(Code::Internal, e.to_string()))?,
-            ));
-            for (name, body) in bodies {
-                tx.execute(
-                    "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3)",
-                    &[&name, &body, &head],
-                )
-                .map_err(db_error)?;
-            }
-            let seqs: Vec<i64> = lines.iter().filter_map(|(_, v)| v["seq"].as_i64()).collect();
-            let texts: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+            put_rows(&mut tx, &p, head)?;
+            put_docs(&mut tx, &p, head)?;
+            let seqs: Vec<i64> = p.lines.iter().filter_map(|(_, v)| v["seq"].as_i64()).collect();
+            let texts: Vec<&str> = p.lines.iter().map(|(l, _)| l.as_str()).collect();
             tx.execute(
                 "INSERT INTO loopx.journal (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])",
                 &[&seqs, &texts],
             )
             .map_err(db_error)?;
-            history::insert(&mut tx, &kept)?;
+            history::insert(&mut tx, &p.history)?;
             tx.commit().map_err(db_error)?;
             c.cache = super::Cached::default();
             Ok(Moved {
-                todos: snap.todos.len() + archived.len(),
-                gates: snap.gates.len(),
-                evidence: evidence.len(),
-                spends: quota.spends.len(),
-                journal: lines.len(),
-                history: kept.len(),
+                todos: p.snap.todos.len() + p.archived.len(),
+                gates: p.snap.gates.len(),
+                evidence: p.evidence.len(),
+                spends: p.quota.spends.len(),
+                journal: p.lines.len(),
+                history: p.history.len(),
             })
         })
     }
@@ -229,6 +161,78 @@ impl PgStore {
         atomic::sync_dir(root).map_err(|e| Error::io(root, &e))?;
         Ok(moved)
     }
+}
+
+/// The goal, todos, gates, agents, spends and evidence of an import, at journal position `head`.
+fn put_rows(tx: &mut postgres::Transaction<'_>, p: &Project, head: i64) -> Result<()> {
+    let cfg = json(&stored_config(p.snap.config.clone()))?;
+    tx.execute(
+        "INSERT INTO loopx.config (id, body, seq) VALUES (1, $1, $2)",
+        &[&Json(&cfg), &head],
+    )
+    .map_err(db_error)?;
+    for s in &p.quota.spends {
+        tx.execute(
+            "INSERT INTO loopx.spends (body, seq) VALUES ($1, $2)",
+            &[&Json(&json(s)?), &head],
+        )
+        .map_err(db_error)?;
+    }
+    let mut put = |sql: &str, a: &str, b: Value| {
+        tx.execute(sql, &[&a, &Json(&b), &head])
+            .map(|_| ())
+            .map_err(db_error)
+    };
+    let todos = p.snap.todos.values().map(|t| (t, false));
+    for (t, arch) in todos.chain(p.archived.iter().map(|t| (t, true))) {
+        let sql = if arch {
+            "INSERT INTO loopx.todos (id, body, seq, archived) VALUES ($1, $2, $3, true)"
+        } else {
+            "INSERT INTO loopx.todos (id, body, seq) VALUES ($1, $2, $3)"
+        };
+        put(sql, &t.id, json(t)?)?;
+    }
+    for g in p.snap.gates.values() {
+        put(
+            "INSERT INTO loopx.gates (id, body, seq) VALUES ($1, $2, $3)",
+            &g.id,
+            json(g)?,
+        )?;
+    }
+    for a in p.snap.agents.values() {
+        put(
+            "INSERT INTO loopx.agents (id, body, seq) VALUES ($1, $2, $3)",
+            &a.id,
+            json(a)?,
+        )?;
+    }
+    for (id, v) in &p.evidence {
+        put(
+            "INSERT INTO loopx.evidence (todo, body, seq) VALUES ($1, $2, $3)",
+            id,
+            v.clone(),
+        )?;
+    }
+    Ok(())
+}
+
+/// The owner's documents of an import, byte for byte, and the quota without its spends.
+fn put_docs(tx: &mut postgres::Transaction<'_>, p: &Project, head: i64) -> Result<()> {
+    let mut rest = p.quota.clone();
+    rest.spends.clear();
+    let mut bodies: Vec<(&str, String)> = p.docs.iter().map(|(k, v)| (*k, v.clone())).collect();
+    bodies.push((
+        "quota.toml",
+        serde_json::to_string(&rest).map_err(|e| Error::new(Code::Internal, e.to_string()))?,
+    ));
+    for (name, body) in bodies {
+        tx.execute(
+            "INSERT INTO loopx.docs (name, body, seq) VALUES ($1, $2, $3)",
+            &[&name, &body, &head],
+        )
+        .map_err(db_error)?;
+    }
+    Ok(())
 }
 
 /// A project's files by their path below `.loopx/`, as an export writes them.

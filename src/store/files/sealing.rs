@@ -4,11 +4,10 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::kernel::authority::OwnerPub;
-use crate::kernel::ops::Change;
 use crate::kernel::seal::{self, Mark, Seal};
-use crate::kernel::{Action, Error, Result, Snapshot};
+use crate::kernel::{Error, Result, Snapshot};
 use crate::store::fs::FileStore;
-use crate::store::{atomic, journal, owner, parse, tx};
+use crate::store::{atomic, journal, parse, tx};
 
 /// The most journal bytes after the seal read for later owner lines (about 200,000 lines).
 const MAX_SCAN: u64 = 64 << 20;
@@ -105,91 +104,6 @@ impl FileStore {
             hash: journal::sha256_hex(line),
         }))
     }
-
-    /// The new `owner.seal` for an owner change made on `before`: the state after the change,
-    /// the journal's head, and the leases the change set.
-    pub(crate) fn seal_op(
-        &self,
-        key: &owner::OwnerKey,
-        before: &Snapshot,
-        change: &Change,
-    ) -> Result<tx::Op> {
-        let text = seal_text(key, before, change, self.journal_mark()?, || {
-            self.load_raw()
-        })?;
-        Ok(tx::Op::put("owner.seal", text.into_bytes()))
-    }
-}
-
-/// The owner's seal after `change`, made on `before` (`raw` loads the state as stored, for a
-/// change that adopts it or a project without a valid seal), marking the journal at `mark`.
-pub(crate) fn seal_text(
-    key: &owner::OwnerKey,
-    before: &Snapshot,
-    change: &Change,
-    mark: Option<Mark>,
-    raw: impl FnOnce() -> Result<Snapshot>,
-) -> Result<String> {
-    // Without a valid seal, the owner adopts the files as they are.
-    let base = match &before.seal {
-        Some(_) if !change.adopt_files => before.clone(),
-        _ => raw()?,
-    };
-    let after = base.after(&change.writes);
-    let set: Vec<&str> = change
-        .events
-        .iter()
-        .filter(|e| matches!(e.action, Action::TodoReassign | Action::TodoRelease))
-        .map(|e| e.target.as_str())
-        .collect();
-    let mut written: Vec<&str> = change
-        .writes
-        .iter()
-        .filter_map(|w| match w {
-            crate::kernel::ops::Write::Gate(g) => Some(g.id.as_str()),
-            _ => None,
-        })
-        .collect();
-    // Hooks the owner set or removed, and with --adopt every hook as the file has it.
-    written.extend(
-        change
-            .events
-            .iter()
-            .filter(|e| matches!(e.action, Action::HookSet | Action::HookRemove))
-            .map(|e| e.target.as_str()),
-    );
-    if change.adopt_files {
-        written.extend(after.config.hooks.keys().map(String::as_str));
-    }
-    let mut s = Seal::of(&after, mark, before.seal.as_ref(), &written, &set);
-    s.apply_check_events(&change.events);
-    let sig = key.sign(&s.body());
-    Ok(s.text(&sig))
-}
-
-/// Signs every gate decision in `writes` that is not signed yet, over the journal's head;
-/// returns the writes and the decisions' hashes (for `owner.proofs`).
-pub(crate) fn sign_decisions(
-    writes: Vec<crate::kernel::ops::Write>,
-    key: &owner::OwnerKey,
-    head: &str,
-) -> (Vec<crate::kernel::ops::Write>, Vec<String>) {
-    use crate::kernel::authority;
-    use crate::kernel::ops::Write;
-    let mut decided = Vec::new();
-    let mut out = Vec::with_capacity(writes.len());
-    for mut w in writes {
-        if let Write::Gate(g) = &mut w
-            && g.status != crate::kernel::GateStatus::Pending
-            && g.signature.is_none()
-        {
-            g.journal_head = Some(head.to_string());
-            g.signature = Some(key.sign(&authority::gate_message(g, head)));
-            decided.extend(authority::decision_hash(g));
-        }
-        out.push(w);
-    }
-    (out, decided)
 }
 
 /// True when `since` starts with a whole line whose hash is `hash`.

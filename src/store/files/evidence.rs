@@ -1,5 +1,6 @@
 //! Evidence across todos: every `evidence/ID.jsonl` scanned (never through a link), bounded.
 
+pub use crate::store::Keep;
 use std::fs;
 
 use crate::kernel::{Code, Error, Evidence, Result};
@@ -9,9 +10,6 @@ use crate::store::{FileStore, atomic};
 pub const FILE_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The most matching entries one scan keeps.
 pub const KEEP_MAX: usize = 200_000;
-
-/// Which entries a scan keeps: the todo's id and the entry.
-pub type Keep<'a> = &'a dyn Fn(&str, &Evidence) -> bool;
 
 impl FileStore {
     /// Every evidence entry `keep` accepts, as (todo id, entry), file by file (ids in order),

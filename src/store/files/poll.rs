@@ -1,16 +1,11 @@
 //! The lock one `monitor poll` holds while it runs checks, so two polls never run the same
 //! check at once: a `flock` on the files, an advisory lock on a database.
 
+pub use crate::store::PollLock;
 use std::time::Duration;
 
 use crate::kernel::{Code, Error, Result};
 use crate::store::FileStore;
-
-/// A held poll lock; released when dropped (and when the process dies).
-pub trait PollLock {
-    /// True while the lock is still held: a database's goes with its connection.
-    fn held(&mut self) -> bool;
-}
 
 /// A held poll lock on the files: the open file whose drop releases it (never read).
 #[allow(dead_code)]

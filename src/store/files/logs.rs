@@ -1,25 +1,15 @@
 //! Reading the logs (the journal, evidence) for the faces.
 
+pub use crate::store::JournalCheck;
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::kernel::{Error, Event, Result};
 use crate::store::fs::FileStore;
-use crate::store::journal::{self, Break};
+use crate::store::journal;
 use crate::store::{atomic, tx};
 
 /// The most bytes one `journal_after` call reads.
 const FOLLOW_CHUNK: u64 = 1 << 20;
-
-/// What a check of the whole journal found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JournalCheck {
-    /// Complete lines.
-    pub lines: usize,
-    /// A torn last line follows them.
-    pub torn: bool,
-    /// The first broken link, if any.
-    pub broken: Option<Break>,
-}
 
 impl FileStore {
     /// Checks the whole journal's chain under the shared lock.

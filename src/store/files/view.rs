@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::{Error, GateStatus, Result, Snapshot, Todo, id};
 use crate::store::cache::Cache;
+use crate::store::core::proofs::gate_proven_by;
 use crate::store::fs::FileStore;
-use crate::store::load::gate_proven_by;
 use crate::store::parse;
 
 /// A snapshot as the files say and as loopx acts on it.

@@ -6,51 +6,19 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::id;
 use crate::kernel::ops::Change;
-use crate::kernel::{Code, Config, Error, Event, QuotaFile, Result, Snapshot, Ts};
+use crate::kernel::{Code, Config, Error, Event, QuotaFile, Result, Snapshot};
 use crate::store::owner;
 use crate::store::parse::{self, shown};
 use crate::store::{Store, atomic, journal, lock, tx};
+
+use crate::store::core::seal::{new_goal_seal, seal_text};
+pub use crate::store::core::{Env, OnCommit};
 
 /// The name of the state directory.
 pub const DIR: &str = ".loopx";
 
 /// The marker of a goal being moved to `history/` (`start-goal --replace`).
 const RETIRING: &str = "retiring";
-
-/// Facts from outside the project that the face reads once and hands to the store (the
-/// library reads no environment variable).
-#[derive(Debug, Clone)]
-pub struct Env {
-    /// The time of the command, for the lines the store writes itself (repairs, owner init).
-    pub now: Ts,
-    /// How long to wait for the lock (`LOOPX_LOCK_TIMEOUT`).
-    pub lock_wait: std::time::Duration,
-    /// Where the owner's secret key is.
-    pub key: owner::KeyAt,
-    /// The event whose hook runs this command (`LOOPX_EVENT`): its changes say so, and fire no
-    /// hook, so a hook that causes its own event cannot loop.
-    pub by_hook: Option<std::sync::Arc<str>>,
-    /// What runs after a commit, with the lock released (the face's alerts); `None`: nothing.
-    pub on_commit: Option<OnCommit>,
-}
-
-impl Default for Env {
-    fn default() -> Self {
-        Env {
-            now: Ts::now(),
-            lock_wait: std::time::Duration::from_secs(
-                crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S,
-            ),
-            key: owner::KeyAt::Unknown,
-            by_hook: None,
-            on_commit: None,
-        }
-    }
-}
-
-/// What runs after a transaction commits, with the lock released: the store, the snapshot the
-/// change was decided on, and the lines it committed (the CLI fires the owner's hooks).
-pub type OnCommit = fn(&FileStore, &Snapshot, &[Event]);
 
 impl FileStore {
     /// Tells the commit observer, if any, what a transaction committed.
@@ -421,11 +389,16 @@ impl FileStore {
         let _g = self.lock(true)?;
         self.recover()?;
         let before = self.load_unlocked()?;
-        let seal = self.seal_op(key, &before, &Change::default())?;
+        let base = match before.seal {
+            Some(_) => before.clone(),
+            None => self.load_raw()?,
+        };
+        let mark = self.journal_mark()?;
+        let seal = seal_text(key, &base, before.seal.as_ref(), &Change::default(), mark)?;
         self.commit_ops(
             vec![
                 tx::Op::put("owner.pub", key.public().to_text().into_bytes()),
-                seal,
+                tx::Op::put("owner.seal", seal.into_bytes()),
             ],
             vec![crate::kernel::EventDraft {
                 at: self.env.now,
@@ -463,12 +436,6 @@ impl FileStore {
     pub fn archived_ids(&self) -> Result<Vec<String>> {
         self.list_ids("archive")
     }
-}
-
-/// The seal of a new goal: its config, nothing else yet, signed.
-pub(crate) fn new_goal_seal(key: &owner::OwnerKey, config: &Config) -> String {
-    let s = crate::kernel::seal::Seal::of(&Snapshot::new(config.clone()), None, None, &[], &[]);
-    s.text(&key.sign(&s.body()))
 }
 
 /// The text the owner signs to replace a goal, so another process may finish it.

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::id;
 use crate::kernel::ops::{Change, Write};
+use crate::kernel::seal::Mark;
 use crate::kernel::{Code, Error, Event, Gate, GateStatus, Result, Snapshot};
 use crate::store::cache::Refresh;
+use crate::store::core::{Before, prepare};
 use crate::store::fs::FileStore;
 use crate::store::{Transaction, journal, lock, owner, parse, tx};
 
@@ -22,67 +24,32 @@ impl FileStore {
         self.apply_change_on(None, change, None)
     }
 
-    /// Commits a change decided on `before` (the caller holds the exclusive lock); an owner
-    /// change also writes the owner's seal of the state it leaves.
+    /// Commits a change decided on `before` (the caller holds the exclusive lock): prepared
+    /// (an owner change signed and sealed), its files staged, its journal lines appended.
     pub(crate) fn apply_change_on(
         &self,
         before: Option<&Snapshot>,
         change: Change,
         tail: Option<journal::Tail>,
     ) -> Result<Vec<Event>> {
-        if change.events.is_empty() {
-            if change.writes.is_empty() {
-                return Ok(Vec::new());
-            }
-            return Err(Error::new(
-                Code::Internal,
-                "a change with files but no journal line",
-            ));
+        if change.events.is_empty() && change.writes.is_empty() {
+            return Ok(Vec::new());
         }
-        let signer = if change.owner {
-            Some(owner::signer_for(
-                &self.env().key,
-                self.owner_pub()?.as_ref(),
-            )?)
-        } else {
-            None
+        let mut b = FileBefore {
+            store: self,
+            snap: before,
+            loaded: None,
         };
-        let head = match &signer {
-            Some(_) => journal::head(&self.journal_path())?,
-            None => String::new(),
-        };
+        let p = prepare(change, &mut b, &self.env().key)?;
         let mut ops = Vec::new();
-        let (writes, decided) = match &signer {
-            Some(k) => crate::store::sealing::sign_decisions(change.writes, k, &head),
-            None => (change.writes, Vec::new()),
-        };
-        let change = Change { writes, ..change };
-        for w in &change.writes {
+        for w in &p.writes {
             self.plan(w, &mut ops)?;
         }
-        if let Some(k) = &signer {
-            if !decided.is_empty() {
-                ops.push(self.proofs_op(k, decided)?);
-            }
-            let loaded;
-            let before = match before {
-                Some(b) => b,
-                None => {
-                    loaded = self.load_unlocked()?;
-                    &loaded
-                }
-            };
-            if before.seal.is_none() && !change.adopt_files {
-                return Err(Error::new(
-                    Code::InvalidState,
-                    "owner.seal is missing or not valid, so loopx cannot tell your facts from hand edits",
-                )
-                .hint("check the files with `loopx doctor`, then adopt them with `loopx owner seal --adopt`"));
-            }
-            ops.push(self.seal_op(k, before, &change)?);
+        for (name, text) in p.docs {
+            ops.push(tx::Op::put(name, text.into_bytes()));
         }
-        let events = self.commit_ops(ops, change.events, signer.as_ref(), tail)?;
-        if let (Some(k), Some(last)) = (&signer, events.last())
+        let events = self.commit_ops(ops, p.events, p.signer.as_ref(), tail)?;
+        if let (Some(k), Some(last)) = (&p.signer, events.last())
             && let Ok(line) = serde_json::to_vec(last)
             && let Ok(cfg) = self.read_config()
         {
@@ -212,30 +179,6 @@ impl FileStore {
             .and_then(|t| authority::parse_proofs(&t, key))
             .unwrap_or_default()
     }
-
-    /// `owner.proofs` with these decisions added, signed again. A missing or invalid file is
-    /// rebuilt from every gate whose own signature verifies.
-    pub(super) fn proofs_op(&self, key: &owner::OwnerKey, new: Vec<String>) -> Result<tx::Op> {
-        let public = key.public();
-        let mut hashes = self.read_proofs(&public);
-        if hashes.is_empty() {
-            let gates: BTreeMap<String, Gate> = self.read_dir_toml("gates")?;
-            hashes.extend(
-                gates
-                    .values()
-                    .filter(|g| {
-                        g.status != GateStatus::Pending && authority::gate_proven(g, Some(&public))
-                    })
-                    .filter_map(authority::decision_hash),
-            );
-        }
-        hashes.extend(new);
-        let sig = key.sign(&authority::proofs_message(&hashes));
-        Ok(tx::Op::put(
-            "owner.proofs",
-            authority::proofs_text(&hashes, &sig).into_bytes(),
-        ))
-    }
 }
 
 /// A transaction on the file store: the exclusive lock, and the snapshot loaded under it.
@@ -265,5 +208,68 @@ impl Transaction for FileTx<'_> {
         store.refresh_cache(&snap, refresh);
         store.committed(&snap, &events);
         Ok(events)
+    }
+}
+
+/// What `prepare` reads on the files: the snapshot the change was decided on (loaded under
+/// the lock when the caller has none), and the files themselves.
+struct FileBefore<'a> {
+    store: &'a FileStore,
+    snap: Option<&'a Snapshot>,
+    loaded: Option<Snapshot>,
+}
+
+impl Before for FileBefore<'_> {
+    fn snapshot(&mut self) -> Result<&Snapshot> {
+        if let Some(s) = self.snap {
+            return Ok(s);
+        }
+        if self.loaded.is_none() {
+            self.loaded = Some(self.store.load_unlocked()?);
+        }
+        self.loaded
+            .as_ref()
+            .ok_or_else(|| Error::new(Code::Internal, "no snapshot"))
+    }
+
+    fn owner_pub(&mut self) -> Result<Option<OwnerPub>> {
+        self.store.owner_pub()
+    }
+
+    fn head(&mut self) -> Result<String> {
+        journal::head(&self.store.journal_path())
+    }
+
+    fn mark(&mut self) -> Result<Option<Mark>> {
+        self.store.journal_mark()
+    }
+
+    fn raw(&mut self) -> Result<Snapshot> {
+        self.store.load_raw()
+    }
+
+    fn proofs(&mut self) -> Result<Option<String>> {
+        let p = self.store.path("owner.proofs");
+        // An unreadable file is rebuilt from the gates' own signatures.
+        Ok(parse::read_bytes(&p)
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok()))
+    }
+
+    fn decided(&mut self) -> Result<Vec<Gate>> {
+        let gates: BTreeMap<String, Gate> = self.store.read_dir_toml("gates")?;
+        Ok(gates
+            .into_values()
+            .filter(|g| g.status != GateStatus::Pending)
+            .collect())
+    }
+
+    fn unsealed(&mut self) -> Option<Error> {
+        Some(Error::new(
+            Code::InvalidState,
+            "owner.seal is missing or not valid, so loopx cannot tell your facts from hand edits",
+        )
+        .hint("check the files with `loopx doctor`, then adopt them with `loopx owner seal --adopt`"))
     }
 }

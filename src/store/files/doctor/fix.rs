@@ -30,11 +30,11 @@ pub fn fix(store: &FileStore, now: Ts) -> Result<Vec<String>> {
     }
     remove_temps(store.dir(), &mut did);
     // The cache is never needed: deleting it fixes a row that disagrees with its file.
-    let cache = store.path(crate::store::load::ROWS);
+    let cache = store.path(crate::store::files::load::ROWS);
     let mut rows = Vec::new();
     super::cache::check(store, &mut rows);
     if !rows.is_empty() {
-        let names = store.path(crate::store::load::NAMES);
+        let names = store.path(crate::store::files::load::NAMES);
         let a = std::fs::remove_file(&cache).is_ok();
         let b = std::fs::remove_file(&names).is_ok();
         if a || b {

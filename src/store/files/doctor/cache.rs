@@ -12,7 +12,7 @@ use crate::store::parse;
 /// Every row checked against its file, and the kept listing against the directory.
 pub(super) fn check(store: &FileStore, out: &mut Vec<Finding>) {
     check_listing(store, out);
-    let cache = Cache::read(&store.path(crate::store::load::ROWS));
+    let cache = Cache::read(&store.path(crate::store::files::load::ROWS));
     for (stem, key, row) in cache.rows() {
         let path = store.dir().join("todos").join(format!("{stem}.toml"));
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -39,7 +39,7 @@ pub(super) fn check(store: &FileStore, out: &mut Vec<Finding>) {
 /// The kept listing of `todos/`, when it would be used, must name what the directory holds.
 fn check_listing(store: &FileStore, out: &mut Vec<Finding>) {
     let dir = store.dir().join("todos");
-    let kept = store.path(crate::store::load::NAMES);
+    let kept = store.path(crate::store::files::load::NAMES);
     let Ok(Some((names, real))) = listing::kept_but_wrong(&dir, &kept) else {
         return;
     };

@@ -8,7 +8,7 @@ use crate::kernel::id::{self, Kind};
 use crate::kernel::roster::Seen;
 use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::cache::Cache;
-use crate::store::commit::FileTx;
+use crate::store::files::commit::FileTx;
 use crate::store::logs::JournalCheck;
 use crate::store::{FileStore, Store, Transaction, atomic, evidence, journal, owner, parse};
 
@@ -60,7 +60,7 @@ impl Store for FileStore {
     }
 
     fn fresh_id(&self, kind: Kind) -> Result<String> {
-        super::fresh_id_where(kind, |id| {
+        crate::store::fresh_id_where(kind, |id| {
             Ok(match kind {
                 Kind::Todo => self.todo_path(id).exists() || self.archive_path(id).exists(),
                 Kind::Gate => self.gate_path(id).exists(),
@@ -146,7 +146,7 @@ impl Store for FileStore {
     }
 
     fn journal_line(&self, seq: u64) -> Result<Option<Event>> {
-        let tail = self.journal_tail(super::JOURNAL_SCAN)?;
+        let tail = self.journal_tail(crate::store::JOURNAL_SCAN)?;
         Ok(tail.into_iter().find(|e| e.seq == seq))
     }
 

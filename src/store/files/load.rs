@@ -10,19 +10,9 @@ use crate::kernel::id;
 use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo};
 use crate::store::cache::listing::{self, Stat};
 use crate::store::cache::{Cache, Refresh};
+use crate::store::core::proofs::gate_proven_by;
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, Named, shown};
-
-/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
-pub(crate) fn gate_proven_by(
-    g: &Gate,
-    proofs: &std::collections::BTreeSet<String>,
-    key: Option<&authority::OwnerPub>,
-) -> bool {
-    g.status == GateStatus::Pending
-        || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
-        || authority::gate_proven(g, key)
-}
 
 /// The todo cache's rows, in `.loopx/`.
 pub(crate) const ROWS: &str = "cache/todos.bin";

@@ -1,0 +1,16 @@
+//! What every store shares: the journal's chain, the owner's key and signatures, gate proofs,
+//! the roster's scan, the facts a face hands down, the state format, safe file access, and the
+//! commit protocol written once (`prepare`).
+
+pub mod atomic;
+pub mod chain;
+pub mod env;
+pub mod owner;
+pub mod parse;
+pub mod prepare;
+pub mod proofs;
+pub mod seal;
+pub mod seen;
+
+pub use env::{Env, OnCommit};
+pub use prepare::{Before, Prepared, prepare};

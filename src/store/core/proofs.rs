@@ -1,0 +1,41 @@
+//! Gate proofs: a decided gate is the owner's when `owner.proofs` lists its decision or its own
+//! signature verifies; `owner.proofs` grows by each owner change that decides gates.
+
+use std::collections::BTreeSet;
+
+use crate::kernel::authority::{self, OwnerPub};
+use crate::kernel::{Gate, GateStatus};
+use crate::store::core::owner::OwnerKey;
+
+/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
+pub fn gate_proven_by(g: &Gate, proofs: &BTreeSet<String>, key: Option<&OwnerPub>) -> bool {
+    g.status == GateStatus::Pending
+        || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
+        || authority::gate_proven(g, key)
+}
+
+/// `owner.proofs` with the decisions `new` added, signed again: `kept` is the file's text (if
+/// any); a missing or invalid one is rebuilt from every decided gate whose own signature verifies.
+pub fn proofs_text<'a>(
+    key: &OwnerKey,
+    kept: Option<&str>,
+    decided: impl Iterator<Item = &'a Gate>,
+    new: Vec<String>,
+) -> String {
+    let public = key.public();
+    let mut hashes = kept
+        .and_then(|t| authority::parse_proofs(t, &public))
+        .unwrap_or_default();
+    if hashes.is_empty() {
+        hashes.extend(
+            decided
+                .filter(|g| {
+                    g.status != GateStatus::Pending && authority::gate_proven(g, Some(&public))
+                })
+                .filter_map(authority::decision_hash),
+        );
+    }
+    hashes.extend(new);
+    let sig = key.sign(&authority::proofs_message(&hashes));
+    authority::proofs_text(&hashes, &sig)
+}
