@@ -8,7 +8,7 @@ use crate::kernel::gate_action::{self, GateAction};
 use crate::kernel::id::Kind;
 use crate::kernel::ops;
 use crate::kernel::{Error, Gate, GateStatus, Result};
-use crate::store::StoreExt;
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// `gate ...`.
@@ -199,9 +199,15 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
         c,
         GateCmd::Open { .. } | GateCmd::List { .. } | GateCmd::Show { .. }
     );
-    let store = ctx.open_as(decides)?;
-    let now = ctx.now;
-    let (id, status, option, reason, sha) = match c {
+    let opened = ctx.open_as(decides)?;
+    let store: &dyn Store = &*opened;
+    let decision = |status, option, reason, sha| ops::Decision {
+        status,
+        option,
+        reason,
+        sha,
+    };
+    let (id, d) = match c {
         GateCmd::Open {
             question,
             blocks,
@@ -212,80 +218,96 @@ pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
             argv,
         } => {
             let action = action_of(action_file.as_deref(), action_cmd, argv)?;
-            bounds::usage(bounds::count("--blocks", blocks.len(), bounds::BLOCKS_MAX))?;
-            bounds::usage(bounds::count(
-                "--option",
-                options.len(),
-                bounds::OPTIONS_MAX,
-            ))?;
-            let new_id = store.fresh_id(Kind::Gate)?;
-            let g = store.mutate(|snap| {
-                let blocks = blocks
-                    .iter()
-                    .map(|b| store.resolve_todo(snap, b))
-                    .collect::<Result<Vec<_>>>()?;
-                let new = ops::NewGate {
-                    id: new_id.clone(),
-                    question: question.clone(),
-                    blocks,
-                    global,
-                    options: options.clone(),
-                    action: action.clone(),
-                };
-                ops::open(snap, &ctx.agent, now, new)
-            })?;
-            let mut out = Out::new("gate", to_json(&g), g.id.clone());
-            out.json
-                .insert("existing".into(), serde_json::json!(g.id != new_id));
-            return Ok(out);
+            return open(ctx, store, question, blocks, global, options, action);
         }
-        GateCmd::Show { id } => {
-            let snap = store.load()?;
-            let id = store.resolve_gate(&snap, &id)?;
-            let g = snap.gates.get(&id).ok_or_else(|| {
-                Error::new(crate::kernel::Code::NotFound, format!("no gate {id}"))
-            })?;
-            let mut out = Out::new("gate", to_json(g), shown(g));
-            if let Some(a) = &g.action {
-                out.json
-                    .insert("action_intact".into(), serde_json::json!(a.intact()));
-            }
-            return Ok(out);
-        }
-        GateCmd::List { pending } => {
-            let snap = store.load()?;
-            let mut gates: Vec<&Gate> = snap
-                .gates
-                .values()
-                .filter(|g| !pending || g.effective_status() == GateStatus::Pending)
-                .collect();
-            gates.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
-            let text = if gates.is_empty() {
-                "no gates".to_string()
-            } else {
-                gates.iter().map(|g| line(g)).collect::<Vec<_>>().join("\n")
-            };
-            return Ok(Out::new("gates", to_json(&gates), text));
-        }
+        GateCmd::Show { id } => return show(store, &id),
+        GateCmd::List { pending } => return list(store, pending),
         GateCmd::Approve {
             id,
             option,
             reason,
             sha,
-        } => (id, GateStatus::Approved, option, reason, sha),
-        GateCmd::Reject { id, reason } => (id, GateStatus::Rejected, None, Some(reason), None),
-        GateCmd::Cancel { id, reason } => (id, GateStatus::Cancelled, None, reason, None),
+        } => (id, decision(GateStatus::Approved, option, reason, sha)),
+        GateCmd::Reject { id, reason } => {
+            (id, decision(GateStatus::Rejected, None, Some(reason), None))
+        }
+        GateCmd::Cancel { id, reason } => (id, decision(GateStatus::Cancelled, None, reason, None)),
     };
     let owner = crate::kernel::ops::OWNER;
     let g = store.mutate(|snap| {
         let id = store.resolve_gate(snap, &id)?;
-        let d = ops::Decision {
-            status,
-            option: option.clone(),
-            reason: reason.clone(),
-            sha: sha.clone(),
-        };
-        ops::decide_gate(snap, owner, now, &id, d)
+        ops::decide_gate(snap, owner, ctx.now, &id, d.clone())
     })?;
     Ok(Out::new("gate", to_json(&g), line(&g)))
+}
+
+/// `gate open`: a new gate, or the same one again (`existing`).
+fn open(
+    ctx: &Ctx,
+    store: &dyn Store,
+    question: String,
+    blocks: Vec<String>,
+    global: bool,
+    options: Vec<String>,
+    action: Option<GateAction>,
+) -> Result<Out> {
+    bounds::usage(bounds::count("--blocks", blocks.len(), bounds::BLOCKS_MAX))?;
+    bounds::usage(bounds::count(
+        "--option",
+        options.len(),
+        bounds::OPTIONS_MAX,
+    ))?;
+    let new_id = store.fresh_id(Kind::Gate)?;
+    let g = store.mutate(|snap| {
+        let blocks = blocks
+            .iter()
+            .map(|b| store.resolve_todo(snap, b))
+            .collect::<Result<Vec<_>>>()?;
+        let new = ops::NewGate {
+            id: new_id.clone(),
+            question: question.clone(),
+            blocks,
+            global,
+            options: options.clone(),
+            action: action.clone(),
+        };
+        ops::open(snap, &ctx.agent, ctx.now, new)
+    })?;
+    let mut out = Out::new("gate", to_json(&g), g.id.clone());
+    out.json
+        .insert("existing".into(), serde_json::json!(g.id != new_id));
+    Ok(out)
+}
+
+/// `gate show`: the gate in full, and whether its action is intact.
+fn show(store: &dyn Store, id: &str) -> Result<Out> {
+    let snap = store.load()?;
+    let id = store.resolve_gate(&snap, id)?;
+    let g = snap
+        .gates
+        .get(&id)
+        .ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no gate {id}")))?;
+    let mut out = Out::new("gate", to_json(g), shown(g));
+    if let Some(a) = &g.action {
+        out.json
+            .insert("action_intact".into(), serde_json::json!(a.intact()));
+    }
+    Ok(out)
+}
+
+/// `gate list`: the gates (the pending ones only with `pending`), oldest first.
+fn list(store: &dyn Store, pending: bool) -> Result<Out> {
+    let snap = store.load()?;
+    let mut gates: Vec<&Gate> = snap
+        .gates
+        .values()
+        .filter(|g| !pending || g.effective_status() == GateStatus::Pending)
+        .collect();
+    gates.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
+    let text = if gates.is_empty() {
+        "no gates".to_string()
+    } else {
+        gates.iter().map(|g| line(g)).collect::<Vec<_>>().join("\n")
+    };
+    Ok(Out::new("gates", to_json(&gates), text))
 }

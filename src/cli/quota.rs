@@ -6,8 +6,8 @@ use serde_json::json;
 use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
-use crate::kernel::{Config, Dur, QuotaFile, Result, bounds, ops};
-use crate::store::StoreExt;
+use crate::kernel::{Config, Dur, QuotaFile, Result, Ts, bounds, ops};
+use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
 /// `quota ...`.
@@ -172,7 +172,8 @@ pub(super) fn answer_out(a: &should_run::Answer) -> Out {
 /// Runs `quota ...`.
 pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
     // Setting the limits is the owner's act: the owner's key, and on a database the owner's login.
-    let store = ctx.open_as(matches!(c, QuotaCmd::Set { .. }))?;
+    let opened = ctx.open_as(matches!(c, QuotaCmd::Set { .. }))?;
+    let store: &dyn Store = &*opened;
     let now = ctx.now;
     match c {
         QuotaCmd::ShouldRun => {
@@ -184,61 +185,8 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
             turn,
             tokens,
             cost_usd,
-        } => {
-            let (recorded, cfg, q, over) = store.mutate(|snap| {
-                let (change, recorded) =
-                    ops::spend(snap, &ctx.agent, now, slots, turn.clone(), tokens, cost_usd)?;
-                let over = ops::spend_over_limit(&change);
-                let q = change
-                    .writes
-                    .iter()
-                    .find_map(|w| match w {
-                        ops::Write::Quota(q) => Some(q.clone()),
-                        _ => None,
-                    })
-                    .unwrap_or_else(|| snap.quota.clone());
-                Ok((change, (recorded, snap.config.clone(), q, over)))
-            })?;
-            let j = quota_json(&cfg, &q, now, false);
-            let u = quota::usage(&q, &cfg.quota, now);
-            let mut text = if recorded {
-                usage_text(&u)
-            } else {
-                format!("that turn was recorded already; {}", usage_text(&u))
-            };
-            let mut out = Out::new("quota", j, "").with("recorded", json!(recorded));
-            if !over.is_empty() {
-                // Recorded (the turn happened), but past a limit: not now for the next turn.
-                text.push_str(&format!(
-                    "\nover the limit: {} (recorded; the next turn waits)",
-                    over.join(", ")
-                ));
-                out = out.with("over_limit", json!(over));
-                out.exit = 3;
-            }
-            out.text = text;
-            Ok(out)
-        }
-        QuotaCmd::Show => {
-            let snap = store.load()?;
-            let u = quota::usage(&snap.quota, &snap.config.quota, now);
-            let mut text = usage_text(&u);
-            let q = &snap.config.quota;
-            if q.tokens.is_none() && q.cost_usd.is_none() {
-                text.push_str("; no token or cost budget");
-            }
-            if !snap.config.quota.min_interval.is_zero() {
-                text.push_str(&format!(
-                    "; at least {} between turns",
-                    snap.config.quota.min_interval
-                ));
-            }
-            Ok(Out::new(
-                "quota",
-                quota_json(&snap.config, &snap.quota, now, true),
-                text,
-            ))
-        }
+        } => spend_slot(ctx, store, slots, turn, tokens, cost_usd),
+        QuotaCmd::Show => show(store, now),
         QuotaCmd::Set {
             slots,
             window,
@@ -255,22 +203,94 @@ pub fn run(ctx: &Ctx, c: QuotaCmd) -> Result<Out> {
                 cost_usd: cost_usd.map(|b| b.0),
                 breaker,
             };
-            if set.is_empty() {
-                return Err(crate::kernel::Error::usage(
-                    "give --slots, --window, --min-interval, --tokens, --cost-usd or --breaker",
-                ));
-            }
-            let owner = crate::kernel::ops::OWNER;
-            let (cfg, q) = store.mutate(|snap| {
-                let (c, cfg) = ops::set_quota(snap, owner, now, set)?;
-                Ok((c, (cfg, snap.quota.clone())))
-            })?;
-            let u = quota::usage(&q, &cfg.quota, now);
-            Ok(Out::new(
-                "quota",
-                quota_json(&cfg, &q, now, false),
-                usage_text(&u),
-            ))
+            set_policy(store, now, set)
         }
     }
+}
+
+/// `quota spend-slot`: records the turn's spend; exit 3 when it goes past a limit.
+fn spend_slot(
+    ctx: &Ctx,
+    store: &dyn Store,
+    slots: u32,
+    turn: Option<String>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+) -> Result<Out> {
+    let now = ctx.now;
+    let (recorded, cfg, q, over) = store.mutate(|snap| {
+        let (change, recorded) =
+            ops::spend(snap, &ctx.agent, now, slots, turn.clone(), tokens, cost_usd)?;
+        let over = ops::spend_over_limit(&change);
+        let q = change
+            .writes
+            .iter()
+            .find_map(|w| match w {
+                ops::Write::Quota(q) => Some(q.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| snap.quota.clone());
+        Ok((change, (recorded, snap.config.clone(), q, over)))
+    })?;
+    let j = quota_json(&cfg, &q, now, false);
+    let u = quota::usage(&q, &cfg.quota, now);
+    let mut text = if recorded {
+        usage_text(&u)
+    } else {
+        format!("that turn was recorded already; {}", usage_text(&u))
+    };
+    let mut out = Out::new("quota", j, "").with("recorded", json!(recorded));
+    if !over.is_empty() {
+        // Recorded (the turn happened), but past a limit: not now for the next turn.
+        text.push_str(&format!(
+            "\nover the limit: {} (recorded; the next turn waits)",
+            over.join(", ")
+        ));
+        out = out.with("over_limit", json!(over));
+        out.exit = 3;
+    }
+    out.text = text;
+    Ok(out)
+}
+
+/// `quota show`: the policy and the spend in the window.
+fn show(store: &dyn Store, now: Ts) -> Result<Out> {
+    let snap = store.load()?;
+    let u = quota::usage(&snap.quota, &snap.config.quota, now);
+    let mut text = usage_text(&u);
+    let q = &snap.config.quota;
+    if q.tokens.is_none() && q.cost_usd.is_none() {
+        text.push_str("; no token or cost budget");
+    }
+    if !snap.config.quota.min_interval.is_zero() {
+        text.push_str(&format!(
+            "; at least {} between turns",
+            snap.config.quota.min_interval
+        ));
+    }
+    Ok(Out::new(
+        "quota",
+        quota_json(&snap.config, &snap.quota, now, true),
+        text,
+    ))
+}
+
+/// `quota set`: the owner changes the policy.
+fn set_policy(store: &dyn Store, now: Ts, set: ops::QuotaChange) -> Result<Out> {
+    if set.is_empty() {
+        return Err(crate::kernel::Error::usage(
+            "give --slots, --window, --min-interval, --tokens, --cost-usd or --breaker",
+        ));
+    }
+    let owner = crate::kernel::ops::OWNER;
+    let (cfg, q) = store.mutate(|snap| {
+        let (c, cfg) = ops::set_quota(snap, owner, now, set)?;
+        Ok((c, (cfg, snap.quota.clone())))
+    })?;
+    let u = quota::usage(&q, &cfg.quota, now);
+    Ok(Out::new(
+        "quota",
+        quota_json(&cfg, &q, now, false),
+        usage_text(&u),
+    ))
 }

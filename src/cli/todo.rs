@@ -1,22 +1,20 @@
-//! `todo`: add, list, show, claim, renew, update, release, reopen, reassign (handoff and edit:
-//! `todo_edit.rs`).
+//! `todo`: add (`todo/add.rs`), list, show, claim, renew, update (`todo/update.rs`), release,
+//! reopen, reassign (handoff and edit: `todo_edit.rs`).
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::capture::{artifact, auto_evidence, git_facts, outside_warning};
 use super::todo_edit::{self, ContextArgs};
 use super::{Ctx, Out, rel_time, to_json};
-use crate::kernel::bounds;
-use crate::kernel::id::{self, Kind};
-use crate::kernel::ops::{self, NewTodo, Update};
+use crate::kernel::id;
+use crate::kernel::ops;
 use crate::kernel::readiness;
-use crate::kernel::{
-    Dur, Error, Evidence, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts,
-};
-use crate::runtime::worktree;
+use crate::kernel::{Dur, Error, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
+
+mod add;
+mod update;
 
 /// `todo ...`.
 #[derive(Debug, Subcommand)]
@@ -25,40 +23,7 @@ pub enum TodoCmd {
     #[command(
         after_help = "Example:\n  loopx todo add \"Set up the benchmark harness\" --priority P1 --requires code"
     )]
-    Add {
-        /// What to do.
-        title: String,
-        /// P0 (highest) to P4.
-        #[arg(long, short, default_value = "P2")]
-        priority: Priority,
-        /// agent or user.
-        #[arg(long, default_value = "agent", value_parser = parse_role)]
-        role: Role,
-        /// A todo that must be done first (repeatable).
-        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
-        depends_on: Vec<String>,
-        /// Make it a recurring monitor with this cadence (like 1h).
-        #[arg(long, value_name = "DUR")]
-        every: Option<Dur>,
-        /// A pending gate that blocks it.
-        #[arg(long, value_name = "ID", add = super::complete::gate_id())]
-        blocked_by_gate: Option<String>,
-        /// A capability an agent needs to be offered it (repeatable; all are needed).
-        #[arg(long, value_name = "CAP")]
-        requires: Vec<String>,
-        /// Make it the review of todo ID: ready when ID is done; ID's finisher never claims it.
-        #[arg(long, value_name = "ID", add = super::complete::todo_id())]
-        reviews: Option<String>,
-        /// An agent that may never claim it (repeatable).
-        #[arg(long, value_name = "AGENT")]
-        exclude_agent: Vec<String>,
-        /// A path glob a claim of it reserves by default, like `src/store/**` (repeatable).
-        #[arg(long = "paths", value_name = "GLOB")]
-        paths: Vec<String>,
-        /// Body and links.
-        #[command(flatten)]
-        context: ContextArgs,
-    },
+    Add(AddArgs),
     /// List todos (open, blocked and deferred; --status done or cancelled for the archive).
     #[command(after_help = "Example:\n  loopx todo list --ready --json")]
     List {
@@ -160,6 +125,43 @@ pub enum TodoCmd {
     Check(super::todo_check::CheckCmd),
 }
 
+/// `todo add` arguments.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// What to do.
+    title: String,
+    /// P0 (highest) to P4.
+    #[arg(long, short, default_value = "P2")]
+    priority: Priority,
+    /// agent or user.
+    #[arg(long, default_value = "agent", value_parser = parse_role)]
+    role: Role,
+    /// A todo that must be done first (repeatable).
+    #[arg(long, value_name = "ID", add = super::complete::todo_id())]
+    depends_on: Vec<String>,
+    /// Make it a recurring monitor with this cadence (like 1h).
+    #[arg(long, value_name = "DUR")]
+    every: Option<Dur>,
+    /// A pending gate that blocks it.
+    #[arg(long, value_name = "ID", add = super::complete::gate_id())]
+    blocked_by_gate: Option<String>,
+    /// A capability an agent needs to be offered it (repeatable; all are needed).
+    #[arg(long, value_name = "CAP")]
+    requires: Vec<String>,
+    /// Make it the review of todo ID: ready when ID is done; ID's finisher never claims it.
+    #[arg(long, value_name = "ID", add = super::complete::todo_id())]
+    reviews: Option<String>,
+    /// An agent that may never claim it (repeatable).
+    #[arg(long, value_name = "AGENT")]
+    exclude_agent: Vec<String>,
+    /// A path glob a claim of it reserves by default, like `src/store/**` (repeatable).
+    #[arg(long = "paths", value_name = "GLOB")]
+    paths: Vec<String>,
+    /// Body and links.
+    #[command(flatten)]
+    context: ContextArgs,
+}
+
 /// `todo update` arguments.
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
@@ -209,82 +211,8 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
     );
     let opened = ctx.open_as(owner)?;
     let store: &dyn Store = &*opened;
-    let now = ctx.now;
-    let agent = ctx.agent.as_str();
     match c {
-        TodoCmd::Add {
-            title,
-            priority,
-            role,
-            depends_on,
-            every,
-            blocked_by_gate,
-            requires,
-            reviews,
-            exclude_agent,
-            paths,
-            context,
-        } => {
-            let paths = crate::kernel::reserve::normalise("--paths", &paths)?;
-            let (body, links) = context.read(ctx)?;
-            bounds::usage(bounds::count(
-                "--depends-on",
-                depends_on.len(),
-                bounds::DEPENDS_MAX,
-            ))?;
-            let requires = crate::kernel::agents::check_capabilities("--requires", &requires)?;
-            let exclude_agents = super::agent::check_excluded(&exclude_agent)?;
-            let new_id = store.fresh_id(Kind::Todo)?;
-            // Archived references are looked up before the transaction: a database store's
-            // lookup of the archive would wait for the connection the transaction holds.
-            let refs = (reviews.is_some() || !depends_on.is_empty())
-                .then(|| store.load())
-                .transpose()?;
-            let ((reviews, exclude_agents), deps) = match &refs {
-                Some(snap) => (
-                    super::agent::review_of(store, snap, reviews.as_deref(), exclude_agents)?,
-                    depends_on
-                        .iter()
-                        .map(|d| store.resolve_todo(snap, d))
-                        .collect::<Result<Vec<_>>>()?,
-                ),
-                None => ((None, exclude_agents), Vec::new()),
-            };
-            let t = store.mutate(|snap| {
-                let (reviews, exclude_agents, deps) =
-                    (reviews.clone(), exclude_agents.clone(), deps.clone());
-                let gate = blocked_by_gate
-                    .as_deref()
-                    .map(|g| store.resolve_gate(snap, g))
-                    .transpose()?;
-                let id = if snap.todos.contains_key(&new_id) {
-                    store.fresh_id(Kind::Todo)?
-                } else {
-                    new_id.clone()
-                };
-                ops::add_todo(
-                    snap,
-                    agent,
-                    now,
-                    NewTodo {
-                        id,
-                        title: title.clone(),
-                        role,
-                        priority,
-                        depends_on: deps,
-                        every,
-                        blocked_by_gate: gate,
-                        requires: requires.clone(),
-                        reviews,
-                        exclude_agents,
-                        body: body.clone(),
-                        links: links.clone(),
-                        paths: paths.clone(),
-                    },
-                )
-            })?;
-            Ok(Out::new("todo", to_json(&t), t.id.clone()))
-        }
+        TodoCmd::Add(a) => add::add(ctx, store, a),
         TodoCmd::List {
             ready,
             mine,
@@ -297,65 +225,80 @@ pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
             paths,
             worktree,
         } => super::todo_claim::claim(ctx, store, id, ttl, paths, worktree),
-        TodoCmd::Renew { id, ttl } => {
-            let t = store.mutate(|snap| {
-                let id = target(store, snap, agent, now, id.as_deref())?;
-                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::renew(snap, agent, now, ttl, &id)
-            })?;
-            let until = t
-                .lease
-                .as_ref()
-                .map(|l| l.expires_at.to_string())
-                .unwrap_or_default();
-            Ok(Out::new(
-                "todo",
-                to_json(&t),
-                format!("{} renewed until {until}", esc(&t.id)),
-            ))
-        }
-        TodoCmd::Update(a) => update(ctx, store, a),
+        TodoCmd::Renew { id, ttl } => renew(ctx, store, id, ttl),
+        TodoCmd::Update(a) => update::update(ctx, store, a),
         TodoCmd::Release { id, owner: true } => todo_edit::release_by_owner(ctx, store, id),
-        TodoCmd::Release { id, owner: false } => {
-            let t = store.mutate(|snap| {
-                let id = target(store, snap, agent, now, id.as_deref())?;
-                ops::release(snap, agent, now, &id)
-            })?;
-            Ok(Out::new(
-                "todo",
-                to_json(&t),
-                format!("{} released", esc(&t.id)),
-            ))
-        }
-        TodoCmd::Reopen { id } => {
-            let t = store.mutate(|snap| {
-                let id = store.resolve_todo(snap, &id)?;
-                ops::reopen(snap, agent, now, &id)
-            })?;
-            Ok(Out::new(
-                "todo",
-                to_json(&t),
-                format!("{} is open again", esc(&t.id)),
-            ))
-        }
+        TodoCmd::Release { id, owner: false } => release(ctx, store, id),
+        TodoCmd::Reopen { id } => reopen(ctx, store, &id),
         TodoCmd::Handoff(a) => todo_edit::handoff(ctx, store, a),
         TodoCmd::Edit(a) => todo_edit::edit(ctx, store, a),
         TodoCmd::Check(c) => super::todo_check::run(ctx, store, c),
-        TodoCmd::Reassign { id, to, ttl } => {
-            id::check_agent(&to)?;
-            let owner = crate::kernel::ops::OWNER;
-            let t = store.mutate(|snap| {
-                let id = store.resolve_todo(snap, &id)?;
-                let ttl = ttl.unwrap_or(snap.config.lease.ttl);
-                ops::reassign(snap, owner, now, ttl, &id, &to)
-            })?;
-            Ok(Out::new(
-                "todo",
-                to_json(&t),
-                format!("{} reassigned to {to} (fence {})", esc(&t.id), t.fence),
-            ))
-        }
+        TodoCmd::Reassign { id, to, ttl } => reassign(ctx, store, &id, &to, ttl),
     }
+}
+
+/// `todo renew`: extends the lease on the todo named, or the one this agent holds.
+fn renew(ctx: &Ctx, store: &dyn Store, id: Option<String>, ttl: Option<Dur>) -> Result<Out> {
+    let (now, agent) = (ctx.now, ctx.agent.as_str());
+    let t = store.mutate(|snap| {
+        let id = target(store, snap, agent, now, id.as_deref())?;
+        let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+        ops::renew(snap, agent, now, ttl, &id)
+    })?;
+    let until = t
+        .lease
+        .as_ref()
+        .map(|l| l.expires_at.to_string())
+        .unwrap_or_default();
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} renewed until {until}", esc(&t.id)),
+    ))
+}
+
+/// `todo release`: gives this agent's lease back.
+fn release(ctx: &Ctx, store: &dyn Store, id: Option<String>) -> Result<Out> {
+    let (now, agent) = (ctx.now, ctx.agent.as_str());
+    let t = store.mutate(|snap| {
+        let id = target(store, snap, agent, now, id.as_deref())?;
+        ops::release(snap, agent, now, &id)
+    })?;
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} released", esc(&t.id)),
+    ))
+}
+
+/// `todo reopen`: a blocked or deferred todo is open again.
+fn reopen(ctx: &Ctx, store: &dyn Store, id: &str) -> Result<Out> {
+    let (now, agent) = (ctx.now, ctx.agent.as_str());
+    let t = store.mutate(|snap| {
+        let id = store.resolve_todo(snap, id)?;
+        ops::reopen(snap, agent, now, &id)
+    })?;
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} is open again", esc(&t.id)),
+    ))
+}
+
+/// `todo reassign`: the owner moves the lease to `to` with a new fence.
+fn reassign(ctx: &Ctx, store: &dyn Store, id: &str, to: &str, ttl: Option<Dur>) -> Result<Out> {
+    id::check_agent(to)?;
+    let owner = crate::kernel::ops::OWNER;
+    let t = store.mutate(|snap| {
+        let id = store.resolve_todo(snap, id)?;
+        let ttl = ttl.unwrap_or(snap.config.lease.ttl);
+        ops::reassign(snap, owner, ctx.now, ttl, &id, to)
+    })?;
+    Ok(Out::new(
+        "todo",
+        to_json(&t),
+        format!("{} reassigned to {to} (fence {})", esc(&t.id), t.fence),
+    ))
 }
 
 /// The todo named, or the one this agent holds.
@@ -369,164 +312,6 @@ fn target(
     match id {
         Some(i) => store.resolve_todo(snap, i),
         None => ops::default_held(snap, agent, now),
-    }
-}
-
-fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
-    let now = ctx.now;
-    let agent = ctx.agent.as_str();
-    let entries = a.evidence.len() + a.artifact.len() + a.metric.len();
-    bounds::usage(bounds::count(
-        "--evidence/--artifact/--metric",
-        entries,
-        bounds::EVIDENCE_MAX,
-    ))?;
-    if !(1_000..=86_400_000).contains(&a.check_timeout.0) {
-        return Err(Error::usage("--check-timeout must be 1s to 24h"));
-    }
-    if a.kind == EvidenceKind::Check {
-        return Err(Error::usage(
-            "`--kind check` is loopx's own: it writes it when a todo's check runs",
-        )
-        .hint("use note, command, artifact, metric, git or auto"));
-    }
-    // Everything that reads outside .loopx/ (files, git, the check) happens before the lock.
-    let mut evidence = Vec::new();
-    for text in &a.evidence {
-        evidence.push(Evidence::new(now, agent, None, a.kind, text.clone()));
-    }
-    for path in &a.artifact {
-        evidence.push(artifact(ctx, now, agent, path)?);
-    }
-    for m in &a.metric {
-        let (name, value) = m
-            .split_once('=')
-            .filter(|(n, _)| !n.trim().is_empty())
-            .ok_or_else(|| Error::usage(format!("`{m}` is not NAME=VALUE")))?;
-        let v: Value = value
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
-            .unwrap_or_else(|| Value::String(value.to_string()));
-        let mut e = Evidence::new(
-            now,
-            agent,
-            None,
-            EvidenceKind::Metric,
-            format!("{}={}", name.trim(), value.trim()),
-        );
-        e.name = Some(name.trim().to_string());
-        e.value = Some(v);
-        evidence.push(e);
-    }
-    let auto = evidence.is_empty()
-        && a.status
-            .is_none_or(|s| s == Status::Done || s == Status::Open);
-    let git = if auto {
-        git_facts(&work_dir(ctx, store, agent, a.id.as_deref()))
-    } else {
-        Ok(None)
-    };
-    // What a refused done needs: its todo and approved check, as the transaction saw them.
-    let wanted = std::cell::RefCell::new(None);
-    // Changed files outside the lease's reservation, as the last try saw them.
-    let warned = std::cell::RefCell::new(None);
-    // The retry names the todo the first try chose (the agent's claim may have moved meanwhile)
-    // and reads the clock again (the check took its time).
-    let commit = |evidence: &[Evidence], pinned: Option<&str>, now: Ts| {
-        store.mutate_noted(|snap| {
-            let id = match pinned {
-                Some(p) => p.to_string(),
-                None => target(store, snap, agent, now, a.id.as_deref())?,
-            };
-            // A todo whose file is quarantined says so (exit 6, file and fix), not "archived".
-            if let Some(q) = snap.quarantined.get(&id) {
-                return Err(q.to_error());
-            }
-            let cur = snap.todos.get(&id).ok_or_else(|| {
-                Error::new(
-                    crate::kernel::Code::NotFound,
-                    format!("{id} is archived; it cannot change"),
-                )
-            })?;
-            let mut ev = evidence.to_vec();
-            if auto {
-                let e = auto_evidence(now, agent, cur, git.clone());
-                *warned.borrow_mut() = outside_warning(&id, cur, &e);
-                ev.push(e);
-            }
-            let u = Update {
-                fence: a.fence,
-                evidence: ev,
-                status: a.status,
-                reason: a.reason.clone(),
-            };
-            let r = ops::update(snap, agent, now, &id, u);
-            if matches!(&r, Err(e) if e.code == crate::kernel::Code::CheckFailed)
-                && let Ok(Some(n)) = crate::kernel::proof::needed(snap, cur)
-            {
-                *wanted.borrow_mut() = Some((cur.clone(), n));
-            }
-            r
-        })
-    };
-    let mut done = commit(&evidence, None, now);
-    // The kernel refuses the done of a todo with an approved check: run it outside the lock
-    // (a todo without one pays nothing for this), then try again with its run.
-    let refused = wanted.borrow_mut().take();
-    if a.status == Some(Status::Done)
-        && matches!(&done, Err(e) if e.code == crate::kernel::Code::CheckFailed)
-        && let Some((t, n)) = refused
-    {
-        let e = super::todo_check::run_check(ctx, store, &t, &n, a.check_timeout)?;
-        if !crate::kernel::proof::passed(&e) {
-            return super::todo_check::record_failure(ctx, store, &t.id, a.fence, evidence, &e);
-        }
-        evidence.push(e);
-        done = commit(&evidence, Some(&t.id), Ts::now());
-    }
-    let (t, notes) = done?;
-    let text = match t.status {
-        Status::Done | Status::Cancelled => {
-            format!("{} {} (archived)", esc(&t.id), t.status.as_str())
-        }
-        _ if t.every.is_some() && a.status == Some(Status::Done) => format!(
-            "{} done; next due {}",
-            esc(&t.id),
-            t.next_due_at.map(|d| d.to_string()).unwrap_or_default()
-        ),
-        s => format!("{} updated ({})", esc(&t.id), s.as_str()),
-    };
-    let mut warnings: Vec<String> = warned.into_inner().into_iter().collect();
-    if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
-        warnings.extend(worktree::retire(&ctx.work_dir(store), &t.id));
-    }
-    Ok(Out::new("todo", to_json(&t), text)
-        .noted(notes)
-        .warned(warnings))
-}
-
-/// Where the todo `update` names (or the agent's) is worked: its lease's worktree, if any,
-/// else the project's work tree. Only a project with a worktree now pays the load.
-fn work_dir(ctx: &Ctx, store: &dyn Store, agent: &str, id: Option<&str>) -> std::path::PathBuf {
-    let root = ctx.work_dir(store);
-    // `.loopx/worktrees/` stays once made (its `.gitignore`): look for a worktree in it.
-    let any = std::fs::read_dir(root.join(worktree::DIR))
-        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
-        .unwrap_or(false);
-    if !any {
-        return root;
-    }
-    let Ok(snap) = store.load() else {
-        return root;
-    };
-    match target(store, &snap, agent, ctx.now, id)
-        .ok()
-        .and_then(|id| snap.todos.get(&id))
-    {
-        Some(t) => worktree::work_of(&root, t),
-        None => root,
     }
 }
 

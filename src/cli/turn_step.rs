@@ -143,6 +143,7 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
     })
 }
 
+/// `turn end`: the turn's evidence, done or release, and one slot, recorded together.
 fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let turn = check_turn_id(&a.turn)?;
     let summary = a.summary.clone().unwrap_or_else(|| "turn ended".into());
@@ -157,16 +158,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         Ok(Some(t)) => Some(t.fence),
         _ => None,
     };
-    let mut e = Evidence::new(
-        ctx.now,
-        &ctx.agent,
-        Some(fence),
-        EvidenceKind::Note,
-        summary,
-    );
-    e.turn = Some(turn.clone());
-    e.exit_code = a.exit_code;
-    e.duration_ms = since.map(|s| u64::try_from(ctx.now.since(s).0).unwrap_or(0));
+    let e = note(ctx, (&turn, fence), summary, &a, since);
     let done = a.done && a.exit_code.is_none_or(|c| c == 0);
     // A todo with an approved check is done only when it passes: run before the lock.
     let timeout = crate::runtime::proof::TIMEOUT_DEFAULT;
@@ -180,23 +172,7 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         .cloned();
     let done = done && failed.is_none();
     let bad = a.exit_code.is_some_and(|c| c != 0);
-    let on = snap.config.breaker.turns() > 0;
-    let progress = match snap.todos.get(&todo).filter(|_| !done && on) {
-        Some(t) => {
-            let base = t.lease.as_ref().and_then(|l| l.base.clone());
-            let since = base
-                .as_ref()
-                .and_then(|b| b.at)
-                .or(t.lease.as_ref().map(|l| l.acquired_at))
-                .unwrap_or(Ts::MAX);
-            let dir = ctx.work_dir(&*store);
-            crate::runtime::turn::measure(&*store, &dir, t, (base, since), bad)
-        }
-        None => ops::Progress {
-            failed: bad,
-            ..ops::Progress::default()
-        },
-    };
+    let progress = progress_of(ctx, &*store, &snap, &todo, done, bad);
     let end = TurnEnd {
         todo: todo.clone(),
         fence,
@@ -228,10 +204,81 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         .hint(format!("the run is in `loopx evidence list --todo {todo}`; fix the work, claim it again and end a turn with --done"))
         .details(json!({"evidence": c, "ended": word})));
     }
+    let retire = matches!(ended, Ended::Done);
+    Ok(ended_out(
+        ctx,
+        &*store,
+        (&turn, &todo, fence),
+        word,
+        over,
+        retire,
+    ))
+}
+
+/// The turn's note: its summary, exit code and how long it took since `since`.
+fn note(
+    ctx: &Ctx,
+    (turn, fence): (&str, u64),
+    summary: String,
+    a: &EndArgs,
+    since: Option<Ts>,
+) -> Evidence {
+    let mut e = Evidence::new(
+        ctx.now,
+        &ctx.agent,
+        Some(fence),
+        EvidenceKind::Note,
+        summary,
+    );
+    e.turn = Some(turn.to_string());
+    e.exit_code = a.exit_code;
+    e.duration_ms = since.map(|s| u64::try_from(ctx.now.since(s).0).unwrap_or(0));
+    e
+}
+
+/// The breaker's facts about the turn on `todo`: measured when the breaker is on and the todo
+/// is not done, else only whether the turn failed (`bad`).
+fn progress_of(
+    ctx: &Ctx,
+    store: &dyn Store,
+    snap: &Snapshot,
+    todo: &str,
+    done: bool,
+    bad: bool,
+) -> ops::Progress {
+    let on = snap.config.breaker.turns() > 0;
+    match snap.todos.get(todo).filter(|_| !done && on) {
+        Some(t) => {
+            let base = t.lease.as_ref().and_then(|l| l.base.clone());
+            let since = base
+                .as_ref()
+                .and_then(|b| b.at)
+                .or(t.lease.as_ref().map(|l| l.acquired_at))
+                .unwrap_or(Ts::MAX);
+            let dir = ctx.work_dir(store);
+            crate::runtime::turn::measure(store, &dir, t, (base, since), bad)
+        }
+        None => ops::Progress {
+            failed: bad,
+            ..ops::Progress::default()
+        },
+    }
+}
+
+/// What `turn end` prints: how the turn ended, the limits its slot went past, and (`retire`,
+/// when done) the worktree's removal warning.
+fn ended_out(
+    ctx: &Ctx,
+    store: &dyn Store,
+    (turn, todo, fence): (&str, &str, u64),
+    word: &str,
+    over: Vec<String>,
+    retire: bool,
+) -> Out {
     let mut out = Out::new(
         "turn",
         json!(turn),
-        format!("turn {}: {todo} {word}; one slot spent", esc(&turn)),
+        format!("turn {}: {todo} {word}; one slot spent", esc(turn)),
     )
     .with("todo", json!({"id": todo}))
     .with("fence", json!(fence))
@@ -243,15 +290,11 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
         ));
         out = out.with("over_limit", json!(over));
     }
-    let warnings = match ended {
-        Ended::Done => crate::runtime::worktree::retire(&ctx.work_dir(&*store), &todo),
-        _ => None,
+    let warnings = match retire {
+        true => crate::runtime::worktree::retire(&ctx.work_dir(store), todo),
+        false => None,
     };
-    Ok(super::todo_claim::warned(
-        ctx,
-        out,
-        warnings.into_iter().collect(),
-    ))
+    super::todo_claim::warned(ctx, out, warnings.into_iter().collect())
 }
 
 /// The todo `agent`'s live lease for `turn` holds, if it has one.

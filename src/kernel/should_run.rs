@@ -115,10 +115,42 @@ pub fn problems(snap: &Snapshot) -> Vec<String> {
 
 /// Decides whether `agent` should run a turn at `now`. Reads only the snapshot.
 pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
+    let cap = crate::kernel::agents::slots_cap(snap, agent);
+    let l = listed(snap, agent, now, cap);
+    let (decision, reason, todo, retry) = choose(snap, agent, now, cap);
+    Answer {
+        should_run: decision == Decision::Run,
+        decision,
+        reason,
+        todo,
+        questions: l.questions,
+        questions_more: l.questions_more,
+        quota: l.quota,
+        retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
+        problems: l.problems,
+        owner_notes: l.owner_notes,
+        overdue: l.overdue,
+        parked: l.parked,
+        agent_slots: l.agent_slots,
+    }
+}
+
+/// What an answer lists whatever its decision.
+struct Listed {
+    questions: Vec<Question>,
+    questions_more: usize,
+    quota: Usage,
+    problems: Vec<String>,
+    owner_notes: Vec<String>,
+    overdue: Vec<String>,
+    parked: Vec<String>,
+    agent_slots: Option<quota::Budget<u64>>,
+}
+
+/// The gates, quota, problems, notes, overdue monitors, parked todos and slots of an answer.
+fn listed(snap: &Snapshot, agent: &str, now: Ts, cap: Option<u32>) -> Listed {
     let (questions, questions_more) = pending_questions(snap);
-    let usage = quota::usage(&snap.quota, &snap.config.quota, now);
-    let problems = problems(snap);
-    let notes: Vec<String> = snap
+    let owner_notes: Vec<String> = snap
         .owner_notes
         .iter()
         .take(MAX_PROBLEMS)
@@ -135,30 +167,30 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .take(crate::kernel::breaker::MAX_LISTED)
         .map(|h| h.id)
         .collect();
-    let cap = crate::kernel::agents::slots_cap(snap, agent);
     let agent_slots = cap.map(|limit| quota::Budget {
         used: quota::agent_used(&snap.quota, &snap.config.quota, agent, now),
         limit: u64::from(limit),
     });
-    let answer = |decision, reason, todo, retry: Option<Dur>| Answer {
-        should_run: decision == Decision::Run,
-        decision,
-        reason,
-        todo,
-        questions: questions.clone(),
+    Listed {
+        questions,
         questions_more,
-        quota: usage.clone(),
-        retry_after_s: retry.map(|d| d.secs_ceil().max(1)),
-        problems: problems.clone(),
-        owner_notes: notes.clone(),
-        overdue: overdue.clone(),
-        parked: parked.clone(),
+        quota: quota::usage(&snap.quota, &snap.config.quota, now),
+        problems: problems(snap),
+        owner_notes,
+        overdue,
+        parked,
         agent_slots,
-    };
+    }
+}
 
+/// A decision, its reason, the todo to run and how long to wait.
+type Choice = (Decision, &'static str, Option<TodoBrief>, Option<Dur>);
+
+/// The decision, in the contract's order: goal, open work, quota, the todo to run, the wait.
+fn choose(snap: &Snapshot, agent: &str, now: Ts, cap: Option<u32>) -> Choice {
     match snap.config.goal.status {
-        GoalStatus::Paused => return answer(Decision::Paused, "paused", None, None),
-        GoalStatus::Complete => return answer(Decision::Paused, "complete", None, None),
+        GoalStatus::Paused => return (Decision::Paused, "paused", None, None),
+        GoalStatus::Complete => return (Decision::Paused, "complete", None, None),
         GoalStatus::Active => {}
     }
     let open: Vec<_> = snap
@@ -167,7 +199,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .filter(|t| t.role == Role::Agent && t.status == Status::Open)
         .collect();
     if open.is_empty() {
-        return answer(Decision::Idle, "no_open_todos", None, None);
+        return (Decision::Idle, "no_open_todos", None, None);
     }
     // Only this agent's kind of work counts: a todo needing capabilities it lacks, or one it is
     // excluded from, never clears for it (no `wait` or `ask` on other agents' work).
@@ -177,38 +209,59 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
         .filter(|t| readiness::yours(t, agent, have))
         .collect();
     if open.is_empty() {
-        return answer(Decision::Idle, "no_work_for_you", None, None);
+        return (Decision::Idle, "no_work_for_you", None, None);
     }
-    // Slots, then tokens, then cost: the reason names the first spent, the wait is until all free.
-    if let Some((limit, d)) = quota::throttled(&snap.quota, &snap.config.quota, now) {
-        return answer(Decision::Throttled, limit.reason(), None, Some(d));
+    if let Some(c) = throttle(snap, agent, now, cap) {
+        return c;
     }
-    if let Some(d) =
-        cap.and_then(|c| quota::agent_throttled(&snap.quota, &snap.config.quota, agent, c, now))
-    {
-        return answer(Decision::Throttled, "agent_slots_spent", None, Some(d));
-    }
-    if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
-        return answer(Decision::Wait, "min_interval", None, Some(d));
-    }
-    let brief = |t: &crate::kernel::Todo| TodoBrief {
-        id: t.id.clone(),
-        title: cut(&t.title, MAX_TITLE_CHARS),
-        priority: t.priority,
-    };
     if let Some(t) = readiness::held(snap, agent, now)
         .into_iter()
         .find(|t| readiness::blockers(snap, t, agent, now, true).is_empty())
     {
-        return answer(Decision::Run, "held_lease", Some(brief(t)), None);
+        return (Decision::Run, "held_lease", Some(brief(t)), None);
     }
     if let Some(t) = readiness::best(snap, agent, now) {
-        return answer(Decision::Run, "ready_todo", Some(brief(t)), None);
+        return (Decision::Run, "ready_todo", Some(brief(t)), None);
     }
-    // Nothing ready: does the open work clear by itself, or only by the owner?
+    match wait_for(snap, &open, agent, now) {
+        Some(retry) => (Decision::Wait, "waiting", None, Some(retry)),
+        None => (Decision::Ask, "pending_gates", None, None),
+    }
+}
+
+/// Slots, then tokens, then cost: the reason names the first spent, the wait is until all free.
+/// Then this agent's own slots, then the minimum interval.
+fn throttle(snap: &Snapshot, agent: &str, now: Ts, cap: Option<u32>) -> Option<Choice> {
+    if let Some((limit, d)) = quota::throttled(&snap.quota, &snap.config.quota, now) {
+        return Some((Decision::Throttled, limit.reason(), None, Some(d)));
+    }
+    if let Some(d) =
+        cap.and_then(|c| quota::agent_throttled(&snap.quota, &snap.config.quota, agent, c, now))
+    {
+        return Some((Decision::Throttled, "agent_slots_spent", None, Some(d)));
+    }
+    if let Some(d) = quota::interval_wait(&snap.quota, &snap.config.quota, now) {
+        return Some((Decision::Wait, "min_interval", None, Some(d)));
+    }
+    None
+}
+
+/// The todo `t`, in brief.
+fn brief(t: &crate::kernel::Todo) -> TodoBrief {
+    TodoBrief {
+        id: t.id.clone(),
+        title: cut(&t.title, MAX_TITLE_CHARS),
+        priority: t.priority,
+    }
+}
+
+/// Nothing ready: does the open work clear by itself, or only by the owner? The wait until
+/// the earliest todo clears (the default when no time is known), or none when only the owner
+/// can clear it.
+fn wait_for(snap: &Snapshot, open: &[&crate::kernel::Todo], agent: &str, now: Ts) -> Option<Dur> {
     let mut waits = false;
     let mut earliest: Option<Ts> = None;
-    for t in &open {
+    for t in open {
         let b: Vec<Blocker> = readiness::blockers(snap, t, agent, now, false);
         if b.iter().any(Blocker::needs_owner) {
             continue;
@@ -220,11 +273,7 @@ pub fn decide(snap: &Snapshot, agent: &str, now: Ts) -> Answer {
             earliest = Some(earliest.map_or(at, |e| e.min(at)));
         }
     }
-    if waits {
-        let retry = earliest.map_or(DEFAULT_RETRY, |at| at.since(now));
-        return answer(Decision::Wait, "waiting", None, Some(retry));
-    }
-    answer(Decision::Ask, "pending_gates", None, None)
+    waits.then(|| earliest.map_or(DEFAULT_RETRY, |at| at.since(now)))
 }
 
 /// Pending gates, oldest first: at most five, each cut to 200 characters, and how many more.

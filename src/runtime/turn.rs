@@ -7,12 +7,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
-use crate::kernel::should_run::{Answer, cut};
-use crate::kernel::{Code, Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
+use crate::kernel::should_run::Answer;
+use crate::kernel::{Code, Dur, Error, Evidence, Result, Todo, Ts};
 use crate::kernel::{breaker, proof};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
 use crate::runtime::proof as run_proof;
+use crate::runtime::turn_id::command_evidence;
 pub use crate::runtime::turn_id::{check_turn_id, fresh_turn_id, shell_join, took};
 use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
@@ -23,9 +24,6 @@ pub const TIMEOUT_DEFAULT: Dur = Dur(3_600_000);
 pub const GRACE_DEFAULT: Dur = Dur(10_000);
 /// The exit code of a turn its timeout stopped (as `timeout(1)` gives).
 pub const EXIT_TIMED_OUT: i32 = 124;
-/// The most arguments of the command kept in evidence, and the characters of each.
-const ARGV_KEPT: usize = 32;
-const ARG_CHARS: usize = 200;
 
 /// How to run a turn.
 #[derive(Debug, Clone)]
@@ -181,18 +179,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     if opts.worktree {
         worktree::preflight(&opts.dir)?;
     }
-    let (start, ttl, breaker, prior) = store.mutate_claim(&opts.agent, now, |snap| {
-        let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (mut c, mut s) = ops::start_turn(snap, &opts.agent, now, ttl, (&turn, None))?;
-        if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
-            use_approval(snap, opts, a, now, &turn, &mut c)?;
-        }
-        let prior = match &mut s {
-            Start::Claimed(t) => worktree::claimed(&opts.dir, snap, opts.worktree, &mut c, t)?,
-            _ => None,
-        };
-        Ok((c, (s, ttl, snap.config.breaker.turns() > 0, prior)))
-    })?;
+    let (start, ttl, breaker, prior) = claim(store, opts, &turn, now)?;
     let todo = match start {
         Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
         Start::Replayed => return Ok(TurnOutcome::Replayed(turn)),
@@ -224,40 +211,15 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     // of a busy end.
     let mut signals = fin.signals_at_exit;
     let signalled = process::signalled();
-    let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
-    let proof = if done {
-        let p = prove(store, opts, &todo, signals);
-        signals = process::signal_count();
-        p
-    } else {
-        None
-    };
-    let done = done
-        && proof
-            .as_ref()
-            .is_none_or(|p| p.as_ref().is_ok_and(proof::passed));
-    let closed_fence = match store.archived_todo(&todo.id) {
-        Ok(Some(t)) => Some(t.fence),
-        _ => None,
-    };
-    let failed = !fin.exit.success() || fin.timed_out;
-    let progress = match (done, breaker) {
-        (false, true) => measure(store, &opts.dir, &todo, (base, now), failed),
-        _ => ops::Progress {
-            failed,
-            ..ops::Progress::default()
-        },
-    };
-    let end = TurnEnd {
-        todo: todo.id.clone(),
-        fence: todo.fence,
-        turn: turn.clone(),
-        evidence: evidence(&opts.agent, &todo, &turn, &opts.argv, &fin),
-        done,
-        check: proof.clone().and_then(|p| p.ok()),
-        closed_fence,
-        progress,
-    };
+    let (done, proof) = prove_done(store, opts, &todo, &fin, &mut signals);
+    let end = turn_end(
+        store,
+        opts,
+        (&todo, &turn),
+        &fin,
+        (done, &proof),
+        (base, now, breaker),
+    );
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
     if matches!(ended, Ended::Done) {
         warnings.extend(worktree::retire(&opts.dir, &todo.id));
@@ -276,6 +238,86 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         worktree: tree,
         warnings,
     })))
+}
+
+/// The turn's start, committed: should-run and the claim (with the approved action's use and
+/// the worktree's lease), the lease's length, whether the breaker is on, and the lease before.
+fn claim(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    turn: &str,
+    now: Ts,
+) -> Result<(Start, Dur, bool, Option<crate::kernel::Lease>)> {
+    store.mutate_claim(&opts.agent, now, |snap| {
+        let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
+        let (mut c, mut s) = ops::start_turn(snap, &opts.agent, now, ttl, (turn, None))?;
+        if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
+            use_approval(snap, opts, a, now, turn, &mut c)?;
+        }
+        let prior = match &mut s {
+            Start::Claimed(t) => worktree::claimed(&opts.dir, snap, opts.worktree, &mut c, t)?,
+            _ => None,
+        };
+        Ok((c, (s, ttl, snap.config.breaker.turns() > 0, prior)))
+    })
+}
+
+/// Whether the turn makes its todo done (asked, the command succeeded, and its check, if any,
+/// passed), and the check's run. A check run moves `signals` on.
+fn prove_done(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    todo: &Todo,
+    fin: &Finished,
+    signals: &mut usize,
+) -> (bool, Option<Result<Evidence>>) {
+    let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
+    let proof = if done {
+        let p = prove(store, opts, todo, *signals);
+        *signals = process::signal_count();
+        p
+    } else {
+        None
+    };
+    let done = done
+        && proof
+            .as_ref()
+            .is_none_or(|p| p.as_ref().is_ok_and(proof::passed));
+    (done, proof)
+}
+
+/// What the turn's end records: its evidence, done or not, the check, and the breaker's facts
+/// (measured from `base` at `now` when the breaker is on and the todo is not done).
+fn turn_end(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    (todo, turn): (&Todo, &str),
+    fin: &Finished,
+    (done, proof): (bool, &Option<Result<Evidence>>),
+    (base, now, breaker): (Option<crate::kernel::Base>, Ts, bool),
+) -> TurnEnd {
+    let closed_fence = match store.archived_todo(&todo.id) {
+        Ok(Some(t)) => Some(t.fence),
+        _ => None,
+    };
+    let failed = !fin.exit.success() || fin.timed_out;
+    let progress = match (done, breaker) {
+        (false, true) => measure(store, &opts.dir, todo, (base, now), failed),
+        _ => ops::Progress {
+            failed,
+            ..ops::Progress::default()
+        },
+    };
+    TurnEnd {
+        todo: todo.id.clone(),
+        fence: todo.fence,
+        turn: turn.to_string(),
+        evidence: command_evidence(&opts.agent, todo, turn, &opts.argv, fin),
+        done,
+        check: proof.clone().and_then(|p| p.ok()),
+        closed_fence,
+        progress,
+    }
 }
 
 /// Adds the one use of the gate's approved action to the turn's claim: the same transaction, so
@@ -523,38 +565,6 @@ fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
         let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
         Ok((c, ()))
     })
-}
-
-/// The command's evidence: argv, exit code, duration and the tail of its output, all bounded.
-fn evidence(agent: &str, todo: &Todo, turn: &str, argv: &[OsString], fin: &Finished) -> Evidence {
-    let args: Vec<String> = argv
-        .iter()
-        .take(ARGV_KEPT)
-        .map(|a| cut(&a.to_string_lossy(), ARG_CHARS))
-        .collect();
-    let command = cut(&shell_join(&args), bounds::TEXT_MAX);
-    let took = took(fin.duration);
-    let how = match (fin.timed_out, fin.exit) {
-        (true, _) => format!("timed out after {took}"),
-        (false, Exit::Code(c)) => format!("exited {c} after {took}"),
-        (false, Exit::Signal(s)) => format!("killed by signal {s} after {took}"),
-    };
-    let summary = cut(&format!("{} {how}", cut(&command, 200)), bounds::TEXT_MAX);
-    let mut e = Evidence::new(
-        Ts::now(),
-        agent,
-        Some(todo.fence),
-        EvidenceKind::Command,
-        summary,
-    );
-    e.command = Some(command);
-    e.argv = args;
-    e.exit_code = Some(fin.exit.code());
-    e.duration_ms = Some(u64::try_from(fin.duration.as_millis()).unwrap_or(u64::MAX));
-    e.output = (!fin.tail.is_empty()).then(|| cut(&fin.tail, bounds::TEXT_MAX));
-    e.turn = Some(turn.to_string());
-    e.timed_out = fin.timed_out;
-    e
 }
 
 fn to_std(d: Dur) -> Duration {

@@ -1,9 +1,16 @@
-//! A turn's id (given or fresh) and the texts a turn's answer shows (its command, its time).
+//! A turn's id (given or fresh), the texts a turn's answer shows (its command, its time), and
+//! the evidence of a turn's command.
 
+use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::kernel::should_run::cut;
-use crate::kernel::{Code, Error, Result, bounds};
+use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
+use crate::runtime::process::{Exit, Finished};
+
+/// The most arguments of the command kept in evidence, and the characters of each.
+const ARGV_KEPT: usize = 32;
+const ARG_CHARS: usize = 200;
 
 /// Arguments joined as a shell would need them quoted (for people; argv is kept too).
 pub fn shell_join(args: &[String]) -> String {
@@ -46,6 +53,44 @@ pub fn took(d: Duration) -> String {
     } else {
         format!("{:.1}s", d.as_secs_f64())
     }
+}
+
+/// The command's evidence: argv, exit code, duration and the tail of its output, all bounded.
+pub(crate) fn command_evidence(
+    agent: &str,
+    todo: &Todo,
+    turn: &str,
+    argv: &[OsString],
+    fin: &Finished,
+) -> Evidence {
+    let args: Vec<String> = argv
+        .iter()
+        .take(ARGV_KEPT)
+        .map(|a| cut(&a.to_string_lossy(), ARG_CHARS))
+        .collect();
+    let command = cut(&shell_join(&args), bounds::TEXT_MAX);
+    let took = took(fin.duration);
+    let how = match (fin.timed_out, fin.exit) {
+        (true, _) => format!("timed out after {took}"),
+        (false, Exit::Code(c)) => format!("exited {c} after {took}"),
+        (false, Exit::Signal(s)) => format!("killed by signal {s} after {took}"),
+    };
+    let summary = cut(&format!("{} {how}", cut(&command, 200)), bounds::TEXT_MAX);
+    let mut e = Evidence::new(
+        Ts::now(),
+        agent,
+        Some(todo.fence),
+        EvidenceKind::Command,
+        summary,
+    );
+    e.command = Some(command);
+    e.argv = args;
+    e.exit_code = Some(fin.exit.code());
+    e.duration_ms = Some(u64::try_from(fin.duration.as_millis()).unwrap_or(u64::MAX));
+    e.output = (!fin.tail.is_empty()).then(|| cut(&fin.tail, bounds::TEXT_MAX));
+    e.turn = Some(turn.to_string());
+    e.timed_out = fin.timed_out;
+    e
 }
 
 #[cfg(test)]

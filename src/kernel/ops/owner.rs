@@ -131,13 +131,50 @@ pub fn decide_gate(
     id: &str,
     d: Decision,
 ) -> Result<(Change, Gate)> {
+    let cur = gate(snap, id)?;
+    check_decision(cur, id, &d)?;
+    let Decision {
+        status,
+        option,
+        reason,
+        sha: _,
+    } = d;
+    let mut g = cur.clone();
+    g.status = status;
+    g.decided_by = Some(owner.to_string());
+    g.decided_at = Some(now);
+    g.option = option;
+    g.reason = reason;
+    // Whatever signature the file held (forged or stale) is replaced by the store's.
+    g.journal_head = None;
+    g.signature = None;
+    g.proven = true;
+    bounds::usage(bounds::check_gate(&g))?;
+    let mut c = Change::by_owner();
+    let action = Action::gate_decision(status);
+    let mut data = json!({"option": g.option, "reason": g.reason});
+    if let (Some(a), GateStatus::Approved) = (&g.action, status) {
+        data["sha256"] = json!(a.sha256);
+    }
+    c.event(now, owner, action, id, data);
+    c.writes.push(Write::Gate(g.clone()));
+    super::breaker::on_decision(snap, now, &g, &mut c);
+    if status == GateStatus::Rejected {
+        block_rejected(snap, owner, now, id, &g, &mut c);
+    }
+    Ok((c, g))
+}
+
+/// Refuses a decision the gate `cur` cannot take: it is decided already, the option is not
+/// one it offers or is missing, a rejection has no reason, or the digest is wrong or misplaced.
+fn check_decision(cur: &Gate, id: &str, d: &Decision) -> Result<()> {
     let Decision {
         status,
         option,
         reason,
         sha,
     } = d;
-    let cur = gate(snap, id)?;
+    let status = *status;
     if cur.effective_status() != GateStatus::Pending {
         return Err(Error::new(
             Code::AlreadyDecided,
@@ -152,7 +189,7 @@ pub fn decide_gate(
     if status == GateStatus::Pending {
         return Err(Error::new(Code::Internal, "a decision cannot be pending"));
     }
-    if let Some(o) = &option
+    if let Some(o) = option
         && !cur.options.is_empty()
         && !cur.options.contains(o)
     {
@@ -180,55 +217,36 @@ pub fn decide_gate(
     } else if sha.is_some() {
         return Err(Error::usage("--sha is for approving"));
     }
-    let mut g = cur.clone();
-    g.status = status;
-    g.decided_by = Some(owner.to_string());
-    g.decided_at = Some(now);
-    g.option = option;
-    g.reason = reason;
-    // Whatever signature the file held (forged or stale) is replaced by the store's.
-    g.journal_head = None;
-    g.signature = None;
-    g.proven = true;
-    bounds::usage(bounds::check_gate(&g))?;
-    let mut c = Change::by_owner();
-    let action = Action::gate_decision(status);
-    let mut data = json!({"option": g.option, "reason": g.reason});
-    if let (Some(a), GateStatus::Approved) = (&g.action, status) {
-        data["sha256"] = json!(a.sha256);
-    }
-    c.event(now, owner, action, id, data);
-    c.writes.push(Write::Gate(g.clone()));
-    super::breaker::on_decision(snap, now, &g, &mut c);
-    if status == GateStatus::Rejected {
-        // Every unfinished todo it blocks, whatever its status: a todo deferred while the gate
-        // was pending must not be reopened past the rejection.
-        for tid in &g.blocks {
-            let already = |t: &&Todo| {
-                t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))
-            };
-            if let Some(t) = snap.todos.get(tid).filter(|t| !already(t)) {
-                let mut t = t.clone();
-                if t.stall.as_ref().and_then(|s| s.parked.as_deref()) == Some(id) {
-                    t.stall = None;
-                }
-                t.status = Status::Blocked;
-                t.reason = g.reason.clone();
-                t.status_by = Some(format!("gate:{id}"));
-                t.lease = None;
-                t.updated_at = now;
-                c.event(
-                    now,
-                    owner,
-                    Action::TodoBlock,
-                    tid,
-                    json!({"gate": id, "reason": t.reason}),
-                );
-                c.writes.push(Write::Todo(t));
+    Ok(())
+}
+
+/// Blocks every unfinished todo the rejected gate `g` names, whatever its status: a todo
+/// deferred while the gate was pending must not be reopened past the rejection.
+fn block_rejected(snap: &Snapshot, owner: &str, now: Ts, id: &str, g: &Gate, c: &mut Change) {
+    for tid in &g.blocks {
+        let already = |t: &&Todo| {
+            t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))
+        };
+        if let Some(t) = snap.todos.get(tid).filter(|t| !already(t)) {
+            let mut t = t.clone();
+            if t.stall.as_ref().and_then(|s| s.parked.as_deref()) == Some(id) {
+                t.stall = None;
             }
+            t.status = Status::Blocked;
+            t.reason = g.reason.clone();
+            t.status_by = Some(format!("gate:{id}"));
+            t.lease = None;
+            t.updated_at = now;
+            c.event(
+                now,
+                owner,
+                Action::TodoBlock,
+                tid,
+                json!({"gate": id, "reason": t.reason}),
+            );
+            c.writes.push(Write::Todo(t));
         }
     }
-    Ok((c, g))
 }
 
 /// Owner: pauses, resumes or completes the goal.

@@ -165,29 +165,9 @@ pub fn update(
     let mut t = todo(snap, id)?.clone();
     let owner = t.role == Role::User;
     let agent = if owner { OWNER } else { agent };
-    if owner {
-        if let Some(f) = u.fence
-            && f != t.fence
-        {
-            return Err(Error::new(
-                Code::StaleFence,
-                format!("fence {f} is stale: {id} is at fence {}", t.fence),
-            ));
-        }
-    } else {
-        check_lease(&t, agent, now, u.fence)?;
-    }
+    check_update_fence(&t, agent, now, owner, id, u.fence)?;
     let fence = t.lease.as_ref().map(|l| l.fence);
-    // Proven work: a todo with an approved check is done only with a passing run of that text.
-    let mut proven = None;
-    if u.status == Some(Status::Done)
-        && !owner
-        && let Some(n) = crate::kernel::proof::needed(snap, &t)?
-    {
-        let run = crate::kernel::proof::proof_of(&n, &u.evidence);
-        let run = run.ok_or_else(|| crate::kernel::proof::unproven(id, &n))?;
-        proven = Some(crate::kernel::proof::done_data(&n, run));
-    }
+    let proven = proof_data(snap, &t, owner, id, &u)?;
     let mut c = Change {
         owner,
         ..Change::default()
@@ -199,55 +179,18 @@ pub fn update(
     }
     let n_evidence = c.writes.len();
     t.updated_at = now;
-    let mut archive = false;
-    let mut action = Action::TodoUpdate;
-    if let Some(s) = u.status {
-        // A change of status drops the old reason, unless a new one is given.
-        if s != t.status {
-            t.reason = None;
-        }
-        t.status_by = Some(agent.to_string());
-        action = match (s, t.every) {
-            (Status::Open, _) => Action::TodoUpdate,
-            (Status::Done, Some(every)) => {
-                t.next_due_at = Some(next_due(now, every)?);
-                t.lease = None;
-                Action::TodoDoneRecurring
-            }
-            (Status::Done | Status::Cancelled, _) => {
-                t.status = s;
-                t.lease = None;
-                archive = true;
-                if s == Status::Done {
-                    Action::TodoDone
-                } else {
-                    Action::TodoCancel
-                }
-            }
-            (Status::Blocked | Status::Deferred, _) => {
-                t.status = s;
-                t.lease = None;
-                if s == Status::Blocked {
-                    Action::TodoBlock
-                } else {
-                    Action::TodoDefer
-                }
-            }
-        };
-    }
+    let (action, archive) = match u.status {
+        Some(s) => apply_status(&mut t, s, agent, now)?,
+        None => (Action::TodoUpdate, false),
+    };
     if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
     bounds::usage(bounds::check_todo(&t))?;
     let mut data = json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
                "next_due_at": t.next_due_at});
-    // the finisher of a todo may never claim its reviews
     if action == Action::TodoDone {
-        let reviews = crate::kernel::agents::exclude_finisher(snap, &t.id, agent, now);
-        if !reviews.is_empty() {
-            data["reviews_excluded"] = json!(reviews.iter().map(|r| &r.id).collect::<Vec<_>>());
-        }
-        c.writes.extend(reviews.into_iter().map(Write::Todo));
+        exclude_finisher(snap, &t, agent, now, &mut data, &mut c);
     }
     if let Some(p) = proven.filter(|_| action == Action::TodoDone) {
         data["check"] = p;
@@ -259,6 +202,101 @@ pub fn update(
         Write::Todo(t.clone())
     });
     Ok((c, t))
+}
+
+/// Checks an update's fence: the owner's only when given, an agent's against its lease.
+fn check_update_fence(
+    t: &Todo,
+    agent: &str,
+    now: Ts,
+    owner: bool,
+    id: &str,
+    fence: Option<u64>,
+) -> Result<()> {
+    if !owner {
+        return check_lease(t, agent, now, fence);
+    }
+    if let Some(f) = fence
+        && f != t.fence
+    {
+        return Err(Error::new(
+            Code::StaleFence,
+            format!("fence {f} is stale: {id} is at fence {}", t.fence),
+        ));
+    }
+    Ok(())
+}
+
+/// Proven work: a todo with an approved check is done only with a passing run of that text.
+/// Returns the check's data for the done event, or none when no proof is needed.
+fn proof_data(
+    snap: &Snapshot,
+    t: &Todo,
+    owner: bool,
+    id: &str,
+    u: &Update,
+) -> Result<Option<serde_json::Value>> {
+    if u.status == Some(Status::Done)
+        && !owner
+        && let Some(n) = crate::kernel::proof::needed(snap, t)?
+    {
+        let run = crate::kernel::proof::proof_of(&n, &u.evidence);
+        let run = run.ok_or_else(|| crate::kernel::proof::unproven(id, &n))?;
+        return Ok(Some(crate::kernel::proof::done_data(&n, run)));
+    }
+    Ok(None)
+}
+
+/// Sets status `s` on `t` for `agent`; returns the event's action and whether `t` is archived.
+fn apply_status(t: &mut Todo, s: Status, agent: &str, now: Ts) -> Result<(Action, bool)> {
+    // A change of status drops the old reason, unless a new one is given.
+    if s != t.status {
+        t.reason = None;
+    }
+    t.status_by = Some(agent.to_string());
+    Ok(match (s, t.every) {
+        (Status::Open, _) => (Action::TodoUpdate, false),
+        (Status::Done, Some(every)) => {
+            t.next_due_at = Some(next_due(now, every)?);
+            t.lease = None;
+            (Action::TodoDoneRecurring, false)
+        }
+        (Status::Done | Status::Cancelled, _) => {
+            t.status = s;
+            t.lease = None;
+            if s == Status::Done {
+                (Action::TodoDone, true)
+            } else {
+                (Action::TodoCancel, true)
+            }
+        }
+        (Status::Blocked | Status::Deferred, _) => {
+            t.status = s;
+            t.lease = None;
+            if s == Status::Blocked {
+                (Action::TodoBlock, false)
+            } else {
+                (Action::TodoDefer, false)
+            }
+        }
+    })
+}
+
+/// The finisher of a todo may never claim its reviews: excludes `agent` from them and names
+/// them in the done event's `data`.
+fn exclude_finisher(
+    snap: &Snapshot,
+    t: &Todo,
+    agent: &str,
+    now: Ts,
+    data: &mut serde_json::Value,
+    c: &mut Change,
+) {
+    let reviews = crate::kernel::agents::exclude_finisher(snap, &t.id, agent, now);
+    if !reviews.is_empty() {
+        data["reviews_excluded"] = json!(reviews.iter().map(|r| &r.id).collect::<Vec<_>>());
+    }
+    c.writes.extend(reviews.into_iter().map(Write::Todo));
 }
 
 /// Gives `agent`'s lease back.
