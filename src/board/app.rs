@@ -12,13 +12,13 @@ use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
-use crate::board::panes;
 pub use crate::board::panes::Pane;
 use crate::board::panes::ViewModel;
 use crate::board::panes::activity::ActivityPane;
 pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
+use crate::board::panes::keys::{Ctx, Outcome};
 pub use crate::board::panes::overlay::Mode;
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
@@ -34,7 +34,7 @@ mod triage;
 pub use crate::board::derive::sort::{self, SortBy};
 pub use crate::board::panes::text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
 
-use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
+use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Snapshot, Ts};
 
 /// How long a status message stays.
 const MESSAGE_MS: i64 = 15_000;
@@ -323,17 +323,11 @@ impl App {
     /// The scopes whose keys apply now, in order.
     pub fn scopes(&self) -> Vec<Scope> {
         match &self.mode {
-            Mode::Normal => {
-                let mut v = Vec::new();
-                match self.focus {
-                    Pane::Gates => v.push(Scope::Gates),
-                    Pane::Todos => v.push(Scope::Todos),
-                    _ => {}
-                }
-                v.push(Scope::Global);
-                v.push(Scope::Always);
-                v
-            }
+            Mode::Normal => keymap::board_scopes(match self.focus {
+                Pane::Gates => Some(GatesPane::SCOPE),
+                Pane::Todos => Some(TodosPane::SCOPE),
+                Pane::Evidence | Pane::Activity => None,
+            }),
             Mode::Detail { .. } => vec![Scope::Detail, Scope::Overlay, Scope::Always],
             Mode::Help { .. } | Mode::Agents { .. } => vec![Scope::Overlay, Scope::Always],
             Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],

@@ -67,7 +67,8 @@ impl App {
             }
             Action::Approve | Action::Reject | Action::Reassign | Action::Release => {
                 self.mode = Mode::Normal;
-                let fx = self.normal(action);
+                let pane = if on_gate { Pane::Gates } else { Pane::Todos };
+                let fx = self.route(pane, action).unwrap_or_default();
                 if self.mode == Mode::Normal {
                     // Refused: the detail stays open with the reason in the status bar.
                     self.mode = Mode::Detail { scroll };

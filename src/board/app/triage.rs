@@ -6,12 +6,18 @@ use super::*;
 impl App {
     /// True for a gate the owner can still decide: pending, and not just decided on this board.
     pub fn actionable(&self, id: &str) -> bool {
-        !self.deciding.contains(id)
-            && self
-                .snap
-                .as_ref()
-                .and_then(|s| s.gates.get(id))
-                .is_some_and(|g| g.effective_status() == GateStatus::Pending)
+        self.cx().actionable(id)
+    }
+
+    /// What the panes' keys read.
+    pub(super) fn cx(&self) -> Ctx<'_> {
+        Ctx {
+            snap: self.snap.as_ref(),
+            columns: &self.columns,
+            journal: &self.journal,
+            now: self.now,
+            deciding: &self.deciding,
+        }
     }
 
     /// The first actionable gate from row `from` on (wrapping), if any.
