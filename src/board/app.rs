@@ -447,19 +447,12 @@ impl App {
             action_scroll: self.action_scroll,
             journal: &self.journal,
             activity: &self.activity,
-            problems: self
-                .problems
-                .values()
-                .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
-                .collect(),
-            banner: crate::board::alerts::lines(self.problems.values(), self.snap.as_ref()),
-            broken: crate::board::alerts::broken(&self.problems, self.snap.as_ref()),
+            failed: &self.problems,
             message: self.message.as_ref(),
             live: &self.live,
             last_reload: self.last_reload,
             readonly: self.readonly,
-            owner_verified: self.owner.verified,
-            owner_note: &self.owner.note,
+            owner: &self.owner,
             hints: crate::board::view::fit_state(
                 keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
                 self.snap.as_ref().map(|s| s.config.goal.status),
