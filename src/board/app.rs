@@ -146,10 +146,8 @@ pub struct App {
     pub absolute: bool,
     /// Text typed and dismissed, by gate and purpose, offered again when the input reopens.
     pub drafts: BTreeMap<String, String>,
-    /// Gates decided on this board whose decision the loads do not show yet.
-    deciding: BTreeSet<String>,
-    /// The owner action being performed (its result is the next `ActionDone`).
-    performing: Option<OwnerAction>,
+    /// Gate decisions asked of the store that the loads do not show yet.
+    decisions: triage::Decisions,
 }
 
 impl App {
@@ -183,8 +181,7 @@ impl App {
             sort: SortBy::default(),
             absolute: false,
             drafts: BTreeMap::new(),
-            deciding: BTreeSet::new(),
-            performing: None,
+            decisions: triage::Decisions::default(),
         }
     }
 
@@ -208,7 +205,7 @@ impl App {
             AppEvent::ActionDone(r) => {
                 match r {
                     Ok(t) => {
-                        self.performing = None;
+                        self.decisions.performing = None;
                         self.say(t, false)
                     }
                     Err(e) => {

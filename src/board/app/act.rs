@@ -74,7 +74,7 @@ impl App {
             columns: &self.columns,
             journal: &self.journal,
             now: self.now,
-            deciding: &self.deciding,
+            deciding: &self.decisions.deciding,
         };
         let out = match pane {
             Pane::Gates => self.gates.handle(action, &cx),

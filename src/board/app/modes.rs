@@ -103,7 +103,7 @@ impl App {
                 self.say(format!("working: {}", a.describe()), false);
                 self.drop_drafts(&a);
                 self.decided(&a);
-                self.performing = Some(a.clone());
+                self.decisions.performing = Some(a.clone());
                 vec![Effect::Perform(a)]
             }
             Action::EditReason => {
