@@ -12,13 +12,13 @@ use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
-use crate::board::panes;
 pub use crate::board::panes::Pane;
 use crate::board::panes::ViewModel;
 use crate::board::panes::activity::ActivityPane;
 pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
+use crate::board::panes::keys::{Ctx, Outcome};
 pub use crate::board::panes::overlay::Mode;
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
@@ -34,7 +34,7 @@ mod triage;
 pub use crate::board::derive::sort::{self, SortBy};
 pub use crate::board::panes::text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
 
-use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Role, Snapshot, Status, Ts};
+use crate::kernel::{Event, Evidence, GateStatus, GoalStatus, Problem, Snapshot, Ts};
 
 /// How long a status message stays.
 const MESSAGE_MS: i64 = 15_000;
@@ -146,10 +146,8 @@ pub struct App {
     pub absolute: bool,
     /// Text typed and dismissed, by gate and purpose, offered again when the input reopens.
     pub drafts: BTreeMap<String, String>,
-    /// Gates decided on this board whose decision the loads do not show yet.
-    deciding: BTreeSet<String>,
-    /// The owner action being performed (its result is the next `ActionDone`).
-    performing: Option<OwnerAction>,
+    /// Gate decisions asked of the store that the loads do not show yet.
+    decisions: triage::Decisions,
 }
 
 impl App {
@@ -183,8 +181,7 @@ impl App {
             sort: SortBy::default(),
             absolute: false,
             drafts: BTreeMap::new(),
-            deciding: BTreeSet::new(),
-            performing: None,
+            decisions: triage::Decisions::default(),
         }
     }
 
@@ -208,7 +205,7 @@ impl App {
             AppEvent::ActionDone(r) => {
                 match r {
                     Ok(t) => {
-                        self.performing = None;
+                        self.decisions.performing = None;
                         self.say(t, false)
                     }
                     Err(e) => {
@@ -323,17 +320,11 @@ impl App {
     /// The scopes whose keys apply now, in order.
     pub fn scopes(&self) -> Vec<Scope> {
         match &self.mode {
-            Mode::Normal => {
-                let mut v = Vec::new();
-                match self.focus {
-                    Pane::Gates => v.push(Scope::Gates),
-                    Pane::Todos => v.push(Scope::Todos),
-                    _ => {}
-                }
-                v.push(Scope::Global);
-                v.push(Scope::Always);
-                v
-            }
+            Mode::Normal => keymap::board_scopes(match self.focus {
+                Pane::Gates => Some(GatesPane::SCOPE),
+                Pane::Todos => Some(TodosPane::SCOPE),
+                Pane::Evidence | Pane::Activity => None,
+            }),
             Mode::Detail { .. } => vec![Scope::Detail, Scope::Overlay, Scope::Always],
             Mode::Help { .. } | Mode::Agents { .. } => vec![Scope::Overlay, Scope::Always],
             Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],
@@ -453,19 +444,12 @@ impl App {
             action_scroll: self.action_scroll,
             journal: &self.journal,
             activity: &self.activity,
-            problems: self
-                .problems
-                .values()
-                .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
-                .collect(),
-            banner: crate::board::alerts::lines(self.problems.values(), self.snap.as_ref()),
-            broken: crate::board::alerts::broken(&self.problems, self.snap.as_ref()),
+            failed: &self.problems,
             message: self.message.as_ref(),
             live: &self.live,
             last_reload: self.last_reload,
             readonly: self.readonly,
-            owner_verified: self.owner.verified,
-            owner_note: &self.owner.note,
+            owner: &self.owner,
             hints: crate::board::view::fit_state(
                 keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
                 self.snap.as_ref().map(|s| s.config.goal.status),

@@ -375,19 +375,36 @@ pub fn help_lines(readonly: bool) -> Vec<(Option<String>, String)> {
     ];
     let mut out = Vec::new();
     for s in order {
-        let rows: Vec<&Binding> = KEYMAP.iter().filter(|bd| bd.scope == s).collect();
+        let rows = scope_lines(s, readonly);
         if rows.is_empty() {
             continue;
         }
         out.push((None, s.title().to_string()));
-        for bind in rows {
+        out.extend(rows.into_iter().map(|(k, h)| (Some(k), h)));
+    }
+    out
+}
+
+/// The help lines of one scope's bindings: `(keys, what it does)`.
+pub fn scope_lines(scope: Scope, readonly: bool) -> Vec<(String, String)> {
+    KEYMAP
+        .iter()
+        .filter(|bd| bd.scope == scope)
+        .map(|bind| {
             let keys: Vec<String> = bind.keys.iter().map(label).collect();
             let mut help = bind.help.to_string();
             if readonly && bind.changes {
                 help.push_str(" (off: --readonly)");
             }
-            out.push((Some(keys.join(" ")), help));
-        }
-    }
-    out
+            (keys.join(" "), help)
+        })
+        .collect()
+}
+
+/// The scopes of the board with this pane focused: the pane's own keys first, then the board's.
+pub fn board_scopes(pane: Option<Scope>) -> Vec<Scope> {
+    let mut v: Vec<Scope> = pane.into_iter().collect();
+    v.push(Scope::Global);
+    v.push(Scope::Always);
+    v
 }

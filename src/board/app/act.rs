@@ -4,8 +4,9 @@ use super::*;
 
 impl App {
     pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
-        if let Some(by) = panes::moves(action) {
-            return self.move_sel(by);
+        let focus = self.focus;
+        if let Some(fx) = self.route(focus, action) {
+            return fx;
         }
         match action {
             Action::Help => self.mode = Mode::Help { scroll: 0 },
@@ -19,11 +20,6 @@ impl App {
                     (i + n - 1) % n
                 };
                 self.focus = Pane::ALL[j];
-                return self.selection_changed();
-            }
-            Action::Left | Action::Right => {
-                self.todos
-                    .shift(if action == Action::Left { -1 } else { 1 });
                 return self.selection_changed();
             }
             Action::Open => {
@@ -45,9 +41,6 @@ impl App {
                 self.message = None;
             }
             Action::Reload => return vec![Effect::Reload],
-            Action::Approve | Action::Reject => self.gate_action(action),
-            Action::Reassign => self.reassign(),
-            Action::Release => self.release(),
             Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
                 Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAction::Pause),
                 Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAction::Resume),
@@ -68,83 +61,51 @@ impl App {
         Vec::new()
     }
 
-    pub(super) fn gate_action(&mut self, action: Action) {
-        let Some(g) = self.selected_gate_ref() else {
-            self.say("no gate selected", true);
-            return;
-        };
-        if g.effective_status() != GateStatus::Pending {
-            let msg = format!("{} is {} already", g.id, g.status.as_str());
-            self.say(msg, true);
-            return;
-        }
-        let id = g.id.clone();
-        let options = g.options.clone();
-        if !self.actionable(&id) {
-            let msg = format!("{id} is decided already (the next load shows it); N: next gate");
-            self.say(msg, true);
-            return;
-        }
-        match action {
-            Action::Reject => self.open_input(InputFor::RejectReason(id)),
-            _ if !options.is_empty() => {
-                self.mode = Mode::Picker {
-                    purpose: PickFor::GateOption(id),
-                    choices: options,
-                    sel: 0,
-                    agents: None,
-                }
-            }
-            _ => {
-                self.action_scroll = 0;
-                self.mode = Mode::Confirm(OwnerAction::Approve {
-                    sha: self.action_sha(&id),
-                    gate: id,
-                    option: None,
-                    reason: None,
-                })
-            }
-        }
-    }
-
     /// The sha256 of the action gate `id` holds in the snapshot on screen.
     pub(super) fn action_sha(&self, id: &str) -> Option<String> {
         let g = self.snap.as_ref()?.gates.get(id)?;
         g.action.as_ref().map(|a| a.sha256.clone())
     }
 
-    pub(super) fn release(&mut self) {
-        let Some(id) = self.selected_todo() else {
-            self.say("no todo selected", true);
-            return;
+    /// Offers a key's action to a pane; `None` when the pane does not own it.
+    pub(super) fn route(&mut self, pane: Pane, action: Action) -> Option<Vec<Effect>> {
+        let cx = Ctx {
+            snap: self.snap.as_ref(),
+            columns: &self.columns,
+            journal: &self.journal,
+            now: self.now,
+            deciding: &self.decisions.deciding,
         };
-        let holder = self
-            .snap
-            .as_ref()
-            .and_then(|s| s.todos.get(&id))
-            .and_then(|t| t.lease.clone());
-        match holder {
-            Some(l) => {
-                self.mode = Mode::Confirm(OwnerAction::Release {
-                    todo: id,
-                    holder: l.holder,
-                })
-            }
-            None => self.say(format!("{id} has no lease to release"), true),
-        }
+        let out = match pane {
+            Pane::Gates => self.gates.handle(action, &cx),
+            Pane::Todos => self.todos.handle(action, &cx),
+            Pane::Evidence => self.evidence.handle(action, &cx),
+            Pane::Activity => self.activity.handle(action, &cx),
+        };
+        self.outcome(out)
     }
 
-    pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
-        match self.focus {
-            Pane::Gates => self.gates.step(by),
-            Pane::Todos => {
-                self.todos.step(by, &self.columns);
-                return self.selection_changed();
+    /// Does what a pane's key asks of the board.
+    fn outcome(&mut self, out: Outcome) -> Option<Vec<Effect>> {
+        match out {
+            Outcome::Ignored => return None,
+            Outcome::Done => {}
+            Outcome::Moved => return Some(self.selection_changed()),
+            Outcome::Open(mode) => self.mode = mode,
+            Outcome::Confirm(a) => {
+                self.action_scroll = 0;
+                self.mode = Mode::Confirm(a);
             }
-            Pane::Evidence => self.evidence.step(by),
-            Pane::Activity => self.activity.step(by, self.journal.len()),
+            Outcome::Ask(purpose) => self.open_input(purpose),
+            Outcome::Say(text, error) => self.say(text, error),
         }
-        Vec::new()
+        Some(Vec::new())
+    }
+
+    /// Moves the focused pane's selection a row down (`1`) or up (`-1`).
+    pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
+        let action = if by > 0 { Action::Down } else { Action::Up };
+        self.route(self.focus, action).unwrap_or_default()
     }
 
     pub(super) fn selection_changed(&mut self) -> Vec<Effect> {
@@ -170,10 +131,5 @@ impl App {
     /// The id of the selected gate.
     pub fn selected_gate(&self) -> Option<String> {
         self.gates.selected().cloned()
-    }
-
-    pub(super) fn selected_gate_ref(&self) -> Option<&crate::kernel::Gate> {
-        let id = self.gates.selected()?;
-        self.snap.as_ref()?.gates.get(id)
     }
 }

@@ -67,7 +67,8 @@ impl App {
             }
             Action::Approve | Action::Reject | Action::Reassign | Action::Release => {
                 self.mode = Mode::Normal;
-                let fx = self.normal(action);
+                let pane = if on_gate { Pane::Gates } else { Pane::Todos };
+                let fx = self.route(pane, action).unwrap_or_default();
                 if self.mode == Mode::Normal {
                     // Refused: the detail stays open with the reason in the status bar.
                     self.mode = Mode::Detail { scroll };
@@ -102,7 +103,7 @@ impl App {
                 self.say(format!("working: {}", a.describe()), false);
                 self.drop_drafts(&a);
                 self.decided(&a);
-                self.performing = Some(a.clone());
+                self.decisions.performing = Some(a.clone());
                 vec![Effect::Perform(a)]
             }
             Action::EditReason => {

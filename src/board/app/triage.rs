@@ -3,15 +3,30 @@
 
 use super::*;
 
+/// Gate decisions asked of the store: decided for this board until a load shows them.
+#[derive(Debug, Clone, Default)]
+pub struct Decisions {
+    /// Gates decided on this board whose decision the loads do not show yet.
+    pub(super) deciding: BTreeSet<String>,
+    /// The owner action being performed (its result is the next `ActionDone`).
+    pub(super) performing: Option<OwnerAction>,
+}
+
 impl App {
     /// True for a gate the owner can still decide: pending, and not just decided on this board.
     pub fn actionable(&self, id: &str) -> bool {
-        !self.deciding.contains(id)
-            && self
-                .snap
-                .as_ref()
-                .and_then(|s| s.gates.get(id))
-                .is_some_and(|g| g.effective_status() == GateStatus::Pending)
+        self.cx().actionable(id)
+    }
+
+    /// What the panes' keys read.
+    pub(super) fn cx(&self) -> Ctx<'_> {
+        Ctx {
+            snap: self.snap.as_ref(),
+            columns: &self.columns,
+            journal: &self.journal,
+            now: self.now,
+            deciding: &self.decisions.deciding,
+        }
     }
 
     /// The first actionable gate from row `from` on (wrapping), if any.
@@ -64,7 +79,7 @@ impl App {
         let (OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) = a else {
             return;
         };
-        self.deciding.insert(gate.clone());
+        self.decisions.deciding.insert(gate.clone());
         let at = self
             .gates
             .ids
@@ -79,16 +94,16 @@ impl App {
     /// An action failed: its gate is pending again for this board.
     pub(super) fn undecided(&mut self) {
         if let Some(OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) =
-            self.performing.take()
+            self.decisions.performing.take()
         {
-            self.deciding.remove(&gate);
+            self.decisions.deciding.remove(&gate);
         }
     }
 
     /// Forgets the gates the last load shows decided (or gone).
     pub(super) fn settle_decisions(&mut self) {
         let Some(snap) = &self.snap else { return };
-        self.deciding.retain(|id| {
+        self.decisions.deciding.retain(|id| {
             snap.gates
                 .get(id)
                 .is_some_and(|g| g.effective_status() == GateStatus::Pending)

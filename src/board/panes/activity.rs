@@ -7,6 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
+use super::keys::{Ctx, Outcome};
 use super::{block, clock, scroll_marks, title, trunc};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
@@ -26,6 +27,17 @@ impl ActivityPane {
         let cur = n.saturating_sub(1).saturating_sub(self.scroll);
         let next = super::step(cur, by, n);
         self.scroll = n.saturating_sub(1).saturating_sub(next);
+    }
+
+    /// Reacts to the keys this pane owns: scrolling the journal.
+    pub fn handle(&mut self, action: crate::board::keymap::Action, cx: &Ctx) -> Outcome {
+        match super::moves(action) {
+            Some(by) => {
+                self.step(by, cx.journal.len());
+                Outcome::Done
+            }
+            None => Outcome::Ignored,
+        }
     }
 }
 

@@ -7,11 +7,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
 use super::ViewModel;
+use super::dialog::Candidate;
 use super::overlay::centered;
 use crate::board::panes::text::ago;
 use crate::board::theme::Role;
-use crate::kernel::Event;
 use crate::kernel::roster::{self, AgentState, Seen};
+use crate::kernel::{Event, Snapshot, Ts};
 use crate::text::escape as esc;
 
 /// The latest time of each actor in these journal events, and the lapsed leases they record.
@@ -21,6 +22,55 @@ pub fn seen(journal: &[Event]) -> Seen {
         s.add(&e.actor, e.at, e.action.as_str(), &e.data);
     }
     s
+}
+
+/// The agents a todo may be reassigned to: from the roster, working then idle (newest first),
+/// then stale ones, then configured or declared agents never seen; never the holder, never a
+/// reserved name.
+pub fn candidates(
+    snap: &Snapshot,
+    journal: &[Event],
+    now: Ts,
+    holder: Option<&str>,
+) -> Vec<Candidate> {
+    let rows = roster::roster(snap, &seen(journal), now);
+    let mut out: Vec<Candidate> = Vec::new();
+    for state in [AgentState::Working, AgentState::Idle, AgentState::Stale] {
+        for r in rows.iter().filter(|r| r.state == state) {
+            let note = match state {
+                AgentState::Working => {
+                    let n = r.leases.len();
+                    format!("working · {n} lease{}", if n == 1 { "" } else { "s" })
+                }
+                AgentState::Idle => r.last_seen.map_or("idle".into(), |s| {
+                    format!("idle · seen {} ago", ago(now.since(s).0))
+                }),
+                AgentState::Stale => r.stale_since.map_or("stale".into(), |s| {
+                    format!("stale · lease lapsed {} ago", ago(now.since(s).0))
+                }),
+            };
+            out.push(Candidate {
+                id: r.agent.clone(),
+                note,
+                live: state != AgentState::Stale,
+            });
+        }
+    }
+    let mut never: Vec<String> = snap.config.agents.keys().cloned().collect();
+    never.extend(snap.agents.keys().cloned());
+    never.sort();
+    never.dedup();
+    for id in never {
+        if !out.iter().any(|c| c.id == id) {
+            out.push(Candidate {
+                id,
+                note: "never seen".into(),
+                live: false,
+            });
+        }
+    }
+    out.retain(|c| Some(c.id.as_str()) != holder && crate::kernel::id::check_agent(&c.id).is_ok());
+    out
 }
 
 /// Draws the roster: state, agent, last seen, leases, turns in the window.

@@ -300,7 +300,7 @@ pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAction) {
         body.extend(styled(wrap(&reason, w, 3), t.fg(Role::Fg)));
         keys.push(("r", "reason"));
     }
-    let who = if vm.owner_verified {
+    let who = if vm.owner.verified {
         "signed with the owner's key"
     } else {
         "owner authority unverified: the store refuses this without the owner's key"
@@ -458,7 +458,8 @@ pub fn errors(f: &mut Frame, area: Rect, vm: &ViewModel, sel: usize) {
     let w = usize::from(area.width.min(96).saturating_sub(4));
     let mut lines: Vec<Line> = Vec::new();
     let mut sel_at = 0;
-    for (i, p) in vm.problems.iter().enumerate() {
+    let problems = vm.problems();
+    for (i, p) in problems.iter().enumerate() {
         if i == sel {
             sel_at = lines.len();
         }
@@ -489,7 +490,7 @@ pub fn errors(f: &mut Frame, area: Rect, vm: &ViewModel, sel: usize) {
     f.render_widget(Clear, r);
     let name = format!(
         "File errors ({}) · ↑↓ choose · E edit in $EDITOR · Esc closes",
-        vm.problems.len()
+        problems.len()
     );
     let b = block(title(name, t), true, t);
     f.render_widget(

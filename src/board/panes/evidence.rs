@@ -7,7 +7,9 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
+use super::keys::{Ctx, Outcome};
 use super::{block, mid_trunc, scroll_marks, title, trunc};
+use crate::board::keymap::Action;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::kernel::{Evidence, EvidenceKind, Problem};
@@ -36,6 +38,17 @@ impl EvidencePane {
             .and_then(|(_, r)| r.as_ref().ok())
             .map_or(0, Vec::len);
         self.scroll = super::step(self.scroll, by, n);
+    }
+
+    /// Reacts to the keys this pane owns: scrolling.
+    pub fn handle(&mut self, action: Action, _cx: &Ctx) -> Outcome {
+        match super::moves(action) {
+            Some(by) => {
+                self.step(by);
+                Outcome::Done
+            }
+            None => Outcome::Ignored,
+        }
     }
 }
 

@@ -8,8 +8,13 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
+use super::dialog::{InputFor, PickFor};
+use super::keys::{Ctx, Outcome};
+use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
+use crate::board::actions::OwnerAction;
 use crate::board::derive::tampered;
+use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{inner, offset};
 use crate::board::theme::Role;
 use crate::kernel::{Gate, GateStatus};
@@ -76,6 +81,56 @@ impl GatesPane {
     /// The selected gate's id.
     pub fn selected(&self) -> Option<&String> {
         self.ids.get(self.sel)
+    }
+
+    /// The scope of this pane's own keys.
+    pub const SCOPE: Scope = Scope::Gates;
+
+    /// The help lines of this pane's keys.
+    pub fn help(readonly: bool) -> Vec<(String, String)> {
+        super::keys::help(Self::SCOPE, readonly)
+    }
+
+    /// Reacts to the keys this pane owns: moving the selection, approving and rejecting.
+    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
+        if let Some(by) = super::moves(action) {
+            self.step(by);
+            return Outcome::Done;
+        }
+        match action {
+            Action::Approve | Action::Reject => self.decide(action, cx),
+            _ => Outcome::Ignored,
+        }
+    }
+
+    /// Approve or reject the selected gate: a reason to type, an option to pick, or the confirm.
+    fn decide(&self, action: Action, cx: &Ctx) -> Outcome {
+        let Some(g) = self.selected().and_then(|id| cx.snap?.gates.get(id)) else {
+            return Outcome::error("no gate selected");
+        };
+        if g.effective_status() != GateStatus::Pending {
+            return Outcome::error(format!("{} is {} already", g.id, g.status.as_str()));
+        }
+        let id = g.id.clone();
+        if !cx.actionable(&id) {
+            let msg = format!("{id} is decided already (the next load shows it); N: next gate");
+            return Outcome::error(msg);
+        }
+        match action {
+            Action::Reject => Outcome::Ask(InputFor::RejectReason(id)),
+            _ if !g.options.is_empty() => Outcome::Open(Mode::Picker {
+                purpose: PickFor::GateOption(id),
+                choices: g.options.clone(),
+                sel: 0,
+                agents: None,
+            }),
+            _ => Outcome::Confirm(OwnerAction::Approve {
+                sha: g.action.as_ref().map(|a| a.sha256.clone()),
+                gate: id,
+                option: None,
+                reason: None,
+            }),
+        }
     }
 }
 

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod dialog;
 pub mod evidence;
 pub mod gates;
+pub mod keys;
 mod model;
 pub mod objective;
 pub mod overlay;

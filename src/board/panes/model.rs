@@ -1,6 +1,9 @@
 //! The view model: what one frame shows, borrowed from the board's state at one instant.
 
-use crate::board::alerts::Broken;
+use std::collections::BTreeMap;
+
+use crate::board::actions::Owner;
+use crate::board::alerts::{self, Broken};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Columns};
 use crate::board::layout::{self, Pane};
@@ -47,12 +50,8 @@ pub struct ViewModel<'a> {
     pub journal: &'a [Event],
     /// The activity pane.
     pub activity: &'a ActivityPane,
-    /// Files that failed to load, and quarantined files.
-    pub problems: Vec<&'a Problem>,
-    /// The banner's lines: failed loads, quarantined files, owner notes.
-    pub banner: Vec<String>,
-    /// Whether agents are refused, or which files are quarantined.
-    pub broken: Broken,
+    /// Files that failed to load, by file.
+    pub failed: &'a BTreeMap<String, Problem>,
     /// The status message.
     pub message: Option<&'a Message>,
     /// Events or polling.
@@ -61,10 +60,8 @@ pub struct ViewModel<'a> {
     pub last_reload: Option<Ts>,
     /// Changes are off.
     pub readonly: bool,
-    /// Owner authority is proven.
-    pub owner_verified: bool,
-    /// The owner's key, or why authority is unverified.
-    pub owner_note: &'a str,
+    /// Who acts: owner authority proven or not, and the note saying so.
+    pub owner: &'a Owner,
     /// The key hints for the current mode and pane.
     pub hints: Vec<(String, &'static str, bool)>,
     /// The layout's inputs.
@@ -87,5 +84,23 @@ impl<'a> ViewModel<'a> {
     /// The selected todo card, if any.
     pub fn selected_card(&self) -> Option<&'a Card> {
         self.todos.selected(self.columns)
+    }
+
+    /// Files that failed to load, and quarantined files.
+    pub fn problems(&self) -> Vec<&'a Problem> {
+        self.failed
+            .values()
+            .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
+            .collect()
+    }
+
+    /// The banner's lines: failed loads, quarantined files, owner notes.
+    pub fn banner(&self) -> Vec<String> {
+        alerts::lines(self.failed.values(), self.snap)
+    }
+
+    /// Whether agents are refused, or which files are quarantined.
+    pub fn broken(&self) -> Broken {
+        alerts::broken(self.failed, self.snap)
     }
 }

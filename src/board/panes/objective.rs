@@ -33,7 +33,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
     let (status, st) = match g.status {
         // Active on paper, but no agent gets work while a file is broken.
-        _ if vm.broken == Broken::Refused => ("⚠ REFUSED", refused),
+        _ if vm.broken() == Broken::Refused => ("⚠ REFUSED", refused),
         GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
         GoalStatus::Paused => (
             "‖ PAUSED",

@@ -88,16 +88,17 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
 /// The status bar's parts after the message, most important first, each with whether it is bold.
 fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    if let Some(b) = vm.broken.label() {
+    let broken = vm.broken();
+    if let Some(b) = broken.label() {
         out.push((b, true));
     }
     if vm.readonly {
         out.push(("READ-ONLY".into(), true));
     } else {
-        out.push((esc(vm.owner_note).into_owned(), false));
+        out.push((esc(&vm.owner.note).into_owned(), false));
     }
     match vm.live {
-        Live::Watching if vm.broken.label().is_none() => out.push(("● live".into(), false)),
+        Live::Watching if broken.label().is_none() => out.push(("● live".into(), false)),
         Live::Watching => {}
         Live::Polling(why) => out.push((format!("◌ polling ({})", esc(why)), false)),
         Live::Reconnecting(_) => out.push(("◌ reconnecting".into(), true)),
@@ -153,7 +154,7 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel) {
 pub fn banner(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let w = area.width as usize;
-    let lines: Vec<Line> = crate::board::alerts::fit(vm.banner.clone(), area.height as usize)
+    let lines: Vec<Line> = crate::board::alerts::fit(vm.banner(), area.height as usize)
         .iter()
         .map(|l| {
             let text = format!(" ⚠ {}", esc(l));

@@ -9,10 +9,15 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
+use super::dialog::{AgentPick, PickFor};
+use super::keys::{Ctx, Outcome};
 use super::objective::column_role;
+use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
+use crate::board::actions::OwnerAction;
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
+use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::text::escape as esc;
@@ -79,6 +84,79 @@ impl TodosPane {
     pub fn selected<'a>(&self, columns: &'a Columns) -> Option<&'a Card> {
         let c = self.col.index();
         columns.cols[c].get(self.sel[c])
+    }
+
+    /// The scope of this pane's own keys.
+    pub const SCOPE: Scope = Scope::Todos;
+
+    /// The help lines of this pane's keys.
+    pub fn help(readonly: bool) -> Vec<(String, String)> {
+        super::keys::help(Self::SCOPE, readonly)
+    }
+
+    /// Reacts to the keys this pane owns: moving the selection and the column, reassigning and
+    /// releasing the selected todo's lease (the sort is the board's: it orders every column).
+    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
+        if let Some(by) = super::moves(action) {
+            self.step(by, cx.columns);
+            return Outcome::Moved;
+        }
+        match action {
+            Action::Left | Action::Right => {
+                self.shift(if action == Action::Left { -1 } else { 1 });
+                Outcome::Moved
+            }
+            Action::Reassign => self.reassign(cx),
+            Action::Release => self.release(cx),
+            _ => Outcome::Ignored,
+        }
+    }
+
+    /// The reassign picker for the selected todo: only an open agent todo takes a lease.
+    fn reassign(&self, cx: &Ctx) -> Outcome {
+        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+            return Outcome::error("no todo selected");
+        };
+        let Some(snap) = cx.snap else {
+            return Outcome::Done;
+        };
+        let Some(t) = snap.todos.get(&id) else {
+            return Outcome::error(format!("{id} is not in the working set"));
+        };
+        if t.role != crate::kernel::Role::Agent || t.status != crate::kernel::Status::Open {
+            return Outcome::error(format!(
+                "{id} is not an open agent todo; only those take a lease"
+            ));
+        }
+        let holder = t.lease.as_ref().map(|l| l.holder.as_str());
+        let pick = AgentPick {
+            known: super::agents::candidates(snap, cx.journal, cx.now, holder),
+            ..AgentPick::default()
+        };
+        Outcome::Open(Mode::Picker {
+            purpose: PickFor::Agent(id),
+            choices: pick.rows(),
+            sel: 0,
+            agents: Some(pick),
+        })
+    }
+
+    /// Asks before releasing the selected todo's lease.
+    fn release(&self, cx: &Ctx) -> Outcome {
+        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+            return Outcome::error("no todo selected");
+        };
+        let lease = cx
+            .snap
+            .and_then(|s| s.todos.get(&id))
+            .and_then(|t| t.lease.clone());
+        match lease {
+            Some(l) => Outcome::Open(Mode::Confirm(OwnerAction::Release {
+                todo: id,
+                holder: l.holder,
+            })),
+            None => Outcome::error(format!("{id} has no lease to release")),
+        }
     }
 }
 

@@ -1,0 +1,68 @@
+//! What a pane's keys read and what they ask of the board: the context and the outcome.
+
+use std::collections::BTreeSet;
+
+use crate::board::actions::OwnerAction;
+use crate::board::derive::Columns;
+use crate::board::keymap::{self, Scope};
+use crate::kernel::{Event, GateStatus, Snapshot, Ts};
+
+use super::dialog::InputFor;
+use super::overlay::Mode;
+
+/// What a pane's keys read besides the pane itself: the state on screen and the clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The last good state, if any.
+    pub snap: Option<&'a Snapshot>,
+    /// The todo columns.
+    pub columns: &'a Columns,
+    /// The journal's tail, newest last.
+    pub journal: &'a [Event],
+    /// The clock.
+    pub now: Ts,
+    /// Gates decided on this board whose decision the loads do not show yet.
+    pub deciding: &'a BTreeSet<String>,
+}
+
+impl Ctx<'_> {
+    /// True for a gate the owner can still decide: pending, and not just decided on this board.
+    pub fn actionable(&self, id: &str) -> bool {
+        !self.deciding.contains(id)
+            && self
+                .snap
+                .and_then(|s| s.gates.get(id))
+                .is_some_and(|g| g.effective_status() == GateStatus::Pending)
+    }
+}
+
+/// What a pane's key asks of the board.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Not this pane's key.
+    Ignored,
+    /// Done: nothing more to do.
+    Done,
+    /// The todo selection moved (its evidence may need reading).
+    Moved,
+    /// Open this dialog.
+    Open(Mode),
+    /// Ask before this owner action, the gate's action scrolled to its top.
+    Confirm(OwnerAction),
+    /// Open a text input for this, with its draft.
+    Ask(InputFor),
+    /// Say this in the status bar (true for an error).
+    Say(String, bool),
+}
+
+impl Outcome {
+    /// An error for the status bar.
+    pub fn error(text: impl Into<String>) -> Outcome {
+        Outcome::Say(text.into(), true)
+    }
+}
+
+/// The help lines of one scope's keys: `(keys, what it does)`.
+pub fn help(scope: Scope, readonly: bool) -> Vec<(String, String)> {
+    keymap::scope_lines(scope, readonly)
+}
