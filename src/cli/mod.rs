@@ -13,6 +13,7 @@ mod monitor;
 mod owner;
 mod quota;
 mod run_approved;
+pub mod serve;
 mod state;
 mod store;
 mod todo;
@@ -192,6 +193,21 @@ pub enum Cmd {
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,
+    /// Keep the project warm: answer `quota should-run` and a quiet `monitor poll` from memory.
+    ///
+    /// Runs in the foreground until idle for --idle or until .loopx/ is gone. While it runs,
+    /// those commands ask it over a local socket (this user's, this binary's) and cost what
+    /// changed since the last question, not what exists; without it they load as usual.
+    #[command(after_help = "Example:
+  loopx serve --idle 8h &")]
+    Serve {
+        /// Stop after this long without a question (1s to 30d).
+        #[arg(long, value_name = "DUR", default_value = "1h")]
+        idle: crate::kernel::Dur,
+        /// Say on stderr how each question was answered.
+        #[arg(long)]
+        verbose: bool,
+    },
     // -- hosts (issue 10) --
     /// Write the wiring for a host into the project: claude, codex, cron or systemd.
     #[command(
@@ -290,6 +306,9 @@ pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(exit) = serve::client::ask(&args) {
+        return exit;
+    }
     let json_wanted = args.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
@@ -498,6 +517,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             crate::mcp::serve(ctx)?;
             Ok(Out::default())
         }
+        Some(Cmd::Serve { idle, verbose }) => serve::run(ctx, idle, verbose),
         Some(Cmd::Setup(a)) => setup::run(ctx, a),
         Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
         Some(Cmd::Completions { shell }) => {
@@ -513,6 +533,13 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
 }
 
 fn emit(json: bool, fields: Map<String, Value>, text: &str) {
+    let (out, err) = render(json, fields, text);
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let _ = std::io::stderr().lock().write_all(err.as_bytes());
+}
+
+/// What a command's answer prints: on stdout, and on stderr.
+fn render(json: bool, fields: Map<String, Value>, text: &str) -> (String, String) {
     let warnings: Vec<String> = match fields.get("warnings") {
         Some(Value::Array(ws)) if !json => ws
             .iter()
@@ -521,19 +548,19 @@ fn emit(json: bool, fields: Map<String, Value>, text: &str) {
             .collect(),
         _ => Vec::new(),
     };
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = String::new();
     if json {
-        let _ = writeln!(stdout, "{}", answer_json(fields));
+        stdout = format!("{}\n", answer_json(fields));
     } else if !text.is_empty() {
         // Stored text in `text` is escaped where it is formatted; this is the backstop, so no
         // control character but a newline or tab ever reaches the terminal.
-        let _ = writeln!(stdout, "{}", crate::text::escape_keep_lines(text));
+        stdout = format!("{}\n", crate::text::escape_keep_lines(text));
     }
-    drop(stdout);
-    let mut stderr = std::io::stderr().lock();
-    for w in &warnings {
-        let _ = writeln!(stderr, "loopx: warning: {}", crate::text::escape(w));
-    }
+    let stderr = warnings
+        .iter()
+        .map(|w| format!("loopx: warning: {}\n", crate::text::escape(w)))
+        .collect();
+    (stdout, stderr)
 }
 
 /// A command's `--json` answer: `ok` first (true unless the command said otherwise), then its fields.

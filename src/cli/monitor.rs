@@ -211,6 +211,11 @@ fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
         timeout,
     };
     let p = crate::runtime::monitor::poll(store, who, ctx.now)?;
+    Ok(poll_out(p, timeout))
+}
+
+/// A poll's report, as text and JSON.
+pub(super) fn poll_out(p: crate::runtime::monitor::Poll, timeout: Dur) -> Out {
     let mut text = Vec::new();
     let mut skipped = Vec::new();
     for (id, why) in &p.skipped {
@@ -242,7 +247,7 @@ fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
     if let Some(Value::Object(m)) = out.json.remove("poll") {
         out.json = m;
     }
-    Ok(out.noted(p.owner_notes))
+    out.noted(p.owner_notes)
 }
 
 /// One check that ran: its JSON and its line.

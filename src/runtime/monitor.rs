@@ -10,6 +10,28 @@ use crate::kernel::{Dur, Error, Result, Snapshot, Todo, Ts, bounds};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{Store, StoreExt};
 
+/// A check's time limit within its bounds (1 s to 1 h), or exit 2.
+pub fn check_timeout(timeout: Dur) -> Result<()> {
+    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
+        return Err(Error::usage(format!(
+            "--timeout must be 1s to 1h, not {timeout}"
+        )));
+    }
+    Ok(())
+}
+
+/// The poll's report when nothing is due and no overdue mark waits to be journaled: a poll
+/// that would write nothing. `None` otherwise.
+pub fn quiet(snap: &Snapshot, now: Ts) -> Option<Poll> {
+    let mut report = Poll::default();
+    let due = plan(snap, now, &mut report);
+    if !due.is_empty() || !monitor::overdue_unnoted(snap, now).is_empty() {
+        return None;
+    }
+    report.owner_notes = snap.owner_notes.clone();
+    Some(report)
+}
+
 /// One check that ran.
 #[derive(Debug)]
 pub struct Checked {
@@ -81,23 +103,19 @@ pub struct Poller<'a> {
 /// each due check run outside the store's lock and recorded in its own transaction, as the
 /// poller's agent. Only one poll of a project runs checks at a time (the store's poll lock).
 pub fn poll(store: &dyn Store, who: Poller<'_>, now: Ts) -> Result<Poll> {
-    let (agent, timeout) = (who.agent, who.timeout);
-    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
-        return Err(Error::usage(format!(
-            "--timeout must be 1s to 1h, not {timeout}"
-        )));
-    }
+    let agent = who.agent;
+    check_timeout(who.timeout)?;
     let snap = store.load()?;
-    let mut report = Poll::default();
-    let due = plan(&snap, now, &mut report);
-    let unnoted = !monitor::overdue_unnoted(&snap, now).is_empty();
-    report.owner_notes = snap.owner_notes.clone();
-    if due.is_empty() && !unnoted {
+    if let Some(report) = quiet(&snap, now) {
         return Ok(report);
     }
     let Some(mut lock) = store.poll_lock()? else {
-        for id in &due {
-            report.skip(id, "another `monitor poll` is running");
+        let mut report = Poll {
+            owner_notes: snap.owner_notes.clone(),
+            ..Poll::default()
+        };
+        for id in plan(&snap, now, &mut report) {
+            report.skip(&id, "another `monitor poll` is running");
         }
         return Ok(report);
     };

@@ -121,7 +121,11 @@ impl FileStore {
     }
 
     /// Reads a todo file the cache did not have; `Ok(None)` when it is gone.
-    fn read_missed(&self, dir: &Path, stem: &str) -> std::result::Result<Option<Todo>, Problem> {
+    pub(super) fn read_missed(
+        &self,
+        dir: &Path,
+        stem: &str,
+    ) -> std::result::Result<Option<Todo>, Problem> {
         let path = dir.join(format!("{stem}.toml"));
         match fs::symlink_metadata(&path) {
             Ok(meta) => self.read_state::<Todo>(&path, stem, &meta),
@@ -195,7 +199,18 @@ impl FileStore {
     pub(super) fn load_files(&self, cache: Cache) -> Result<(Snapshot, Option<Refresh>)> {
         self.check_no_symlinks()?;
         let config = self.read_config()?;
-        let (todos, mut quarantined, refresh) = self.read_todos(cache)?;
+        let (todos, quarantined, refresh) = self.read_todos(cache)?;
+        Ok((self.assemble(config, todos, quarantined)?, refresh))
+    }
+
+    /// The snapshot around todos already read: the gates and their proofs, the quota, the
+    /// agents, and the state of archived todos that todos depend on.
+    pub(super) fn assemble(
+        &self,
+        config: crate::kernel::Config,
+        todos: BTreeMap<String, Todo>,
+        mut quarantined: BTreeMap<String, Problem>,
+    ) -> Result<Snapshot> {
         let mut gates = self.read_gates(&mut quarantined)?;
         let key = self.owner_pub()?;
         // One signature over owner.proofs stands for many decisions; a decision not listed
@@ -228,21 +243,18 @@ impl FileStore {
                 }
             }
         }
-        Ok((
-            Snapshot {
-                config,
-                todos,
-                gates,
-                quota,
-                archived,
-                quarantined,
-                owner_notes: Vec::new(),
-                seal: None,
-                unsealed: false,
-                agents,
-            },
-            refresh,
-        ))
+        Ok(Snapshot {
+            config,
+            todos,
+            gates,
+            quota,
+            archived,
+            quarantined,
+            owner_notes: Vec::new(),
+            seal: None,
+            unsealed: false,
+            agents,
+        })
     }
 
     /// Reads agents' own declarations (`agents/ID.toml`); a file that cannot be read is
