@@ -76,13 +76,6 @@ impl Ctx {
         })
     }
 
-    /// The store for an act of the owner's or an agent's: the same on both stores (on a
-    /// database, the owner's acts need the owner's role as well as the owner's key).
-    pub fn open_as(&self, owner: bool) -> Result<Box<dyn Store + Sync>> {
-        let _ = owner;
-        self.open()
-    }
-
     /// The project's files, for a command that works on them only (`hook`), or for the files'
     /// path of one that works on both; refused (exit 2) when a database was chosen, so nothing
     /// is written beside it.
