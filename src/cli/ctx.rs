@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::open::{self, Choice};
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, Watched};
 
 /// What every command gets: flags, identity, the clock.
 #[derive(Clone)]
@@ -61,19 +61,16 @@ impl Ctx {
 
     /// The store this command works on: the database chosen, or the project's files.
     pub fn open(&self) -> Result<Box<dyn Store + Sync>> {
+        Ok(self.open_board()?)
+    }
+
+    /// The store for the board: what [`Ctx::open`] opens, with what a face that stays open
+    /// asks of it (how it reloads, how it hears of changes).
+    pub fn open_board(&self) -> Result<Box<dyn Watched>> {
         match &self.store_url {
             Some(url) => open::connect(url, self.env()),
             None => Ok(Box::new(self.store()?)),
         }
-    }
-
-    /// The store for the board: what [`Ctx::open`] opens, with its kind known (the board reloads
-    /// files by path and watches them, and listens to a database).
-    pub fn open_board(&self) -> Result<crate::board::source::Source> {
-        Ok(match &self.store_url {
-            Some(url) => crate::store::pg::PgStore::new(url, self.env())?.into(),
-            None => self.store()?.into(),
-        })
     }
 
     /// The project's files, for a command that works on them only (`hook`), or for the files'

@@ -2,14 +2,16 @@
 
 pub mod core;
 pub mod files;
+pub mod live;
 pub mod open;
 pub mod pg;
 pub mod port;
 
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, owner, parse};
-pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view};
+pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view, watch};
 pub use fs::FileStore;
+pub use live::Watched;
 
 use std::path::{Path, PathBuf};
 
