@@ -1,6 +1,6 @@
 //! What every command gets (flags, identity, the clock), and the store it works on.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::open::{self, Choice};
@@ -71,6 +71,23 @@ impl Ctx {
             Some(url) => open::connect(url, self.env()),
             None => Ok(Box::new(self.store()?)),
         }
+    }
+
+    /// The store a new goal starts in (`start-goal`): the database chosen, or the files under
+    /// `project` (else `--dir`, else here), which must be an existing directory.
+    pub fn open_new(&self, project: Option<&Path>) -> Result<Box<dyn Store + Sync>> {
+        if let Some(url) = &self.store_url {
+            return Ok(open::connect(url, self.env())?);
+        }
+        let root = project
+            .or(self.dir.as_deref())
+            .unwrap_or_else(|| Path::new("."));
+        let root = self.cwd.join(root);
+        let root = root.canonicalize().map_err(|e| {
+            Error::usage(format!("{}: {e}", root.display()))
+                .hint("give --project an existing directory")
+        })?;
+        Ok(Box::new(FileStore::at(&root).with_env(self.env())))
     }
 
     /// The project's files, for a command that works on them only (`hook`), or for the files'

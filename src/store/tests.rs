@@ -72,6 +72,19 @@ impl Store for Fake {
         Err(Error::usage("a fake has no owner"))
     }
 
+    fn plan_goal(&self, _replace: bool) -> Result<GoalPlan> {
+        Err(Error::usage("a fake has no goal"))
+    }
+
+    fn start_goal(
+        &self,
+        _config: &Config,
+        _actor: &str,
+        _replacing: bool,
+    ) -> Result<Option<String>> {
+        Err(Error::usage("a fake has no goal"))
+    }
+
     fn place_of(&self, file: &str) -> String {
         file.to_string()
     }

@@ -2,9 +2,9 @@
 
 use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
-use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
+use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::core::Env;
-use crate::store::{Keep, Store, Transaction};
+use crate::store::{GoalPlan, Keep, Store, Transaction};
 
 impl Store for PgStore {
     fn env(&self) -> &Env {
@@ -17,6 +17,25 @@ impl Store for PgStore {
         replaced: Option<&crate::kernel::authority::OwnerPub>,
     ) -> Result<()> {
         PgStore::install_owner(self, key, replaced)
+    }
+
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
+        // No goal yet (or no schema: `create` says which): a replace starts the first, as on
+        // files. Without `replace`, `create` refuses a database that holds a goal.
+        let replacing = replace && !matches!(self.load(), Err(e) if e.code == Code::NotInitialized);
+        Ok(GoalPlan {
+            replacing,
+            at: ("store", self.shown_url()),
+            first: Some("`loopx owner init` (as the owner's login), then add todos"),
+        })
+    }
+
+    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
+        if replacing {
+            return self.replace(config, actor).map(Some);
+        }
+        self.create(config, actor)?;
+        Ok(None)
     }
 
     fn place_of(&self, file: &str) -> String {
