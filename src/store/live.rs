@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::kernel::{Result, Snapshot, Ts};
+use crate::kernel::{Event, Result, Snapshot, Ts};
 use crate::store::Store;
 
 /// What a feed of changes says.
@@ -100,4 +100,29 @@ pub trait Watched: Store + Sync {
     /// owner's key to seal new journal lines through (hand edits show against the seal);
     /// `None` when it needs no such seal (a database refuses agents the owner's rows).
     fn sealing(&self, now: Ts, wait: Duration) -> Option<Box<dyn Store + Sync>>;
+}
+
+/// A connection that hears of commits as they happen (a database's `LISTEN`).
+pub trait Listener {
+    /// Waits up to `wait` for commits: how many were heard (0: none); an error when the
+    /// connection failed.
+    fn notified(&mut self, wait: Duration) -> Result<usize>;
+
+    /// Checks that a quiet connection is still there (a cut cable says nothing).
+    fn alive(&mut self) -> Result<()>;
+}
+
+/// What `hook serve` follows: a store that hears of its commits as they happen
+/// ([`Store::followed`]).
+pub trait Followed: Store + Sync {
+    /// A connection of its own that hears of commits, holding the store's one `hook serve`
+    /// lock while it lasts (busy while another holds it; denied to an agent's login).
+    fn listen_alone(&self) -> Result<Box<dyn Listener>>;
+
+    /// At most `limit` journal lines after line `after`, oldest first, and the `seq` of the last
+    /// line read (`after` when there is none).
+    fn journal_page(&self, after: u64, limit: usize) -> Result<(Vec<Event>, u64)>;
+
+    /// The store as a hook's command is pointed at it (`LOOPX_STORE`).
+    fn url(&self) -> &str;
 }

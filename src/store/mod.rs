@@ -120,6 +120,10 @@ pub trait Store {
         replacing: bool,
     ) -> Result<Option<String>>;
 
+    /// The store `hook serve` follows; on files an error (exit 2): there, hooks fire when a
+    /// change commits.
+    fn followed(&self) -> Result<&dyn live::Followed>;
+
     /// Where a state file such as `owner.pub` is, as shown to the user.
     fn place_of(&self, file: &str) -> String;
 

@@ -85,6 +85,10 @@ impl Store for Fake {
         Err(Error::usage("a fake has no goal"))
     }
 
+    fn followed(&self) -> Result<&dyn live::Followed> {
+        Err(Error::usage("a fake serves no hooks"))
+    }
+
     fn place_of(&self, file: &str) -> String {
         file.to_string()
     }

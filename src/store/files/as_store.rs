@@ -9,6 +9,7 @@ use crate::kernel::roster::Seen;
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::cache::Cache;
 use crate::store::files::commit::FileTx;
+use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
 use crate::store::{
     FileStore, GoalPlan, Store, Transaction, atomic, evidence, journal, owner, parse,
@@ -49,6 +50,13 @@ impl Store for FileStore {
         // The old goal moves to history/ and the new one starts in one step.
         let to = self.replace(config, actor)?;
         Ok(Some(to.display().to_string()))
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Err(Error::usage(
+            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
+        )
+        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"))
     }
 
     fn place_of(&self, file: &str) -> String {

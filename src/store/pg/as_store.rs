@@ -4,6 +4,7 @@ use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::core::Env;
+use crate::store::live::Followed;
 use crate::store::{GoalPlan, Keep, Store, Transaction};
 
 impl Store for PgStore {
@@ -36,6 +37,10 @@ impl Store for PgStore {
         }
         self.create(config, actor)?;
         Ok(None)
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Ok(self)
     }
 
     fn place_of(&self, file: &str) -> String {
