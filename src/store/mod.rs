@@ -120,6 +120,13 @@ pub trait Store {
         replacing: bool,
     ) -> Result<Option<String>>;
 
+    /// `doctor`: what is wrong with the project, and with `fix` what was repaired first (a
+    /// database is changed only by its transactions: `fix` is refused there, exit 2).
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)>;
+
+    /// The worktrees live leases name, read as doctor reads (writing nothing).
+    fn live_worktrees(&self) -> Result<Vec<String>>;
+
     /// The store `hook serve` follows; on files an error (exit 2): there, hooks fire when a
     /// change commits.
     fn followed(&self) -> Result<&dyn live::Followed>;

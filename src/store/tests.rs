@@ -85,6 +85,14 @@ impl Store for Fake {
         Err(Error::usage("a fake has no goal"))
     }
 
+    fn doctor(&self, _fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        Ok((Vec::new(), Vec::new()))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
     fn followed(&self) -> Result<&dyn live::Followed> {
         Err(Error::usage("a fake serves no hooks"))
     }

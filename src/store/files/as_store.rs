@@ -12,7 +12,7 @@ use crate::store::files::commit::FileTx;
 use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
 use crate::store::{
-    FileStore, GoalPlan, Store, Transaction, atomic, evidence, journal, owner, parse,
+    FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
 };
 
 impl Store for FileStore {
@@ -50,6 +50,20 @@ impl Store for FileStore {
         // The old goal moves to history/ and the new one starts in one step.
         let to = self.replace(config, actor)?;
         Ok(Some(to.display().to_string()))
+    }
+
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        let now = self.env().now;
+        let fixed = if fix {
+            doctor::fix(self, now)?
+        } else {
+            Vec::new()
+        };
+        Ok((fixed, doctor::check_locked(self, now)?))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        doctor::live_worktrees(self, self.env().now)
     }
 
     fn followed(&self) -> Result<&dyn Followed> {

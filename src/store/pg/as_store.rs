@@ -5,7 +5,7 @@ use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::core::Env;
 use crate::store::live::Followed;
-use crate::store::{GoalPlan, Keep, Store, Transaction};
+use crate::store::{GoalPlan, Keep, Store, Transaction, doctor};
 
 impl Store for PgStore {
     fn env(&self) -> &Env {
@@ -37,6 +37,26 @@ impl Store for PgStore {
         }
         self.create(config, actor)?;
         Ok(None)
+    }
+
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        if fix {
+            return Err(Error::usage(
+                "doctor --fix repairs files; a database is changed only by its transactions",
+            )
+            .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
+        }
+        Ok((Vec::new(), doctor::check_db(self, self.env.now)?))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        let now = self.env.now;
+        let snap = self.load()?;
+        Ok(snap
+            .todos
+            .values()
+            .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
+            .collect())
     }
 
     fn followed(&self) -> Result<&dyn Followed> {
