@@ -12,9 +12,10 @@ use loopx::board::app::{App, AppEvent, Effect};
 use loopx::board::data::Loader;
 use loopx::board::theme::Theme;
 use loopx::board::view;
-use loopx::board::watcher::{self, Signal};
 use loopx::kernel::Ts;
 use loopx::store::FileStore;
+use loopx::store::live::Signal;
+use loopx::store::watch as watcher;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -167,7 +168,7 @@ fn main() {
     );
     let rss_before = rss_kb("VmRSS:");
     let store = FileStore::at(&root);
-    let mut loader = Loader::new(store.clone());
+    let mut loader = Loader::new(Box::new(store.clone()));
 
     let mut full = Vec::new();
     for _ in 0..3 {
@@ -236,7 +237,10 @@ fn main() {
     // Watcher latency: an atomic write by "another process" until the reload is applied.
     let (tx, rx) = mpsc::channel::<Signal>();
     let dir = root.join(".loopx");
-    let _w = watcher::watch_channel(&dir, tx, |s| s).unwrap();
+    let _w = watcher::watch(&dir, move |s| {
+        let _ = tx.send(s);
+    })
+    .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let mut lat = Vec::new();
     for k in 0..20 {

@@ -7,7 +7,7 @@ mod common;
 
 use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
-use loopx::board::data::{Delta, DoneItem, Target, classify};
+use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
 use loopx::board::keymap::{self, Action, KEYMAP, Scope};
 use loopx::board::panes;
@@ -16,6 +16,8 @@ use loopx::board::view::{self, ViewModel};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
 };
+use loopx::store::live::Target;
+use loopx::store::watch::classify;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
@@ -1093,7 +1095,7 @@ fn themes_name_every_role() {
 
 #[test]
 fn watcher_ignores_access_events_and_temp_files() {
-    use loopx::board::watcher::relevant;
+    use loopx::store::watch::relevant;
     use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind};
     let dir = Path::new("/p/.loopx");
     let todo = dir.join("todos/t-aaaaa1.toml");
@@ -1146,7 +1148,7 @@ fn poller_sees_changes() {
     let dir = d.join(".loopx");
     std::fs::create_dir_all(dir.join("todos")).unwrap();
     std::fs::write(dir.join("journal.jsonl"), "").unwrap();
-    let mut p = loopx::board::watcher::Poller::new(&dir);
+    let mut p = loopx::store::watch::Poller::new(&dir);
     assert!(p.scan().is_empty());
     std::fs::write(dir.join("todos/t-aaaaa1.toml"), "x").unwrap();
     std::fs::write(dir.join("todos/.t-aaaaa1.toml.tmp-1-2"), "x").unwrap();

@@ -55,7 +55,7 @@ fn project_with_key(tag: &str) -> Project {
 /// A board on a project, loaded once.
 fn board(p: &Project, now: Ts) -> (Loader, App) {
     let store = keyed(p);
-    let mut loader = Loader::new(store.clone());
+    let mut loader = Loader::new(Box::new(store.clone()));
     let mut app = App::new("test", Theme::dark(), false, now);
     app.size = (120, 40);
     app.owner = Owner::detect(&store);

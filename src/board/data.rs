@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::board::source::Source;
 use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
-use crate::store::view::View;
-use crate::store::{Store, atomic};
+use crate::store::live::{Loaded, Target, Watched};
 
 /// How many journal events the board keeps for the activity feed and the Done column.
 pub const JOURNAL_TAIL: usize = 400;
@@ -57,9 +55,8 @@ pub struct Delta {
 
 /// Reads the store for the board; keeps the files' values of the last load (the base of the next
 /// per-file reload) and a cache of archived titles for the Done column.
-#[derive(Debug)]
 pub struct Loader {
-    source: Source,
+    store: Box<dyn Watched>,
     /// The last good load's files' values, before the owner's seal; `None` after a failed load
     /// (the next change loads everything again). Always `None` on a database.
     raw: Option<Snapshot>,
@@ -68,63 +65,11 @@ pub struct Loader {
     journal_seq: Option<u64>,
 }
 
-/// What one changed path means to the board.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// `loopx.toml`.
-    Config,
-    /// `quota.toml`.
-    Quota,
-    /// `journal.jsonl`.
-    Journal,
-    /// `todos/ID.toml`.
-    Todo(String),
-    /// `archive/ID.toml`.
-    Archive(String),
-    /// `gates/ID.toml`.
-    Gate(String),
-    /// `evidence/ID.jsonl`.
-    Evidence(String),
-    /// The owner's files (`owner.pub`, `owner.seal`, `owner.proofs`), or a directory itself
-    /// (created or removed): reload it all.
-    Everything,
-    /// Not state: the lock, temp files, STATE.md, history.
-    Ignore,
-}
-
-/// What a path under `.loopx/` is, for the watcher and the loader.
-pub fn classify(dir: &Path, path: &Path) -> Target {
-    let Ok(rel) = path.strip_prefix(dir) else {
-        return Target::Ignore;
-    };
-    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
-    let stem = |name: &str, ext: &str| {
-        name.strip_suffix(ext)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    match parts.as_slice() {
-        [] => Target::Everything,
-        [name] if atomic::is_temp_name(name) || name.starts_with('.') => Target::Ignore,
-        ["loopx.toml"] => Target::Config,
-        ["owner.pub" | "owner.seal" | "owner.proofs"] => Target::Everything,
-        ["quota.toml"] => Target::Quota,
-        ["journal.jsonl"] => Target::Journal,
-        ["todos" | "gates" | "archive" | "evidence"] => Target::Everything,
-        [_, name] if atomic::is_temp_name(name) || name.starts_with('.') => Target::Ignore,
-        ["todos", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Todo),
-        ["archive", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Archive),
-        ["gates", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Gate),
-        ["evidence", name] => stem(name, ".jsonl").map_or(Target::Ignore, Target::Evidence),
-        _ => Target::Ignore,
-    }
-}
-
 impl Loader {
-    /// A loader over a store (a [`FileStore`](crate::store::FileStore) or a database).
-    pub fn new(source: impl Into<Source>) -> Loader {
+    /// A loader over a store (the files or a database).
+    pub fn new(store: Box<dyn Watched>) -> Loader {
         Loader {
-            source: source.into(),
+            store,
             raw: None,
             archive_cache: HashMap::new(),
             journal_seq: None,
@@ -132,8 +77,8 @@ impl Loader {
     }
 
     /// The store read.
-    pub fn source(&self) -> &Source {
-        &self.source
+    pub fn store(&self) -> &dyn Watched {
+        self.store.as_ref()
     }
 
     /// Reads everything (on files, through the store's tolerant load); a load that fails is a
@@ -143,23 +88,17 @@ impl Loader {
             at: now,
             ..Delta::default()
         };
-        let r = match &self.source {
-            Source::Files(f) => f.load_view().map(|v| (Some(v.raw), v.snap)),
-            Source::Db(db) => db.load().map(|snap| (None, snap)),
-        };
+        let r = self.store.load_live();
         self.take(r, &mut d);
         self.journal_into(&mut d);
         d
     }
 
-    /// Reads only what these paths name, through the file store's reload; a directory event, the
-    /// owner's files, a failed load before, or a database (no paths) fall back to a full load.
+    /// Reads only what these paths name, through the store's reload; a directory event, the
+    /// owner's files, a failed load before, or no paths (a database's) fall back to a full load.
     pub fn changed(&mut self, paths: &[PathBuf], now: Ts) -> Delta {
-        let Some(files) = self.source.files() else {
-            return self.full(now);
-        };
-        let targets: Vec<Target> = paths.iter().map(|p| classify(files.dir(), p)).collect();
-        if self.raw.is_none() || targets.contains(&Target::Everything) {
+        let targets: Vec<Target> = paths.iter().map(|p| self.store.target(p)).collect();
+        if paths.is_empty() || self.raw.is_none() || targets.contains(&Target::Everything) {
             return self.full(now);
         }
         let mut d = Delta {
@@ -185,11 +124,8 @@ impl Loader {
         }
         if !state.is_empty()
             && let Some(raw) = self.raw.take()
-            && let Some(files) = self.source.files()
         {
-            let r = files
-                .reload(raw, &state)
-                .map(|v: View| (Some(v.raw), v.snap));
+            let r = self.store.reload_live(raw, &state);
             self.take(r, &mut d);
         }
         if targets.contains(&Target::Journal) {
@@ -200,7 +136,7 @@ impl Loader {
 
     /// Keeps a load's result (the files' values, and the snapshot): the new state, or the
     /// problem (and a full load next time).
-    fn take(&mut self, r: crate::kernel::Result<(Option<Snapshot>, Snapshot)>, d: &mut Delta) {
+    fn take(&mut self, r: crate::kernel::Result<Loaded>, d: &mut Delta) {
         match r {
             Ok((raw, snap)) => {
                 self.raw = raw;
@@ -208,7 +144,7 @@ impl Loader {
             }
             Err(e) => {
                 self.raw = None;
-                d.problems.push(Problem::of(&e, &self.source.whole()));
+                d.problems.push(Problem::of(&e, &self.store.whole()));
             }
         }
     }
@@ -216,10 +152,9 @@ impl Loader {
     /// The last evidence entries of a todo, newest first.
     pub fn evidence(&self, id: &str) -> Result<Vec<Evidence>, Problem> {
         let mut v = self
-            .source
-            .store()
+            .store
             .evidence_tail(id, EVIDENCE_TAIL)
-            .map_err(|e| Problem::of(&e, &self.source.evidence_name(id)))?;
+            .map_err(|e| Problem::of(&e, &self.store.evidence_name(id)))?;
         v.reverse();
         Ok(v)
     }
@@ -229,8 +164,7 @@ impl Loader {
             return c.clone();
         }
         let v = self
-            .source
-            .store()
+            .store
             .archived_todo(id)
             .ok()
             .flatten()
@@ -240,9 +174,9 @@ impl Loader {
     }
 
     fn journal_into(&mut self, d: &mut Delta) {
-        match self.source.store().journal_tail(JOURNAL_TAIL) {
+        match self.store.journal_tail(JOURNAL_TAIL) {
             Ok(events) => {
-                if self.source.files().is_none() {
+                if self.store.evidence_by_journal() {
                     // No evidence events on a database: the todos its new lines name.
                     self.new_targets(&events, &mut d.evidence_changed);
                 }
@@ -308,7 +242,7 @@ impl Loader {
         if !done.iter().any(checked) {
             return;
         }
-        let root = self.source.store().local_root().map(Path::to_path_buf);
+        let root = self.store.local_root().map(Path::to_path_buf);
         let head = root.and_then(|r| crate::runtime::git::head(&r).ok().flatten());
         for d in done.iter_mut() {
             if let Some((tier, s)) = d.proof.as_mut() {

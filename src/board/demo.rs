@@ -287,7 +287,7 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
         Ok(())
     } else if interactive {
         crate::board::run(
-            store.clone(),
+            Box::new(store.clone()),
             crate::board::Options {
                 readonly: false,
                 poll: false,

@@ -8,18 +8,14 @@ pub mod data;
 pub mod demo;
 pub mod derive;
 pub mod edit;
-pub mod feed;
 pub mod keymap;
 pub mod layout;
-pub mod listen;
 pub mod notify;
 pub mod panes;
 pub mod sealer;
-pub mod source;
 pub mod term;
 pub mod theme;
 pub mod view;
-pub mod watcher;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,12 +27,10 @@ use ratatui::crossterm::event::Event as TermEvent;
 use crate::board::actions::Owner;
 use crate::board::app::{App, AppEvent, Effect, Live};
 use crate::board::data::Loader;
-use crate::board::feed::Feed;
-use crate::board::source::Source;
 use crate::board::theme::Theme;
-use crate::board::watcher::Signal;
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Code, Dur, Error, Result, Ts};
+use crate::store::live::{Feed, Signal, Watched};
 
 /// How the board is opened.
 #[derive(Debug, Clone, Default)]
@@ -74,12 +68,12 @@ pub fn choose_theme(flag: Option<&str>, config_theme: Option<&str>) -> Result<Th
 }
 
 /// Opens the board on a store (the files, or a database) until the operator quits.
-pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
+pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::usage("the board needs a terminal")
             .hint("use `loopx status` for a text summary"));
     }
-    let (mut loader, mut app, mut pending) = start(source, &opts)?;
+    let (mut loader, mut app, mut pending) = start(store, &opts)?;
 
     let mut term = term::Term::enter()
         .map_err(|e| Error::new(Code::Io, format!("cannot set up the terminal: {e}")))?;
@@ -88,9 +82,10 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
     }
     let (tx, rx) = mpsc::channel::<Msg>();
     read_input(tx.clone())?;
-    let (mut feed, live) = Feed::start(loader.source(), opts.poll, tx, Msg::Watch)?;
-    if let Some(l) = live {
-        app.on_event(AppEvent::Live(l));
+    let sink = Box::new(move |s| tx.send(Msg::Watch(s)).is_ok());
+    let (mut feed, polling) = loader.store().watch(opts.poll, sink)?;
+    if let Some(why) = polling {
+        app.on_event(AppEvent::Live(Live::Polling(why)));
     }
 
     let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
@@ -130,18 +125,16 @@ pub fn run(source: impl Into<Source>, opts: Options) -> Result<()> {
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + tick;
             pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
-            if let Some(files) = loader.source().files() {
-                // The seal shows hand edits of the files; a database needs none.
-                sealer.tick(files, &mut app, Ts::now());
-            }
+            // The seal shows hand edits of the files; a database needs none.
+            sealer.tick(loader.store(), &mut app, Ts::now());
             dirty = true;
-            let (polled, live) = feed.tick();
+            let (polled, polling) = feed.tick();
             news.note(polled);
-            if let Some(l) = live {
-                app.on_event(AppEvent::Live(l));
+            if let Some(why) = polling {
+                app.on_event(AppEvent::Live(Live::Polling(why)));
             }
         }
-        news.rescan |= feed.fallback(&app.live);
+        news.rescan |= matches!(app.live, Live::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
             let d = load(&news, &mut feed, &mut loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
@@ -162,8 +155,8 @@ fn read_input(tx: mpsc::Sender<Msg>) -> Result<()> {
 }
 
 /// The first load, and the board over it with its theme and owner.
-fn start(source: impl Into<Source>, opts: &Options) -> Result<(Loader, App, Vec<Effect>)> {
-    let mut loader = Loader::new(source);
+fn start(store: Box<dyn Watched>, opts: &Options) -> Result<(Loader, App, Vec<Effect>)> {
+    let mut loader = Loader::new(store);
     let first = loader.full(Ts::now());
     let cfg_theme = first
         .full
@@ -173,14 +166,14 @@ fn start(source: impl Into<Source>, opts: &Options) -> Result<(Loader, App, Vec<
         .and_then(|t| t.as_str())
         .map(str::to_string);
     let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
-    let mut app = App::new(loader.source().name(), theme, opts.readonly, Ts::now());
-    app.owner = Owner::detect(loader.source().store());
+    let mut app = App::new(loader.store().name(), theme, opts.readonly, Ts::now());
+    app.owner = Owner::detect(loader.store());
     let pending = app.on_event(AppEvent::Loaded(first));
     Ok((loader, app, pending))
 }
 
 /// What the round's news asks to read: everything again, or the changed files.
-fn load(news: &News, feed: &mut Feed, loader: &mut Loader) -> crate::board::data::Delta {
+fn load(news: &News, feed: &mut Box<dyn Feed>, loader: &mut Loader) -> crate::board::data::Delta {
     if news.rescan {
         loader.full(Ts::now())
     } else {
@@ -254,8 +247,8 @@ fn perform(
         Effect::Title(t) => term.title(&t),
         Effect::Copy(text) => term.copy(&text),
         Effect::Edit(file) => {
-            let r = match loader.source().files() {
-                Some(f) => edit::run(term, f.root(), &file),
+            let r = match loader.store().local_root() {
+                Some(root) => edit::run(term, root, &file),
                 None => Err(format!(
                     "not opening {file}: the project is in a database, not in files"
                 )),
@@ -275,10 +268,10 @@ fn perform(
         Effect::Perform(a) => {
             // The key may have been created since the board started.
             if !app.owner.verified {
-                app.owner = Owner::detect(loader.source().store());
+                app.owner = Owner::detect(loader.store());
             }
             let r =
-                actions::perform(loader.source().store(), &app.owner, &a, Ts::now()).map_err(|e| {
+                actions::perform(loader.store(), &app.owner, &a, Ts::now()).map_err(|e| {
                     match e.hint {
                         Some(h) => format!("{} ({h})", e.message),
                         None => e.message,

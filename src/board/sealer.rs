@@ -1,7 +1,7 @@
-//! The board's seal: a board on files that holds the owner's key seals new journal lines (hand
-//! edits of `.loopx/` show against it), at most once a minute, on its tick, as one small owner
-//! transaction (`ops::seal` through `StoreExt::mutate`). A database needs none: it refuses
-//! agents the owner's rows.
+//! The board's seal: a board that holds the owner's key seals new journal lines (hand edits of
+//! `.loopx/` show against it), at most once a minute, on its tick, as one small owner
+//! transaction (`ops::seal` through `StoreExt::mutate`), when the store asks for it
+//! (`Watched::sealing`). A database needs none: it refuses agents the owner's rows.
 
 use std::time::Duration;
 
@@ -10,8 +10,7 @@ use crate::board::app::{App, AppEvent};
 use crate::kernel::ops::{self, Change};
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Dur, Event, Result, Snapshot, Ts};
-use crate::store::fs::Env;
-use crate::store::{FileStore, StoreExt};
+use crate::store::{Store, StoreExt, Watched};
 
 /// How long a seal waits for the lock before it tries again on a later tick.
 const LOCK_WAIT: Duration = Duration::from_millis(200);
@@ -83,10 +82,14 @@ impl Sealer {
 
     /// On a tick: seals when due. A failure is said once in the status bar; without the key the
     /// board looks for it again once every `every`. True when the screen changed.
-    pub fn tick(&mut self, store: &FileStore, app: &mut App, now: Ts) -> bool {
+    pub fn tick(&mut self, store: &dyn Watched, app: &mut App, now: Ts) -> bool {
         if app.readonly {
             return false;
         }
+        let Some(sealing) = store.sealing(now, LOCK_WAIT) else {
+            return false;
+        };
+        let store = sealing.as_ref();
         if !app.owner.verified {
             if self.checked.is_some_and(|t| now.since(t) < self.every) {
                 return false;
@@ -126,12 +129,7 @@ impl Sealer {
 
 /// Seals the journal as the owner if the fresh snapshot's seal still leaves `unsealed` out;
 /// true when it did.
-pub fn seal_now(store: &FileStore, unsealed: u64, now: Ts) -> Result<bool> {
-    let store = store.clone().with_env(Env {
-        now,
-        lock_wait: LOCK_WAIT,
-        ..store.env().clone()
-    });
+pub fn seal_now(store: &(dyn Store + Sync), unsealed: u64, now: Ts) -> Result<bool> {
     store.mutate(|s| match sealed_seq(s) {
         Some(sealed) if sealed < unsealed => {
             let (c, _) = ops::seal(s, ops::OWNER, now, false)?;

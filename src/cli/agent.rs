@@ -71,7 +71,7 @@ fn parse_slots(s: &str) -> std::result::Result<Slots, String> {
 
 /// Runs `agent ...`.
 pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
-    let store = ctx.open_as(matches!(c, AgentCmd::Fix { .. }))?;
+    let store = ctx.open()?;
     let now = ctx.now;
     match c {
         AgentCmd::Set { capability, clear } => {

@@ -1,10 +1,10 @@
 //! What every command gets (flags, identity, the clock), and the store it works on.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::open::{self, Choice};
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, Store, Watched};
 
 /// What every command gets: flags, identity, the clock.
 #[derive(Clone)]
@@ -61,26 +61,33 @@ impl Ctx {
 
     /// The store this command works on: the database chosen, or the project's files.
     pub fn open(&self) -> Result<Box<dyn Store + Sync>> {
+        Ok(self.open_board()?)
+    }
+
+    /// The store for the board: what [`Ctx::open`] opens, with what a face that stays open
+    /// asks of it (how it reloads, how it hears of changes).
+    pub fn open_board(&self) -> Result<Box<dyn Watched>> {
         match &self.store_url {
             Some(url) => open::connect(url, self.env()),
             None => Ok(Box::new(self.store()?)),
         }
     }
 
-    /// The store for the board: what [`Ctx::open`] opens, with its kind known (the board reloads
-    /// files by path and watches them, and listens to a database).
-    pub fn open_board(&self) -> Result<crate::board::source::Source> {
-        Ok(match &self.store_url {
-            Some(url) => crate::store::pg::PgStore::new(url, self.env())?.into(),
-            None => self.store()?.into(),
-        })
-    }
-
-    /// The store for an act of the owner's or an agent's: the same on both stores (on a
-    /// database, the owner's acts need the owner's role as well as the owner's key).
-    pub fn open_as(&self, owner: bool) -> Result<Box<dyn Store + Sync>> {
-        let _ = owner;
-        self.open()
+    /// The store a new goal starts in (`start-goal`): the database chosen, or the files under
+    /// `project` (else `--dir`, else here), which must be an existing directory.
+    pub fn open_new(&self, project: Option<&Path>) -> Result<Box<dyn Store + Sync>> {
+        if let Some(url) = &self.store_url {
+            return Ok(open::connect(url, self.env())?);
+        }
+        let root = project
+            .or(self.dir.as_deref())
+            .unwrap_or_else(|| Path::new("."));
+        let root = self.cwd.join(root);
+        let root = root.canonicalize().map_err(|e| {
+            Error::usage(format!("{}: {e}", root.display()))
+                .hint("give --project an existing directory")
+        })?;
+        Ok(Box::new(FileStore::at(&root).with_env(self.env())))
     }
 
     /// The project's files, for a command that works on them only (`hook`), or for the files'

@@ -4,34 +4,15 @@ use serde_json::json;
 
 use super::{Ctx, Out, to_json};
 use crate::kernel::Result;
+use crate::store::Store;
 use crate::store::doctor::{self, Severity};
 use crate::text::escape as esc;
 
 /// `doctor [--fix]`.
 pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
-    let (fixed, findings) = match &ctx.store_url {
-        Some(url) => {
-            if fix {
-                return Err(crate::kernel::Error::usage(
-                    "doctor --fix repairs files; a database is changed only by its transactions",
-                )
-                .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
-            }
-            let db = crate::store::pg::PgStore::new(url, ctx.env())?;
-            (Vec::new(), doctor::check_db(&db, ctx.now)?)
-        }
-        None => {
-            let store = ctx.store()?;
-            let fixed = if fix {
-                doctor::fix(&store, ctx.now)?
-            } else {
-                Vec::new()
-            };
-            (fixed, doctor::check_locked(&store, ctx.now)?)
-        }
-    };
-    let mut findings = findings;
-    findings.extend(worktree_findings(ctx));
+    let store = ctx.open()?;
+    let (fixed, mut findings) = store.doctor(fix)?;
+    findings.extend(worktree_findings(ctx, store.as_ref()));
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
@@ -77,30 +58,12 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
 }
 
 /// Orphaned worktrees (no live lease names them), as warnings; nothing when the leases cannot
-/// be read (doctor names why already). Reads only: the files as doctor reads them.
-fn worktree_findings(ctx: &Ctx) -> Vec<doctor::Finding> {
-    let read = || -> crate::kernel::Result<(std::path::PathBuf, Vec<String>)> {
-        match &ctx.store_url {
-            Some(url) => {
-                let db = crate::store::pg::PgStore::new(url, ctx.env())?;
-                let snap = crate::store::Store::load(&db)?;
-                let live = snap
-                    .todos
-                    .values()
-                    .filter_map(|t| t.live_lease(ctx.now).and_then(|l| l.worktree.clone()))
-                    .collect();
-                Ok((ctx.work_dir(&db), live))
-            }
-            None => {
-                let s = ctx.store()?;
-                let live = doctor::live_worktrees(&s, ctx.now)?;
-                Ok((s.root().to_path_buf(), live))
-            }
-        }
-    };
-    let Ok((root, live)) = read() else {
+/// be read (doctor names why already). Reads only: as doctor reads.
+fn worktree_findings(ctx: &Ctx, store: &dyn Store) -> Vec<doctor::Finding> {
+    let Ok(live) = store.live_worktrees() else {
         return Vec::new();
     };
+    let root = ctx.work_dir(store);
     crate::runtime::worktree::orphans(&root, &live)
         .into_iter()
         .map(|o| doctor::Finding {

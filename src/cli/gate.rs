@@ -194,12 +194,9 @@ fn action_of(
 
 /// Runs `gate ...`.
 pub fn run(ctx: &Ctx, c: GateCmd) -> Result<Out> {
-    // Deciding is the owner's act: the owner's key, and on a database the owner's login.
-    let decides = !matches!(
-        c,
-        GateCmd::Open { .. } | GateCmd::List { .. } | GateCmd::Show { .. }
-    );
-    let opened = ctx.open_as(decides)?;
+    // Deciding is the owner's act: the owner's key, and on a database the owner's login (the
+    // database checks it).
+    let opened = ctx.open()?;
     let store: &dyn Store = &*opened;
     let decision = |status, option, reason, sha| ops::Decision {
         status,

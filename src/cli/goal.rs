@@ -10,11 +10,8 @@ use super::{Ctx, Out, to_json};
 use crate::kernel::bounds;
 use crate::kernel::id::Kind;
 use crate::kernel::ops::{self, NewTodo};
-use crate::kernel::{
-    Config, Error, Extra, Goal, GoalStatus, LeasePolicy, Priority, QuotaPolicy, Result,
-    SCHEMA_VERSION,
-};
-use crate::store::{FileStore, Store, StoreExt};
+use crate::kernel::{Config, Error, GoalStatus, Priority, Result};
+use crate::store::{GoalPlan, StoreExt};
 use crate::text::escape as esc;
 
 /// `start-goal`.
@@ -83,8 +80,38 @@ fn ask(prompt: &str) -> Option<String> {
     (!t.is_empty()).then(|| t.to_string())
 }
 
-/// Creates `.loopx/`.
+/// Starts the goal: `.loopx/`, or the database chosen (`--replace`: the old goal to history).
 pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
+    check_start(&a)?;
+    let store = ctx.open_new(a.project.as_deref())?;
+    let plan = store.plan_goal(a.replace)?;
+    // A store with a first step of its own (a database's owner key) asks no questions.
+    let guided_tty = a.guided && plan.first.is_none() && super::interactive() && !ctx.json;
+    let mut config = Config::new(&goal_id()?, &a.goal_text, ctx.now);
+    config.goal.success_criteria = a.success.clone();
+    let first = if guided_tty {
+        ask_guided(&mut config)?
+    } else {
+        Vec::new()
+    };
+    bounds::usage(bounds::check_config(&config))?;
+    let replaced = store.start_goal(&config, &ctx.agent, plan.replacing)?;
+    let mut added = Vec::new();
+    for (priority, title) in first {
+        let id = store.fresh_id(Kind::Todo)?;
+        let new = NewTodo {
+            priority,
+            ..NewTodo::new(id, title)
+        };
+        let t = store.mutate(|snap| ops::add_todo(snap, &ctx.agent, ctx.now, new.clone()))?;
+        added.push(t.id);
+    }
+    let next_steps = a.guided && !guided_tty;
+    Ok(started(&config, &plan, replaced, added, next_steps))
+}
+
+/// Refuses an empty or too long objective or success criterion (exit 2).
+fn check_start(a: &StartGoal) -> Result<()> {
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
@@ -97,102 +124,54 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     for s in &a.success {
         bounds::usage(bounds::text("--success", s, bounds::TITLE_MAX))?;
     }
-    if let Some(url) = &ctx.store_url {
-        return start_on_db(ctx, url, &a);
+    Ok(())
+}
+
+/// `start-goal --guided` on a terminal: more success criteria, the quota's turns and the first
+/// todos, asked one a line.
+fn ask_guided(config: &mut Config) -> Result<Vec<(Priority, String)>> {
+    eprintln!("Objective: {}", config.goal.objective);
+    eprintln!("Success criteria, one a line (empty line to finish):");
+    while let Some(s) = ask("  - ") {
+        config.goal.success_criteria.push(s);
     }
-    let root = a
-        .project
-        .or_else(|| ctx.dir.clone())
-        .unwrap_or_else(|| PathBuf::from("."));
-    let root = if root.is_absolute() {
-        root
-    } else {
-        ctx.cwd.join(root)
-    };
-    let root = root.canonicalize().map_err(|e| {
-        Error::usage(format!("{}: {e}", root.display()))
-            .hint("give --project an existing directory")
-    })?;
-    let store = FileStore::at(&root).with_env(ctx.env());
-    let mut replaced = None;
-    let replacing = store.exists();
-    if replacing && !a.replace {
-        return Err(Error::new(
-            crate::kernel::Code::GoalExists,
-            format!("{} already holds a goal", root.join(".loopx").display()),
-        )
-        .hint("see it with `loopx goal show`, or replace it with `loopx start-goal --replace`"));
+    let quota = &mut config.quota;
+    if let Some(s) = ask(&format!(
+        "Turns per {} window [{}]: ",
+        quota.window, quota.slots
+    )) {
+        quota.slots = s
+            .parse()
+            .map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
     }
-    let guided_tty = a.guided && super::interactive() && !ctx.json;
-    let mut success = a.success.clone();
-    let mut quota = QuotaPolicy::default();
-    let mut first: Vec<(Priority, String)> = Vec::new();
-    if guided_tty {
-        eprintln!("Objective: {}", a.goal_text.trim());
-        eprintln!("Success criteria, one a line (empty line to finish):");
-        while let Some(s) = ask("  - ") {
-            success.push(s);
-        }
-        if let Some(s) = ask(&format!(
-            "Turns per {} window [{}]: ",
-            quota.window, quota.slots
-        )) {
-            quota.slots = s
-                .parse()
-                .map_err(|_| Error::usage(format!("`{s}` is not a number of turns")))?;
-        }
-        eprintln!("First todos, one a line, a priority first if you like (P1 Write the harness);");
-        eprintln!("an empty line to finish:");
-        while let Some(s) = ask("  - ") {
-            first.push(todo_line(&s));
-        }
+    eprintln!("First todos, one a line, a priority first if you like (P1 Write the harness);");
+    eprintln!("an empty line to finish:");
+    let mut first = Vec::new();
+    while let Some(s) = ask("  - ") {
+        first.push(todo_line(&s));
     }
-    let now = ctx.now;
-    let config = Config {
-        schema_version: SCHEMA_VERSION,
-        goal: Goal {
-            id: goal_id()?,
-            objective: a.goal_text.trim().to_string(),
-            success_criteria: success,
-            status: GoalStatus::Active,
-            created_at: now,
-            updated_at: now,
-            reason: None,
-            extra: Extra::new(),
-        },
-        quota,
-        lease: LeasePolicy::default(),
-        agents: Default::default(),
-        hooks: Default::default(),
-        done: Default::default(),
-        breaker: Default::default(),
-        extra: Extra::new(),
-    };
-    bounds::usage(bounds::check_config(&config))?;
-    if replacing {
-        // The old goal moves to history/ and the new one starts in one step.
-        replaced = Some(store.replace(&config, &ctx.agent)?);
-    } else {
-        store.create(&config, &ctx.agent)?;
-    }
-    let mut added = Vec::new();
-    for (priority, title) in first {
-        let id = store.fresh_id(Kind::Todo)?;
-        let new = NewTodo {
-            priority,
-            ..NewTodo::new(id, title)
-        };
-        let t = store.mutate(|snap| ops::add_todo(snap, &ctx.agent, now, new.clone()))?;
-        added.push(t.id);
-    }
+    Ok(first)
+}
+
+/// What `start-goal` answers: where the goal started, where the old one went, and what comes
+/// next (the store's own first step, else the agent's commands when `next_steps`).
+fn started(
+    config: &Config,
+    plan: &GoalPlan,
+    replaced: Option<String>,
+    added: Vec<String>,
+    next_steps: bool,
+) -> Out {
+    let (field, at) = &plan.at;
     let mut text = format!(
-        "started {} in {}\n  objective: {}",
+        "started {} in {at}\n  objective: {}",
         config.goal.id,
-        store.dir().display(),
         esc(&config.goal.objective)
     );
-    if let Some(h) = &replaced {
-        text.push_str(&format!("\n  the old goal moved to {}", h.display()));
+    match (&replaced, plan.first) {
+        (Some(h), _) => text.push_str(&format!("\n  the old goal moved to {h}")),
+        (None, Some(step)) => text.push_str(&format!("\nnext: {step}")),
+        (None, None) => {}
     }
     let next = [
         "loopx todo add \"first step\" --priority P1",
@@ -202,7 +181,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
         "loopx quota spend-slot",
         "loopx refresh-state",
     ];
-    if a.guided && !guided_tty {
+    if next_steps && plan.first.is_none() {
         text.push_str("\nnext, run:");
         for n in next {
             text.push_str(&format!("\n  {n}"));
@@ -210,11 +189,14 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     } else if !added.is_empty() {
         text.push_str(&format!("\n  added {}", added.join(", ")));
     }
-    Ok(Out::new("goal", to_json(&config.goal), text)
-        .with("dir", json!(store.dir()))
+    let out = Out::new("goal", to_json(&config.goal), text)
+        .with(field, json!(at))
         .with("todos", json!(added))
-        .with("next", json!(next))
-        .with("replaced", json!(replaced)))
+        .with("replaced", json!(replaced));
+    match plan.first {
+        None => out.with("next", json!(next)),
+        Some(_) => out,
+    }
 }
 
 /// A first todo typed at the guided prompt: `P1 Write the harness` is a P1 todo titled `Write the
@@ -232,44 +214,11 @@ fn todo_line(line: &str) -> (Priority, String) {
     (Priority::P2, line.to_string())
 }
 
-/// `start-goal` on a database (the owner's login): the goal and its first line, no questions.
-/// `--replace` keeps the old goal in the database's history and starts the new one, in one
-/// transaction; without it, a database that holds a goal is refused (exit 4).
-fn start_on_db(ctx: &Ctx, url: &str, a: &StartGoal) -> Result<Out> {
-    let mut config = Config::new(&goal_id()?, a.goal_text.trim(), ctx.now);
-    config.goal.success_criteria = a.success.clone();
-    bounds::usage(bounds::check_config(&config))?;
-    let db = crate::store::pg::PgStore::new(url, ctx.env())?;
-    // No goal yet (or no schema: `create` says which): a replace starts the first, as on files.
-    let replacing =
-        a.replace && !matches!(db.load(), Err(e) if e.code == crate::kernel::Code::NotInitialized);
-    let replaced = if replacing {
-        Some(db.replace(&config, &ctx.agent)?)
-    } else {
-        db.create(&config, &ctx.agent)?;
-        None
-    };
-    let shown = crate::store::pg::redact(url);
-    let mut text = format!(
-        "started {} in {shown}\n  objective: {}",
-        config.goal.id,
-        esc(&config.goal.objective)
-    );
-    match &replaced {
-        Some(h) => text.push_str(&format!("\n  the old goal moved to {h}")),
-        None => text.push_str("\nnext: `loopx owner init` (as the owner's login), then add todos"),
-    }
-    Ok(Out::new("goal", to_json(&config.goal), text)
-        .with("store", json!(shown))
-        .with("todos", json!([]))
-        .with("replaced", json!(replaced)))
-}
-
 /// Runs `goal ...`.
 pub fn run(ctx: &Ctx, c: GoalCmd) -> Result<Out> {
     // Pausing, resuming and completing are the owner's acts: the owner's key, and on a database
-    // the owner's login.
-    let store = ctx.open_as(!matches!(c, GoalCmd::Show))?;
+    // the owner's login (the database checks it).
+    let store = ctx.open()?;
     let (status, reason) = match c {
         GoalCmd::Show => {
             let snap = store.load()?;

@@ -7,10 +7,9 @@ use serde_json::json;
 use super::{Ctx, Out, env_text};
 use std::io::Write as _;
 
-use crate::kernel::{Error, Result, alert, ops};
+use crate::kernel::{Result, alert, ops};
 use crate::runtime::hook_serve;
 use crate::runtime::hooks::{self, Ran};
-use crate::store::pg::PgStore;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -124,19 +123,14 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
 
 /// `hook serve`: on a database only (on files, the command that commits fires the hooks).
 fn serve(ctx: &Ctx, from: Option<u64>) -> Result<Out> {
-    let Some(url) = &ctx.store_url else {
-        return Err(Error::usage(
-            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
-        )
-        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"));
-    };
-    let store = PgStore::new(url, ctx.env())?;
-    let dir = ctx.work_dir(&store);
+    let opened = ctx.open()?;
+    let store = opened.followed()?;
+    let dir = ctx.work_dir(store);
     let mut err = std::io::stderr();
     let mut say = |line: &str| {
         let _ = writeln!(err, "loopx: {}", esc(line));
     };
-    let s = hook_serve::serve(&store, &dir, from, &mut say)?;
+    let s = hook_serve::serve(store, &dir, from, &mut say)?;
     let text = format!(
         "stopped: {} hook(s) fired, {} could not start; the next line was {}",
         s.fired, s.not_started, s.next

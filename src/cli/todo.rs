@@ -204,12 +204,9 @@ fn parse_role(s: &str) -> std::result::Result<Role, String> {
 
 /// Runs `todo ...`.
 pub fn run(ctx: &Ctx, c: TodoCmd) -> Result<Out> {
-    // The owner's acts (release --owner, reassign) stay on the file store for now.
-    let owner = matches!(
-        c,
-        TodoCmd::Release { owner: true, .. } | TodoCmd::Reassign { .. }
-    );
-    let opened = ctx.open_as(owner)?;
+    // The owner's acts (release --owner, reassign) need the owner's key, and on a database the
+    // owner's login (the database checks it).
+    let opened = ctx.open()?;
     let store: &dyn Store = &*opened;
     match c {
         TodoCmd::Add(a) => add::add(ctx, store, a),

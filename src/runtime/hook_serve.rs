@@ -13,9 +13,8 @@ use crate::kernel::alert::Alert;
 use crate::kernel::{Code, Result, Ts};
 use crate::runtime::hooks::{self, Place};
 use crate::runtime::process;
-use crate::store::Store;
-use crate::store::pg::PgStore;
-use crate::store::pg::listen::{alive, backoff, notified};
+use crate::store::live::{Followed, Listener};
+use crate::store::pg::listen::backoff;
 
 /// The most supervisors running at once; the next event waits for one to end.
 pub const RUNNING_MAX: usize = 8;
@@ -47,7 +46,7 @@ pub type Say<'a> = &'a mut dyn FnMut(&str);
 /// Serves until SIGINT or SIGTERM: from the journal's head, or from line `from`. Hooks run in
 /// `dir`. Fails only at the start: when the database cannot be read, or another `hook serve`
 /// serves it (exit 8).
-pub fn serve(store: &PgStore, dir: &Path, from: Option<u64>, say: Say<'_>) -> Result<Served> {
+pub fn serve(store: &dyn Followed, dir: &Path, from: Option<u64>, say: Say<'_>) -> Result<Served> {
     process::forward_signals();
     let cursor = match from {
         Some(seq) => seq.saturating_sub(1),
@@ -63,7 +62,7 @@ pub fn serve(store: &PgStore, dir: &Path, from: Option<u64>, say: Say<'_>) -> Re
     let mut failed = 0u32;
     let mut first = true;
     while !stopped() {
-        let why = match PgStore::listen_alone(store.listen_url()) {
+        let why = match store.listen_alone() {
             Ok(mut c) => {
                 if first {
                     say(&format!(
@@ -78,7 +77,7 @@ pub fn serve(store: &PgStore, dir: &Path, from: Option<u64>, say: Say<'_>) -> Re
                     ));
                 }
                 (first, failed) = (false, 0);
-                match s.follow(&mut c, say) {
+                match s.follow(c.as_mut(), say) {
                     Ok(()) => break,
                     Err(e) => e.message,
                 }
@@ -118,7 +117,7 @@ fn pause(d: Duration) {
 
 /// The serving state: the cursor (the last journal line handled) and the running supervisors.
 struct Server<'a> {
-    store: &'a PgStore,
+    store: &'a dyn Followed,
     dir: &'a Path,
     cursor: u64,
     running: Vec<Child>,
@@ -128,12 +127,12 @@ struct Server<'a> {
 impl Server<'_> {
     /// Catches up, then waits for commits and catches up after each, until stopped (`Ok`) or
     /// the database fails (the error).
-    fn follow(&mut self, c: &mut postgres::Client, say: Say<'_>) -> Result<()> {
+    fn follow(&mut self, c: &mut dyn Listener, say: Say<'_>) -> Result<()> {
         self.catch_up(say)?;
         let mut quiet = 0;
         while !stopped() {
             self.reap();
-            if notified(c, WAIT)? > 0 {
+            if c.notified(WAIT)? > 0 {
                 quiet = 0;
                 self.catch_up(say)?;
                 continue;
@@ -142,7 +141,7 @@ impl Server<'_> {
             if quiet >= QUIET_ROUNDS {
                 // A notification lost with a cut connection is found here.
                 quiet = 0;
-                alive(c)?;
+                c.alive()?;
                 self.catch_up(say)?;
             }
         }
@@ -181,7 +180,7 @@ impl Server<'_> {
     fn fire(&mut self, a: &Alert, say: Say<'_>) {
         let place = Place {
             dir: self.dir,
-            url: Some(self.store.listen_url()),
+            url: Some(self.store.url()),
         };
         let seq = a.payload["seq"].as_u64().unwrap_or(0);
         match hooks::start(place, a) {

@@ -2,14 +2,16 @@
 
 pub mod core;
 pub mod files;
+pub mod live;
 pub mod open;
 pub mod pg;
 pub mod port;
 
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, owner, parse};
-pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view};
+pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view, watch};
 pub use fs::FileStore;
+pub use live::Watched;
 
 use std::path::{Path, PathBuf};
 
@@ -104,6 +106,31 @@ pub trait Store {
         replaced: Option<&crate::kernel::authority::OwnerPub>,
     ) -> Result<()>;
 
+    /// What starting a goal here means: whether it replaces one (refused, exit 4, when the store
+    /// holds a goal and `replace` is not given), and how `start-goal` reports it.
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan>;
+
+    /// Starts the project's goal (`start-goal`): `config` and its first journal line by `actor`;
+    /// `replacing` moves the goal there to the store's history first, in one step, and says
+    /// where it went.
+    fn start_goal(
+        &self,
+        config: &crate::kernel::Config,
+        actor: &str,
+        replacing: bool,
+    ) -> Result<Option<String>>;
+
+    /// `doctor`: what is wrong with the project, and with `fix` what was repaired first (a
+    /// database is changed only by its transactions: `fix` is refused there, exit 2).
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)>;
+
+    /// The worktrees live leases name, read as doctor reads (writing nothing).
+    fn live_worktrees(&self) -> Result<Vec<String>>;
+
+    /// The store `hook serve` follows; on files an error (exit 2): there, hooks fire when a
+    /// change commits.
+    fn followed(&self) -> Result<&dyn live::Followed>;
+
     /// Where a state file such as `owner.pub` is, as shown to the user.
     fn place_of(&self, file: &str) -> String;
 
@@ -120,6 +147,19 @@ pub trait Store {
     /// The lock one `monitor poll` holds while it runs checks (released when dropped), or
     /// `None` when another poll holds it.
     fn poll_lock(&self) -> Result<Option<Box<dyn PollLock>>>;
+}
+
+/// What starting a goal in a store means, before it starts ([`Store::plan_goal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoalPlan {
+    /// A goal is there and moves to history.
+    pub replacing: bool,
+    /// Where the project is, as `start-goal` shows it: the answer's field (`dir`, or `store`
+    /// for a database) and its value.
+    pub at: (&'static str, String),
+    /// The store's own next step after a new goal (a database: the owner's key, from the
+    /// owner's login); `None`: an agent's commands come next, and `--guided` asks for todos.
+    pub first: Option<&'static str>,
 }
 
 /// How many of the journal's last lines the file store searches for one line by its `seq`.

@@ -72,6 +72,31 @@ impl Store for Fake {
         Err(Error::usage("a fake has no owner"))
     }
 
+    fn plan_goal(&self, _replace: bool) -> Result<GoalPlan> {
+        Err(Error::usage("a fake has no goal"))
+    }
+
+    fn start_goal(
+        &self,
+        _config: &Config,
+        _actor: &str,
+        _replacing: bool,
+    ) -> Result<Option<String>> {
+        Err(Error::usage("a fake has no goal"))
+    }
+
+    fn doctor(&self, _fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        Ok((Vec::new(), Vec::new()))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    fn followed(&self) -> Result<&dyn live::Followed> {
+        Err(Error::usage("a fake serves no hooks"))
+    }
+
     fn place_of(&self, file: &str) -> String {
         file.to_string()
     }

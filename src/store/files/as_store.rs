@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::id::{self, Kind};
 use crate::kernel::roster::Seen;
-use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
+use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::cache::Cache;
 use crate::store::files::commit::FileTx;
+use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
-use crate::store::{FileStore, Store, Transaction, atomic, evidence, journal, owner, parse};
+use crate::store::{
+    FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
+};
 
 impl Store for FileStore {
     fn env(&self) -> &crate::store::fs::Env {
@@ -19,6 +22,55 @@ impl Store for FileStore {
 
     fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
         FileStore::install_owner(self, key, replaced)
+    }
+
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
+        let replacing = self.exists();
+        if replacing && !replace {
+            return Err(Error::new(
+                Code::GoalExists,
+                format!("{} already holds a goal", self.dir().display()),
+            )
+            .hint(
+                "see it with `loopx goal show`, or replace it with `loopx start-goal --replace`",
+            ));
+        }
+        Ok(GoalPlan {
+            replacing,
+            at: ("dir", self.dir().display().to_string()),
+            first: None,
+        })
+    }
+
+    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
+        if !replacing {
+            self.create(config, actor)?;
+            return Ok(None);
+        }
+        // The old goal moves to history/ and the new one starts in one step.
+        let to = self.replace(config, actor)?;
+        Ok(Some(to.display().to_string()))
+    }
+
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        let now = self.env().now;
+        let fixed = if fix {
+            doctor::fix(self, now)?
+        } else {
+            Vec::new()
+        };
+        Ok((fixed, doctor::check_locked(self, now)?))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        doctor::live_worktrees(self, self.env().now)
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Err(Error::usage(
+            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
+        )
+        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"))
     }
 
     fn place_of(&self, file: &str) -> String {

@@ -2,9 +2,10 @@
 
 use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
-use crate::kernel::{Code, Error, Event, Evidence, Result, Snapshot, Todo};
+use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::core::Env;
-use crate::store::{Keep, Store, Transaction};
+use crate::store::live::Followed;
+use crate::store::{GoalPlan, Keep, Store, Transaction, doctor};
 
 impl Store for PgStore {
     fn env(&self) -> &Env {
@@ -17,6 +18,49 @@ impl Store for PgStore {
         replaced: Option<&crate::kernel::authority::OwnerPub>,
     ) -> Result<()> {
         PgStore::install_owner(self, key, replaced)
+    }
+
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
+        // No goal yet (or no schema: `create` says which): a replace starts the first, as on
+        // files. Without `replace`, `create` refuses a database that holds a goal.
+        let replacing = replace && !matches!(self.load(), Err(e) if e.code == Code::NotInitialized);
+        Ok(GoalPlan {
+            replacing,
+            at: ("store", self.shown_url()),
+            first: Some("`loopx owner init` (as the owner's login), then add todos"),
+        })
+    }
+
+    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
+        if replacing {
+            return self.replace(config, actor).map(Some);
+        }
+        self.create(config, actor)?;
+        Ok(None)
+    }
+
+    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
+        if fix {
+            return Err(Error::usage(
+                "doctor --fix repairs files; a database is changed only by its transactions",
+            )
+            .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
+        }
+        Ok((Vec::new(), doctor::check_db(self, self.env.now)?))
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        let now = self.env.now;
+        let snap = self.load()?;
+        Ok(snap
+            .todos
+            .values()
+            .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
+            .collect())
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Ok(self)
     }
 
     fn place_of(&self, file: &str) -> String {

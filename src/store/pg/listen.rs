@@ -6,6 +6,7 @@ use std::time::Duration;
 use postgres::fallible_iterator::FallibleIterator;
 
 use crate::kernel::{Code, Error, Event, Result};
+use crate::store::live::{Followed, Listener};
 use crate::store::pg::{PgStore, db_error};
 
 /// The first wait before connecting again.
@@ -42,6 +43,30 @@ pub fn alive(c: &mut postgres::Client) -> Result<()> {
         return Err(Error::new(Code::Io, "the database closed the connection"));
     }
     c.is_valid(PROBE).map_err(db_error)
+}
+
+impl Listener for postgres::Client {
+    fn notified(&mut self, wait: Duration) -> Result<usize> {
+        notified(self, wait)
+    }
+
+    fn alive(&mut self) -> Result<()> {
+        alive(self)
+    }
+}
+
+impl Followed for PgStore {
+    fn listen_alone(&self) -> Result<Box<dyn Listener>> {
+        Ok(Box::new(PgStore::listen_alone(&self.url)?))
+    }
+
+    fn journal_page(&self, after: u64, limit: usize) -> Result<(Vec<Event>, u64)> {
+        PgStore::journal_page(self, after, limit)
+    }
+
+    fn url(&self) -> &str {
+        &self.url
+    }
 }
 
 impl PgStore {

@@ -13,6 +13,7 @@ mod poll;
 pub mod port;
 pub mod schema;
 mod view;
+mod watch;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;

@@ -1,35 +1,48 @@
-//! Watching `.loopx/`: notify with a full debouncer on the directory, and a polling fallback;
-//! the signals every feed of changes sends (a database's too, see `listen`).
+//! Watching `.loopx/`: what a path in it is, notify with a full debouncer on the directory, and
+//! a polling fallback.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
 use notify::{EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
-use crate::board::data::{Target, classify};
+use crate::store::atomic;
+use crate::store::live::{Signal, Target};
 
 /// How long a burst of raw events is folded into one.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 /// How often the poller scans.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
-/// What the watcher reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Signal {
-    /// These state files changed.
-    Changed(Vec<PathBuf>),
-    /// Events were lost: reload everything.
-    Rescan,
-    /// The watcher failed: fall back to polling.
-    Failed(String),
-    /// The database's connection dropped (why): reconnecting.
-    Reconnecting(String),
-    /// The database's connection is back: reload everything (events may have been missed).
-    Reconnected,
+/// What a path under `.loopx/` is, for the watcher and a reload.
+pub fn classify(dir: &Path, path: &Path) -> Target {
+    let Ok(rel) = path.strip_prefix(dir) else {
+        return Target::Ignore;
+    };
+    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+    let stem = |name: &str, ext: &str| {
+        name.strip_suffix(ext)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    match parts.as_slice() {
+        [] => Target::Everything,
+        [name] if atomic::is_temp_name(name) || name.starts_with('.') => Target::Ignore,
+        ["loopx.toml"] => Target::Config,
+        ["owner.pub" | "owner.seal" | "owner.proofs"] => Target::Everything,
+        ["quota.toml"] => Target::Quota,
+        ["journal.jsonl"] => Target::Journal,
+        ["todos" | "gates" | "archive" | "evidence"] => Target::Everything,
+        [_, name] if atomic::is_temp_name(name) || name.starts_with('.') => Target::Ignore,
+        ["todos", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Todo),
+        ["archive", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Archive),
+        ["gates", name] => stem(name, ".toml").map_or(Target::Ignore, Target::Gate),
+        ["evidence", name] => stem(name, ".jsonl").map_or(Target::Ignore, Target::Evidence),
+        _ => Target::Ignore,
+    }
 }
 
 /// The paths of a raw notify event that matter: not access events, not temp files, not the lock.
@@ -91,17 +104,6 @@ where
     deb.watch(dir, RecursiveMode::Recursive)
         .map_err(|e| e.to_string())?;
     Ok(Watch { _debouncer: deb })
-}
-
-/// A watcher that sends into a channel.
-pub fn watch_channel<T: Send + 'static>(
-    dir: &Path,
-    tx: Sender<T>,
-    wrap: fn(Signal) -> T,
-) -> Result<Watch, String> {
-    watch(dir, move |s| {
-        let _ = tx.send(wrap(s));
-    })
 }
 
 /// The polling fallback: compares sizes and modification times of the state files.
