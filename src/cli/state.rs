@@ -155,7 +155,7 @@ fn gates_text(
             esc(&should_run::cut(&gate.question, 100))
         ));
     }
-    // Overdue monitors (issue 8).
+    // Overdue monitors.
     if !overdue.is_empty() {
         text.push_str(&format!("overdue monitors: {}\n", overdue.len()));
     }

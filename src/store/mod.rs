@@ -40,7 +40,7 @@ pub trait PollLock {
 /// Which entries a scan keeps: the todo's id and the entry.
 pub type Keep<'a> = &'a dyn Fn(&str, &Evidence) -> bool;
 
-/// A place that keeps a project's state: the file store now, a database later.
+/// A place that keeps a project's state: the files of `.loopx/`, or a PostgreSQL database.
 ///
 /// Usable as `dyn Store`: every change goes through [`Store::begin`] and [`Transaction::commit`].
 pub trait Store {

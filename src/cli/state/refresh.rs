@@ -291,7 +291,7 @@ fn next_command(a: &Answer, held: Option<&str>) -> String {
             None => "loopx todo claim".into(),
         },
         Decision::Paused => "stop: the goal is not active".into(),
-        // Routing (issue 9): the open work is other agents' (capabilities, exclusions).
+        // Routing: the open work is other agents' (capabilities, exclusions).
         Decision::Idle if a.reason == "no_work_for_you" => {
             "sleep 300; loopx quota should-run (the open work needs other capabilities: loopx agent show)".into()
         }

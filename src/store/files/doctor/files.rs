@@ -70,7 +70,7 @@ pub(super) fn read_all(store: &FileStore, out: &mut Vec<Finding>) -> State {
     let archived = read_named::<Todo>(&d.join("archive"), out);
     let gates = read_named::<Gate>(&d.join("gates"), out);
     let quota = read_quota(store, out);
-    // Agents' declarations (routing, issue 9): each file checked on its own.
+    // Agents' declarations (routing): each file checked on its own.
     read_named::<crate::kernel::model::AgentInfo>(&d.join("agents"), out);
     let known: HashSet<&str> = todos
         .iter()
