@@ -194,7 +194,7 @@ pub enum Cmd {
     /// those commands ask it over a local socket (this user's, this binary's) and cost what
     /// changed since the last question, not what exists; without it they load as usual.
     #[command(after_help = "Example:
-  loopx serve --idle 8h &")]
+  loopx serve --idle 8h")]
     Serve {
         /// Stop after this long without a question (1s to 30d).
         #[arg(long, value_name = "DUR", default_value = "1h")]
