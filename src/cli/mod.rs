@@ -193,8 +193,7 @@ pub enum Cmd {
     /// Runs in the foreground until idle for --idle or until .loopx/ is gone. While it runs,
     /// those commands ask it over a local socket (this user's, this binary's) and cost what
     /// changed since the last question, not what exists; without it they load as usual.
-    #[command(after_help = "Example:
-  loopx serve --idle 8h")]
+    #[command(after_help = "Example:\n  loopx serve --idle 8h")]
     Serve {
         /// Stop after this long without a question (1s to 30d).
         #[arg(long, value_name = "DUR", default_value = "1h")]
