@@ -234,3 +234,104 @@ fn one_server_a_project_and_it_stops_when_idle_or_gone() {
     assert!(quick.status.success(), "{quick:?}");
     assert!(String::from_utf8_lossy(&quick.stdout).contains("\"stopped\":\"idle\""));
 }
+
+#[test]
+fn a_write_through_a_hard_link_made_elsewhere_is_seen() {
+    let (s, ids) = served("link");
+    s.same("at start");
+    let outside = s.dir.join("outside.toml");
+    std::fs::hard_link(s.todo(&ids[0]), &outside).unwrap();
+    let text = std::fs::read_to_string(&outside).unwrap();
+    // In place, through the other name: the todos/ directory raises no event for it.
+    std::fs::write(&outside, text.replace("todo 0", "edited through a link")).unwrap();
+    assert!(s.same("after a write through a link").contains("edited through a link"));
+}
+
+#[test]
+fn a_project_moved_away_is_not_answered_for_by_its_old_server() {
+    let (mut s, _) = served("moved");
+    s.same("at start");
+    let away = s.dir.with_extension("away");
+    let _ = std::fs::remove_dir_all(&away);
+    std::fs::rename(&s.dir, &away).unwrap();
+    // A new project where the old one was: its commands must not get the old one's answers.
+    std::fs::create_dir_all(&s.dir).unwrap();
+    assert!(run(&s.dir, &["start-goal", "--goal-text", "new"]).status.success());
+    let asked = run(&s.dir, &["--json", "quota", "should-run"]);
+    assert_eq!(asked.stdout, alone(&s.dir, &["--json", "quota", "should-run"]).stdout);
+    let t = Instant::now();
+    while s.child.try_wait().unwrap().is_none() {
+        // The old server sees its .loopx/ moved (an event) and stops.
+        assert!(t.elapsed() < Duration::from_secs(10), "the old server kept running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir_all(&away).unwrap();
+}
+
+#[test]
+fn the_directory_spelled_another_way_is_answered_the_usual_way() {
+    let (s, _) = served("spelled");
+    let other = format!("{}/.", s.dir.display());
+    let args = ["--dir", other.as_str(), "--json", "quota", "should-run"];
+    let asked = Command::new(env!("CARGO_BIN_EXE_loopx"))
+        .args(args)
+        .env_remove("LOOPX_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(asked.stdout, alone(&s.dir, &["--json", "quota", "should-run"]).stdout);
+    assert_eq!(s.lines("spelled another way"), 1);
+}
+
+/// Binds the project's socket name with a full queue, as a stranger could.
+fn squat(dir: &Path) -> std::os::fd::OwnedFd {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _};
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(dir.join(".loopx")).unwrap();
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let name = format!("loopx-serve/{uid}/{}/{}", m.dev(), m.ino());
+    let addr = || {
+        // SAFETY: an all-zero sockaddr_un is valid.
+        let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (d, b) in sa.sun_path[1..].iter_mut().zip(name.as_bytes()) {
+            *d = *b as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+        (sa, len as libc::socklen_t)
+    };
+    let sock = || {
+        // SAFETY: plain syscall, checked.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a new descriptor.
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+    };
+    let l = sock();
+    let (sa, len) = addr();
+    // SAFETY: valid address and length.
+    unsafe {
+        assert_eq!(libc::bind(l.as_raw_fd(), (&raw const sa).cast(), len), 0);
+        assert_eq!(libc::listen(l.as_raw_fd(), 0), 0);
+    }
+    // One connection nobody accepts fills a queue of 0.
+    let c = sock();
+    // SAFETY: valid address and length.
+    unsafe { libc::connect(c.as_raw_fd(), (&raw const sa).cast(), len) };
+    std::mem::forget(c);
+    l
+}
+
+#[test]
+fn a_name_held_with_a_full_queue_does_not_stall_the_commands() {
+    let dir = std::env::temp_dir().join(format!("loopx-serve-squat-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(run(&dir, &["start-goal", "--goal-text", "squat"]).status.success());
+    let _held = squat(&dir);
+    let t = Instant::now();
+    let asked = run(&dir, &["--json", "quota", "should-run"]);
+    assert!(t.elapsed() < Duration::from_secs(5), "the command waited on the socket");
+    assert_eq!(asked.stdout, alone(&dir, &["--json", "quota", "should-run"]).stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}

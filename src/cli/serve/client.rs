@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -65,6 +64,7 @@ pub fn ask(args: &[OsString]) -> Option<i32> {
         cmd,
         agent,
         json: line.json,
+        dir: store.dir().to_str()?.to_string(),
     };
     let reply = exchange(&store, &ask)?;
     match reply {
@@ -83,17 +83,15 @@ pub fn ask(args: &[OsString]) -> Option<i32> {
 
 /// Sends the question and reads the answer; `None` on any failure.
 fn exchange(store: &FileStore, ask: &Ask) -> Option<Reply> {
-    let addr = wire::address(store.dir()).ok()?;
-    let mut s = UnixStream::connect_addr(&addr).ok()?;
+    let mut s = wire::connect(&wire::name(store.dir()).ok()?).ok()?;
     if !wire::same_user(&s) {
         return None;
     }
-    s.set_read_timeout(Some(WAIT)).ok()?;
     s.set_write_timeout(Some(WAIT)).ok()?;
     let body = serde_json::to_vec(ask).ok()?;
     s.write_all(&body).ok()?;
     s.shutdown(std::net::Shutdown::Write).ok()?;
-    let got = wire::read_all(&mut s, wire::REPLY_MAX).ok()?;
+    let got = wire::read_all(&mut s, wire::REPLY_MAX, WAIT).ok()?;
     serde_json::from_slice(&got).ok()
 }
 
@@ -119,7 +117,10 @@ fn scan(args: &[OsString]) -> Option<Line> {
             "--json" if inline.is_none() && !line.json => line.json = true,
             "--agent" | "--agent-id" if line.agent.is_none() => line.agent = Some(value()?),
             "--dir" if line.dir.is_none() => line.dir = Some(PathBuf::from(value()?)),
-            "--timeout" if line.timeout.is_none() => line.timeout = Some(value()?.parse().ok()?),
+            // A flag of `poll`'s own: after it only, as clap takes it.
+            "--timeout" if line.timeout.is_none() && line.words == ["monitor", "poll"] => {
+                line.timeout = Some(value()?.parse().ok()?);
+            }
             w if !w.starts_with('-') && inline.is_none() => line.words.push(w.to_string()),
             _ => return None,
         }
@@ -158,6 +159,9 @@ mod tests {
             &["--store", "x", "quota", "should-run"],
             &["monitor", "poll", "--timeout", "soon"],
             &["--json=1", "quota", "should-run"],
+            &["--timeout", "1m", "monitor", "poll"],
+            &["monitor", "--timeout", "1m", "poll"],
+            &["quota", "should-run", "--timeout", "1m"],
         ] {
             assert!(line(bad).is_none(), "{bad:?}");
         }

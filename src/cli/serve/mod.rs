@@ -17,6 +17,13 @@ use crate::kernel::{Code, Dur, Error, Result, Ts, should_run};
 use crate::store::files::warm::Warm;
 use wire::{Ask, Asked, Reply};
 
+/// How long a question waits for the project's lock before the asker is told to load itself.
+const LOCK_WAIT: Duration = Duration::from_millis(200);
+/// How often the server checks that `.loopx/` is still where it was, in ms.
+const PLACE_EVERY_MS: i64 = 2000;
+/// How long a question may take to arrive.
+const ASK_WAIT: Duration = Duration::from_secs(2);
+
 /// The longest `--idle` (30 days).
 const IDLE_MAX: Dur = Dur(30 * 24 * 3600 * 1000);
 
@@ -34,7 +41,11 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
             "--idle must be 1s to 30d, not {idle}"
         )));
     }
-    let store = ctx.store()?;
+    // A held lock is not waited for: the asker, told so, waits for it itself, beside the others.
+    let store = ctx.store()?.with_env(crate::store::fs::Env {
+        lock_wait: LOCK_WAIT,
+        ..ctx.env()
+    });
     let addr = wire::address(store.dir()).map_err(|e| Error::io(store.dir(), &e))?;
     let me = wire::exe_id().map_err(|e| Error::new(Code::Io, format!("/proc/self/exe: {e}")))?;
     let mut warm = Warm::new(store).map_err(|why| {
@@ -43,19 +54,14 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
     })?;
     let listener = match UnixListener::bind_addr(&addr) {
         Ok(l) => l,
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            return Err(
-                Error::new(Code::Busy, "a `loopx serve` already runs for this project")
-                    .hint("one is enough; stop it first to start another"),
-            );
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(taken(&addr)),
         Err(e) => return Err(Error::new(Code::Io, format!("cannot listen: {e}"))),
     };
     let root = warm.store().root().display().to_string();
-    eprintln!(
-        "loopx: serving {} (should-run, monitor poll)",
+    say(&format!(
+        "serving {} (should-run, monitor poll)",
         crate::text::escape(&root)
-    );
+    ));
     let mut tally = Tally::default();
     let mut asked = Instant::now();
     let why = loop {
@@ -66,9 +72,14 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
         if left <= 0 {
             break "idle";
         }
-        let (question, events) = wait(&listener, warm.events_fd(), left);
+        // Woken at least every few seconds to see that the project is still where it was.
+        let (question, events) = wait(&listener, warm.events_fd(), left.min(PLACE_EVERY_MS));
+        warm.check_place();
+        if warm.gone() {
+            break "gone";
+        }
         if events && let Err(why) = warm.absorb() {
-            eprintln!("loopx: {}", crate::text::escape(&why));
+            say(&crate::text::escape(&why));
             break "error";
         }
         if question && let Ok((stream, _)) = listener.accept() {
@@ -85,6 +96,26 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
         json!({"answered": tally.answered, "declined": tally.declined, "stopped": why}),
         text,
     ))
+}
+
+/// A line on stderr; a closed stderr is no reason to stop.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "loopx: {line}");
+}
+
+/// Why the socket's name is taken: another server of this user's, or a stranger's socket.
+fn taken(addr: &std::os::unix::net::SocketAddr) -> Error {
+    let ours = UnixStream::connect_addr(addr).is_ok_and(|s| wire::same_user(&s));
+    if ours {
+        Error::new(Code::Busy, "a `loopx serve` already runs for this project")
+            .hint("one is enough; stop it first to start another")
+    } else {
+        Error::new(
+            Code::Busy,
+            "another user's process holds this project's socket name",
+        )
+        .hint("the commands load the usual way meanwhile; find it in /proc/net/unix")
+    }
 }
 
 /// Waits at most `ms` for a connection on `l` or an event on `events`: which of them is ready.
@@ -114,11 +145,10 @@ fn serve_one(warm: &mut Warm, mut s: UnixStream, me: [i64; 4], verbose: bool, t:
     if !wire::same_user(&s) {
         return;
     }
-    let limit = Some(Duration::from_secs(2));
-    if s.set_read_timeout(limit).is_err() || s.set_write_timeout(limit).is_err() {
+    if s.set_write_timeout(Some(ASK_WAIT)).is_err() {
         return;
     }
-    let Ok(body) = wire::read_all(&mut s, wire::ASK_MAX) else {
+    let Ok(body) = wire::read_all(&mut s, wire::ASK_MAX, ASK_WAIT) else {
         return;
     };
     let reply = match serde_json::from_slice::<Ask>(&body) {
@@ -131,13 +161,13 @@ fn serve_one(warm: &mut Warm, mut s: UnixStream, me: [i64; 4], verbose: bool, t:
         Reply::Answer { exit, .. } => {
             t.answered += 1;
             if verbose {
-                eprintln!("loopx: answered (exit {exit})");
+                say(&format!("answered (exit {exit})"));
             }
         }
         Reply::Decline { why } => {
             t.declined += 1;
             if verbose {
-                eprintln!("loopx: declined: {}", crate::text::escape(why));
+                say(&format!("declined: {}", crate::text::escape(why)));
             }
         }
     }
@@ -151,6 +181,10 @@ fn answer(warm: &mut Warm, ask: &Ask, me: [i64; 4]) -> Reply {
     let decline = |why: &str| Reply::Decline { why: why.into() };
     if ask.v != wire::VERSION || ask.exe != me {
         return decline("another loopx binary");
+    }
+    // Messages name files as the asker spells the directory.
+    if warm.store().dir().to_str() != Some(ask.dir.as_str()) {
+        return decline("the project's directory spelled another way");
     }
     if ask.agent.len() > crate::kernel::bounds::AGENT_MAX
         || crate::kernel::id::check_agent(&ask.agent).is_err()

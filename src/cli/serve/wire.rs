@@ -2,6 +2,7 @@
 //! the other is this user's process, running this very binary, for this very project.
 
 use std::io::{self, Read as _};
+use std::time::{Duration, Instant};
 use std::os::fd::AsRawFd as _;
 use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::fs::MetadataExt as _;
@@ -30,6 +31,8 @@ pub struct Ask {
     pub agent: String,
     /// `--json`.
     pub json: bool,
+    /// The `.loopx/` directory as the asker spells it (messages name files by it).
+    pub dir: String,
 }
 
 /// The commands a server answers.
@@ -67,12 +70,56 @@ pub enum Reply {
 
 /// The socket's name: abstract (no file to leave behind or plant a link at), and naming the
 /// user and the `.loopx/` directory by device and inode.
-pub fn address(dir: &Path) -> io::Result<SocketAddr> {
+pub fn name(dir: &Path) -> io::Result<String> {
     let m = std::fs::metadata(dir)?;
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    let name = format!("loopx-serve/{uid}/{}/{}", m.dev(), m.ino());
-    SocketAddr::from_abstract_name(name.as_bytes())
+    Ok(format!("loopx-serve/{uid}/{}/{}", m.dev(), m.ino()))
+}
+
+/// The socket's address, to listen on.
+pub fn address(dir: &Path) -> io::Result<SocketAddr> {
+    SocketAddr::from_abstract_name(name(dir)?.as_bytes())
+}
+
+/// Connects without waiting: a name nobody listens on, or whose queue is full (a stranger may
+/// hold it), is no server. The stream is blocking once connected.
+pub fn connect(name: &str) -> io::Result<UnixStream> {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let flags = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: plain syscall; the result is checked before use.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor this process owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: an all-zero sockaddr_un is valid.
+    let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = name.as_bytes();
+    // The first byte stays NUL: an abstract name.
+    if bytes.len() + 1 > sa.sun_path.len() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    for (d, b) in sa.sun_path[1..].iter_mut().zip(bytes) {
+        *d = *b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len();
+    // SAFETY: `sa` is a valid sockaddr_un and `len` covers the family and the name.
+    let rc = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&raw const sa).cast::<libc::sockaddr>(),
+            len as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let s = UnixStream::from(fd);
+    s.set_nonblocking(false)?;
+    Ok(s)
 }
 
 /// This binary's identity: the device, inode, size and mtime of `/proc/self/exe`. A server and
@@ -112,12 +159,29 @@ pub fn same_user(s: &UnixStream) -> bool {
     rc == 0 && cred.uid == unsafe { libc::getuid() }
 }
 
-/// Reads until the other end stops writing, at most `max` bytes (more is an error).
-pub fn read_all(s: &mut UnixStream, max: u64) -> io::Result<Vec<u8>> {
+/// Reads until the other end stops writing, at most `max` bytes (more is an error), within
+/// `limit` in all (a peer that trickles bytes gets no longer).
+pub fn read_all(s: &mut UnixStream, max: u64, limit: Duration) -> io::Result<Vec<u8>> {
+    let deadline = Instant::now() + limit;
     let mut buf = Vec::new();
-    s.take(max + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "too long"));
+    let mut chunk = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        s.set_read_timeout(Some(left))?;
+        let n = match s.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(buf);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() as u64 > max {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "too long"));
+        }
     }
-    Ok(buf)
 }

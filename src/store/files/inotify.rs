@@ -20,6 +20,14 @@ const MASK: u32 = libc::IN_MODIFY
     | libc::IN_ONLYDIR
     | libc::IN_EXCL_UNLINK;
 
+/// What a watch of one file reports, whichever name it is reached by (a hard link included).
+const FILE_MASK: u32 = libc::IN_MODIFY
+    | libc::IN_ATTRIB
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_DONT_FOLLOW;
+
 /// The header of one event, before its name.
 const HEADER: usize = 16;
 
@@ -74,10 +82,20 @@ impl Inotify {
 
     /// Watches a directory (not through a link); gives the watch's number.
     pub fn watch(&self, dir: &Path) -> io::Result<i32> {
-        let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        self.add(dir, MASK)
+    }
+
+    /// Watches one file's inode (a link itself, not its target); gives the watch's number, the
+    /// same for every name of one inode.
+    pub fn watch_file(&self, file: &Path) -> io::Result<i32> {
+        self.add(file, FILE_MASK)
+    }
+
+    fn add(&self, path: &Path, mask: u32) -> io::Result<i32> {
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: `c` is NUL-terminated and lives across the call.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), MASK) };
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), mask) };
         if wd < 0 {
             return Err(io::Error::last_os_error());
         }
