@@ -362,3 +362,59 @@ fn the_reference_names_every_command_and_flag() {
         "docs/reference.md does not name: {missing:?}"
     );
 }
+
+/// Every command that has subcommands, as (path, command).
+fn groups(
+    cmd: &clap::Command,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, clap::Command)>,
+) {
+    let subs: Vec<_> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .collect();
+    if !subs.is_empty() && !path.is_empty() {
+        out.push((path.clone(), cmd.clone()));
+    }
+    for s in subs {
+        path.push(s.get_name().to_string());
+        groups(s, path, out);
+        path.pop();
+    }
+}
+
+#[test]
+fn every_command_group_has_an_example_of_its_commands_that_parses() {
+    use clap::{CommandFactory as _, Parser as _};
+    let mut all = Vec::new();
+    groups(&loopx::cli::Cli::command(), &mut Vec::new(), &mut all);
+    assert!(all.len() >= 10, "only {} command groups found", all.len());
+    let mut missing = Vec::new();
+    for (path, cmd) in &all {
+        let name = path.join(" ");
+        let help = cmd
+            .get_after_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let Some(example) = help.split_once("Example") else {
+            missing.push(name);
+            continue;
+        };
+        let lines: Vec<&str> = example
+            .1
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("loopx "))
+            .collect();
+        assert!(lines.len() >= 2, "`loopx {name}`: fewer than two example lines:\n{help}");
+        for line in lines {
+            let words = shell_words(line);
+            let at = words.windows(path.len()).any(|w| w == path.as_slice());
+            assert!(at, "`loopx {name}`'s example runs another command: {line}");
+            if let Err(e) = loopx::cli::Cli::try_parse_from(&words) {
+                panic!("`loopx {name}`'s example does not parse: {line}\n{e}");
+            }
+        }
+    }
+    assert!(missing.is_empty(), "command groups without an example: {missing:?}");
+}

@@ -120,7 +120,7 @@ pub enum TodoCmd {
     /// The check that proves a todo done: propose, the owner's approve and revoke, the default.
     #[command(
         subcommand,
-        after_help = "Example:\n  loopx todo check propose t-4kq9zx -- cargo test --quiet"
+        after_help = "Example:\n  loopx todo check propose t-4kq9zx -- cargo test --quiet\n  loopx todo check approve t-4kq9zx --sha ba381a64be65f00d"
     )]
     Check(super::todo_check::CheckCmd),
 }

@@ -46,7 +46,10 @@ pub struct TurnArgs {
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    after_help = "Example:\n  loopx turn --complete-on-success --timeout 30m -- sh -c 'codex exec \"Do todo $LOOPX_TODO_ID: $LOOPX_TODO_TITLE\"'"
+    after_help = "Example:\n  loopx turn --complete-on-success --timeout 30m -- sh -c 'codex exec \"Do todo $LOOPX_TODO_ID: $LOOPX_TODO_TITLE\"'\n\n\
+        A host that is itself the turn runs its two halves:\n  \
+        loopx --agent claude turn start --turn t-42 --json\n  \
+        loopx --agent claude turn end --turn t-42 --done --summary \"tests pass\""
 )]
 pub struct Turn {
     /// `start` or `end`: the two halves, for a host that is itself the turn.
