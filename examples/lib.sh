@@ -1,0 +1,56 @@
+# The plumbing every example shares; each run.sh sources it first. Not a story of its own.
+#
+# It gives a script:
+#   - `loopx ...`       the binary in $LOOPX (default: `loopx` on PATH);
+#   - $work             a fresh temp directory, removed when the script ends, however it ends;
+#   - LOOPX_OWNER_KEY   the owner's key inside $work: the user's real key is never touched;
+#   - `step TEXT`       a heading in the output, so the run reads like the story;
+#   - `jget PATH`       a field of the JSON object on stdin: `loopx --json todo claim | jget todo.id`;
+#   - `expect WHAT GOT WANT`, `fail TEXT`: stop with a clear message when the story did not happen.
+set -euo pipefail
+
+LOOPX=${LOOPX:-loopx}
+example=$(basename "$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)")
+
+fail() {
+	echo "example $example FAILED: $*" >&2
+	exit 1
+}
+
+command -v "$LOOPX" >/dev/null || {
+	echo "example $example: no loopx binary ($LOOPX); set LOOPX=/path/to/loopx" >&2
+	exit 2
+}
+command -v python3 >/dev/null || {
+	echo "example $example: python3 is needed to read loopx's JSON answers" >&2
+	exit 2
+}
+
+# `loopx` runs the binary under test (`command` skips this function when LOOPX is `loopx`).
+loopx() { command "$LOOPX" "$@"; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/loopx-example-$example.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# Nothing from the caller's environment may point loopx at a real project, agent or key.
+unset LOOPX_DIR LOOPX_AGENT LOOPX_STORE
+export LOOPX_OWNER_KEY="$work/owner.key"
+export XDG_CONFIG_HOME="$work/config"
+
+step() { printf '\n== %s\n' "$*"; }
+
+# jget PATH: prints the field at PATH (dot-separated keys and list indexes, like `entries.0.value`)
+# of the JSON object read from stdin; objects and lists as JSON, null as `null`.
+jget() {
+	python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(v if isinstance(v, str) else json.dumps(v))' "$1"
+}
+
+# expect WHAT GOT WANT: the story goes on only if GOT is WANT.
+expect() {
+	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+	echo "   ok: $1 = $3"
+}
