@@ -6,7 +6,8 @@
 #   - LOOPX_OWNER_KEY   the owner's key inside $work: the user's real key is never touched;
 #   - `step TEXT`       a heading in the output, so the run reads like the story;
 #   - `jget PATH`       a field of the JSON object on stdin: `loopx --json todo claim | jget todo.id`;
-#   - `expect WHAT GOT WANT`, `fail TEXT`: stop with a clear message when the story did not happen.
+#   - `expect WHAT GOT WANT`, `refused WHAT CODE ARGS...`, `fail TEXT`: stop with a clear
+#     message when the story did not happen.
 set -euo pipefail
 
 LOOPX=${LOOPX:-loopx}
@@ -53,4 +54,13 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"
 expect() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
 	echo "   ok: $1 = $3"
+}
+
+# refused WHAT CODE ARGS...: `loopx --json ARGS...` must be refused with the error code CODE.
+refused() {
+	local what=$1 code=$2 out
+	shift 2
+	out=$(loopx --json "$@" 2>/dev/null) && fail "$what: it was not refused"
+	expect "$what" "$(jget error.code <<<"$out")" "$code"
+	echo "      loopx: $(jget error.message <<<"$out")"
 }
