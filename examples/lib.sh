@@ -4,7 +4,7 @@
 #   - `loopx ...`       the binary in $LOOPX (default: `loopx` on PATH);
 #   - $work             a fresh temp directory, removed when the script ends, however it ends;
 #   - LOOPX_OWNER_KEY   the owner's key inside $work: the user's real key is never touched;
-#   - `step TEXT`       a heading in the output, so the run reads like the story;
+#   - `step TEXT`, `say TEXT`: a heading and a line in the output, so the run reads like the story;
 #   - `jget PATH`       a field of the JSON object on stdin: `loopx --json todo claim | jget todo.id`;
 #   - `expect WHAT GOT WANT`, `refused WHAT CODE ARGS...`, `fail TEXT`: stop with a clear
 #     message when the story did not happen.
@@ -38,6 +38,10 @@ export LOOPX_OWNER_KEY="$work/owner.key"
 export XDG_CONFIG_HOME="$work/config"
 
 step() { printf '\n== %s\n' "$*"; }
+
+# say TEXT: a line of the story, also from a function whose output a $(...) captures.
+exec 3>&1
+say() { echo "   $*" >&3; }
 
 # jget PATH: prints the field at PATH (dot-separated keys and list indexes, like `entries.0.value`)
 # of the JSON object read from stdin; objects and lists as JSON, null as `null`.

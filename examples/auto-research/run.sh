@@ -49,7 +49,7 @@ propose() {
 		run=$(loopx --agent proposer todo add "Evaluate k-NN with k=$k" \
 			--body "5-fold cross-validated accuracy on iris with n_neighbors=$k")
 		loopx --agent evaluator todo add "Review the run of k=$k" --reviews "$run" >/dev/null
-		echo "   proposer: $run k=$k"
+		say "proposer: $run k=$k"
 	done
 }
 
@@ -67,7 +67,7 @@ execute() {
 			--metric "accuracy=$acc" --artifact "runs/k$k.json" --status done >/dev/null
 		loopx --agent executor quota spend-slot >/dev/null
 		echo "$k $acc $id" >>"$work/results"
-		echo "   executor: $id k=$k accuracy=$acc"
+		say "executor: $id k=$k accuracy=$acc"
 	done
 }
 
@@ -98,7 +98,7 @@ review() {
 		id=$(jget todo.id <<<"$todo")
 		record=$(audit "$todo") || fail "review $id: the run's record does not hold"
 		loopx --agent evaluator todo update "$id" --evidence "audited $record" --status done >/dev/null
-		echo "   evaluator: $id audited $record"
+		say "evaluator: $id audited $record"
 	done
 }
 
@@ -127,7 +127,7 @@ acc=$(jget best.value <<<"$best")
 read -r want_k want_acc want_id < <(sort -s -k2,2gr "$work/results" | head -1)
 expect "the best accuracy" "$acc" "$want_acc"
 expect "the winning todo" "$winner" "$want_id"
-echo "   best: k=$want_k accuracy=$acc ($winner)"
+say "best: k=$want_k accuracy=$acc ($winner)"
 
 step "The evaluator reproduces the winner before the owner is asked"
 again=$(cv_accuracy "$want_k" "$work/again.json")
@@ -135,10 +135,11 @@ expect "the winner's accuracy computed again" "$again" "$acc"
 
 step "Promoting it is the owner's decision: a gate blocks the promote todo"
 promote=$(loopx --agent evaluator todo add "Promote k=$want_k as the model")
+# No options: approving is yes, rejecting is no (an approval with any option unblocks).
 gate=$(loopx --agent evaluator gate open "Promote k-NN with k=$want_k (accuracy $acc)?" \
-	--blocks "$promote" --option yes --option no)
+	--blocks "$promote")
 expect "the executor's should-run while the gate waits" "$(decision executor)" "ask pending_gates"
-loopx gate approve "$gate" --option yes --reason "best of ${#KS[@]} runs, reproduced" >/dev/null
+loopx gate approve "$gate" --reason "best of ${#KS[@]} runs, reproduced" >/dev/null
 
 step "The executor promotes the model"
 expect "the executor's should-run after the approval" "$(decision executor)" "run ready_todo"

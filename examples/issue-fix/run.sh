@@ -42,7 +42,7 @@ fix() {
 	loopx --agent fixer todo update "$fix" >/dev/null # git's facts: HEAD and the changed file
 	git -C "$tree" commit -q -am "stats: mean divides by len(xs) (fixes #7)"
 	loopx --agent fixer todo update "$fix" --status done >/dev/null # the new HEAD; done
-	echo "   fixer: committed on loopx/$fix"
+	say "fixer: committed on loopx/$fix"
 }
 
 # The reviewer: the claim of its review carries the fix's evidence; it checks out the commit
@@ -56,7 +56,7 @@ review() {
 	git worktree remove "$work/review"
 	loopx --agent reviewer todo update "$review" --evidence "test.sh passes at $commit" \
 		--status done >/dev/null
-	echo "   reviewer: test.sh passes at ${commit:0:12}"
+	say "reviewer: test.sh passes at ${commit:0:12}"
 }
 
 step "A repository with a bug, its bare remote, and an issue"
