@@ -6,6 +6,7 @@
 #   - LOOPX_OWNER_KEY   the owner's key inside $work: the user's real key is never touched;
 #   - `step TEXT`, `say TEXT`: a heading and a line in the output, so the run reads like the story;
 #   - `jget PATH`       a field of the JSON object on stdin: `loopx --json todo claim | jget todo.id`;
+#   - `decision AGENT`  should-run's decision and reason for AGENT, like `run ready_todo`;
 #   - `expect WHAT GOT WANT`, `refused WHAT CODE ARGS...`, `fail TEXT`: stop with a clear
 #     message when the story did not happen.
 set -euo pipefail
@@ -58,6 +59,14 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"
 expect() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
 	echo "   ok: $1 = $3"
+}
+
+# decision AGENT: what `quota should-run` tells AGENT, its decision and reason: `run ready_todo`,
+# `ask pending_gates`, `idle no_work_for_you`... (its exit 3, "not now", is an answer too).
+decision() {
+	local answer
+	answer=$(loopx --agent "$1" --json quota should-run || true)
+	echo "$(jget decision <<<"$answer") $(jget reason <<<"$answer")"
 }
 
 # refused WHAT CODE ARGS...: `loopx --json ARGS...` must be refused with the error code CODE.

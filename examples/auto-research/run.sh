@@ -34,13 +34,6 @@ print(accuracy)
 EOF
 }
 
-# decision AGENT: should-run's decision and reason for AGENT, like `run ready_todo`.
-decision() {
-	local answer
-	answer=$(loopx --agent "$1" --json quota should-run || true) # exit 3 is "not now"
-	echo "$(jget decision <<<"$answer") $(jget reason <<<"$answer")"
-}
-
 # The proposer: one todo per k. The evaluator adds the review of each at once; a review is
 # ready when its run is done, and never offered to the agent that finished the run.
 propose() {

@@ -8,10 +8,10 @@ source "$(dirname "$0")/../lib.sh"
 # turn: what the agent's loop does each time it wakes: ask should-run, and when it says run,
 # claim the best ready todo and do it. Prints the todo it did, or should-run's decision.
 turn() {
-	local answer id title
-	answer=$(loopx --agent releaser --json quota should-run || true) # exit 3: not now
-	if [ "$(jget decision <<<"$answer")" != run ]; then
-		echo "$(jget decision <<<"$answer") $(jget reason <<<"$answer")"
+	local now id title
+	now=$(decision releaser)
+	if [ "$now" != "run ready_todo" ]; then
+		echo "$now"
 		return
 	fi
 	id=$(loopx --agent releaser --json todo claim | jget todo.id)

@@ -6,13 +6,6 @@
 # docs todo to the coder) is refused, and nothing moves.
 source "$(dirname "$0")/../lib.sh"
 
-# should_run AGENT: should-run's decision and reason for AGENT, like `run ready_todo`.
-should_run() {
-	local answer
-	answer=$(loopx --agent "$1" --json quota should-run || true) # exit 3 is "not now"
-	echo "$(jget decision <<<"$answer") $(jget reason <<<"$answer")"
-}
-
 # claim AGENT: AGENT claims the best ready todo for it; prints its id.
 claim() { loopx --agent "$1" --json todo claim | jget todo.id; }
 
@@ -27,7 +20,7 @@ step "The lead adds the work: code, its docs (after the code), a release note an
 code=$(loopx --agent lead todo add "Implement --units" --requires code --priority P1)
 docs=$(loopx --agent lead todo add "Document --units" --requires docs --depends-on "$code")
 note=$(loopx --agent lead todo add "Write the release note for --units" --depends-on "$code" --priority P3)
-expect "the writer, before the code is done" "$(should_run writer)" "wait waiting"
+expect "the writer, before the code is done" "$(decision writer)" "wait waiting"
 
 step "The coder implements the flag"
 expect "the coder's claim" "$(claim coder)" "$code"
@@ -42,16 +35,16 @@ loopx --agent coder todo handoff "$note" --to writer \
 	--note "draft in NOTES.md; it needs the flag's two values" >/dev/null
 expect "the note's holder" "$(loopx --json todo show "$note" | jget todo.lease.holder)" writer
 refused "the coder's late write" lease_conflict --agent coder todo update "$note" --evidence "one more line"
-expect "the coder, while the writer holds the note" "$(should_run coder)" "wait waiting"
+expect "the coder, while the writer holds the note" "$(decision coder)" "wait waiting"
 
 step "The writer holds the note first, reads the hand-off, and finishes it"
-expect "the writer's should-run" "$(should_run writer)" "run held_lease"
+expect "the writer's should-run" "$(decision writer)" "run held_lease"
 handed=$(loopx --json evidence list --todo "$note" --by coder --limit 1 | jget entries.0.summary)
 say "writer reads: $handed"
 case "$handed" in *"draft in NOTES.md"*) ;; *) fail "the hand-off note did not reach the writer" ;; esac
 echo "Values: metric (the default) and imperial." >>NOTES.md
 loopx --agent writer todo update "$note" --artifact NOTES.md --status done >/dev/null
-expect "the coder, with only docs work left" "$(should_run coder)" "idle no_work_for_you"
+expect "the coder, with only docs work left" "$(decision coder)" "idle no_work_for_you"
 
 step "The writer takes the docs; a hand-off to the coder, who lacks docs, is refused"
 expect "the writer's claim" "$(claim writer)" "$docs"
