@@ -5,7 +5,7 @@
 #   - $work             a fresh temp directory, removed when the script ends, however it ends;
 #   - LOOPX_OWNER_KEY   the owner's key inside $work: the user's real key is never touched;
 #   - `step TEXT`, `say TEXT`: a heading and a line in the output, so the run reads like the story;
-#   - `jget PATH`       a field of the JSON object on stdin: `loopx --json todo claim | jget todo.id`;
+#   - `jget PATH`       a field of the JSON object on stdin, like `jget todo.id` (`jlist`: a list's);
 #   - `decision AGENT`  should-run's decision and reason for AGENT, like `run ready_todo`;
 #   - `expect WHAT GOT WANT`, `refused WHAT CODE ARGS...`, `fail TEXT`: stop with a clear
 #     message when the story did not happen.
@@ -59,6 +59,18 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"
 expect() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
 	echo "   ok: $1 = $3"
+}
+
+# jlist PATH FIELD: FIELD of each object in the list at PATH (as jget's) that has it, one a line.
+jlist() {
+	python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+for item in v:
+    if sys.argv[2] in item:
+        print(item[sys.argv[2]])' "$1" "$2"
 }
 
 # decision AGENT: what `quota should-run` tells AGENT, its decision and reason: `run ready_todo`,

@@ -10,7 +10,8 @@ source "$(dirname "$0")/../lib.sh"
 
 PY=${LOOPX_EXAMPLES_PYTHON:-python3}
 "$PY" -c 'import sklearn' 2>/dev/null || {
-	echo "example $example: needs scikit-learn in $PY (pip install scikit-learn, or set LOOPX_EXAMPLES_PYTHON)" >&2
+	echo "example $example: needs scikit-learn in $PY" \
+		"(pip install scikit-learn, or set LOOPX_EXAMPLES_PYTHON)" >&2
 	exit 2
 }
 
@@ -90,7 +91,8 @@ review() {
 		todo=$(loopx --agent evaluator --json todo claim)
 		id=$(jget todo.id <<<"$todo")
 		record=$(audit "$todo") || fail "review $id: the run's record does not hold"
-		loopx --agent evaluator todo update "$id" --evidence "audited $record" --status done >/dev/null
+		loopx --agent evaluator todo update "$id" --evidence "audited $record" \
+			--status done >/dev/null
 		say "evaluator: $id audited $record"
 	done
 }
@@ -106,7 +108,8 @@ propose
 
 step "The executor runs every k; the reviews are not its work"
 execute
-expect "the executor's should-run once the runs are done" "$(decision executor)" "idle no_work_for_you"
+expect "the executor's should-run once the runs are done" "$(decision executor)" \
+	"idle no_work_for_you"
 
 step "The evaluator reproduces every run"
 review

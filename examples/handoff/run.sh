@@ -19,7 +19,8 @@ loopx --agent writer agent set --capability docs >/dev/null
 step "The lead adds the work: code, its docs (after the code), a release note anyone may write"
 code=$(loopx --agent lead todo add "Implement --units" --requires code --priority P1)
 docs=$(loopx --agent lead todo add "Document --units" --requires docs --depends-on "$code")
-note=$(loopx --agent lead todo add "Write the release note for --units" --depends-on "$code" --priority P3)
+note=$(loopx --agent lead todo add "Write the release note for --units" --depends-on "$code" \
+	--priority P3)
 expect "the writer, before the code is done" "$(decision writer)" "wait waiting"
 
 step "The coder implements the flag"
@@ -34,14 +35,15 @@ echo "wx now takes --units." >NOTES.md
 loopx --agent coder todo handoff "$note" --to writer \
 	--note "draft in NOTES.md; it needs the flag's two values" >/dev/null
 expect "the note's holder" "$(loopx --json todo show "$note" | jget todo.lease.holder)" writer
-refused "the coder's late write" lease_conflict --agent coder todo update "$note" --evidence "one more line"
+refused "the coder's late write" lease_conflict \
+	--agent coder todo update "$note" --evidence "one more line"
 expect "the coder, while the writer holds the note" "$(decision coder)" "wait waiting"
 
 step "The writer holds the note first, reads the hand-off, and finishes it"
 expect "the writer's should-run" "$(decision writer)" "run held_lease"
 handed=$(loopx --json evidence list --todo "$note" --by coder --limit 1 | jget entries.0.summary)
 say "writer reads: $handed"
-case "$handed" in *"draft in NOTES.md"*) ;; *) fail "the hand-off note did not reach the writer" ;; esac
+[[ $handed == *"draft in NOTES.md"* ]] || fail "the hand-off note did not reach the writer"
 echo "Values: metric (the default) and imperial." >>NOTES.md
 loopx --agent writer todo update "$note" --artifact NOTES.md --status done >/dev/null
 expect "the coder, with only docs work left" "$(decision coder)" "idle no_work_for_you"

@@ -50,7 +50,7 @@ fix() {
 review() {
 	local claim commit
 	claim=$(loopx --agent reviewer --json todo claim "$review")
-	commit=$(python3 -c 'import json,sys; print([e["commit"] for e in json.load(sys.stdin)["reviews_evidence"] if e["kind"] == "auto"][-1])' <<<"$claim")
+	commit=$(jlist reviews_evidence commit <<<"$claim" | tail -1) # git's HEAD at the fix's done
 	git worktree add -q --detach "$work/review" "$commit"
 	(cd "$work/review" && sh test.sh) || fail "the test fails at the fix's commit $commit"
 	git worktree remove "$work/review"
@@ -70,11 +70,13 @@ step "Triage turns the issue into a todo with a link, and asks for a review of i
 fix=$(loopx --agent triage todo add "Fix #7: mean([1, 2, 3]) is 1.5" \
 	--body-file "$work/issues/7.md" --link "file://$work/issues/7.md")
 review=$(loopx --agent triage todo add "Review the fix of #7" --reviews "$fix")
-expect "the todo's link" "$(loopx --json todo show "$fix" | jget todo.links.0)" "file://$work/issues/7.md"
+expect "the todo's link" "$(loopx --json todo show "$fix" | jget todo.links.0)" \
+	"file://$work/issues/7.md"
 
 step "The fixer fixes it on a branch; git's facts become evidence"
 fix
-expect "the evidence's commit" "$(loopx --json evidence list --todo "$fix" --kind auto | jget entries.0.commit)" \
+expect "the evidence's commit" \
+	"$(loopx --json evidence list --todo "$fix" --kind auto | jget entries.0.commit)" \
 	"$(git rev-parse "loopx/$fix")"
 loopx evidence list --todo "$fix"
 refused "the fixer claims the review of its own fix" not_ready --agent fixer todo claim "$review"
@@ -100,7 +102,8 @@ refused "a second run" already_used --agent reviewer run-approved "$gate"
 step "The bare remote's main has the fix"
 git clone -q "$work/origin.git" "$work/check"
 (cd "$work/check" && sh test.sh) || fail "the test fails on origin's main"
+fixed=$(git rev-parse "loopx/$fix")
 expect "origin's main holds the fix's commit" \
-	"$(git -C "$work/check" merge-base --is-ancestor "$(git rev-parse "loopx/$fix")" HEAD && echo yes)" yes
+	"$(git -C "$work/check" merge-base --is-ancestor "$fixed" HEAD && echo yes)" yes
 expect "todos left open" "$(loopx --json todo list | jget todos)" "[]"
 git -C "$work/check" log --oneline --graph

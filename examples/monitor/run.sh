@@ -10,14 +10,22 @@ EVERY=3 # seconds between checks: short, so the story takes seconds
 # poll: what cron would run; the poller needs no owner key and spends no quota.
 poll() { loopx --agent poller --json monitor poll; }
 
-# handle: one turn of the on-call agent: should-run, claim the monitor, run the handler,
-# done (which schedules the next check). The handler reads what the check saw from the
-# monitor's evidence and drains the queue when it is high.
+# seen: what the check saw the last time its result changed (the output in its evidence).
+seen() {
+	loopx --json evidence list --todo "$watch" --kind command --limit 1 | jget entries.0.output
+}
+
+# drain: the on-call agent's work (an LLM's, in real life): drain the queue if it was high.
+drain() {
+	if [ "$(seen)" = high ]; then echo 3 >queue_depth && echo "queue drained"; else echo "queue fine"; fi
+}
+
+# handle: one turn of the on-call agent: should-run, claim the monitor, run `drain`, done
+# (which schedules the next check). `drain` runs in a bash that loopx starts: export it.
 handle() {
-	loopx --agent oncall turn --complete-on-success -- sh -c '
-		seen=$(loopx evidence list --todo "$LOOPX_TODO_ID" --kind command --limit 1 --json |
-			python3 -c "import json,sys; print(json.load(sys.stdin)[\"entries\"][0][\"output\"].strip())")
-		if [ "$seen" = high ]; then echo 3 >queue_depth; echo "queue drained"; else echo "queue fine"; fi'
+	export -f drain seen jget loopx
+	export LOOPX watch
+	loopx --agent oncall turn --complete-on-success -- bash -c drain
 }
 
 # alerts EVENT: how many alerts of EVENT the hooks wrote; waits up to 10 s for at least $2
@@ -32,20 +40,19 @@ alerts() {
 	echo "${n:-0}"
 }
 
-# overdue: the ids status lists as overdue, space-separated.
-overdue() { loopx --json status | python3 -c 'import json,sys; print(" ".join(o["id"] for o in json.load(sys.stdin)["overdue"]))'; }
+# overdue: the ids status lists as overdue, one a line.
+overdue() { loopx --json status | jlist overdue id; }
 
 step "A project, the owner's key, and the metric: a file holding the queue's depth"
 mkdir "$work/project" && cd "$work/project"
 loopx start-goal --goal-text "Keep the job queue short" >/dev/null
 loopx owner init >/dev/null
 echo 12 >queue_depth
-# The loopx binary under test, first on PATH: the handler's turn calls `loopx` by name.
-mkdir "$work/bin" && ln -s "$(command -v "$LOOPX")" "$work/bin/loopx" && export PATH="$work/bin:$PATH"
 
 step "An agent adds the monitor and proposes its check"
 watch=$(loopx --agent oncall todo add "Watch the queue depth" --every "${EVERY}s" --priority P1)
-loopx --agent oncall monitor propose "$watch" -- awk "'{ print (\$1 > 100) ? \"high\" : \"ok\" }'" queue_depth
+check="awk '{ print (\$1 > 100) ? \"high\" : \"ok\" }' queue_depth" # "high" above 100, else "ok"
+loopx --agent oncall monitor propose "$watch" -- "$check"
 expect "a poll before the owner approves runs" "$(poll | jget ran)" "[]"
 
 step "The owner reads the check, approves its exact text, and sets the alert hooks"
@@ -68,14 +75,15 @@ echo 150 >queue_depth
 sleep "$EVERY"
 expect "the poll's result" "$(poll | jget ran.0.result)" changed
 expect "alerts of a change" "$(alerts monitor.changed 2)" 2
-expect "what the check saw" "$(loopx --json evidence list --todo "$watch" --kind command --limit 1 | jget entries.0.output)" high
+expect "what the check saw" "$(seen)" high
 
 step "Nobody handles it: a period later it is overdue, and the overdue hook alerts"
 sleep "$EVERY"
 expect "overdue noted by the poll" "$(poll | jget overdue_noted.0)" "$watch"
 expect "alerts of an overdue monitor" "$(alerts monitor.overdue 1)" 1
 expect "overdue in status" "$(overdue)" "$watch"
-expect "overdue in should-run" "$(loopx --agent oncall --json quota should-run | jget overdue.0)" "$watch"
+expect "overdue in should-run" \
+	"$(loopx --agent oncall --json quota should-run | jget overdue.0)" "$watch"
 
 step "The agent comes back: the overdue monitor is taken first, and the queue drained"
 handle
