@@ -8,56 +8,18 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use common::{Project, bin};
+use common::{Project, bin, venv};
 use serde_json::{Value, json};
 
 /// The Python SDK's version the tests pin.
 const MCP_VERSION: &str = "2.3.0";
 
-/// A Python with the `mcp` package: `LOOPX_MCP_PYTHON`, else a venv under the target dir.
+/// A Python with the `mcp` package: `LOOPX_MCP_PYTHON`, else the venv `target/mcp-venv`.
 fn python() -> &'static PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        if let Some(p) = std::env::var_os("LOOPX_MCP_PYTHON") {
-            let p = PathBuf::from(p);
-            assert!(
-                p.exists(),
-                "LOOPX_MCP_PYTHON={} does not exist",
-                p.display()
-            );
-            return p;
-        }
-        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
-        let py = venv.join("bin/python");
-        let has = |py: &PathBuf| {
-            Command::new(py)
-                .args(["-c", "import mcp"])
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !has(&py) {
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(
-                ok,
-                "python3 -m venv failed: install python3 and python3-venv"
-            );
-            let pkg = format!("mcp=={MCP_VERSION}");
-            let ok = Command::new(venv.join("bin/pip"))
-                .args(["install", "-q", &pkg])
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "pip install {pkg} failed");
-        }
-        assert!(
-            has(&py),
-            "the venv at {} has no mcp package",
-            venv.display()
-        );
-        py
+        let pkg = format!("mcp=={MCP_VERSION}");
+        venv::python_with("LOOPX_MCP_PYTHON", "mcp-venv", "mcp", &pkg)
     })
 }
 

@@ -14,6 +14,7 @@ pub mod backend;
 pub mod pg;
 pub mod tmux;
 pub mod turns;
+pub mod venv;
 pub mod worktrees;
 
 /// Journal events for board tests: rows of (minutes from now, actor, action, target, data),
