@@ -406,7 +406,10 @@ fn every_command_group_has_an_example_of_its_commands_that_parses() {
             .map(str::trim)
             .filter(|l| l.starts_with("loopx "))
             .collect();
-        assert!(lines.len() >= 2, "`loopx {name}`: fewer than two example lines:\n{help}");
+        assert!(
+            lines.len() >= 2,
+            "`loopx {name}`: fewer than two example lines:\n{help}"
+        );
         for line in lines {
             let words = shell_words(line);
             let at = words.windows(path.len()).any(|w| w == path.as_slice());
@@ -416,5 +419,8 @@ fn every_command_group_has_an_example_of_its_commands_that_parses() {
             }
         }
     }
-    assert!(missing.is_empty(), "command groups without an example: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "command groups without an example: {missing:?}"
+    );
 }

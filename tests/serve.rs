@@ -244,7 +244,10 @@ fn a_write_through_a_hard_link_made_elsewhere_is_seen() {
     let text = std::fs::read_to_string(&outside).unwrap();
     // In place, through the other name: the todos/ directory raises no event for it.
     std::fs::write(&outside, text.replace("todo 0", "edited through a link")).unwrap();
-    assert!(s.same("after a write through a link").contains("edited through a link"));
+    assert!(
+        s.same("after a write through a link")
+            .contains("edited through a link")
+    );
 }
 
 #[test]
@@ -256,13 +259,23 @@ fn a_project_moved_away_is_not_answered_for_by_its_old_server() {
     std::fs::rename(&s.dir, &away).unwrap();
     // A new project where the old one was: its commands must not get the old one's answers.
     std::fs::create_dir_all(&s.dir).unwrap();
-    assert!(run(&s.dir, &["start-goal", "--goal-text", "new"]).status.success());
+    assert!(
+        run(&s.dir, &["start-goal", "--goal-text", "new"])
+            .status
+            .success()
+    );
     let asked = run(&s.dir, &["--json", "quota", "should-run"]);
-    assert_eq!(asked.stdout, alone(&s.dir, &["--json", "quota", "should-run"]).stdout);
+    assert_eq!(
+        asked.stdout,
+        alone(&s.dir, &["--json", "quota", "should-run"]).stdout
+    );
     let t = Instant::now();
     while s.child.try_wait().unwrap().is_none() {
         // The old server sees its .loopx/ moved (an event) and stops.
-        assert!(t.elapsed() < Duration::from_secs(10), "the old server kept running");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the old server kept running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::fs::remove_dir_all(&away).unwrap();
@@ -278,7 +291,10 @@ fn the_directory_spelled_another_way_is_answered_the_usual_way() {
         .env_remove("LOOPX_DIR")
         .output()
         .unwrap();
-    assert_eq!(asked.stdout, alone(&s.dir, &["--json", "quota", "should-run"]).stdout);
+    assert_eq!(
+        asked.stdout,
+        alone(&s.dir, &["--json", "quota", "should-run"]).stdout
+    );
     assert_eq!(s.lines("spelled another way"), 1);
 }
 
@@ -327,11 +343,21 @@ fn a_name_held_with_a_full_queue_does_not_stall_the_commands() {
     let dir = std::env::temp_dir().join(format!("loopx-serve-squat-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    assert!(run(&dir, &["start-goal", "--goal-text", "squat"]).status.success());
+    assert!(
+        run(&dir, &["start-goal", "--goal-text", "squat"])
+            .status
+            .success()
+    );
     let _held = squat(&dir);
     let t = Instant::now();
     let asked = run(&dir, &["--json", "quota", "should-run"]);
-    assert!(t.elapsed() < Duration::from_secs(5), "the command waited on the socket");
-    assert_eq!(asked.stdout, alone(&dir, &["--json", "quota", "should-run"]).stdout);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "the command waited on the socket"
+    );
+    assert_eq!(
+        asked.stdout,
+        alone(&dir, &["--json", "quota", "should-run"]).stdout
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -104,7 +104,10 @@ pub enum Cmd {
     )]
     StartGoal(goal::StartGoal),
     /// Show, pause, resume or complete the goal.
-    #[command(subcommand, after_help = "Example:\n  loopx goal show\n  loopx goal pause --reason \"waiting for the new data set\"\n  loopx goal resume")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx goal show\n  loopx goal pause --reason \"waiting for the new data set\"\n  loopx goal resume"
+    )]
     Goal(goal::GoalCmd),
     /// Check every file, the journal, leases, temp files and the lock.
     #[command(after_help = "Example:\n  loopx doctor --fix")]
@@ -117,13 +120,22 @@ pub enum Cmd {
     #[command(after_help = "Example:\n  loopx status --json")]
     Status,
     /// Add, list, claim, update and release todos.
-    #[command(subcommand, after_help = "Example:\n  loopx todo add \"Parse the forecast API response\" --priority P1\n  loopx --agent executor todo claim\n  loopx --agent executor todo update --evidence \"parser done, 12 tests pass\" --status done")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx todo add \"Parse the forecast API response\" --priority P1\n  loopx --agent executor todo claim\n  loopx --agent executor todo update --evidence \"parser done, 12 tests pass\" --status done"
+    )]
     Todo(todo::TodoCmd),
     /// Ask the owner questions, and decide them.
-    #[command(subcommand, after_help = "Example:\n  loopx --agent executor gate open \"Use SQLite for the cache?\" --blocks t-4kq9zx --option yes --option no\n  loopx gate list\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\"")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx --agent executor gate open \"Use SQLite for the cache?\" --blocks t-4kq9zx --option yes --option no\n  loopx gate list\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\""
+    )]
     Gate(gate::GateCmd),
     /// Whether to run a turn, and the spend of turns.
-    #[command(subcommand, after_help = "Example:\n  loopx --agent executor quota should-run\n  loopx --agent executor quota spend-slot --tokens 12000\n  loopx quota set --slots 50 --window 24h")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx --agent executor quota should-run\n  loopx --agent executor quota spend-slot --tokens 12000\n  loopx quota set --slots 50 --window 24h"
+    )]
     Quota(quota::QuotaCmd),
     /// Run one bounded turn: should-run, claim, the command (lease renewed), evidence, slot.
     Turn(turn::Turn),
@@ -137,13 +149,22 @@ pub enum Cmd {
     /// The journal, newest last.
     Log(state::LogArgs),
     /// The owner's key: create it, show it, seal the owner's facts.
-    #[command(subcommand, after_help = "Example:\n  loopx owner init\n  loopx owner show\n  loopx owner seal")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx owner init\n  loopx owner show\n  loopx owner seal"
+    )]
     Owner(owner::OwnerCmd),
     /// Commands the owner runs on events (a gate opened, a budget spent, ...).
-    #[command(subcommand, after_help = "Example:\n  loopx hook set gate.opened -- notify-send loopx \"a gate waits\"\n  loopx hook list\n  loopx hook remove gate.opened")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx hook set gate.opened -- notify-send loopx \"a gate waits\"\n  loopx hook list\n  loopx hook remove gate.opened"
+    )]
     Hook(hook::HookCmd),
     /// Agents' capabilities: declare them, show them; the owner fixes them and per-agent slots.
-    #[command(subcommand, after_help = "Example:\n  loopx --agent executor agent set --capability code --capability code.rust\n  loopx agent show executor\n  loopx agent fix executor --capability code --slots 20")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx --agent executor agent set --capability code --capability code.rust\n  loopx agent show executor\n  loopx agent fix executor --capability code --slots 20"
+    )]
     Agent(agent::AgentCmd),
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
     #[command(after_help = "Example:\n  loopx board --readonly --theme high-contrast")]
@@ -174,16 +195,25 @@ pub enum Cmd {
         theme: Option<String>,
     },
     /// Monitors: watchers' checks (propose, approve, revoke), the list, and `poll`.
-    #[command(subcommand, after_help = "Example:\n  loopx todo add \"Watch PR 12\" --every 10m\n  loopx monitor propose t-zs7t4k -- gh pr view 12 --json state,reviews\n  loopx monitor approve t-zs7t4k\n  loopx monitor poll")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx todo add \"Watch PR 12\" --every 10m\n  loopx monitor propose t-zs7t4k -- gh pr view 12 --json state,reviews\n  loopx monitor approve t-zs7t4k\n  loopx monitor poll"
+    )]
     Monitor(monitor::MonitorCmd),
     /// Every agent seen: last seen, leases held, turns and spend in the window, state.
     #[command(after_help = "Example:\n  loopx agents --json")]
     Agents,
     /// Evidence across todos: filter it, and find the best run of a metric.
-    #[command(subcommand, after_help = "Example:\n  loopx evidence list --todo t-4kq9zx\n  loopx evidence list --metric accuracy --best max --json")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx evidence list --todo t-4kq9zx\n  loopx evidence list --metric accuracy --best max --json"
+    )]
     Evidence(evidence::EvidenceCmd),
     /// The PostgreSQL store: create its schema and roles, import and export a project.
-    #[command(subcommand, after_help = "Example:\n  loopx --store postgres://admin@db/loopx store migrate\n  loopx --store postgres://owner@db/loopx store import --from .\n  loopx --store postgres://owner@db/loopx store export --to backup")]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx --store postgres://admin@db/loopx store migrate\n  loopx --store postgres://owner@db/loopx store import --from .\n  loopx --store postgres://owner@db/loopx store export --to backup"
+    )]
     Store(store::StoreCmd),
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]

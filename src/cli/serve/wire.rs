@@ -2,12 +2,12 @@
 //! the other is this user's process, running this very binary, for this very project.
 
 use std::io::{self, Read as _};
-use std::time::{Duration, Instant};
 use std::os::fd::AsRawFd as _;
 use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::net::{SocketAddr, UnixStream};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 

@@ -245,7 +245,11 @@ impl Warm {
         self.store.check_no_symlinks().map_err(|e| e.message)?;
         let cache = Cache::read(&self.store.cache_path());
         let (todos, problems, _) = self.store.read_todos(cache).map_err(|e| e.message)?;
-        let stems = todos.keys().chain(problems.keys()).cloned().map(Fresh::Todo);
+        let stems = todos
+            .keys()
+            .chain(problems.keys())
+            .cloned()
+            .map(Fresh::Todo);
         self.dirty.fresh.extend(stems);
         self.watch_fresh()?;
         self.todos = todos;
