@@ -18,7 +18,7 @@ fn python() -> &'static PathBuf {
             "LOOPX_EXAMPLES_PYTHON",
             "examples-venv",
             "sklearn",
-            "scikit-learn",
+            "scikit-learn==1.9.1",
         )
     })
 }
