@@ -59,9 +59,9 @@ step "The owner reads the check, approves its exact text, and sets the alert hoo
 loopx monitor list
 sha=$(loopx --json monitor list | jget monitors.0.check.sha256)
 loopx monitor approve "$watch" --sha "${sha:0:16}" >/dev/null
-# The event's JSON comes on stdin as one line, without a newline at its end: add one.
-loopx hook set monitor.changed -- '{ cat; echo; } >>alerts.jsonl' >/dev/null
-loopx hook set monitor.overdue -- '{ cat; echo; } >>alerts.jsonl' >/dev/null
+# The event's JSON comes on stdin as one line: appended, the alerts are a JSON Lines log.
+loopx hook set monitor.changed -- 'cat >>alerts.jsonl' >/dev/null
+loopx hook set monitor.overdue -- 'cat >>alerts.jsonl' >/dev/null
 loopx hook list
 
 step "The first poll: a first result is a change; the on-call agent looks, all is fine"

@@ -306,20 +306,22 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
     }
     let (mut gated, mut leased, mut later, mut deps, mut mine) = (0, 0, 0, 0, 0);
     let (mut lacking, mut excluded, mut reserved) = (0, 0, 0);
+    // Each todo counts once, under its first blocker, so the parts add up to the open todos.
     for t in &open {
         for b in blockers(snap, t, agent, now, false) {
-            match b {
-                Blocker::Capability { .. } => lacking += 1,
-                Blocker::Excluded { .. } => excluded += 1,
-                Blocker::Gate { .. } => gated += 1,
-                Blocker::Leased { holder, .. } if holder == agent => mine += 1,
-                Blocker::Leased { .. } => leased += 1,
-                Blocker::NotDue { .. } | Blocker::Backoff { .. } => later += 1,
-                Blocker::Parked { .. } => gated += 1,
-                Blocker::Dependency { .. } => deps += 1,
-                Blocker::Reserved { .. } => reserved += 1,
-                _ => {}
-            }
+            let n = match b {
+                Blocker::Capability { .. } => &mut lacking,
+                Blocker::Excluded { .. } => &mut excluded,
+                Blocker::Gate { .. } | Blocker::Parked { .. } => &mut gated,
+                Blocker::Leased { holder, .. } if holder == agent => &mut mine,
+                Blocker::Leased { .. } => &mut leased,
+                Blocker::NotDue { .. } | Blocker::Backoff { .. } => &mut later,
+                Blocker::Dependency { .. } => &mut deps,
+                Blocker::Reserved { .. } => &mut reserved,
+                _ => continue,
+            };
+            *n += 1;
+            break;
         }
     }
     let parts: Vec<String> = [

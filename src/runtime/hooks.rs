@@ -246,7 +246,8 @@ fn run_hook(
         argv: vec!["sh".into(), "-c".into(), text.into()],
         env: vec![(OsString::from(EVENT_VAR), OsString::from(event))],
         cwd: Some(root.to_path_buf()),
-        stdin: Some(json.to_string().into_bytes()),
+        // One JSON line, ended: `cat >> events.jsonl` keeps a valid log.
+        stdin: Some(format!("{json}\n").into_bytes()),
         echo: Echo::None,
         forward: false,
         end_group: false,
