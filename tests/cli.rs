@@ -1938,7 +1938,16 @@ fn nothing_ready_says_why() {
     p.add("three", &[]);
     p.gate("stop everything?", &["--global"]);
     let v = p.fails_as("a3", &["todo", "claim"], "nothing_ready");
-    assert!(msg(&v).contains("3 waiting on a pending gate"), "{v}");
+    // Each todo counts once, under its first blocker: the parts add up to the open todos.
+    let m = msg(&v);
+    let (head, parts) = m.split_once(", ").unwrap();
+    assert!(head.ends_with("of 3 open todos"), "{v}");
+    let sum: u32 = parts
+        .split(", ")
+        .filter_map(|p| p.split(' ').next()?.parse::<u32>().ok())
+        .sum();
+    assert_eq!(sum, 3, "{v}");
+    assert!(m.contains("waiting on a pending gate"), "{v}");
     p.ok(&["goal", "pause"]);
     let v = p.fails_as("a3", &["todo", "claim"], "nothing_ready");
     assert!(msg(&v).contains("paused"), "{v}");

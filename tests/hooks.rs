@@ -77,6 +77,10 @@ fn a_sealed_hook_receives_the_event_json() {
     assert_eq!(j["root"], p.root().display().to_string());
     assert!(j.get("sig").is_none());
     assert!(hook_fails(&p).is_empty());
+    // One line, ended: appended by `cat >>`, events stay a JSON Lines log.
+    let raw = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(raw.matches('\n').count(), 1, "{raw:?}");
+    assert!(raw.ends_with('\n'), "{raw:?}");
 }
 
 #[test]
