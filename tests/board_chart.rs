@@ -182,6 +182,21 @@ fn a_todo_with_metrics_shows_its_own_and_g_shows_the_goal() {
 }
 
 #[test]
+fn one_point_and_small_screens_draw() {
+    let mut a = board(vec![point("t-next01", "loss", -3, 0.25)]);
+    press(&mut a, KeyCode::Char('m'));
+    let t = text(&a, 80, 24);
+    assert!(
+        t.contains("█ best (min) 0.25 · t-next01 · 08:57 UTC, 3m ago"),
+        "{t}"
+    );
+    assert!(t.contains("08:57"), "{t}");
+    for (w, h) in [(40, 12), (20, 6), (1, 1)] {
+        text(&a, w, h);
+    }
+}
+
+#[test]
 fn no_metrics_says_how_to_record_one() {
     let mut a = board(Vec::new());
     press(&mut a, KeyCode::Char('m'));
