@@ -319,6 +319,14 @@ fn the_loader_reads_metrics_through_the_store() {
     let m = d.metrics.expect("metrics read");
     assert_eq!(
         (m.whole, m.todos.clone(), m.points.len()),
-        (false, vec![a], 2)
+        (false, vec![a.clone()], 2)
     );
+    // A full load after the first reads only the todos new journal lines name.
+    p.ok_as(
+        "executor",
+        &["todo", "update", &a, "--metric", "accuracy=0.99"],
+    );
+    let m = loader.full(Ts::now()).metrics.expect("metrics read");
+    assert_eq!((m.whole, m.todos, m.points.len()), (false, vec![a], 3));
+    assert!(loader.full(Ts::now()).metrics.is_none());
 }

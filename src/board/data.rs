@@ -94,13 +94,23 @@ impl Loader {
             at: now,
             ..Delta::default()
         };
+        let seen = self.journal_seq;
         let r = self.store.load_live();
         self.take(r, &mut d);
         self.journal_into(&mut d);
-        // Files: every full load reads the goal's metrics; a database loads in full on every
-        // change, so after its first read only the todos its new journal lines name.
-        if self.metrics_read && self.store.evidence_by_journal() {
-            self.metrics_of_changed(&mut d);
+        // The goal's metrics once; after that (a rescan, a poll, a database's every change) only
+        // those of the todos whose evidence changed or that new journal lines name.
+        if self.metrics_read {
+            let mut ids = d.evidence_changed.clone();
+            let new = d.journal.iter().flatten();
+            for e in new.filter(|e| seen.is_some_and(|s| e.seq > s)) {
+                if !e.target.is_empty() && !ids.contains(&e.target) {
+                    ids.push(e.target.clone());
+                }
+            }
+            if !ids.is_empty() {
+                d.metrics = Some(metrics::read(self.store(), Some(&ids)));
+            }
         } else {
             d.metrics = Some(metrics::read(self.store(), None));
             self.metrics_read = true;
