@@ -2,17 +2,15 @@
 //! titles and holders, empty columns, both kinds of broken file, and a refusal in the status bar;
 //! checks of the hints, the pending count under a filter, scroll marks and metrics.
 
-use std::path::Path;
+mod common;
 
+use common::frames::{snap_both, text};
 use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent, Mode};
 use loopx::board::data::Delta;
 use loopx::board::panes;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::kernel::{Code, Config, Evidence, Gate, Problem, Snapshot, Todo, Ts};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 const NOW: &str = "2026-12-02T09:00:00.000Z";
@@ -134,31 +132,6 @@ fn board(snap: Snapshot, owner: bool) -> App {
         ..Delta::default()
     }));
     app
-}
-
-fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
-    let mut a = app.clone();
-    a.size = (w, h);
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
-    t
-}
-
-fn text(app: &App, w: u16, h: u16) -> String {
-    screen(app, w, h).backend().to_string()
-}
-
-/// Both sizes of a screen, as `NAME_80x24` and `NAME_120x40`.
-fn snap_both(name: &str, app: &App) {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.set_omit_expression(true);
-    s.bind(|| {
-        for (w, h) in [(80, 24), (120, 40)] {
-            insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen(app, w, h).backend());
-        }
-    });
 }
 
 fn press(app: &mut App, c: KeyCode) {

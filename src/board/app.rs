@@ -12,6 +12,7 @@ use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
 use crate::board::layout;
+use crate::board::metrics::Metrics;
 pub use crate::board::panes::Pane;
 use crate::board::panes::ViewModel;
 use crate::board::panes::activity::ActivityPane;
@@ -19,11 +20,12 @@ pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
 use crate::board::panes::keys::{Ctx, Outcome};
-pub use crate::board::panes::overlay::Mode;
+pub use crate::board::panes::overlay::{ChartView, Mode};
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 mod act;
+mod chart;
 pub mod input;
 mod modes;
 mod mouse;
@@ -132,6 +134,8 @@ pub struct App {
     pub todos: TodosPane,
     /// The evidence pane.
     pub evidence: EvidencePane,
+    /// The goal's metric points (the newest), for the chart and the headline.
+    pub metrics: Metrics,
     /// The gate's action scrolled, in the confirm dialog.
     pub action_scroll: usize,
     /// The activity pane.
@@ -174,6 +178,7 @@ impl App {
             gates: GatesPane::default(),
             todos: TodosPane::default(),
             evidence: EvidencePane::default(),
+            metrics: Metrics::default(),
             action_scroll: 0,
             activity: ActivityPane::default(),
             quit: false,
@@ -282,6 +287,9 @@ impl App {
         if let Some(done) = d.done {
             self.done = done;
         }
+        if let Some(m) = d.metrics {
+            self.metrics.apply(m);
+        }
         self.derive();
         self.clamp_errors();
         let mut fx = Vec::new();
@@ -334,6 +342,7 @@ impl App {
             Mode::Picker { .. } => vec![Scope::Picker, Scope::Always],
             Mode::Confirm(_) => vec![Scope::Confirm, Scope::Always],
             Mode::Errors { .. } => vec![Scope::Errors, Scope::Always],
+            Mode::Chart(_) => vec![Scope::Chart, Scope::Always],
         }
     }
 
@@ -441,6 +450,7 @@ impl App {
             mode: &self.mode,
             filter: &self.filter,
             evidence: &self.evidence,
+            metrics: &self.metrics,
             action_scroll: self.action_scroll,
             journal: &self.journal,
             activity: &self.activity,

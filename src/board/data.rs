@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::board::metrics;
 use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
 use crate::store::live::{Loaded, Target, Watched};
 
@@ -49,6 +50,8 @@ pub struct Delta {
     pub done: Option<Vec<DoneItem>>,
     /// Todos whose evidence changed.
     pub evidence_changed: Vec<String>,
+    /// Metric evidence read: the goal's, or the changed todos'.
+    pub metrics: Option<crate::board::metrics::MetricsDelta>,
     /// When the load happened.
     pub at: Ts,
 }
@@ -63,6 +66,8 @@ pub struct Loader {
     archive_cache: HashMap<String, Option<(String, Status)>>,
     /// The newest journal line read (a database's evidence changes are found after it).
     journal_seq: Option<u64>,
+    /// The goal's metric evidence was read once (a database then reads only the changed todos').
+    metrics_read: bool,
 }
 
 impl Loader {
@@ -73,6 +78,7 @@ impl Loader {
             raw: None,
             archive_cache: HashMap::new(),
             journal_seq: None,
+            metrics_read: false,
         }
     }
 
@@ -88,10 +94,35 @@ impl Loader {
             at: now,
             ..Delta::default()
         };
+        let seen = self.journal_seq;
         let r = self.store.load_live();
         self.take(r, &mut d);
         self.journal_into(&mut d);
+        // The goal's metrics once; after that (a rescan, a poll, a database's every change) only
+        // those of the todos whose evidence changed or that new journal lines name.
+        if self.metrics_read {
+            let mut ids = d.evidence_changed.clone();
+            let new = d.journal.iter().flatten();
+            for e in new.filter(|e| seen.is_some_and(|s| e.seq > s)) {
+                if !e.target.is_empty() && !ids.contains(&e.target) {
+                    ids.push(e.target.clone());
+                }
+            }
+            if !ids.is_empty() {
+                d.metrics = Some(metrics::read(self.store(), Some(&ids)));
+            }
+        } else {
+            d.metrics = Some(metrics::read(self.store(), None));
+            self.metrics_read = true;
+        }
         d
+    }
+
+    /// Reads the metric evidence of the todos whose evidence changed, if any.
+    fn metrics_of_changed(&self, d: &mut Delta) {
+        if !d.evidence_changed.is_empty() {
+            d.metrics = Some(metrics::read(self.store(), Some(&d.evidence_changed)));
+        }
     }
 
     /// Reads only what these paths name, through the store's reload; a directory event, the
@@ -131,6 +162,7 @@ impl Loader {
         if targets.contains(&Target::Journal) {
             self.journal_into(&mut d);
         }
+        self.metrics_of_changed(&mut d);
         d
     }
 

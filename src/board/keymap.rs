@@ -79,6 +79,12 @@ pub enum Action {
     Erase,
     /// Delete the character at the cursor.
     EraseForward,
+    /// Open the metric chart.
+    Metrics,
+    /// Best is the highest value, or the lowest (in the metric chart).
+    FlipBest,
+    /// The selected todo's metrics, or the whole goal's (in the metric chart).
+    MetricScope,
 }
 
 /// Where a binding applies.
@@ -106,6 +112,8 @@ pub enum Scope {
     AgentPicker,
     /// In the file-errors overlay.
     Errors,
+    /// In the metric chart.
+    Chart,
 }
 
 impl Scope {
@@ -123,6 +131,7 @@ impl Scope {
             Scope::Detail => "Detail view",
             Scope::AgentPicker => "Reassign picker (type an agent id to filter or use it)",
             Scope::Errors => "File errors",
+            Scope::Chart => "Metric chart",
         }
     }
 }
@@ -209,6 +218,7 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Global, &[code(KeyCode::End), k('G')], Action::Bottom, "the last row", None, false),
     b(Scope::Global, &[code(KeyCode::Enter)], Action::Open, "details of the selection", Some("details"), false),
     b(Scope::Global, &[k('w')], Action::Agents, "the agents: working, idle or stale", None, false),
+    b(Scope::Global, &[k('m')], Action::Metrics, "metric chart of the todo, or the goal", None, false),
     b(Scope::Global, &[k('/')], Action::Filter, "filter todos and gates by text", Some("filter"), false),
     b(Scope::Global, &[code(KeyCode::Esc)], Action::Back, "clear the filter or the message", None, false),
     b(Scope::Global, &[ctrl('r')], Action::Reload, "reload every file now", None, false),
@@ -259,6 +269,11 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Errors, &[code(KeyCode::Up), k('k')], Action::Up, "previous error", None, false),
     b(Scope::Errors, &[k('E'), code(KeyCode::Enter)], Action::Edit, "edit its file in $EDITOR, reload", Some("edit"), true),
     b(Scope::Errors, &[code(KeyCode::Esc), k('q'), k('e')], Action::Back, "close", Some("close"), false),
+    b(Scope::Chart, &[code(KeyCode::Tab), code(KeyCode::Right), k('l')], Action::Right, "the next metric", Some("metric"), false),
+    b(Scope::Chart, &[code(KeyCode::BackTab), code(KeyCode::Left), k('h')], Action::Left, "the previous metric", None, false),
+    b(Scope::Chart, &[k('b')], Action::FlipBest, "best is the highest value or the lowest", Some("best"), false),
+    b(Scope::Chart, &[k('g')], Action::MetricScope, "the selected todo's or the goal's points", Some("todo/goal"), false),
+    b(Scope::Chart, &[code(KeyCode::Esc), k('q'), k('m')], Action::Back, "close", Some("close"), false),
     b(Scope::Overlay, &[code(KeyCode::Down), k('j')], Action::Down, "scroll down", None, false),
     b(Scope::Overlay, &[code(KeyCode::Up), k('k')], Action::Up, "scroll up", None, false),
     b(Scope::Overlay, &[code(KeyCode::PageDown)], Action::PageDown, "a page down", None, false),
@@ -371,6 +386,7 @@ pub fn help_lines(readonly: bool) -> Vec<(Option<String>, String)> {
         Scope::Picker,
         Scope::AgentPicker,
         Scope::Errors,
+        Scope::Chart,
         Scope::Overlay,
     ];
     let mut out = Vec::new();

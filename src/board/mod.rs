@@ -10,6 +10,7 @@ pub mod derive;
 pub mod edit;
 pub mod keymap;
 pub mod layout;
+pub mod metrics;
 pub mod notify;
 pub mod panes;
 pub mod sealer;

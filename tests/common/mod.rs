@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod backend;
+pub mod frames;
 pub mod pg;
 pub mod tmux;
 pub mod turns;

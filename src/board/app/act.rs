@@ -11,6 +11,7 @@ impl App {
         match action {
             Action::Help => self.mode = Mode::Help { scroll: 0 },
             Action::Agents => self.mode = Mode::Agents { scroll: 0 },
+            Action::Metrics => self.open_chart(),
             Action::NextPane | Action::PrevPane => {
                 let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = Pane::ALL.len();

@@ -24,6 +24,7 @@ impl App {
             Mode::Picker { .. } => self.picked(action),
             Mode::Confirm(a) => self.in_confirm(action, a),
             Mode::Errors { sel } => self.errors_key(action, sel),
+            Mode::Chart(c) => self.in_chart(action, c),
         }
     }
 

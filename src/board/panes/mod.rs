@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod agents;
+pub mod chart;
 pub mod dialog;
 pub mod evidence;
 pub mod gates;

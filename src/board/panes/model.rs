@@ -7,6 +7,7 @@ use crate::board::alerts::{self, Broken};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Columns};
 use crate::board::layout::{self, Pane};
+use crate::board::metrics::Metrics;
 use crate::board::theme::Theme;
 use crate::kernel::{Event, Gate, GateStatus, Problem, Snapshot, Ts};
 
@@ -44,6 +45,8 @@ pub struct ViewModel<'a> {
     pub filter: &'a str,
     /// The evidence pane.
     pub evidence: &'a EvidencePane,
+    /// The goal's metric points.
+    pub metrics: &'a Metrics,
     /// The gate's action scrolled, in the confirm dialog.
     pub action_scroll: usize,
     /// The journal's tail, newest last.

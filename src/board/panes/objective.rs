@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::ViewModel;
+use super::chart::Headline;
 use super::trunc;
 use crate::board::alerts::Broken;
 use crate::board::derive::Column;
@@ -57,6 +58,11 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
     ];
     first.push(Span::styled(age, t.dim()));
     let mut lines = vec![Line::from(first)];
+    // The goal's headline metric at the success line's end, where there is room for it.
+    let head = (!narrow && area.height >= 2 && w >= 60)
+        .then(|| Headline::of(vm.metrics, if w >= 100 { 20 } else { 10 }))
+        .flatten();
+    let head_w = head.as_ref().map_or(0, |h| usize::from(h.width()));
     if !narrow && area.height >= 2 {
         let crit = if g.success_criteria.is_empty() {
             "no success criteria written".to_string()
@@ -69,13 +75,23 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         };
         lines.push(Line::from(vec![
             Span::styled(" success: ", t.dim()),
-            Span::styled(trunc(&crit, w.saturating_sub(11)), t.fg(Role::Fg)),
+            Span::styled(trunc(&crit, w.saturating_sub(11 + head_w)), t.fg(Role::Fg)),
         ]));
     }
     if !narrow && area.height >= 3 {
         lines.push(counts(vm));
     }
     f.render_widget(Paragraph::new(lines), area);
+    if let Some(h) = head {
+        let hw = h.width().min(area.width);
+        let row = Rect {
+            x: area.x + area.width - hw,
+            y: area.y + 1,
+            width: hw,
+            height: 1,
+        };
+        h.render(f, row, vm);
+    }
 }
 
 /// The counts line: todos per column, then the pending gates.

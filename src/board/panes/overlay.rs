@@ -8,6 +8,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::Pane;
 use super::ViewModel;
+pub use super::chart::ChartView;
 use super::dialog::{AgentPick, InputFor, PickFor};
 use super::text::countdown;
 use super::{block, title};
@@ -68,6 +69,8 @@ pub enum Mode {
     },
     /// Asking before an owner action.
     Confirm(OwnerAction),
+    /// The metric chart.
+    Chart(ChartView),
 }
 
 /// A centered rectangle of at most `w` x `h`.
@@ -102,6 +105,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             agents,
         } => super::dialog::picker(f, area, vm, purpose, choices, *sel, agents.as_ref()),
         Mode::Errors { sel } => super::dialog::errors(f, area, vm, *sel),
+        Mode::Chart(c) => super::chart::render(f, area, vm, c),
     }
 }
 
