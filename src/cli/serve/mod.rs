@@ -7,6 +7,7 @@ pub mod wire;
 
 use std::io::Write as _;
 use std::os::fd::AsRawFd as _;
+use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
@@ -46,7 +47,9 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
         lock_wait: LOCK_WAIT,
         ..ctx.env()
     });
-    let addr = wire::address(store.dir()).map_err(|e| Error::io(store.dir(), &e))?;
+    let name = wire::name(store.dir()).map_err(|e| Error::io(store.dir(), &e))?;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| Error::new(Code::Io, format!("cannot name the socket: {e}")))?;
     let me = wire::exe_id().map_err(|e| Error::new(Code::Io, format!("/proc/self/exe: {e}")))?;
     let mut warm = Warm::new(store).map_err(|why| {
         Error::usage(format!("cannot serve: {why}"))
@@ -54,7 +57,7 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
     })?;
     let listener = match UnixListener::bind_addr(&addr) {
         Ok(l) => l,
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(taken(&addr)),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(taken(&name)),
         Err(e) => return Err(Error::new(Code::Io, format!("cannot listen: {e}"))),
     };
     let root = warm.store().root().display().to_string();
@@ -104,8 +107,9 @@ fn say(line: &str) {
 }
 
 /// Why the socket's name is taken: another server of this user's, or a stranger's socket.
-fn taken(addr: &std::os::unix::net::SocketAddr) -> Error {
-    let ours = UnixStream::connect_addr(addr).is_ok_and(|s| wire::same_user(&s));
+fn taken(name: &str) -> Error {
+    // Without waiting: a stranger's full queue must not hold this up.
+    let ours = wire::connect(name).is_ok_and(|s| wire::same_user(&s));
     if ours {
         Error::new(Code::Busy, "a `loopx serve` already runs for this project")
             .hint("one is enough; stop it first to start another")

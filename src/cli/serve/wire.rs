@@ -3,9 +3,8 @@
 
 use std::io::{self, Read as _};
 use std::os::fd::AsRawFd as _;
-use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::net::{SocketAddr, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -75,11 +74,6 @@ pub fn name(dir: &Path) -> io::Result<String> {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     Ok(format!("loopx-serve/{uid}/{}/{}", m.dev(), m.ino()))
-}
-
-/// The socket's address, to listen on.
-pub fn address(dir: &Path) -> io::Result<SocketAddr> {
-    SocketAddr::from_abstract_name(name(dir)?.as_bytes())
 }
 
 /// Connects without waiting: a name nobody listens on, or whose queue is full (a stranger may
