@@ -84,7 +84,7 @@ fn widths(o: &Overview, w: usize) -> [usize; 6] {
         .max()
         .unwrap_or(4);
     let name = longest.clamp(7, if w < 100 { 14 } else { 24 });
-    [name, 10, 6, 9, 8, 9]
+    [name, 10, 6, 9, 8, 10]
 }
 
 fn cell(text: impl Into<String>, w: usize, style: Style) -> Span<'static> {
