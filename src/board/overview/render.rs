@@ -227,11 +227,21 @@ fn gates_pane(f: &mut Frame, r: Rect, o: &Overview) {
     let t = &o.theme;
     let focused = o.focus == Focus::Gates && o.mode == Mode::Normal;
     let gates = o.gates();
-    let b = block(
+    let mut b = block(
         title(format!("Pending gates · {}", gates.len()), t),
         focused,
         t,
     );
+    let sel = o.gate_index();
+    let room = r.height.saturating_sub(2) as usize;
+    let skip = sel.map_or(0, |s| (s + 1).saturating_sub(room));
+    if skip > 0 {
+        b = b.title(Line::styled(format!(" ↑ {skip} "), t.dim()).right_aligned());
+    }
+    let below = gates.len().saturating_sub(skip + room);
+    if below > 0 {
+        b = b.title_bottom(Line::styled(format!(" ↓ {below} more "), t.dim()));
+    }
     let inner = b.inner(r);
     f.render_widget(b, r);
     let w = inner.width as usize;
@@ -242,9 +252,6 @@ fn gates_pane(f: &mut Frame, r: Rect, o: &Overview) {
             t.dim(),
         ));
     }
-    let sel = o.gate_index();
-    let room = inner.height as usize;
-    let skip = sel.map_or(0, |s| (s + 1).saturating_sub(room));
     let name_w = widths(o, w)[0];
     for (k, (row, g)) in gates.iter().enumerate().skip(skip).take(room) {
         let is_sel = sel == Some(k);
