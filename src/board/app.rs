@@ -142,6 +142,10 @@ pub struct App {
     pub activity: ActivityPane,
     /// Set when the board should stop.
     pub quit: bool,
+    /// Opened from the overview (`board --all`): Esc goes back to it.
+    pub nested: bool,
+    /// Set when a board opened from the overview should go back to it.
+    pub back: bool,
     /// The bell and window title last given.
     pub attention: crate::board::notify::Attention,
     /// How the todo columns are sorted.
@@ -182,6 +186,8 @@ impl App {
             action_scroll: 0,
             activity: ActivityPane::default(),
             quit: false,
+            nested: false,
+            back: false,
             attention: Default::default(),
             sort: SortBy::default(),
             absolute: false,

@@ -12,6 +12,7 @@ pub mod keymap;
 pub mod layout;
 pub mod metrics;
 pub mod notify;
+pub mod overview;
 pub mod panes;
 pub mod sealer;
 pub mod term;
@@ -47,11 +48,41 @@ pub struct Options {
     pub seal_every: Option<Dur>,
 }
 
-/// What arrives on the loop's channel.
+/// What arrives on a loop's channel: a terminal event, or a change signal of the project at
+/// this index (a single board's is 0).
 #[derive(Debug)]
-enum Msg {
+pub(crate) enum Msg {
     Term(TermEvent),
-    Watch(Signal),
+    Watch(usize, Signal),
+}
+
+/// How a board's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leave {
+    /// `q`: the operator is done.
+    Quit,
+    /// Esc on a board opened from the overview: back to it.
+    Back,
+}
+
+/// What a board's loop runs on: the terminal, and the loop's channel.
+pub(crate) struct Screen<'a> {
+    pub(crate) term: &'a mut term::Term,
+    pub(crate) rx: &'a mpsc::Receiver<Msg>,
+}
+
+/// Where a store's feed sends its signals: the loop's channel, tagged with the project's index.
+pub(crate) fn sink(tx: mpsc::Sender<Msg>, i: usize) -> crate::store::live::Sink {
+    Box::new(move |s| tx.send(Msg::Watch(i, s)).is_ok())
+}
+
+/// Fails (exit 2) off a terminal.
+pub(crate) fn need_terminal() -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(Error::usage("the board needs a terminal")
+            .hint("use `loopx status` for a text summary"));
+    }
+    Ok(())
 }
 
 /// Chooses the theme: `--theme`, else `[board] theme` in loopx.toml, else dark; NO_COLOR turns color off.
@@ -70,80 +101,133 @@ pub fn choose_theme(flag: Option<&str>, config_theme: Option<&str>) -> Result<Th
 
 /// Opens the board on a store (the files, or a database) until the operator quits.
 pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(Error::usage("the board needs a terminal")
-            .hint("use `loopx status` for a text summary"));
-    }
-    let (mut loader, mut app, mut pending) = start(store, &opts)?;
-
+    need_terminal()?;
+    let mut loader = Loader::new(store);
+    let (mut app, pending) = start(&mut loader, &opts)?;
     let mut term = term::Term::enter()
         .map_err(|e| Error::new(Code::Io, format!("cannot set up the terminal: {e}")))?;
-    if let Ok(sz) = term.size() {
-        app.size = sz;
-    }
     let (tx, rx) = mpsc::channel::<Msg>();
     read_input(tx.clone())?;
-    let sink = Box::new(move |s| tx.send(Msg::Watch(s)).is_ok());
-    let (mut feed, polling) = loader.store().watch(opts.poll, sink)?;
+    let (mut feed, polling) = loader.store().watch(opts.poll, sink(tx, 0))?;
     if let Some(why) = polling {
         app.on_event(AppEvent::Live(Live::Polling(why)));
     }
+    let mut screen = Screen {
+        term: &mut term,
+        rx: &rx,
+    };
+    let r = board_loop(
+        &mut screen,
+        &mut loader,
+        &mut app,
+        pending,
+        feed.as_mut(),
+        &opts,
+    );
+    drop(term);
+    r.map(|_| ())
+}
 
+/// The board's loop on one project (its loader, app and feed) until the operator quits or, on a
+/// board opened from the overview, goes back; the signals of other projects are handed to
+/// `others` as they arrive.
+pub(crate) fn board_loop(
+    screen: &mut Screen,
+    loader: &mut Loader,
+    app: &mut App,
+    pending: Vec<Effect>,
+    feed: &mut dyn Feed,
+    opts: &Options,
+) -> Result<Leave> {
+    board_loop_among(screen, loader, app, pending, feed, opts, 0, &mut |_, _| {})
+}
+
+/// [`board_loop`] on project `me` among others.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn board_loop_among(
+    screen: &mut Screen,
+    loader: &mut Loader,
+    app: &mut App,
+    mut pending: Vec<Effect>,
+    feed: &mut dyn Feed,
+    opts: &Options,
+    me: usize,
+    others: &mut dyn FnMut(usize, Signal),
+) -> Result<Leave> {
+    if let Ok(sz) = screen.term.size() {
+        app.size = sz;
+    }
     let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
     let mut dirty = true;
-    let result: Result<()> = loop {
+    loop {
         // Effects first: they may produce more events.
         while let Some(fx) = pending.pop() {
-            perform(fx, &mut app, &mut loader, &mut term, &mut pending);
+            perform(fx, app, loader, screen.term, &mut pending);
             dirty = true;
         }
         if app.quit || term::terminated() {
-            break Ok(());
+            return Ok(Leave::Quit);
+        }
+        if app.back {
+            return Ok(Leave::Back);
         }
         if dirty {
-            if let Err(e) = term.draw(&app) {
-                break Err(Error::new(Code::Io, format!("cannot draw: {e}")));
-            }
+            screen
+                .term
+                .draw(app)
+                .map_err(|e| Error::new(Code::Io, format!("cannot draw: {e}")))?;
             dirty = false;
         }
         let wait = next_tick.saturating_duration_since(Instant::now());
-        let msg = match rx.recv_timeout(wait) {
-            Ok(m) => Some(m),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
-        };
         let mut news = News::default();
-        if let Some(m) = msg {
-            news.handle(m, &mut app, &mut pending);
-            // Fold whatever else is queued into this round.
-            while let Ok(m) = rx.try_recv() {
-                news.handle(m, &mut app, &mut pending);
+        match screen.rx.recv_timeout(wait) {
+            Ok(m) => {
+                news.handle(m, me, app, &mut pending);
+                // Fold whatever else is queued into this round.
+                while let Ok(m) = screen.rx.try_recv() {
+                    news.handle(m, me, app, &mut pending);
+                }
+                dirty = true;
             }
-            dirty = true;
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Leave::Quit),
+        }
+        for (i, s) in news.others.drain(..) {
+            others(i, s);
         }
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + tick;
-            pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
-            // The seal shows hand edits of the files; a database needs none.
-            sealer.tick(loader.store(), &mut app, Ts::now());
+            on_tick(app, loader, feed, &mut sealer, &mut news, &mut pending);
             dirty = true;
-            let (polled, polling) = feed.tick();
-            news.note(polled);
-            if let Some(why) = polling {
-                app.on_event(AppEvent::Live(Live::Polling(why)));
-            }
         }
         news.rescan |= matches!(app.live, Live::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
-            let d = load(&news, &mut feed, &mut loader);
+            let d = load(&news, feed, loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
             dirty = true;
         }
-    };
-    drop(term);
-    result
+    }
+}
+
+/// The board's second: the clock, the seal, and a poll.
+fn on_tick(
+    app: &mut App,
+    loader: &Loader,
+    feed: &mut dyn Feed,
+    sealer: &mut sealer::Sealer,
+    news: &mut News,
+    pending: &mut Vec<Effect>,
+) {
+    pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
+    // The seal shows hand edits of the files; a database needs none.
+    sealer.tick(loader.store(), app, Ts::now());
+    let (polled, polling) = feed.tick();
+    news.note(polled);
+    if let Some(why) = polling {
+        app.on_event(AppEvent::Live(Live::Polling(why)));
+    }
 }
 
 /// Starts the thread that reads the terminal's input into the loop's channel.
@@ -156,8 +240,7 @@ fn read_input(tx: mpsc::Sender<Msg>) -> Result<()> {
 }
 
 /// The first load, and the board over it with its theme and owner.
-fn start(store: Box<dyn Watched>, opts: &Options) -> Result<(Loader, App, Vec<Effect>)> {
-    let mut loader = Loader::new(store);
+pub(crate) fn start(loader: &mut Loader, opts: &Options) -> Result<(App, Vec<Effect>)> {
     let first = loader.full(Ts::now());
     let cfg_theme = first
         .full
@@ -170,11 +253,11 @@ fn start(store: Box<dyn Watched>, opts: &Options) -> Result<(Loader, App, Vec<Ef
     let mut app = App::new(loader.store().name(), theme, opts.readonly, Ts::now());
     app.owner = Owner::detect(loader.store());
     let pending = app.on_event(AppEvent::Loaded(first));
-    Ok((loader, app, pending))
+    Ok((app, pending))
 }
 
 /// What the round's news asks to read: everything again, or the changed files.
-fn load(news: &News, feed: &mut Box<dyn Feed>, loader: &mut Loader) -> crate::board::data::Delta {
+fn load(news: &News, feed: &mut dyn Feed, loader: &mut Loader) -> crate::board::data::Delta {
     if news.rescan {
         loader.full(Ts::now())
     } else {
@@ -192,6 +275,8 @@ struct News {
     paths: Vec<PathBuf>,
     /// Read everything again.
     rescan: bool,
+    /// Signals of other projects (a board opened from the overview).
+    others: Vec<(usize, Signal)>,
 }
 
 impl News {
@@ -202,8 +287,9 @@ impl News {
     }
 
     /// Takes one message: a key, a resize, a paste go to the app, a signal is noted.
-    fn handle(&mut self, m: Msg, app: &mut App, pending: &mut Vec<Effect>) {
+    fn handle(&mut self, m: Msg, me: usize, app: &mut App, pending: &mut Vec<Effect>) {
         match m {
+            Msg::Watch(i, s) if i != me => self.others.push((i, s)),
             Msg::Term(TermEvent::Key(k)) => pending.extend(app.on_event(AppEvent::Key(k))),
             Msg::Term(TermEvent::Mouse(me)) => pending.extend(app.on_event(AppEvent::Mouse(me))),
             Msg::Term(TermEvent::Resize(w, h)) => {
@@ -213,19 +299,19 @@ impl News {
                 pending.extend(app.on_event(AppEvent::Paste(text)))
             }
             Msg::Term(_) => {}
-            Msg::Watch(Signal::Changed(p)) => {
+            Msg::Watch(_, Signal::Changed(p)) => {
                 self.changed = true;
                 self.paths.extend(p);
             }
-            Msg::Watch(Signal::Rescan) => self.rescan = true,
-            Msg::Watch(Signal::Failed(e)) => {
+            Msg::Watch(_, Signal::Rescan) => self.rescan = true,
+            Msg::Watch(_, Signal::Failed(e)) => {
                 let live = Live::Polling(format!("watch failed: {e}"));
                 pending.extend(app.on_event(AppEvent::Live(live)));
             }
-            Msg::Watch(Signal::Reconnecting(why)) => {
+            Msg::Watch(_, Signal::Reconnecting(why)) => {
                 pending.extend(app.on_event(AppEvent::Live(Live::Reconnecting(why))));
             }
-            Msg::Watch(Signal::Reconnected) => {
+            Msg::Watch(_, Signal::Reconnected) => {
                 pending.extend(app.on_event(AppEvent::Live(Live::Watching)));
                 self.rescan = true;
             }

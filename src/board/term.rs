@@ -218,6 +218,13 @@ impl Term {
         Ok(())
     }
 
+    /// Draws the overview of every project.
+    pub fn draw_overview(&mut self, o: &crate::board::overview::state::Overview) -> io::Result<()> {
+        self.terminal
+            .draw(|f| crate::board::overview::render::draw(f, o))?;
+        Ok(())
+    }
+
     /// Rings the terminal bell (BEL).
     pub fn bell(&mut self) {
         use std::io::Write as _;

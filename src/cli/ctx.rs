@@ -23,6 +23,10 @@ pub struct Ctx {
     pub lock_wait: std::time::Duration,
     /// The database chosen (`--store`, `LOOPX_STORE` or `[store] url`); `None`: the files.
     pub store_url: Option<String>,
+    /// True when `--store` or `LOOPX_STORE` chose the database (not a project's `[store] url`).
+    pub explicit_store: bool,
+    /// Where the list of projects is (`projects.toml` under `XDG_CONFIG_HOME` or `HOME`, read once).
+    pub projects: Option<PathBuf>,
     /// Where the owner's secret key is (`LOOPX_OWNER_KEY`, `XDG_CONFIG_HOME`, `HOME`, read once).
     pub key: crate::store::owner::KeyAt,
     /// The event whose hook runs this command (`LOOPX_EVENT`, read once).
@@ -40,6 +44,8 @@ impl std::fmt::Debug for Ctx {
             .field("now", &self.now)
             .field("lock_wait", &self.lock_wait)
             .field("store_url", &self.store_url.as_ref().map(|_| "(hidden)"))
+            .field("explicit_store", &self.explicit_store)
+            .field("projects", &self.projects)
             .field("key", &self.key)
             .field("by_hook", &self.by_hook)
             .finish()

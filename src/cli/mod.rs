@@ -13,6 +13,7 @@ mod man;
 mod monitor;
 mod out;
 mod owner;
+mod projects;
 mod prompt;
 mod quota;
 mod roster;
@@ -167,8 +168,13 @@ pub enum Cmd {
     )]
     Agent(agent::AgentCmd),
     /// The terminal board: watch .loopx/ live, decide gates, manage leases.
-    #[command(after_help = "Example:\n  loopx board --readonly --theme high-contrast")]
+    #[command(
+        after_help = "Example:\n  loopx board --readonly --theme high-contrast\n  loopx board --all"
+    )]
     Board {
+        /// Every project of `loopx projects list` on one screen; Enter opens one's board.
+        #[arg(long)]
+        all: bool,
         /// Show only: every change is off.
         #[arg(long)]
         readonly: bool,
@@ -184,6 +190,12 @@ pub enum Cmd {
               value_parser = clap::value_parser!(u32).range(100..=3_600_000))]
         seal_every: Option<u32>,
     },
+    /// The projects `loopx board --all` shows: add, remove, list.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  loopx projects add ~/work/wx\n  loopx projects add --name api ../api\n  loopx projects list\n  loopx projects remove api\n  loopx board --all"
+    )]
+    Projects(projects::ProjectsCmd),
     /// A throwaway project with simulated agents, and the board on it.
     #[command(after_help = "Example:\n  loopx demo --keep")]
     Demo {
@@ -325,6 +337,11 @@ pub fn run(cli: Cli) -> i32 {
             now,
             lock_wait,
             store_url: None,
+            explicit_store: cli.store.as_deref().is_some_and(|u| !u.is_empty()),
+            projects: crate::board::overview::list::path_of(
+                std::env::var_os("XDG_CONFIG_HOME"),
+                std::env::var_os("HOME"),
+            ),
             key: crate::store::owner::KeyAt::resolve(
                 std::env::var_os("LOOPX_OWNER_KEY"),
                 std::env::var_os("XDG_CONFIG_HOME"),
@@ -379,6 +396,25 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         }
         None => state::status(ctx),
         Some(Cmd::Board {
+            all: true,
+            readonly,
+            poll,
+            theme,
+            seal_every,
+        }) => {
+            let file = projects::list_path(ctx)?;
+            let entries = crate::board::overview::list::read(&file)?.projects;
+            let opts = crate::board::Options {
+                readonly,
+                poll,
+                theme,
+                seal_every: seal_every.map(|ms| crate::kernel::Dur(i64::from(ms))),
+            };
+            crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
+            Ok(Out::default())
+        }
+        Some(Cmd::Board {
+            all: false,
             readonly,
             poll,
             theme,
@@ -395,6 +431,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             )?;
             Ok(Out::default())
         }
+        Some(Cmd::Projects(c)) => projects::run(ctx, c),
         Some(Cmd::Demo { keep, theme }) => {
             let text = crate::board::demo::run(keep, theme)?;
             Ok(Out::new("demo", Value::String(text.clone()), text))

@@ -39,6 +39,9 @@ impl App {
                     self.derive();
                     return self.selection_changed();
                 }
+                if self.nested {
+                    self.back = true;
+                }
                 self.message = None;
             }
             Action::Reload => return vec![Effect::Reload],
