@@ -281,53 +281,84 @@ fn leaves(
     path: &mut Vec<String>,
     out: &mut Vec<(Vec<String>, clap::Command)>,
 ) {
+    walk(cmd, path, out, true);
+}
+
+/// Every visible command below the top that has subcommands, as (path, command).
+fn groups(
+    cmd: &clap::Command,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, clap::Command)>,
+) {
+    walk(cmd, path, out, false);
+}
+
+/// The visible commands below `cmd`: the leaves, or the groups.
+fn walk(
+    cmd: &clap::Command,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, clap::Command)>,
+    want_leaves: bool,
+) {
     let subs: Vec<_> = cmd
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "help")
         .collect();
-    if subs.is_empty() {
+    if subs.is_empty() == want_leaves && !path.is_empty() {
         out.push((path.clone(), cmd.clone()));
     }
     for s in subs {
         path.push(s.get_name().to_string());
-        leaves(s, path, out);
+        walk(s, path, out, want_leaves);
         path.pop();
     }
 }
 
+/// The `loopx ...` lines of a command's example, or `None` when its help has no example.
+fn example_lines(cmd: &clap::Command) -> Option<Vec<String>> {
+    let help = cmd.get_after_help()?.to_string();
+    let (_, example) = help.split_once("Example")?;
+    Some(
+        example
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("loopx "))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Parses an example line as the binary would; panics naming the command when it does not.
+fn parsed(name: &str, line: &str) -> Vec<String> {
+    use clap::Parser as _;
+    let words = shell_words(line);
+    if let Err(e) = loopx::cli::Cli::try_parse_from(&words) {
+        panic!("`loopx {name}`'s example does not parse: {line}\n{e}");
+    }
+    words
+}
+
 #[test]
 fn every_subcommand_has_an_example_that_parses() {
-    use clap::{CommandFactory as _, Parser as _};
+    use clap::CommandFactory as _;
     let mut all = Vec::new();
     leaves(&loopx::cli::Cli::command(), &mut Vec::new(), &mut all);
     assert!(all.len() > 40, "only {} leaf commands found", all.len());
     let mut missing = Vec::new();
     for (path, cmd) in &all {
         let name = path.join(" ");
-        let help = cmd
-            .get_after_help()
-            .map(|h| h.to_string())
-            .unwrap_or_default();
-        let Some(example) = help.split_once("Example:").map(|(_, e)| e) else {
+        let Some(lines) = example_lines(cmd) else {
             missing.push(name);
             continue;
         };
-        let lines: Vec<&str> = example
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.starts_with("loopx "))
-            .collect();
         assert!(
             !lines.is_empty(),
-            "`loopx {name}`: no `loopx ...` line in its example:\n{help}"
+            "`loopx {name}`: no `loopx ...` line in its example"
         );
-        for line in lines {
-            let words = shell_words(line);
+        for line in &lines {
+            let words = parsed(&name, line);
             let at = words.windows(path.len()).any(|w| w == path.as_slice());
             assert!(at, "`loopx {name}`'s example runs another command: {line}");
-            if let Err(e) = loopx::cli::Cli::try_parse_from(&words) {
-                panic!("`loopx {name}`'s example does not parse: {line}\n{e}");
-            }
         }
     }
     assert!(
@@ -363,61 +394,28 @@ fn the_reference_names_every_command_and_flag() {
     );
 }
 
-/// Every command that has subcommands, as (path, command).
-fn groups(
-    cmd: &clap::Command,
-    path: &mut Vec<String>,
-    out: &mut Vec<(Vec<String>, clap::Command)>,
-) {
-    let subs: Vec<_> = cmd
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-        .collect();
-    if !subs.is_empty() && !path.is_empty() {
-        out.push((path.clone(), cmd.clone()));
-    }
-    for s in subs {
-        path.push(s.get_name().to_string());
-        groups(s, path, out);
-        path.pop();
-    }
-}
-
 #[test]
 fn every_command_group_has_an_example_of_its_commands_that_parses() {
-    use clap::{CommandFactory as _, Parser as _};
+    use clap::CommandFactory as _;
     let mut all = Vec::new();
     groups(&loopx::cli::Cli::command(), &mut Vec::new(), &mut all);
     assert!(all.len() >= 10, "only {} command groups found", all.len());
     let mut missing = Vec::new();
     for (path, cmd) in &all {
         let name = path.join(" ");
-        let help = cmd
-            .get_after_help()
-            .map(|h| h.to_string())
-            .unwrap_or_default();
-        let Some(example) = help.split_once("Example") else {
+        let Some(lines) = example_lines(cmd) else {
             missing.push(name);
             continue;
         };
-        let lines: Vec<&str> = example
-            .1
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.starts_with("loopx "))
-            .collect();
         // A story: each line parses, and at least two run the group's own commands.
-        let mut own = 0;
-        for line in lines {
-            let words = shell_words(line);
-            own += usize::from(words.windows(path.len()).any(|w| w == path.as_slice()));
-            if let Err(e) = loopx::cli::Cli::try_parse_from(&words) {
-                panic!("`loopx {name}`'s example does not parse: {line}\n{e}");
-            }
-        }
+        let own = lines
+            .iter()
+            .map(|l| parsed(&name, l))
+            .filter(|w| w.windows(path.len()).any(|w| w == path.as_slice()))
+            .count();
         assert!(
             own >= 2,
-            "`loopx {name}`: fewer than two of its commands in:\n{help}"
+            "`loopx {name}`: fewer than two of its commands in its example"
         );
     }
     assert!(
