@@ -3,6 +3,8 @@
 //! median frame at 80x24 under 1 ms; the board itself, run in tmux, under 50 MB). Run:
 //! `cargo bench --bench board`.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -339,18 +341,7 @@ fn board_memory(root: &Path) -> Result<(u64, u64), String> {
         // A few ticks, a key and a redraw, as an operator would.
         tmux(&["send-keys", "-t", "b", "Tab"])?;
         std::thread::sleep(Duration::from_secs(3));
-        let pid = tmux(&["display", "-p", "-t", "b", "#{pane_pid}"])?;
-        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
-        let kb = |field: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))
-        };
-        Ok((kb("VmRSS:")?, kb("VmHWM:")?))
+        common::pane_memory(tmux)
     })();
     let _ = tmux(&["kill-server"]);
     result

@@ -3,6 +3,8 @@
 //! project takes to show on its screen. Targets of issue 25: frame under 2 ms, memory under
 //! 60 MB, a change on screen within 300 ms. Run: `cargo bench --bench overview`.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -263,18 +265,8 @@ fn real_overview(
             lat.push(s.elapsed());
             std::thread::sleep(Duration::from_millis(300));
         }
-        let pid = tmux(&["display", "-p", "-t", "b", "#{pane_pid}"])?;
-        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
-        let kb = |field: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .ok_or_else(|| format!("no {field}"))
-        };
-        Ok((kb("VmRSS:")?, kb("VmHWM:")?, lat))
+        let (rss, hwm) = common::pane_memory(tmux)?;
+        Ok((rss, hwm, lat))
     })();
     let _ = tmux(&["kill-server"]);
     result
