@@ -388,6 +388,18 @@ fn env_text(name: &str) -> Result<Option<String>> {
     }
 }
 
+/// `board`: the project's, or with `--all` the overview of every project in the owner's list.
+fn board(ctx: &Ctx, all: bool, opts: crate::board::Options) -> Result<Out> {
+    if all {
+        let file = projects::list_path(ctx)?;
+        let entries = crate::board::overview::list::read(&file)?.projects;
+        crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
+    } else {
+        crate::board::run(ctx.open_board()?, opts)?;
+    }
+    Ok(Out::default())
+}
+
 fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
     match cmd {
         None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() && !ctx.json => {
@@ -396,40 +408,19 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         }
         None => state::status(ctx),
         Some(Cmd::Board {
-            all: true,
+            all,
             readonly,
             poll,
             theme,
             seal_every,
         }) => {
-            let file = projects::list_path(ctx)?;
-            let entries = crate::board::overview::list::read(&file)?.projects;
             let opts = crate::board::Options {
                 readonly,
                 poll,
                 theme,
                 seal_every: seal_every.map(|ms| crate::kernel::Dur(i64::from(ms))),
             };
-            crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
-            Ok(Out::default())
-        }
-        Some(Cmd::Board {
-            all: false,
-            readonly,
-            poll,
-            theme,
-            seal_every,
-        }) => {
-            crate::board::run(
-                ctx.open_board()?,
-                crate::board::Options {
-                    readonly,
-                    poll,
-                    theme,
-                    seal_every: seal_every.map(|ms| crate::kernel::Dur(i64::from(ms))),
-                },
-            )?;
-            Ok(Out::default())
+            board(ctx, all, opts)
         }
         Some(Cmd::Projects(c)) => projects::run(ctx, c),
         Some(Cmd::Demo { keep, theme }) => {
