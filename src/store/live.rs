@@ -67,6 +67,23 @@ pub trait Feed {
     fn saw_changes(&mut self);
 }
 
+/// A feed with nothing to poll: a database's (its listening thread sends by itself), or one
+/// that could not start.
+#[derive(Debug)]
+pub struct Silent;
+
+impl Feed for Silent {
+    fn tick(&mut self) -> (Vec<PathBuf>, Option<String>) {
+        (Vec::new(), None)
+    }
+
+    fn poll_instead(&mut self) -> bool {
+        false
+    }
+
+    fn saw_changes(&mut self) {}
+}
+
 /// A store a face that stays open works on: the files (reloaded by changed file, heard through
 /// file events) or a database (loaded in full, heard through `LISTEN`).
 pub trait Watched: Store + Sync {

@@ -101,11 +101,7 @@ impl Entry {
 /// `$XDG_CONFIG_HOME/loopx/projects.toml`, else `$HOME/.config/loopx/projects.toml`, from the
 /// values the face read (empty counts as unset); `None` when neither is set.
 pub fn path_of(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    let set = |v: Option<OsString>| v.filter(|p| !p.is_empty()).map(PathBuf::from);
-    set(xdg)
-        .map(|x| x.join("loopx"))
-        .or_else(|| set(home).map(|h| h.join(".config").join("loopx")))
-        .map(|d| d.join("projects.toml"))
+    crate::store::owner::config_dir(xdg, home).map(|d| d.join("projects.toml"))
 }
 
 /// Checks a project's name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `-` or `.`.

@@ -62,19 +62,6 @@ fn outcome(d: Delta) -> Option<std::result::Result<Snapshot, String>> {
     }
 }
 
-/// A feed that hears nothing (a project whose feed could not start; Ctrl-R reads it again).
-struct Deaf;
-
-impl Feed for Deaf {
-    fn tick(&mut self) -> (Vec<PathBuf>, Option<String>) {
-        (Vec::new(), None)
-    }
-    fn poll_instead(&mut self) -> bool {
-        false
-    }
-    fn saw_changes(&mut self) {}
-}
-
 /// One project as the overview runs it.
 struct Slot {
     entry: Entry,
@@ -346,7 +333,7 @@ impl Run<'_> {
             at: app.now,
         });
         let mut others: Vec<(usize, Signal)> = Vec::new();
-        let mut deaf = Deaf;
+        let mut deaf = crate::store::live::Silent;
         let feed: &mut dyn Feed = match slot.feed.as_mut() {
             Some(f) => f.as_mut(),
             None => &mut deaf,

@@ -69,10 +69,10 @@ impl KeyAt {
         xdg: Option<OsString>,
         home: Option<OsString>,
     ) -> KeyAt {
-        let set = |v: Option<OsString>| v.filter(|p| !p.is_empty()).map(PathBuf::from);
-        let path = set(owner_key)
-            .or_else(|| set(xdg).map(|x| x.join("loopx").join("owner.key")))
-            .or_else(|| set(home).map(|h| h.join(".config").join("loopx").join("owner.key")));
+        let path = owner_key
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| config_dir(xdg, home).map(|d| d.join("owner.key")));
         path.map_or(KeyAt::Unknown, |p| KeyAt::Path(p.into()))
     }
 
@@ -80,6 +80,15 @@ impl KeyAt {
     pub fn at(path: &Path) -> KeyAt {
         KeyAt::Path(path.into())
     }
+}
+
+/// loopx's config directory: `$XDG_CONFIG_HOME/loopx`, else `$HOME/.config/loopx`, from the
+/// values the face read (empty counts as unset); `None` when neither is set.
+pub fn config_dir(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let set = |v: Option<OsString>| v.filter(|p| !p.is_empty()).map(PathBuf::from);
+    set(xdg)
+        .map(|x| x.join("loopx"))
+        .or_else(|| set(home).map(|h| h.join(".config").join("loopx")))
 }
 
 /// Where the secret key is (exit 7 when there is no place for it, or owner acts are off here).

@@ -47,27 +47,12 @@ impl Watched for PgStore {
 
     fn watch(&self, _poll: bool, sink: Sink) -> Result<(Box<dyn Feed>, Option<String>)> {
         spawn(self.listen_url().to_string(), sink)?;
-        Ok((Box::new(Listening), None))
+        Ok((Box::new(crate::store::live::Silent), None))
     }
 
     fn sealing(&self, _now: Ts, _wait: Duration) -> Option<Box<dyn Store + Sync>> {
         None
     }
-}
-
-/// A database's feed: its listening thread sends by itself, nothing to poll.
-struct Listening;
-
-impl Feed for Listening {
-    fn tick(&mut self) -> (Vec<PathBuf>, Option<String>) {
-        (Vec::new(), None)
-    }
-
-    fn poll_instead(&mut self) -> bool {
-        false
-    }
-
-    fn saw_changes(&mut self) {}
 }
 
 /// Starts the listening thread on `url`; it sends each signal through `send`, and ends when
