@@ -224,9 +224,13 @@ pub fn read(path: &Path) -> Result<Projects> {
     let text = String::from_utf8(bytes)
         .map_err(|_| Error::new(Code::InvalidState, format!("{shown} is not UTF-8")))?;
     let p: Projects = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|r| format!(":{}", crate::store::parse::line_of(&text, r.start)))
+            .unwrap_or_default();
         Error::new(
             Code::InvalidState,
-            format!("{shown}: {}", e.message().trim()),
+            format!("{shown}{line}: {}", e.message().trim()),
         )
         .hint("fix the file by hand, or remove it and add the projects again")
     })?;
@@ -305,5 +309,16 @@ mod tests {
         );
         let text = toml::to_string(&p).unwrap();
         assert_eq!(toml::from_str::<Projects>(&text).unwrap(), p);
+    }
+
+    #[test]
+    fn a_bad_file_is_named_with_its_line() {
+        let d = std::env::temp_dir().join(format!("loopx-projects-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("projects.toml");
+        std::fs::write(&f, "schema_version = 1\n[[project]]\nname = 3\n").unwrap();
+        let e = read(&f).unwrap_err();
+        assert!(e.message.contains("projects.toml:3:"), "{}", e.message);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }
