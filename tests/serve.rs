@@ -350,7 +350,16 @@ fn a_name_held_with_a_full_queue_does_not_stall_the_commands() {
     );
     let _held = squat(&dir);
     let t = Instant::now();
-    let asked = run(&dir, &["--json", "quota", "should-run"]);
+    // Spawned and killed at 5 s: a command stuck in connect fails the test, not hangs it.
+    let mut child = cmd(&dir, &["--json", "quota", "should-run"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let asked = child.wait_with_output().unwrap();
     assert!(
         t.elapsed() < Duration::from_secs(5),
         "the command waited on the socket"
