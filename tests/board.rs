@@ -259,6 +259,7 @@ decided_at = "{1}""#,
         seal: None,
         unsealed: false,
         agents: Default::default(),
+        reserve_budget: Default::default(),
     }
 }
 

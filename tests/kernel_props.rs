@@ -179,7 +179,7 @@ fn world() -> impl Strategy<Value = World> {
                     .collect(),
                 extra: Extra::new(),
             };
-            World { snap: Snapshot { config: config(goal, slots, min_interval), todos, gates: gs, quota, archived: HashMap::new(), quarantined: Default::default(), owner_notes: Vec::new(), seal: None, unsealed: false, agents: Default::default() } }
+            World { snap: Snapshot { config: config(goal, slots, min_interval), todos, gates: gs, quota, archived: HashMap::new(), quarantined: Default::default(), owner_notes: Vec::new(), seal: None, unsealed: false, agents: Default::default(), reserve_budget: Default::default() } }
         })
 }
 

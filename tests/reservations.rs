@@ -330,3 +330,73 @@ fn an_update_of_a_quarantined_todo_names_its_file() {
         "{m}"
     );
 }
+
+/// `cmd` run to its end within `limit`, else killed: a guard against a command that takes
+/// minutes, not a speed figure (docs/benchmarks.md has those).
+fn finishes_within(mut cmd: std::process::Command, limit: std::time::Duration) -> Run {
+    use std::process::Stdio;
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loopx");
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let Ok(out) = rx.recv_timeout(limit) else {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+        panic!("{cmd:?} ran past {limit:?}");
+    };
+    let out = out.expect("output");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn hostile_globs_on_many_leases_cost_one_command_a_bounded_time() {
+    // 300 live leases and 1,000 open todos, each holding a 140-character glob whose every
+    // comparison with another is a full table (they differ only in the last letter): before
+    // the bound was per command, `todo list --ready` took minutes here (300,000 comparisons of
+    // 20,000 steps each).
+    let p = Project::new("res-hostile");
+    let h = "*a".repeat(68);
+    let until = "2999-01-01T00:00:00.000Z";
+    for i in 0..300 {
+        p.write_todo(
+            &format!("t-lease{i:03}"),
+            &format!(
+                "paths = [\"d{i}/{h}b\"]\n[lease]\nholder = \"a{i}\"\nfence = 1\n\
+                 acquired_at = \"2020-01-01T00:00:00.000Z\"\nexpires_at = \"{until}\"\n\
+                 paths = [\"d{i}/{h}b\"]\n"
+            ),
+        );
+    }
+    for i in 0..1000 {
+        p.write_todo(
+            &format!("t-open{i:04}"),
+            &format!("paths = [\"*/{h}c{i}\"]\n"),
+        );
+    }
+    let limit = std::time::Duration::from_secs(60);
+    for args in [
+        &["status"][..],
+        &["quota", "should-run"],
+        &["todo", "claim"],
+        &["todo", "list", "--ready"],
+    ] {
+        let mut cmd = p.cmd(args);
+        cmd.args(["--agent", "newcomer", "--json"]);
+        let r = finishes_within(cmd, limit);
+        // Out of steps, a pair counts as overlapping: nothing is claimed past a reservation.
+        assert!(matches!(r.code, 0 | 3), "{args:?}: {r:?}");
+    }
+    // Still a fair answer where prefixes tell reservations apart.
+    let free = p.add("free work", &["--priority", "P0", "--paths", "free/**"]);
+    let v = p.ok_as("latecomer", &["todo", "claim"]);
+    assert_eq!(v["todo"]["id"], free.as_str(), "{v}");
+}

@@ -127,12 +127,25 @@ fn a_handoff_is_refused_to_reserved_names_and_from_non_holders() {
     for name in ["owner", "loopx", "doctor", "gate:x"] {
         p.fails_as("alice", &["todo", "handoff", &t, "--to", name], "usage");
     }
-    p.fails_as("alice", &["todo", "handoff", &t, "--to", "alice"], "usage");
+    let v = p.fails_as("alice", &["todo", "handoff", &t, "--to", "alice"], "usage");
+    assert_eq!(
+        v["error"]["message"],
+        format!("you already hold {t}").as_str(),
+        "{v}"
+    );
     p.fails_as(
         "carol",
         &["todo", "handoff", &t, "--to", "bob"],
         "lease_conflict",
     );
+    // A non-holder handing to itself is told who holds it, not that it does.
+    let v = p.fails_as(
+        "carol",
+        &["todo", "handoff", &t, "--to", "carol"],
+        "lease_conflict",
+    );
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("leased by alice"), "{v}");
     p.fails_as(
         "alice",
         &["todo", "handoff", &t, "--to", "bob", "--fence", "9"],

@@ -113,11 +113,11 @@ pub fn overlap(a: &str, b: &str) -> bool {
 
 /// `overlap`, spending at most `steps` (true once they run out).
 fn overlap_within(a: &str, b: &str, steps: &mut usize) -> bool {
-    // Every path a glob reserves starts with its text before the first wildcard.
-    let lit = |g: &str| g.find(['*', '?']).map_or(g.len(), |i| i);
-    let (la, lb) = (&a[..lit(a)], &b[..lit(b)]);
-    if !la.starts_with(lb) && !lb.starts_with(la) {
+    if !prefixes_agree(a, b) {
         return false;
+    }
+    if *steps == 0 {
+        return true;
     }
     let (a, b) = (segments(a), segments(b));
     let same = |x: &&str, y: &&str, steps: &mut usize| seg_overlap(x, y, steps);
@@ -185,22 +185,116 @@ impl<'a, T, S: Fn(&T) -> bool, M: Fn(&T, &T, &mut usize) -> bool> Table<'a, T, S
     }
 }
 
-/// The pairs `(mine, theirs)` of two reservations that may overlap; once [`STEPS_MAX`] steps
-/// are spent, the pair at hand counts as overlapping and the rest are not compared.
-pub fn overlaps(mine: &[String], theirs: &[String]) -> Vec<(String, String)> {
+/// The pairs `(mine, theirs)` of two reservations that may overlap. One comparison spends at
+/// most [`STEPS_MAX`] steps and never more than `budget` has left; out of steps, a pair whose
+/// literal prefixes agree counts as overlapping (conservative). A pair of globs compared once
+/// under a budget gives the same answer every later time.
+pub fn overlaps(mine: &[String], theirs: &[String], budget: &Budget) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut steps = STEPS_MAX;
+    let start = budget.left().min(STEPS_MAX);
+    let mut steps = start;
     for a in mine {
         for b in theirs {
-            if overlap_within(a, b, &mut steps) {
-                out.push((a.clone(), b.clone()));
+            if !prefixes_agree(a, b) {
+                continue;
             }
-            if steps == 0 {
-                return out;
+            let hit = budget.remembered(a, b).unwrap_or_else(|| {
+                let v = overlap_within(a, b, &mut steps);
+                budget.remember(a, b, v);
+                v
+            });
+            if hit {
+                out.push((a.clone(), b.clone()));
             }
         }
     }
+    budget.spend(start - steps);
     out
+}
+
+/// Whether one glob's text before its first wildcard is a prefix of the other's: every path a
+/// glob reserves starts with that text, so two globs whose prefixes disagree never overlap.
+fn prefixes_agree(a: &str, b: &str) -> bool {
+    let lit = |g: &str| g.find(['*', '?']).map_or(g.len(), |i| i);
+    let (la, lb) = (&a[..lit(a)], &b[..lit(b)]);
+    la.starts_with(lb) || lb.starts_with(la)
+}
+
+/// The steps every comparison of reservations made on one snapshot may spend together, so
+/// hostile globs cost one command milliseconds however many leases and todos hold them.
+pub const BUDGET_STEPS: usize = 2_000_000;
+
+/// What comparing reservations may still cost one snapshot, and the answers already given (so
+/// a rule asked twice answers the same, whatever the budget had left the second time).
+#[derive(Debug)]
+pub struct Budget {
+    left: std::sync::atomic::AtomicUsize,
+    seen: std::sync::Mutex<std::collections::HashMap<(String, String), bool>>,
+}
+
+impl Budget {
+    /// A full budget of [`BUDGET_STEPS`].
+    pub fn new() -> Budget {
+        Budget::with(BUDGET_STEPS)
+    }
+
+    /// A budget of `steps`.
+    pub fn with(steps: usize) -> Budget {
+        Budget {
+            left: steps.into(),
+            seen: Default::default(),
+        }
+    }
+
+    /// Back to a full budget with no answers kept, as a fresh load has (a kept snapshot that
+    /// answers many commands).
+    pub fn reset(&self) {
+        self.left
+            .store(BUDGET_STEPS, std::sync::atomic::Ordering::Relaxed);
+        self.seen().clear();
+    }
+
+    /// The steps left.
+    pub fn left(&self) -> usize {
+        self.left.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn spend(&self, n: usize) {
+        let _ = self.left.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |l| Some(l.saturating_sub(n)),
+        );
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, String), bool>> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remembered(&self, a: &str, b: &str) -> Option<bool> {
+        self.seen().get(&(a.to_string(), b.to_string())).copied()
+    }
+
+    fn remember(&self, a: &str, b: &str, v: bool) {
+        self.seen().insert((a.to_string(), b.to_string()), v);
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new()
+    }
+}
+
+impl Clone for Budget {
+    fn clone(&self) -> Budget {
+        Budget {
+            left: self.left().into(),
+            seen: std::sync::Mutex::new(self.seen().clone()),
+        }
+    }
 }
 
 /// The first live reservation of another agent's lease on another todo that `paths` may
@@ -221,7 +315,7 @@ pub fn conflict(
         if t.id == todo || l.holder == agent || l.paths.is_empty() {
             return None;
         }
-        let overlap = overlaps(paths, &l.paths);
+        let overlap = overlaps(paths, &l.paths, &snap.reserve_budget);
         (!overlap.is_empty()).then(|| Blocker::Reserved {
             holder: l.holder.clone(),
             todo: t.id.clone(),

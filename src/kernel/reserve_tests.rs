@@ -156,16 +156,35 @@ fn hostile_reservations_cost_a_bounded_number_of_steps_and_count_as_overlapping(
     let g: String = "*a".repeat(100);
     let mine: Vec<String> = (0..32).map(|i| format!("{}{i}", &g[..198])).collect();
     let theirs = mine.clone();
-    let got = overlaps(&mine, &theirs);
+    let budget = Budget::new();
+    let got = overlaps(&mine, &theirs, &budget);
     assert!(!got.is_empty(), "out of steps counts as an overlap");
     assert!(
-        got.len() < mine.len() * theirs.len(),
-        "the rest is not compared"
+        BUDGET_STEPS - budget.left() <= STEPS_MAX,
+        "one comparison's bound"
     );
+    // Asked again, the same answer, whatever is left.
+    assert_eq!(overlaps(&mine, &theirs, &budget), got);
     // Literal prefixes that differ are told apart without the tables.
     let a: Vec<String> = (0..32).map(|i| format!("src/a{i}/{}", &g[..150])).collect();
     let b: Vec<String> = (0..32)
         .map(|i| format!("docs/b{i}/{}", &g[..150]))
         .collect();
-    assert!(overlaps(&a, &b).is_empty());
+    assert!(overlaps(&a, &b, &budget).is_empty());
+}
+
+#[test]
+fn a_spent_budget_still_tells_prefixes_apart_and_never_says_no_to_an_overlap() {
+    let empty = Budget::with(0);
+    let a = vec!["src/store/**".to_string(), "docs/*.md".to_string()];
+    let b = vec!["benches/**".to_string(), "src/store/fs.rs".to_string()];
+    assert_eq!(
+        overlaps(&a, &b, &empty),
+        vec![("src/store/**".to_string(), "src/store/fs.rs".to_string())]
+    );
+    // Out of steps, a pair that needs the table counts as overlapping.
+    let c = vec!["src/*.rs".to_string()];
+    let d = vec!["src/*.md".to_string()];
+    assert!(overlaps(&c, &d, &Budget::new()).is_empty());
+    assert_eq!(overlaps(&c, &d, &empty).len(), 1);
 }

@@ -202,6 +202,8 @@ fn answer(warm: &mut Warm, ask: &Ask, me: [i64; 4]) -> Reply {
         Ok(s) => s,
         Err(why) => return decline(&why),
     };
+    // Each answer spends what a command alone would, so it is the same answer.
+    snap.reserve_budget.reset();
     let out = match ask.cmd {
         Asked::ShouldRun => super::quota::answer_out(&should_run::decide(snap, &ask.agent, now)),
         Asked::Poll { timeout_ms } => {

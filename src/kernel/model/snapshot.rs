@@ -113,6 +113,8 @@ pub struct Snapshot {
     pub unsealed: bool,
     /// Agents' own declarations (`agents/ID.toml`), by id.
     pub agents: BTreeMap<String, crate::kernel::model::AgentInfo>,
+    /// What comparing reservations may still cost the rules read on this snapshot.
+    pub reserve_budget: crate::kernel::reserve::Budget,
 }
 
 impl Snapshot {
@@ -132,6 +134,7 @@ impl Snapshot {
             seal: None,
             unsealed: false,
             agents: BTreeMap::new(),
+            reserve_budget: Default::default(),
         }
     }
 

@@ -45,12 +45,14 @@ pub struct Handoff {
 pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Change, Todo)> {
     let ttl = check_ttl(h.ttl)?;
     id::check_agent(&h.to)?;
-    if h.to == agent {
-        return Err(Error::usage(format!("{agent} already holds {}", h.id))
-            .hint("name another agent with --to"));
-    }
     let mut t = todo(snap, &h.id)?.clone();
+    // Whose lease it is comes first: a caller that holds nothing is told who does.
     check_lease(&t, agent, now, h.fence)?;
+    if h.to == agent {
+        return Err(
+            Error::usage(format!("you already hold {}", h.id)).hint("name another agent with --to")
+        );
+    }
     // The receiver takes the todo on: the rules a claim applies to it, by the same function.
     let b = crate::kernel::readiness::may_take(snap, &t, &h.to, now);
     if !b.is_empty() {

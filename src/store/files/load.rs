@@ -254,6 +254,7 @@ impl FileStore {
             seal: None,
             unsealed: false,
             agents,
+            reserve_budget: Default::default(),
         })
     }
 

@@ -305,6 +305,7 @@ impl Cached {
             seal: None,
             unsealed: false,
             agents,
+            reserve_budget: Default::default(),
         })
     }
 

@@ -32,9 +32,10 @@ fn reservations(s: &State, now: Ts, out: &mut Vec<Finding>) {
         .filter(|(_, l)| !l.paths.is_empty())
         .collect();
     live.sort_by_key(|(t, l)| (l.acquired_at, t.value.id.clone()));
+    let budget = crate::kernel::reserve::Budget::new();
     for (i, (t, l)) in live.iter().enumerate() {
         let clash = live[..i].iter().find_map(|(e, el)| {
-            let o = crate::kernel::reserve::overlaps(&l.paths, &el.paths);
+            let o = crate::kernel::reserve::overlaps(&l.paths, &el.paths, &budget);
             (el.holder != l.holder && !o.is_empty()).then_some((e, el, o))
         });
         if let Some((e, el, o)) = clash {
