@@ -64,7 +64,9 @@ pub enum CheckCmd {
 pub fn run(ctx: &Ctx, store: &dyn Store, c: CheckCmd) -> Result<Out> {
     match c {
         CheckCmd::Propose { id, command } => mon::propose(ctx, store, &id, &command, Purpose::Done),
-        CheckCmd::Approve { id, sha } => mon::approve(ctx, store, &id, sha.as_deref()),
+        CheckCmd::Approve { id, sha } => {
+            mon::approve(ctx, store, &id, sha.as_deref(), Purpose::Done)
+        }
         CheckCmd::Revoke { id } => mon::revoke(ctx, store, &id),
         CheckCmd::Default { clear, command } => {
             let text = (!clear).then(|| command.join(" "));

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::{Evidence, EvidenceKind, Role, Snapshot, Todo};
-use crate::kernel::monitor::sha256_hex;
+use crate::kernel::monitor::{Approval, Purpose, approval_for, sha256_hex};
 
 /// The seal's id for the project's default check (`check * SHA256`): no todo id holds `*`.
 pub const DEFAULT_ID: &str = "*";
@@ -37,29 +37,51 @@ pub fn needed(snap: &Snapshot, t: &Todo) -> Result<Option<Needed>> {
         )
         .hint("the owner checks `loopx doctor` and runs `loopx owner seal`; then finish it again"));
     }
-    let sealed = |id: &str| snap.seal.as_ref().and_then(|s| s.checks.get(id));
-    match (&t.check, sealed(&t.id)) {
-        (Some(c), Some(h)) if *h == sha256_hex(c.command.as_bytes()) => Ok(Some(Needed {
+    let sealed = snap.seal.as_ref().and_then(|s| s.checks.get(&t.id));
+    let Some(c) = &t.check else {
+        return match sealed {
+            Some(_) => Err(Error::new(
+                Code::Denied,
+                format!(
+                    "{}'s approved check is gone from its file: the todo cannot be done",
+                    t.id
+                ),
+            )
+            .hint(format!(
+                "put the check back, or the owner revokes it: `loopx todo check revoke {}`",
+                t.id
+            ))),
+            None => default_check(snap),
+        };
+    };
+    let again = format!(
+        "the owner reads it with `loopx todo show {}` and approves it again (`loopx todo check approve {} --sha HEX`)",
+        t.id, t.id
+    );
+    let refused = |why: &str| {
+        Err(Error::new(
+            Code::Denied,
+            format!(
+                "{}'s check {why}: it does not run, and the todo cannot be done",
+                t.id
+            ),
+        )
+        .hint(again.clone()))
+    };
+    match approval_for(snap, t, Purpose::Done) {
+        Approval::Approved => Ok(Some(Needed {
             command: c.command.clone(),
-            sha256: h.clone(),
+            sha256: sha256_hex(c.command.as_bytes()),
             default: false,
         })),
-        (Some(_), Some(_)) => Err(Error::new(
-            Code::Denied,
-            format!("{}'s check is not the text the owner approved: it does not run, and the todo cannot be done", t.id),
-        )
-        .hint(format!("the owner reads it with `loopx todo show {}` and approves it again (`loopx todo check approve {} --sha HEX`)", t.id, t.id))),
-        (None, Some(_)) => Err(Error::new(
-            Code::Denied,
-            format!("{}'s approved check is gone from its file: the todo cannot be done", t.id),
-        )
-        .hint(format!("put the check back, or the owner revokes it: `loopx todo check revoke {}`", t.id))),
-        (Some(_), None) => Err(Error::new(
+        Approval::Changed => refused("is not the text the owner approved"),
+        Approval::OtherPurpose => refused("was approved as a watcher's check, not to prove a done"),
+        Approval::NoPurpose => refused("was approved before approvals named their purpose"),
+        Approval::NotApproved | Approval::NoSeal | Approval::NoCheck => Err(Error::new(
             Code::Denied,
             format!("{}'s check waits for the owner's approval: the todo is done only when it passes", t.id),
         )
         .hint(format!("the owner approves it: `loopx todo check approve {} --sha HEX` (`loopx todo show {}` shows it)", t.id, t.id))),
-        (None, None) => default_check(snap),
     }
 }
 
@@ -69,9 +91,9 @@ fn default_check(snap: &Snapshot) -> Result<Option<Needed>> {
     let sealed = snap.seal.as_ref().and_then(|s| s.checks.get(DEFAULT_ID));
     let text = snap.config.done.check.as_deref();
     match (text, sealed) {
-        (Some(c), Some(h)) if *h == sha256_hex(c.as_bytes()) => Ok(Some(Needed {
+        (Some(c), Some(h)) if h.approves(c, Purpose::Done) => Ok(Some(Needed {
             command: c.to_string(),
-            sha256: h.clone(),
+            sha256: h.sha256.clone(),
             default: true,
         })),
         (_, Some(_)) => Err(Error::new(

@@ -36,8 +36,11 @@ fn snap(t: &Todo, default: Option<&str>, sealed: &[(&str, &str)]) -> Snapshot {
     s.todos.insert(t.id.clone(), t.clone());
     let mut seal = Seal::default();
     for (id, text) in sealed {
-        seal.checks
-            .insert(id.to_string(), sha256_hex(text.as_bytes()));
+        let c = crate::kernel::model::SealedCheck {
+            sha256: sha256_hex(text.as_bytes()),
+            purpose: Some(crate::kernel::model::Purpose::Done),
+        };
+        seal.checks.insert(id.to_string(), c);
     }
     s.seal = Some(seal);
     s
