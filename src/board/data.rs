@@ -268,9 +268,8 @@ impl Loader {
     /// Marks the checked results HEAD moved past (read once; files only: a database has no
     /// work tree of its own).
     fn mark_stale(&self, done: &mut [DoneItem]) {
-        use crate::kernel::proof::{Tier, stale};
-        let checked =
-            |d: &DoneItem| matches!(d.proof, Some((Tier::Checked { commit: Some(_) }, _)));
+        use crate::kernel::proof::stale;
+        let checked = |d: &DoneItem| d.proof.as_ref().is_some_and(|(t, _)| t.commit().is_some());
         if !done.iter().any(checked) {
             return;
         }

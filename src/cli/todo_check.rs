@@ -198,9 +198,9 @@ pub fn shown(
     }
     if t.status == Status::Done {
         let tier = proof::tier(t, evidence);
-        let head = match &tier {
-            Tier::Checked { commit: Some(_) } => git::head(&ctx.work_dir(store)).ok().flatten(),
-            _ => None,
+        let head = match tier.commit() {
+            Some(_) => git::head(&ctx.work_dir(store)).ok().flatten(),
+            None => None,
         };
         let stale = proof::stale(&tier, head.as_deref());
         text.push_str(&format!("\n  proof: {}", tier_text(&tier, stale)));
@@ -216,9 +216,7 @@ pub fn shown(
 /// result is stale (HEAD is read once); and a line for each, for people.
 pub fn done_lately(ctx: &Ctx, store: &dyn Store) -> Result<(serde_json::Value, Vec<String>)> {
     let done = proof::finished(&store.journal_tail(DONE_SCAN)?, DONE_SHOWN);
-    let checked = done
-        .iter()
-        .any(|f| matches!(f.tier, Tier::Checked { commit: Some(_) }));
+    let checked = done.iter().any(|f| f.tier.commit().is_some());
     let head = match checked {
         true => git::head(&ctx.work_dir(store)).ok().flatten(),
         false => None,

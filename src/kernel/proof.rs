@@ -122,9 +122,14 @@ pub fn passed(e: &Evidence) -> bool {
     e.kind == EvidenceKind::Check && e.exit_code == Some(0) && !e.timed_out
 }
 
-/// What a `todo.done` line's data says of its proof (`check`: the text's hash and the commit).
+/// What a `todo.done` line's data says of its proof (`check`: the text's hash, the commit, and
+/// `dirty`, the uncommitted files of the tree it read, when there were any).
 pub fn done_data(n: &Needed, e: &Evidence) -> serde_json::Value {
-    serde_json::json!({"sha256": n.sha256, "commit": e.commit, "default": n.default})
+    let mut d = serde_json::json!({"sha256": n.sha256, "commit": e.commit, "default": n.default});
+    if !e.files.is_empty() {
+        d["dirty"] = serde_json::json!(e.files);
+    }
+    d
 }
 
 /// A recently finished todo, as the journal's `todo.done` lines tell it: its tier.
@@ -163,29 +168,59 @@ pub fn finished(events: &[crate::kernel::Event], max: usize) -> Vec<Finished> {
 pub fn tier_of(e: &crate::kernel::Event) -> Tier {
     match e.data.get("check") {
         _ if e.actor == "owner" => Tier::OwnerAccepted,
-        Some(c) if c.is_object() => Tier::Checked {
-            commit: c.get("commit").and_then(|v| v.as_str()).map(str::to_string),
-        },
+        Some(c) if c.is_object() => {
+            let commit = c.get("commit").and_then(|v| v.as_str()).map(str::to_string);
+            let dirty: Vec<String> = c
+                .get("dirty")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            checked(commit, dirty)
+        }
         _ => Tier::SelfReported,
     }
 }
 
-/// The tier for people: `✓ checked at abc123`, `self-reported`, `owner-accepted`.
+/// A check's tier: at a commit, or on a dirty tree at it when files no commit holds were there.
+fn checked(commit: Option<String>, dirty: Vec<String>) -> Tier {
+    match dirty.is_empty() {
+        true => Tier::Checked { commit },
+        false => Tier::CheckedDirty { commit, dirty },
+    }
+}
+
+/// The tier for people: `✓ checked at abc123`, `checked on a dirty tree at abc123 (uncommitted:
+/// a.sh)`, `self-reported`, `owner-accepted`.
 pub fn tier_text(t: &Tier, stale: bool) -> String {
+    // A commit read from a file may be anything: cut on a character, never inside one.
+    let at = |commit: &Option<String>| -> String {
+        commit
+            .as_deref()
+            .map_or("no commit".into(), |c| c.chars().take(12).collect())
+    };
+    let stale = if stale {
+        " (stale: HEAD moved since)"
+    } else {
+        ""
+    };
     match t {
         Tier::SelfReported => "self-reported".into(),
         Tier::OwnerAccepted => "owner-accepted".into(),
-        Tier::Checked { commit } => {
-            // A commit read from a file may be anything: cut on a character, never inside one.
-            let at: String = commit
-                .as_deref()
-                .map_or("no commit".into(), |c| c.chars().take(12).collect());
-            let stale = if stale {
-                " (stale: HEAD moved since)"
-            } else {
-                ""
+        Tier::Checked { commit } => format!("✓ checked at {}{stale}", at(commit)),
+        Tier::CheckedDirty { commit, dirty } => {
+            let first: String = dirty.first().map_or("", |f| f).chars().take(80).collect();
+            let more = match dirty.len() {
+                0 | 1 => String::new(),
+                n => format!(" and {} more", n - 1),
             };
-            format!("✓ checked at {at}{stale}")
+            format!(
+                "checked on a dirty tree at {} (uncommitted: {first}{more}){stale}",
+                at(commit)
+            )
         }
     }
 }
@@ -208,10 +243,18 @@ pub fn unproven(id: &str, n: &Needed) -> Error {
 pub enum Tier {
     /// The agent said so.
     SelfReported,
-    /// An approved check passed at this commit (none: outside a git work tree).
+    /// An approved check passed at this commit on a clean tree (none: outside a git work tree).
     Checked {
         /// HEAD when the check ran.
         commit: Option<String>,
+    },
+    /// An approved check passed on a tree with uncommitted changes: it speaks for this commit
+    /// plus those files, which no commit holds, so it does not prove the commit.
+    CheckedDirty {
+        /// HEAD when the check ran.
+        commit: Option<String>,
+        /// The uncommitted files (changed or untracked, outside `.loopx/`) when it started.
+        dirty: Vec<String>,
     },
     /// The owner finished it.
     OwnerAccepted,
@@ -228,19 +271,24 @@ pub fn tier(t: &Todo, evidence: &[Evidence]) -> Tier {
         .rev()
         .find(|e| passed(e) && e.fence.is_none_or(|f| f == t.fence));
     match run {
-        Some(e) => Tier::Checked {
-            commit: e.commit.clone(),
-        },
+        Some(e) => checked(e.commit.clone(), e.files.clone()),
         None => Tier::SelfReported,
+    }
+}
+
+impl Tier {
+    /// The commit a check ran at, for a checked tier that has one.
+    pub fn commit(&self) -> Option<&str> {
+        match self {
+            Tier::Checked { commit } | Tier::CheckedDirty { commit, .. } => commit.as_deref(),
+            _ => None,
+        }
     }
 }
 
 /// True when a checked result no longer speaks for the code: HEAD is not the commit it ran at.
 pub fn stale(tier: &Tier, head: Option<&str>) -> bool {
-    match tier {
-        Tier::Checked { commit: Some(c) } => head.is_some_and(|h| h != c),
-        _ => false,
-    }
+    tier.commit().is_some_and(|c| head.is_some_and(|h| h != c))
 }
 
 #[cfg(test)]
