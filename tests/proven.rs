@@ -439,3 +439,59 @@ fn a_worktree_s_check_reads_the_worktree_s_tree_not_the_main_one() {
     assert_eq!(t["proof"]["tier"], "checked-dirty", "{t}");
     assert_eq!(t["proof"]["dirty"], serde_json::json!(["made.txt"]), "{t}");
 }
+
+/// Rewrites each journal line through `f`, chained again: what an agent that can write
+/// `.loopx/` can do to the lines after the last seal.
+fn forge_journal(p: &Project, f: impl Fn(&mut Value)) {
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    let mut prev = "0".repeat(64);
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        f(&mut v);
+        v["prev"] = prev.clone().into();
+        let l = serde_json::to_string(&v).unwrap();
+        prev = loopx::store::journal::sha256_hex(l.as_bytes());
+        out.push_str(&l);
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn owner_accepted_shows_only_where_the_owner_s_signature_proves_it() {
+    let (p, id) = project("proof-forged-owner");
+    // The owner's own done of a user todo is owner-accepted.
+    let u = p.add("sign the contract", &["--role", "user"]);
+    p.ok(&["todo", "update", &u, "--status", "done"]);
+    assert_eq!(p.show(&u)["proof"]["tier"], "owner-accepted");
+    // The agent's done, then its journal line and archived file say the owner did it.
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    forge_journal(&p, |v| {
+        if v["action"] == "todo.done" && v["target"] == id.as_str() {
+            v["actor"] = "owner".into();
+        }
+    });
+    let file = p.lx(&format!("archive/{id}.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("status_by = \"agent-a\""), "{text}");
+    std::fs::write(&file, text.replace("\"agent-a\"", "\"owner\"")).unwrap();
+
+    let t = p.ok(&["todo", "show", &id]);
+    assert_eq!(t["todo"]["proof"]["tier"], "self-reported", "{t}");
+    let notes = t["owner_notes"].to_string();
+    assert!(
+        notes.contains(&id) && notes.contains("no owner signature"),
+        "{t}"
+    );
+    let s = p.ok(&["status"]);
+    let lately = s["done_lately"].as_array().unwrap();
+    let row = lately.iter().find(|r| r["id"] == id.as_str()).unwrap();
+    assert_eq!(row["tier"], "self-reported", "{s}");
+    let row = lately.iter().find(|r| r["id"] == u.as_str()).unwrap();
+    assert_eq!(row["tier"], "owner-accepted", "{s}");
+    assert!(s["owner_notes"].to_string().contains(&id), "{s}");
+    assert_eq!(p.show(&u)["proof"]["tier"], "owner-accepted");
+}

@@ -237,6 +237,8 @@ impl Loader {
     /// The recently done or cancelled todos in a journal tail, newest first.
     fn done_of(&mut self, events: &[Event]) -> Vec<DoneItem> {
         let mut done: Vec<DoneItem> = Vec::new();
+        // The owner's done shows only where the owner's signature proves its line.
+        let key = self.store.owner_pub().ok().flatten();
         for ev in events.iter().rev() {
             if done.len() >= DONE_MAX {
                 break;
@@ -258,7 +260,8 @@ impl Loader {
                 status,
                 at: ev.at,
                 by: ev.actor.clone(),
-                proof: (status == Status::Done).then(|| (crate::kernel::proof::tier_of(ev), false)),
+                proof: (status == Status::Done)
+                    .then(|| (crate::kernel::proof::tier_of(ev, key.as_ref()), false)),
             });
         }
         self.mark_stale(&mut done);

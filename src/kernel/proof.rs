@@ -3,9 +3,11 @@
 
 use serde::Serialize;
 
+use crate::kernel::authority::{OwnerPub, event_proven};
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::{Evidence, EvidenceKind, Role, Snapshot, Todo};
 use crate::kernel::monitor::{Approval, Purpose, approval_for, sha256_hex};
+use crate::kernel::ops::OWNER;
 
 /// The seal's id for the project's default check (`check * SHA256`): no todo id holds `*`.
 pub const DEFAULT_ID: &str = "*";
@@ -142,10 +144,18 @@ pub struct Finished {
     /// How it was proven.
     #[serde(flatten)]
     pub tier: Tier,
+    /// True when its line says the owner did it but no owner signature proves it.
+    #[serde(skip)]
+    pub forged: bool,
 }
 
-/// The last `max` todos done in `events` (oldest first in, newest first out), with their tiers.
-pub fn finished(events: &[crate::kernel::Event], max: usize) -> Vec<Finished> {
+/// The last `max` todos done in `events` (oldest first in, newest first out), with their tiers;
+/// `key` (`owner.pub`) proves the owner's.
+pub fn finished(
+    events: &[crate::kernel::Event],
+    max: usize,
+    key: Option<&OwnerPub>,
+) -> Vec<Finished> {
     let mut out: Vec<Finished> = Vec::new();
     for e in events.iter().rev() {
         if out.len() >= max {
@@ -154,20 +164,23 @@ pub fn finished(events: &[crate::kernel::Event], max: usize) -> Vec<Finished> {
         if e.action != crate::kernel::Action::TodoDone || out.iter().any(|f| f.id == e.target) {
             continue;
         }
+        let tier = tier_of(e, key);
         out.push(Finished {
             id: e.target.clone(),
             at: e.at,
-            tier: tier_of(e),
+            forged: e.actor == OWNER && tier != Tier::OwnerAccepted,
+            tier,
         });
     }
     out
 }
 
-/// The tier a `todo.done` line gives: the owner's, a check's (its data holds `check`), or the
-/// agent's word.
-pub fn tier_of(e: &crate::kernel::Event) -> Tier {
+/// The tier a `todo.done` line gives: the owner's when the owner's signature (checked with
+/// `key`, `owner.pub`) proves the line, else a check's (its data holds `check`), else the
+/// agent's word. A line that only says `owner` gets the tier it would have without that.
+pub fn tier_of(e: &crate::kernel::Event, key: Option<&OwnerPub>) -> Tier {
     match e.data.get("check") {
-        _ if e.actor == "owner" => Tier::OwnerAccepted,
+        _ if e.actor == OWNER && event_proven(e, key) => Tier::OwnerAccepted,
         Some(c) if c.is_object() => {
             let commit = c.get("commit").and_then(|v| v.as_str()).map(str::to_string);
             let dirty: Vec<String> = c
@@ -260,10 +273,25 @@ pub enum Tier {
     OwnerAccepted,
 }
 
-/// The tier of `t` from its evidence: the owner's done, else a passing check written at its
-/// last fence, else self-reported.
-pub fn tier(t: &Todo, evidence: &[Evidence]) -> Tier {
-    if t.status_by.as_deref() == Some("owner") {
+/// The note for a done that says the owner accepted it without the owner's signature.
+pub fn forged_note(id: &str, tier: &Tier) -> String {
+    format!(
+        "todo {id} says the owner finished it, but no owner signature proves it: shown as {}",
+        tier_text(tier, false)
+    )
+}
+
+/// True when `t` says the owner finished it (`status_by = "owner"`): only the owner's signed
+/// `todo.done` line proves it ([`tier`]'s `owner_signed`).
+pub fn says_owner(t: &Todo) -> bool {
+    t.status_by.as_deref() == Some(OWNER)
+}
+
+/// The tier of `t` from its evidence: the owner's done when `owner_signed` (the owner's
+/// signature proves its last `todo.done` line), else a passing check written at its last
+/// fence, else self-reported.
+pub fn tier(t: &Todo, evidence: &[Evidence], owner_signed: bool) -> Tier {
+    if says_owner(t) && owner_signed {
         return Tier::OwnerAccepted;
     }
     let run = evidence
