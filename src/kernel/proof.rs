@@ -24,8 +24,8 @@ pub struct Needed {
 }
 
 /// What must prove `t` done: its own approved check, else the project's sealed default, else
-/// nothing (a self-reported done). A check the owner approved that is now edited or gone is
-/// refused (exit 7): it never runs, and no done passes without it.
+/// nothing (a self-reported done). A check the owner approved that is now edited or gone, or
+/// approved for a watcher, is refused (exit 7): it never runs, and no done passes without it.
 pub fn needed(snap: &Snapshot, t: &Todo) -> Result<Option<Needed>> {
     if t.every.is_some() || t.role == Role::User {
         return Ok(None);
@@ -56,6 +56,11 @@ pub fn needed(snap: &Snapshot, t: &Todo) -> Result<Option<Needed>> {
             None => default_check(snap),
         };
     };
+    own_check(snap, t, c)
+}
+
+/// `t`'s own check `c`, when the owner approved its exact text to prove a done; else refused.
+fn own_check(snap: &Snapshot, t: &Todo, c: &crate::kernel::model::Check) -> Result<Option<Needed>> {
     let again = format!(
         "the owner reads it with `loopx todo show {}` and approves it again (`loopx todo check approve {} --sha HEX`)",
         t.id, t.id
