@@ -99,11 +99,18 @@ pub fn approve_check(
     purpose: monitor::Purpose,
 ) -> Result<(Change, String)> {
     let t = todo(snap, id)?;
-    let Some(check) = &t.check else {
-        return Err(Error::new(Code::NotFound, format!("{id} has no check"))
-            .hint("an agent proposes one with `loopx monitor propose ID -- COMMAND`"));
-    };
     shaped_for(t, purpose)?;
+    let Some(check) = &t.check else {
+        let group = match purpose {
+            monitor::Purpose::Watch => "monitor",
+            monitor::Purpose::Done => "todo check",
+        };
+        return Err(
+            Error::new(Code::NotFound, format!("{id} has no check")).hint(format!(
+                "an agent proposes one with `loopx {group} propose {id} -- COMMAND`"
+            )),
+        );
+    };
     let sha = monitor::sha256_hex(check.command.as_bytes());
     if let Some(e) = expect
         && (e.len() < monitor::SHA_PREFIX_MIN || !e.bytes().all(|b| b.is_ascii_hexdigit()))
