@@ -40,6 +40,13 @@ fn checked(p: &Project, id: &str, text: &str) {
     p.ok(&["todo", "check", "approve", id]);
 }
 
+/// Writes `name` in the work tree and commits it: the tree a check then reads is clean.
+fn commit_file(p: &Project, name: &str) {
+    std::fs::write(p.root().join(name), "ok").unwrap();
+    git(p.root(), &["add", name]);
+    git(p.root(), &["commit", "-q", "-m", name]);
+}
+
 fn done(p: &Project, id: &str, extra: &[&str]) -> (i32, Value) {
     let mut a = vec!["todo", "update", id, "--status", "done"];
     a.extend_from_slice(extra);
@@ -85,7 +92,7 @@ fn a_failing_check_keeps_the_todo_claimed_and_a_passing_one_completes_it() {
     assert_eq!(c[0]["commit"], head(p.root()).as_str());
     assert_eq!(c[0]["sha256"].as_str().map(str::len), Some(64));
 
-    std::fs::write(p.root().join("built.txt"), "ok").unwrap();
+    commit_file(&p, "built.txt");
     let (code, v) = done(&p, &id, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["todo"]["status"], "done");
@@ -237,7 +244,7 @@ fn the_owner_s_default_check_proves_every_todo_without_one() {
     assert_eq!(run_cmd(&mut c).code, 7);
     let (code, v) = done(&p, &id, &[]);
     assert_eq!(code, 9, "{v}");
-    std::fs::write(p.root().join("ok.txt"), "").unwrap();
+    commit_file(&p, "ok.txt");
     // Edited by hand: refused, not run.
     let cfg = p.lx("loopx.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
@@ -323,7 +330,7 @@ fn a_turn_ended_done_by_its_host_is_done_only_when_the_check_passes() {
     assert_eq!(v["error"]["details"]["ended"], "kept", "{v}");
     assert_eq!(p.show(&id)["lease"]["holder"], "agent-a");
     assert_ne!(p.show(&id)["status"], "done");
-    std::fs::write(p.root().join("made.txt"), "").unwrap();
+    commit_file(&p, "made.txt");
     let v = p.ok_as("agent-a", &["turn", "start"]);
     let turn = v["turn"].as_str().unwrap().to_string();
     let v = p.ok_as("agent-a", &["turn", "end", "--turn", &turn, "--done"]);
@@ -373,4 +380,118 @@ fn a_check_that_outlasts_the_lease_keeps_it() {
     let (code, v) = done(&p, &id, &["--check-timeout", "20s"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["todo"]["status"], "done", "{v}");
+}
+
+#[test]
+fn a_check_on_a_dirty_tree_says_so_and_does_not_claim_the_commit() {
+    let (p, id) = project("proof-dirty");
+    std::fs::write(p.root().join("check.sh"), "exit 1\n").unwrap();
+    git(p.root(), &["add", "check.sh"]);
+    git(p.root(), &["commit", "-q", "-m", "the check"]);
+    checked(&p, &id, "sh check.sh");
+    // The approved script is edited in the work tree only: no commit holds what passed.
+    std::fs::write(p.root().join("check.sh"), "exit 0\n").unwrap();
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    let c = checks(&p, &id);
+    assert_eq!(c[0]["files"], serde_json::json!(["check.sh"]), "{c:?}");
+    let summary = c[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("dirty tree (1 uncommitted file: check.sh)"),
+        "{summary}"
+    );
+    let t = p.show(&id);
+    assert_eq!(t["proof"]["tier"], "checked-dirty", "{t}");
+    assert_eq!(t["proof"]["commit"], head(p.root()).as_str(), "{t}");
+    assert_eq!(t["proof"]["dirty"], serde_json::json!(["check.sh"]), "{t}");
+    let r = p.run(&["todo", "show", &id]);
+    assert!(
+        r.stdout.contains("checked on a dirty tree at"),
+        "{}",
+        r.stdout
+    );
+    let s = p.ok(&["status"]);
+    assert_eq!(s["done_lately"][0]["tier"], "checked-dirty", "{s}");
+    assert_eq!(s["done_lately"][0]["dirty"][0], "check.sh", "{s}");
+}
+
+#[test]
+fn a_worktree_s_check_reads_the_worktree_s_tree_not_the_main_one() {
+    let (p, _) = project("proof-wt-dirty");
+    let a = p.add("clean in its worktree", &[]);
+    let b = p.add("dirty in its worktree", &[]);
+    for id in [&a, &b] {
+        p.ok_as("agent-a", &["todo", "claim", id, "--worktree"]);
+        checked(&p, id, "test -f .gitignore");
+    }
+    // The main tree is dirty; a's worktree is clean, b's holds a file no commit has.
+    std::fs::write(p.root().join("main-only.txt"), "x").unwrap();
+    let b_tree = common::worktrees::tree(&p, &b);
+    std::fs::write(b_tree.join("made.txt"), "x").unwrap();
+    for id in [&a, &b] {
+        let (code, v) = done(&p, id, &[]);
+        assert_eq!(code, 0, "{v}");
+    }
+    let t = p.show(&a);
+    assert_eq!(t["proof"]["tier"], "checked", "{t}");
+    assert_eq!(t["proof"]["commit"], head(p.root()).as_str(), "{t}");
+    let t = p.show(&b);
+    assert_eq!(t["proof"]["tier"], "checked-dirty", "{t}");
+    assert_eq!(t["proof"]["dirty"], serde_json::json!(["made.txt"]), "{t}");
+}
+
+/// Rewrites each journal line through `f`, chained again: what an agent that can write
+/// `.loopx/` can do to the lines after the last seal.
+fn forge_journal(p: &Project, f: impl Fn(&mut Value)) {
+    let path = p.lx("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    let mut prev = "0".repeat(64);
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        f(&mut v);
+        v["prev"] = prev.clone().into();
+        let l = serde_json::to_string(&v).unwrap();
+        prev = loopx::store::journal::sha256_hex(l.as_bytes());
+        out.push_str(&l);
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn owner_accepted_shows_only_where_the_owner_s_signature_proves_it() {
+    let (p, id) = project("proof-forged-owner");
+    // The owner's own done of a user todo is owner-accepted.
+    let u = p.add("sign the contract", &["--role", "user"]);
+    p.ok(&["todo", "update", &u, "--status", "done"]);
+    assert_eq!(p.show(&u)["proof"]["tier"], "owner-accepted");
+    // The agent's done, then its journal line and archived file say the owner did it.
+    let (code, v) = done(&p, &id, &[]);
+    assert_eq!(code, 0, "{v}");
+    forge_journal(&p, |v| {
+        if v["action"] == "todo.done" && v["target"] == id.as_str() {
+            v["actor"] = "owner".into();
+        }
+    });
+    let file = p.lx(&format!("archive/{id}.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("status_by = \"agent-a\""), "{text}");
+    std::fs::write(&file, text.replace("\"agent-a\"", "\"owner\"")).unwrap();
+
+    let t = p.ok(&["todo", "show", &id]);
+    assert_eq!(t["todo"]["proof"]["tier"], "self-reported", "{t}");
+    let notes = t["owner_notes"].to_string();
+    assert!(
+        notes.contains(&id) && notes.contains("no owner signature"),
+        "{t}"
+    );
+    let s = p.ok(&["status"]);
+    let lately = s["done_lately"].as_array().unwrap();
+    let row = lately.iter().find(|r| r["id"] == id.as_str()).unwrap();
+    assert_eq!(row["tier"], "self-reported", "{s}");
+    let row = lately.iter().find(|r| r["id"] == u.as_str()).unwrap();
+    assert_eq!(row["tier"], "owner-accepted", "{s}");
+    assert!(s["owner_notes"].to_string().contains(&id), "{s}");
+    assert_eq!(p.show(&u)["proof"]["tier"], "owner-accepted");
 }

@@ -237,6 +237,8 @@ impl Loader {
     /// The recently done or cancelled todos in a journal tail, newest first.
     fn done_of(&mut self, events: &[Event]) -> Vec<DoneItem> {
         let mut done: Vec<DoneItem> = Vec::new();
+        // The owner's done shows only where the owner's signature proves its line.
+        let key = self.store.owner_pub().ok().flatten();
         for ev in events.iter().rev() {
             if done.len() >= DONE_MAX {
                 break;
@@ -258,7 +260,8 @@ impl Loader {
                 status,
                 at: ev.at,
                 by: ev.actor.clone(),
-                proof: (status == Status::Done).then(|| (crate::kernel::proof::tier_of(ev), false)),
+                proof: (status == Status::Done)
+                    .then(|| (crate::kernel::proof::tier_of(ev, key.as_ref()), false)),
             });
         }
         self.mark_stale(&mut done);
@@ -268,9 +271,8 @@ impl Loader {
     /// Marks the checked results HEAD moved past (read once; files only: a database has no
     /// work tree of its own).
     fn mark_stale(&self, done: &mut [DoneItem]) {
-        use crate::kernel::proof::{Tier, stale};
-        let checked =
-            |d: &DoneItem| matches!(d.proof, Some((Tier::Checked { commit: Some(_) }, _)));
+        use crate::kernel::proof::stale;
+        let checked = |d: &DoneItem| d.proof.as_ref().is_some_and(|(t, _)| t.commit().is_some());
         if !done.iter().any(checked) {
             return;
         }

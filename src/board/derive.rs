@@ -185,12 +185,15 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
     out
 }
 
-/// A done's tier in a card's few columns: `✓ checked`, `✓ stale`, `self-reported`.
+/// A done's tier in a card's few columns: `✓ checked`, `✓ stale check`, `checked dirty`,
+/// `self-reported`.
 fn board_tier(t: &crate::kernel::proof::Tier, stale: bool) -> String {
     use crate::kernel::proof::Tier;
     match (t, stale) {
         (Tier::Checked { .. }, false) => "✓ checked".into(),
         (Tier::Checked { .. }, true) => "✓ stale check".into(),
+        (Tier::CheckedDirty { .. }, false) => "checked dirty".into(),
+        (Tier::CheckedDirty { .. }, true) => "stale dirty check".into(),
         (Tier::SelfReported, _) => "self-reported".into(),
         (Tier::OwnerAccepted, _) => "owner-accepted".into(),
     }

@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
     let now = ctx.now;
     match c {
         MonitorCmd::Propose { id, command } => propose(ctx, store, &id, &command, Purpose::Watch),
-        MonitorCmd::Approve { id, sha } => approve(ctx, store, &id, sha.as_deref()),
+        MonitorCmd::Approve { id, sha } => approve(ctx, store, &id, sha.as_deref(), Purpose::Watch),
         MonitorCmd::Revoke { id } => revoke(ctx, store, &id),
         MonitorCmd::List => list(store, now),
         // Checks run in the work dir: the project root on files, --dir or here on a database.
@@ -73,14 +73,8 @@ pub fn run(ctx: &Ctx, c: MonitorCmd) -> Result<Out> {
     }
 }
 
-/// What a proposed check is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// A watcher's check, which `monitor poll` runs.
-    Watch,
-    /// The check that proves a todo done, which `todo update --status done` runs.
-    Done,
-}
+/// What a check is for: a watcher's (`monitor poll` runs it) or proving a done.
+pub use crate::kernel::monitor::Purpose;
 
 /// Proposes `words` (joined with spaces) as `id`'s check.
 pub fn propose(
@@ -112,22 +106,33 @@ pub fn propose(
     Ok(Out::new("check", j, text).noted(notes))
 }
 
-/// Owner: approves `id`'s check as it is now (with `sha`, only if its hash starts so).
-pub fn approve(ctx: &Ctx, store: &dyn Store, id: &str, sha: Option<&str>) -> Result<Out> {
+/// Owner: approves `id`'s check as it is now for `p` (with `sha`, only if its hash starts so).
+pub fn approve(
+    ctx: &Ctx,
+    store: &dyn Store,
+    id: &str,
+    sha: Option<&str>,
+    p: Purpose,
+) -> Result<Out> {
     let ((id, sha, cmd), notes) = store.mutate_noted(|snap| {
         let id = store.resolve_todo(snap, id)?;
-        let (c, sha) = ops::approve_check(snap, ops::OWNER, ctx.now, &id, sha)?;
+        let (c, sha) = ops::approve_check(snap, ops::OWNER, ctx.now, &id, sha, p)?;
         let cmd = snap.todos.get(&id).and_then(|t| t.check.clone());
         let cmd = cmd.map(|c| c.command).unwrap_or_default();
         Ok((c, (id, sha, cmd)))
     })?;
+    let what = match p {
+        Purpose::Watch => "as a watcher's check",
+        Purpose::Done => "to prove it done",
+    };
     let text = format!(
-        "{}: approved `{}` (sha256 {})",
+        "{}: approved `{}` {what} (sha256 {})",
         esc(&id),
         esc(&cmd),
         &sha[..monitor::SHA_PREFIX_MIN]
     );
-    let j = json!({"id": id, "command": cmd, "sha256": sha, "approved": true});
+    let j = json!({"id": id, "command": cmd, "sha256": sha, "approved": true,
+        "purpose": p.as_str()});
     Ok(Out::new("check", j, text).noted(notes))
 }
 

@@ -44,8 +44,12 @@ fn left(now: Ts, until: Ts) -> String {
 /// `status`.
 pub fn status(ctx: &Ctx) -> Result<Out> {
     let store = ctx.open()?;
-    let snap = store.load()?;
+    let mut snap = store.load()?;
     let now = ctx.now;
+    // A done the journal says the owner accepted, unsigned, is named beside the seal's notes.
+    let lately = super::todo_check::done_lately(ctx, &*store)?;
+    snap.owner_notes.extend(lately.notes);
+    let (done_lately, done_lines) = (lately.json, lately.lines);
     let g = &snap.config.goal;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for t in snap.todos.values() {
@@ -60,7 +64,6 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         .collect();
     let u = quota::usage(&snap.quota, &snap.config.quota, now);
     let overdue = crate::kernel::monitor::overdue_list(&snap, now);
-    let (done_lately, done_lines) = super::todo_check::done_lately(ctx, &*store)?;
     let stalled = crate::kernel::breaker::held(&snap, now);
 
     let mut text = format!(

@@ -435,7 +435,7 @@ fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
             esc(&e.summary)
         ));
     }
-    let (proof, proof_text) = super::todo_check::shown(ctx, store, &snap, &t, &evidence);
+    let (proof, proof_text, notes) = super::todo_check::shown(ctx, store, &snap, &t, &evidence)?;
     text.push_str(&proof_text);
     let mut j = to_json(&t);
     j["blockers"] = json!(blockers.iter().map(|b| b.describe()).collect::<Vec<_>>());
@@ -447,5 +447,5 @@ fn show(ctx: &Ctx, store: &dyn Store, input: &str) -> Result<Out> {
         out = out.with("reviews_evidence", j);
         out.text.push_str(&text);
     }
-    Ok(out)
+    Ok(out.noted(notes))
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::monitor::{self as mon, Purpose};
 use super::{Ctx, Out};
 use crate::kernel::monitor::{SHA_PREFIX_MIN, sha256_hex};
-use crate::kernel::proof::{self, Tier, tier_text};
+use crate::kernel::proof::{self, tier_text};
 use crate::kernel::{Code, Error, Evidence, Result, Snapshot, Status, Todo, ops};
 use crate::runtime::{git, proof as run_proof};
 use crate::store::{Store, StoreExt};
@@ -64,7 +64,9 @@ pub enum CheckCmd {
 pub fn run(ctx: &Ctx, store: &dyn Store, c: CheckCmd) -> Result<Out> {
     match c {
         CheckCmd::Propose { id, command } => mon::propose(ctx, store, &id, &command, Purpose::Done),
-        CheckCmd::Approve { id, sha } => mon::approve(ctx, store, &id, sha.as_deref()),
+        CheckCmd::Approve { id, sha } => {
+            mon::approve(ctx, store, &id, sha.as_deref(), Purpose::Done)
+        }
         CheckCmd::Revoke { id } => mon::revoke(ctx, store, &id),
         CheckCmd::Default { clear, command } => {
             let text = (!clear).then(|| command.join(" "));
@@ -168,14 +170,16 @@ pub fn record_failure(
 }
 
 /// What `todo show` says of a todo's proof: its check and whether the owner approved it, and
-/// for a done todo its tier (`stale` once HEAD moved past a checked commit).
+/// for a done todo its tier (`stale` once HEAD moved past a checked commit); and a note when
+/// the todo says the owner finished it but no owner signature proves it.
 pub fn shown(
     ctx: &Ctx,
     store: &dyn Store,
     snap: &Snapshot,
     t: &Todo,
     evidence: &[Evidence],
-) -> (serde_json::Value, String) {
+) -> Result<(serde_json::Value, String, Vec<String>)> {
+    let mut notes = Vec::new();
     let mut text = String::new();
     let mut j = json!({});
     // A finished todo's check is history: its approval leaves the seal with it.
@@ -195,10 +199,14 @@ pub fn shown(
         j["check"] = json!({"command": c.command, "sha256": sha, "approval": a});
     }
     if t.status == Status::Done {
-        let tier = proof::tier(t, evidence);
-        let head = match &tier {
-            Tier::Checked { commit: Some(_) } => git::head(&ctx.work_dir(store)).ok().flatten(),
-            _ => None,
+        let signed = proof::says_owner(t) && owner_done_signed(store, &t.id)?;
+        let tier = proof::tier(t, evidence, signed);
+        if proof::says_owner(t) && !signed {
+            notes.push(proof::forged_note(&t.id, &tier));
+        }
+        let head = match tier.commit() {
+            Some(_) => git::head(&ctx.work_dir(store)).ok().flatten(),
+            None => None,
         };
         let stale = proof::stale(&tier, head.as_deref());
         text.push_str(&format!("\n  proof: {}", tier_text(&tier, stale)));
@@ -207,30 +215,81 @@ pub fn shown(
         }
         j["stale"] = json!(stale);
     }
-    (j, text)
+    Ok((j, text, notes))
 }
 
-/// The last todos done, from the journal's tail, each with its tier and whether a checked
-/// result is stale (HEAD is read once); and a line for each, for people.
-pub fn done_lately(ctx: &Ctx, store: &dyn Store) -> Result<(serde_json::Value, Vec<String>)> {
-    let done = proof::finished(&store.journal_tail(DONE_SCAN)?, DONE_SHOWN);
-    let checked = done
-        .iter()
-        .any(|f| matches!(f.tier, Tier::Checked { commit: Some(_) }));
+/// True when the owner's signature proves that the owner finished `id`: its last `todo.done`
+/// line is the owner's and verifies with `owner.pub`. The journal's tail is read first; the
+/// whole journal only when the line is older than that.
+fn owner_done_signed(store: &dyn Store, id: &str) -> Result<bool> {
+    use crate::kernel::{Action, Event};
+    let Some(key) = store.owner_pub()? else {
+        return Ok(false);
+    };
+    let last = |events: Vec<Event>| {
+        events
+            .into_iter()
+            .rev()
+            .find(|e| e.action == Action::TodoDone && e.target == id)
+    };
+    let tail = store.journal_tail(crate::store::JOURNAL_SCAN)?;
+    let whole = tail.len() < crate::store::JOURNAL_SCAN;
+    let mut line = last(tail);
+    if line.is_none() && !whole {
+        let mut pos = 0;
+        loop {
+            let (events, next) = store.journal_after(pos)?;
+            line = last(events).or(line);
+            if next <= pos {
+                break;
+            }
+            pos = next;
+        }
+    }
+    Ok(line.is_some_and(|e| {
+        e.actor == ops::OWNER && crate::kernel::authority::event_proven(&e, Some(&key))
+    }))
+}
+
+/// The todos done lately, as `status` and STATE.md show them.
+pub struct DoneLately {
+    /// Each with its tier and `stale`.
+    pub json: serde_json::Value,
+    /// A line for each, for people.
+    pub lines: Vec<String>,
+    /// A note for each line that says the owner did it without the owner's signature.
+    pub notes: Vec<String>,
+}
+
+/// The last todos done, from the journal's tail, each with its tier (the owner's only where the
+/// owner's signature proves it) and whether a checked result is stale (HEAD is read once).
+pub fn done_lately(ctx: &Ctx, store: &dyn Store) -> Result<DoneLately> {
+    let key = store.owner_pub()?;
+    let tail = store.journal_tail(DONE_SCAN)?;
+    let done = proof::finished(&tail, DONE_SHOWN, key.as_ref());
+    let checked = done.iter().any(|f| f.tier.commit().is_some());
     let head = match checked {
         true => git::head(&ctx.work_dir(store)).ok().flatten(),
         false => None,
     };
     let mut rows = Vec::new();
     let mut lines = Vec::new();
+    let mut notes = Vec::new();
     for f in &done {
         let stale = proof::stale(&f.tier, head.as_deref());
         let mut j = json!(f);
         j["stale"] = json!(stale);
         rows.push(j);
         lines.push(format!("{} {}", esc(&f.id), tier_text(&f.tier, stale)));
+        if f.forged {
+            notes.push(proof::forged_note(&f.id, &f.tier));
+        }
     }
-    Ok((json!(rows), lines))
+    Ok(DoneLately {
+        json: json!(rows),
+        lines,
+        notes,
+    })
 }
 
 /// How many journal lines `done_lately` reads, and how many done todos it shows.

@@ -11,7 +11,7 @@ use crate::kernel::authority::to_hex;
 use crate::kernel::model::{GoalStatus, Snapshot, Status, Todo};
 use crate::kernel::time::{Dur, Ts};
 
-pub use crate::kernel::model::Check;
+pub use crate::kernel::model::{Check, Purpose};
 
 /// The fewest hex digits of a check's SHA-256 `monitor approve --sha` takes, and the digits
 /// shown: 64 bits, so an agent cannot find another text with the same prefix to swap in (8
@@ -107,7 +107,7 @@ pub fn result_hash(exit: i32, truncated: bool, stdout: &[u8]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Approval {
-    /// The seal holds this command's SHA-256 for this todo.
+    /// The seal holds this command's SHA-256 for this todo, approved for this purpose.
     Approved,
     /// The todo has no check.
     NoCheck,
@@ -117,6 +117,10 @@ pub enum Approval {
     NotApproved,
     /// The command text differs from the one the owner approved.
     Changed,
+    /// The owner approved this text for the other purpose (a done's check, a watcher's).
+    OtherPurpose,
+    /// The owner approved this text before approvals named their purpose.
+    NoPurpose,
 }
 
 impl Approval {
@@ -128,12 +132,33 @@ impl Approval {
             Approval::NoSeal => "unapproved: no valid owner seal",
             Approval::NotApproved => "unapproved: waiting for the owner's approval",
             Approval::Changed => "unapproved: the command changed since the owner approved it",
+            Approval::OtherPurpose => {
+                "unapproved: the owner approved it for the other purpose (proving a done, or a watcher's); the owner approves it again for this one"
+            }
+            Approval::NoPurpose => {
+                "unapproved: approved before approvals named their purpose; the owner approves it again"
+            }
         }
     }
 }
 
-/// Whether `t`'s check is approved: the SHA-256 of its current text equals the sealed one.
+/// What `t`'s check is for by its shape: a recurring todo's is a watcher's, any other todo's
+/// proves it done.
+pub fn purpose_of(t: &Todo) -> Purpose {
+    match t.every {
+        Some(_) => Purpose::Watch,
+        None => Purpose::Done,
+    }
+}
+
+/// Whether `t`'s check is approved for what its shape makes it ([`purpose_of`]).
 pub fn approval(snap: &Snapshot, t: &Todo) -> Approval {
+    approval_for(snap, t, purpose_of(t))
+}
+
+/// Whether `t`'s check is approved for `purpose`: the SHA-256 of its current text equals the
+/// sealed one, and the owner approved it for that purpose.
+pub fn approval_for(snap: &Snapshot, t: &Todo, purpose: Purpose) -> Approval {
     let Some(c) = &t.check else {
         return Approval::NoCheck;
     };
@@ -142,8 +167,12 @@ pub fn approval(snap: &Snapshot, t: &Todo) -> Approval {
     };
     match seal.checks.get(&t.id) {
         None => Approval::NotApproved,
-        Some(h) if *h == sha256_hex(c.command.as_bytes()) => Approval::Approved,
-        Some(_) => Approval::Changed,
+        Some(h) if h.sha256 != sha256_hex(c.command.as_bytes()) => Approval::Changed,
+        Some(h) => match h.purpose {
+            Some(p) if p == purpose => Approval::Approved,
+            Some(_) => Approval::OtherPurpose,
+            None => Approval::NoPurpose,
+        },
     }
 }
 
@@ -168,7 +197,7 @@ pub fn step(snap: &Snapshot, t: &Todo, now: Ts) -> Option<Step> {
     if t.status != Status::Open {
         return Some(Step::Skip(format!("status is {}", t.status.as_str())));
     }
-    let a = approval(snap, t);
+    let a = approval_for(snap, t, Purpose::Watch);
     if a != Approval::Approved {
         return Some(Step::Skip(a.describe().into()));
     }

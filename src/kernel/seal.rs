@@ -13,7 +13,7 @@ use crate::kernel::authority::{OwnerPub, to_hex};
 use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot, Status};
 use crate::kernel::time::{Dur, Ts};
 
-pub use crate::kernel::model::{LeaseFact, Mark, Seal, SealedGate};
+pub use crate::kernel::model::{LeaseFact, Mark, Purpose, Seal, SealedCheck, SealedGate};
 
 /// The first line of `owner.seal`.
 pub const HEADER: &str = "# loopx owner seal: facts only the owner sets, signed. Do not edit.";
@@ -127,18 +127,24 @@ impl Seal {
     }
 
     /// Applies an owner change's check approvals and revocations (`check.approve` carries the
-    /// approved text's `sha256` in its data; `check.revoke` drops the todo's line).
+    /// approved text's `sha256` and its `purpose` in its data; `check.revoke` drops the todo's
+    /// line). An approval without a purpose is sealed without one: it approves nothing.
     pub fn apply_check_events(&mut self, events: &[crate::kernel::model::EventDraft]) {
         use crate::kernel::action::Action;
         for e in events {
             match e.action {
                 Action::CheckApprove => {
                     let sha = e.data.get("sha256").and_then(|v| v.as_str());
+                    let purpose = e.data.get("purpose").and_then(|v| v.as_str());
                     if let Some(sha) = sha.filter(|h| is_sha256(h))
                         && !e.target.is_empty()
                         && !e.target.contains(char::is_whitespace)
                     {
-                        self.checks.insert(e.target.clone(), sha.to_string());
+                        let c = SealedCheck {
+                            sha256: sha.to_string(),
+                            purpose: purpose.and_then(Purpose::parse),
+                        };
+                        self.checks.insert(e.target.clone(), c);
                     }
                 }
                 Action::CheckRevoke => {
@@ -184,8 +190,12 @@ impl Seal {
             let h = f.holder.as_deref().unwrap_or("-");
             s.push_str(&format!("lease {id} {} {h}\n", f.fence));
         }
-        for (id, sha) in &self.checks {
-            s.push_str(&format!("check {id} {sha}\n"));
+        for (id, c) in &self.checks {
+            // A line from before purposes keeps its old form: the signature covers it so.
+            match c.purpose {
+                Some(p) => s.push_str(&format!("check {id} {} {}\n", c.sha256, p.as_str())),
+                None => s.push_str(&format!("check {id} {}\n", c.sha256)),
+            }
         }
         for (event, hash) in &self.hooks {
             s.push_str(&format!("hook {event} {hash}\n"));
@@ -267,8 +277,14 @@ impl Seal {
                     seal.agents.insert(id.to_string(), f);
                 }
                 ["breaker", n] => seal.breaker = Some(n.parse().map_err(|_| bad())?),
-                ["check", id, h] if is_sha256(h) => {
-                    seal.checks.insert(id.to_string(), h.to_string());
+                ["check", id, h, rest @ ..] if is_sha256(h) && rest.len() <= 1 => {
+                    let purpose = match rest.first() {
+                        Some(p) => Some(Purpose::parse(p).ok_or_else(bad)?),
+                        None => None,
+                    };
+                    let sha256 = h.to_string();
+                    seal.checks
+                        .insert(id.to_string(), SealedCheck { sha256, purpose });
                 }
                 _ => return Err(bad()),
             }
@@ -278,6 +294,10 @@ impl Seal {
             return Err(
                 "its signature is not the owner's (edited, or made with another key)".into(),
             );
+        }
+        // The default's `*` line only ever approved a done: an old one without a purpose is that.
+        if let Some(c) = seal.checks.get_mut(crate::kernel::proof::DEFAULT_ID) {
+            c.purpose.get_or_insert(Purpose::Done);
         }
         Ok(seal)
     }
@@ -312,7 +332,7 @@ fn is_sha256(h: &str) -> bool {
 
 /// Approved checks carried over from the last seal, for todos still in the working set (or
 /// quarantined): an owner change that does not approve or revoke a check keeps it as it was.
-fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, String> {
+fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, SealedCheck> {
     prev.map(|p| {
         p.checks
             .iter()

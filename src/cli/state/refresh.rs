@@ -94,7 +94,7 @@ fn state_md(ctx: &Ctx, store: &dyn Store, v: &View) -> Result<String> {
     md.push_str(&crate::cli::agent::reviews_md(store, &v.held)?);
     others_md(&mut md, v);
     ready_md(&mut md, &v.ready);
-    let (_, done_lines) = crate::cli::todo_check::done_lately(ctx, store)?;
+    let done_lines = crate::cli::todo_check::done_lately(ctx, store)?.lines;
     if !done_lines.is_empty() {
         md.push_str("\n## Done lately\n\n");
         done_lines

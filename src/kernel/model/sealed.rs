@@ -44,8 +44,8 @@ pub struct Seal {
     pub blocked: BTreeMap<String, String>,
     /// Leases the owner set or released, by todo id.
     pub leases: BTreeMap<String, LeaseFact>,
-    /// Approved watcher checks, by todo id: the SHA-256 of the command text the owner approved.
-    pub checks: BTreeMap<String, String>,
+    /// Approved checks, by todo id (`*`: the project's default check): what the owner approved.
+    pub checks: BTreeMap<String, SealedCheck>,
     /// The token and cost budgets (`None` inside: no budget); `None`: a seal from before budgets.
     pub budget: Option<(Option<u64>, Option<f64>)>,
     /// Each hook the owner approved: event name to the SHA-256 of its command text.
@@ -66,4 +66,53 @@ pub struct SealedGate {
     pub hash: String,
     /// The todos it blocked when sealed.
     pub blocks: Vec<String>,
+}
+
+/// What the owner approved a check for: the one runner that may run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// Proving a todo done: run by the done (`todo check approve`, `todo check default`).
+    Done,
+    /// A watcher's recurring check: run by `monitor poll` (`monitor approve`).
+    Watch,
+}
+
+impl Purpose {
+    /// The word the seal line and the journal's `check.approve` line hold.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Done => "done",
+            Purpose::Watch => "watch",
+        }
+    }
+
+    /// The purpose a word names, if any.
+    pub fn parse(s: &str) -> Option<Purpose> {
+        match s {
+            "done" => Some(Purpose::Done),
+            "watch" => Some(Purpose::Watch),
+            _ => None,
+        }
+    }
+}
+
+/// An approved check as the seal holds it: the SHA-256 of the exact command text, and what it
+/// was approved for. `None`: a `check ID SHA` line from before approvals named their purpose,
+/// which approves nothing until the owner approves again (the parser reads the default's `*`
+/// line as `done`: only the default check ever had that id, and it only proves a done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedCheck {
+    /// SHA-256 (hex) of the command text.
+    pub sha256: String,
+    /// What it was approved for.
+    pub purpose: Option<Purpose>,
+}
+
+impl SealedCheck {
+    /// True when it approves `text` for `purpose`.
+    pub fn approves(&self, text: &str, purpose: Purpose) -> bool {
+        self.sha256 == crate::kernel::monitor::sha256_hex(text.as_bytes())
+            && self.purpose == Some(purpose)
+    }
 }

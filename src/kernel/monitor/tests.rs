@@ -55,7 +55,8 @@ fn snap(todos: Vec<Todo>) -> Snapshot {
 }
 
 fn approve(s: &mut Snapshot, id: &str) {
-    let (c, _) = ops::approve_check(s, "owner", T0, id, None).unwrap();
+    let p = crate::kernel::monitor::purpose_of(&s.todos[id]);
+    let (c, _) = ops::approve_check(s, "owner", T0, id, None, p).unwrap();
     assert!(c.owner, "approval is the owner's change");
     if let Some(seal) = s.seal.as_mut() {
         seal.apply_check_events(&c.events);
@@ -169,14 +170,41 @@ fn only_the_sealed_text_is_approved() {
 fn approval_with_an_expected_sha_refuses_another_text() {
     let s = snap(vec![with_check(todo("t-aaaaaa", Some(HOUR)), "echo hi")]);
     let sha = sha256_hex(b"echo hi");
-    assert!(ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(&sha[..16])).is_ok());
-    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("deadbeefdeadbeef")).unwrap_err();
+    assert!(
+        ops::approve_check(
+            &s,
+            "owner",
+            T0,
+            "t-aaaaaa",
+            Some(&sha[..16]),
+            Purpose::Watch
+        )
+        .is_ok()
+    );
+    let e = ops::approve_check(
+        &s,
+        "owner",
+        T0,
+        "t-aaaaaa",
+        Some("deadbeefdeadbeef"),
+        Purpose::Watch,
+    )
+    .unwrap_err();
     assert_eq!(e.code.exit_code(), 4);
     for short in ["", &sha[..8], &sha[..15]] {
-        let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(short)).unwrap_err();
+        let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some(short), Purpose::Watch)
+            .unwrap_err();
         assert_eq!(e.code.exit_code(), 2, "a too short prefix proves nothing");
     }
-    let e = ops::approve_check(&s, "owner", T0, "t-aaaaaa", Some("not hex at all!!")).unwrap_err();
+    let e = ops::approve_check(
+        &s,
+        "owner",
+        T0,
+        "t-aaaaaa",
+        Some("not hex at all!!"),
+        Purpose::Watch,
+    )
+    .unwrap_err();
     assert_eq!(e.code.exit_code(), 2);
 }
 

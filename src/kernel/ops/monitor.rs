@@ -85,20 +85,31 @@ fn propose(agent: &str, now: Ts, mut t: Todo, command: &str) -> Result<(Change, 
     Ok((c, t))
 }
 
-/// Owner: approves the exact text of `id`'s check; the store seals its SHA-256. With `expect`,
-/// the text's SHA-256 must start with it, at least [`monitor::SHA_PREFIX_MIN`] hex digits (the
-/// text the owner read is the one approved).
+/// Owner: approves the exact text of `id`'s check for `purpose` (a watcher's, `monitor
+/// approve`; proving a done, `todo check approve`); the store seals its SHA-256 and purpose, and
+/// only that purpose's runner runs it. Refused when the todo's shape is the other purpose's.
+/// With `expect`, the text's SHA-256 must start with it, at least [`monitor::SHA_PREFIX_MIN`]
+/// hex digits (the text the owner read is the one approved).
 pub fn approve_check(
     snap: &Snapshot,
     owner: &str,
     now: Ts,
     id: &str,
     expect: Option<&str>,
+    purpose: monitor::Purpose,
 ) -> Result<(Change, String)> {
     let t = todo(snap, id)?;
+    shaped_for(t, purpose)?;
     let Some(check) = &t.check else {
-        return Err(Error::new(Code::NotFound, format!("{id} has no check"))
-            .hint("an agent proposes one with `loopx monitor propose ID -- COMMAND`"));
+        let group = match purpose {
+            monitor::Purpose::Watch => "monitor",
+            monitor::Purpose::Done => "todo check",
+        };
+        return Err(
+            Error::new(Code::NotFound, format!("{id} has no check")).hint(format!(
+                "an agent proposes one with `loopx {group} propose {id} -- COMMAND`"
+            )),
+        );
     };
     let sha = monitor::sha256_hex(check.command.as_bytes());
     if let Some(e) = expect
@@ -128,15 +139,32 @@ pub fn approve_check(
         owner,
         Action::CheckApprove,
         id,
-        json!({"sha256": sha, "command": check.command, "proposed_by": check.proposed_by}),
+        json!({"sha256": sha, "command": check.command, "proposed_by": check.proposed_by,
+            "purpose": purpose.as_str()}),
     );
     Ok((c, sha))
+}
+
+/// Refuses to approve `t`'s check for `purpose` when its shape makes it the other purpose's.
+fn shaped_for(t: &Todo, purpose: monitor::Purpose) -> Result<()> {
+    let id = &t.id;
+    match (purpose, monitor::purpose_of(t)) {
+        (a, b) if a == b => Ok(()),
+        (monitor::Purpose::Watch, _) => Err(Error::usage(format!(
+            "{id} is not a recurring todo: its check proves it done, it is no watcher's"
+        ))
+        .hint(format!("read it with `loopx todo show {id}`, then approve it with `loopx todo check approve {id} --sha HEX`"))),
+        (monitor::Purpose::Done, _) => Err(Error::usage(format!(
+            "{id} is a recurring todo: its check is a watcher's, run by `monitor poll`"
+        ))
+        .hint(format!("read it with `loopx monitor list`, then approve it with `loopx monitor approve {id} --sha HEX`"))),
+    }
 }
 
 /// Owner: withdraws the approval of `id`'s check (the seal drops its line).
 pub fn revoke_check(snap: &Snapshot, owner: &str, now: Ts, id: &str) -> Result<(Change, String)> {
     let sealed = snap.seal.as_ref().and_then(|s| s.checks.get(id));
-    let Some(sha) = sealed.cloned() else {
+    let Some(sha) = sealed.map(|c| c.sha256.clone()) else {
         return Err(Error::new(
             Code::NotFound,
             format!("{id} has no approved check"),
@@ -176,7 +204,8 @@ pub fn set_default_check(
     match command {
         Some(cmd) => {
             let sha = monitor::sha256_hex(cmd.as_bytes());
-            let data = json!({"sha256": sha, "command": cmd, "default": true});
+            let data = json!({"sha256": sha, "command": cmd, "default": true,
+                "purpose": monitor::Purpose::Done.as_str()});
             c.event(now, owner, Action::CheckApprove, DEFAULT_ID, data);
         }
         None => c.event(

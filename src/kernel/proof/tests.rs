@@ -36,8 +36,11 @@ fn snap(t: &Todo, default: Option<&str>, sealed: &[(&str, &str)]) -> Snapshot {
     s.todos.insert(t.id.clone(), t.clone());
     let mut seal = Seal::default();
     for (id, text) in sealed {
-        seal.checks
-            .insert(id.to_string(), sha256_hex(text.as_bytes()));
+        let c = crate::kernel::model::SealedCheck {
+            sha256: sha256_hex(text.as_bytes()),
+            purpose: Some(crate::kernel::model::Purpose::Done),
+        };
+        seal.checks.insert(id.to_string(), c);
     }
     s.seal = Some(seal);
     s
@@ -107,10 +110,10 @@ fn only_a_passing_run_of_the_exact_text_proves_it() {
 fn the_tier_says_how_the_done_was_proven_and_stale_once_head_moves() {
     let mut t = todo(None);
     t.status = Status::Done;
-    assert_eq!(tier(&t, &[]), Tier::SelfReported);
+    assert_eq!(tier(&t, &[], false), Tier::SelfReported);
     let mut e = run("x", 0);
     e.commit = Some("abc".into());
-    let checked = tier(&t, &[e.clone()]);
+    let checked = tier(&t, &[e.clone()], false);
     assert_eq!(
         checked,
         Tier::Checked {
@@ -122,9 +125,27 @@ fn the_tier_says_how_the_done_was_proven_and_stale_once_head_moves() {
     assert!(!stale(&checked, None));
     // A pass under an older fence is not this done's.
     e.fence = Some(t.fence + 1);
-    assert_eq!(tier(&t, &[e]), Tier::SelfReported);
+    assert_eq!(tier(&t, &[e.clone()], false), Tier::SelfReported);
+    // On a dirty tree it speaks for the commit plus files no commit holds.
+    e.fence = None;
+    e.files = vec!["check.sh".into()];
+    let dirty = tier(&t, &[e.clone()], false);
+    assert_eq!(
+        dirty,
+        Tier::CheckedDirty {
+            commit: Some("abc".into()),
+            dirty: vec!["check.sh".into()]
+        }
+    );
+    assert!(stale(&dirty, Some("def")));
+    assert_eq!(
+        tier_text(&dirty, false),
+        "checked on a dirty tree at abc (uncommitted: check.sh)"
+    );
+    // The owner's done only when the owner's signature proves it.
     t.status_by = Some("owner".into());
-    assert_eq!(tier(&t, &[]), Tier::OwnerAccepted);
+    assert_eq!(tier(&t, &[], true), Tier::OwnerAccepted);
+    assert_eq!(tier(&t, &[e], false), dirty);
 }
 
 #[test]

@@ -31,7 +31,14 @@ pub(super) fn seal() -> Seal {
     );
     s.blocked.insert("t-ffffff".into(), "gate:g-aaaaaa".into());
     s.users.insert("t-bbbbbb".into());
-    s.checks.insert("t-cccccc".into(), "0f".repeat(32));
+    let c = |p| SealedCheck {
+        sha256: "0f".repeat(32),
+        purpose: p,
+    };
+    s.checks.insert("t-cccccc".into(), c(Some(Purpose::Watch)));
+    s.checks.insert("t-cccccd".into(), c(Some(Purpose::Done)));
+    // A line from before purposes keeps its form, so its old signature still verifies.
+    s.checks.insert("t-cccccz".into(), c(None));
     s.agents.insert(
         "exec".into(),
         (Some(3), Some(vec!["a".into(), "b.c".into()])),
@@ -63,6 +70,30 @@ fn a_seal_round_trips_and_only_the_owners_verifies() {
         "no signature"
     );
     assert!(Seal::parse(&format!("{text}junk line\n"), &p).is_err());
+}
+
+#[test]
+fn a_check_line_names_its_purpose_and_an_old_one_keeps_its_form() {
+    let (k, p) = key();
+    let s = seal();
+    let sig = crate::kernel::authority::to_hex(&k.sign(s.body().as_bytes()).to_bytes());
+    let text = s.text(&sig);
+    let h = "0f".repeat(32);
+    assert!(
+        text.contains(&format!("check t-cccccc {h} watch\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("check t-cccccd {h} done\n")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("check t-cccccz {h}\n")), "{text}");
+    let odd = text.replace(&format!("{h} watch"), &format!("{h} run"));
+    assert!(
+        Seal::parse(&odd, &p)
+            .unwrap_err()
+            .contains("not a seal line")
+    );
 }
 
 #[test]
