@@ -427,7 +427,12 @@ fn done_todos_are_archived_and_listed_by_status() {
     assert_eq!(t["evidence"].as_array().map(Vec::len), Some(1));
     // An archived todo cannot change, nor be claimed.
     p.fails(&["todo", "update", &id, "--evidence", "late"], "not_found");
-    p.fails(&["todo", "claim", &id], "not_found");
+    let e = p.fails(&["todo", "claim", &id], "not_found");
+    assert_eq!(
+        e["error"]["message"],
+        format!("{id} is done and archived: there is nothing to claim").as_str(),
+        "{e}"
+    );
     // A dependency on a done todo is satisfied.
     let after = p.add("after", &["--depends-on", &id, "--priority", "P0"]);
     assert_eq!(p.ok(&["todo", "claim"])["todo"]["id"], after.as_str());
@@ -2054,4 +2059,53 @@ fn a_replace_a_crash_interrupted_is_finished_by_the_next_command() {
         "{v}"
     );
     assert!(p2.lx("loopx.toml").exists() && p2.lx("journal.jsonl").exists());
+}
+
+#[test]
+fn an_empty_list_names_the_archived_and_help_names_every_exit_code() {
+    let p = Project::new("empty-list");
+    let r = p.run(&["todo", "list"]);
+    assert_eq!(r.stdout.trim(), "no open todos", "{r:?}");
+    let id = p.add("finish me", &[]);
+    p.ok(&["todo", "claim", &id]);
+    p.ok(&[
+        "todo",
+        "update",
+        &id,
+        "--evidence",
+        "ok",
+        "--status",
+        "done",
+    ]);
+    let r = p.run(&["todo", "list"]);
+    assert_eq!(
+        r.stdout.trim(),
+        "no open todos (1 archived: `loopx todo list --status done`)",
+        "{r:?}"
+    );
+    let help = p.run(&["--help"]).stdout;
+    assert!(help.contains("8 busy, 9 check failed."), "{help}");
+    // A command's own flags first; the global ones under their own heading.
+    let help = p.run(&["todo", "claim", "--help"]).stdout;
+    let (own, global) = help
+        .split_once("Global options:")
+        .expect("a global heading");
+    assert!(own.contains("--ttl") && !own.contains("--store"), "{help}");
+    assert!(
+        global.contains("--agent <ID>") && global.contains("default: `local`"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_lease_error_without_an_agent_says_who_it_ran_as() {
+    let p = Project::new("who-am-i");
+    let r = p.run(&["todo", "update", "--evidence", "x"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stderr.contains("this ran as agent `local`"), "{r:?}");
+    assert!(r.stderr.contains("--agent ID or LOOPX_AGENT"), "{r:?}");
+    // Named, it is not said.
+    let r = p.run_as("bob", &["todo", "update", "--evidence", "x"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(!r.stderr.contains("ran as agent"), "{r:?}");
 }

@@ -1,5 +1,6 @@
-//! Every command block of README.md runs as written, in order, in a fresh directory with the
-//! built `loopx` on PATH (`cargo install` aside): a newcomer who types them gets no error.
+//! Every command block of README.md runs as written, in order, in a fresh directory with
+//! `loopx` on PATH: the one the README's `cargo install` made where CI ran it
+//! (`LOOPX_README_BIN`), else the one built. A newcomer who types them gets no error.
 
 mod common;
 
@@ -28,7 +29,7 @@ fn script(blocks: &[String]) -> String {
         if b.starts_with("#!/bin/sh") {
             out.push(format!("cat > agent-turn.sh <<'AGENT_EOF'\n{b}AGENT_EOF"));
         } else {
-            out.push(b.replace("cargo install --path .", ": cargo install"));
+            out.push(b.replace("cargo install --locked --path .", ": cargo install"));
         }
     }
     out.join("\n")
@@ -41,7 +42,7 @@ fn the_readme_commands_run_as_written() {
     assert!(blocks.len() >= 8, "only {} sh blocks", blocks.len());
     let all = blocks.concat();
     for must in [
-        "cargo install --path .",
+        "cargo install --locked --path .",
         "loopx owner init",
         "gate open",
         "loopx gate approve \"$gate\"",
@@ -60,7 +61,10 @@ fn the_readme_commands_run_as_written() {
     std::fs::create_dir_all(home.join(".config/fish")).expect("home");
     let bin = tmp.path.join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
-    std::os::unix::fs::symlink(common::bin(), bin.join("loopx")).expect("loopx on PATH");
+    // The binary the README's own install made, where CI made it (.ci/run); else the one built.
+    let installed = std::env::var_os("LOOPX_README_BIN").map(std::path::PathBuf::from);
+    let loopx = installed.unwrap_or_else(|| common::bin().into());
+    std::os::unix::fs::symlink(&loopx, bin.join("loopx")).expect("loopx on PATH");
     let path = format!(
         "{}:{}",
         bin.display(),

@@ -54,7 +54,7 @@ An agent's turn, step by step:
   loopx refresh-state        writes .loopx/STATE.md, prints the next turn's packet
 
 Exit codes: 0 ok, 1 I/O, 2 usage, 3 not now or not ready, 4 conflict, 5 not found,
-6 invalid state, 7 owner authority needed, 8 busy.";
+6 invalid state, 7 owner authority needed, 8 busy, 9 check failed.";
 
 /// loopx: durable, auditable state for long-running AI agents, and the owner's decisions.
 #[derive(Debug, Parser)]
@@ -68,19 +68,26 @@ Exit codes: 0 ok, 1 I/O, 2 usage, 3 not now or not ready, 4 conflict, 5 not foun
 )]
 pub struct Cli {
     /// The project root that holds .loopx/ (default: this directory or the nearest parent with one).
-    #[arg(long, global = true, env = "LOOPX_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "LOOPX_DIR",
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     pub dir: Option<PathBuf>,
-    /// This agent's id.
+    /// This agent's id (default: `local`).
     #[arg(
         long,
         visible_alias = "agent-id",
         global = true,
         env = "LOOPX_AGENT",
-        value_name = "ID"
+        value_name = "ID",
+        help_heading = "Global options"
     )]
     pub agent: Option<String>,
     /// Print exactly one JSON object on stdout.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// The database that keeps the project's state (default: `[store] url` in loopx.toml, else .loopx/).
     #[arg(
@@ -88,7 +95,8 @@ pub struct Cli {
         global = true,
         env = "LOOPX_STORE",
         value_name = "URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Global options"
     )]
     pub store: Option<String>,
     /// The command (none: the board on a terminal, status otherwise).
@@ -129,7 +137,7 @@ pub enum Cmd {
     /// Ask the owner questions, and decide them.
     #[command(
         subcommand,
-        after_help = "Example:\n  loopx --agent executor gate open \"Use SQLite for the cache?\" --blocks t-4kq9zx --option yes --option no\n  loopx gate list\n  loopx gate approve g-7hw2ma --option yes --reason \"go ahead\""
+        after_help = "Example:\n  loopx --agent executor gate open \"Which cache store?\" --blocks t-4kq9zx --option sqlite --option postgres\n  loopx gate list\n  loopx gate approve g-7hw2ma --option sqlite --reason \"go ahead\""
     )]
     Gate(gate::GateCmd),
     /// Whether to run a turn, and the spend of turns.
@@ -318,6 +326,7 @@ pub fn main() -> i32 {
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let json = cli.json;
+    let unnamed = cli.agent.is_none();
     let result = (|| {
         let agent = cli.agent.clone().unwrap_or_else(|| "local".to_string());
         check_agent_len(&agent)?;
@@ -359,10 +368,28 @@ pub fn run(cli: Cli) -> i32 {
             out.exit
         }
         Err(e) => {
+            let e = if unnamed { who_am_i(e) } else { e };
             emit_error(json, &e);
             e.code.exit_code()
         }
     }
+}
+
+/// An error about leases or ready work, from a command that named no agent: the hint says it
+/// acted as `local` and how to name the agent, since the error is likely about that.
+fn who_am_i(e: Error) -> Error {
+    if !matches!(
+        e.code,
+        Code::LeaseConflict | Code::StaleFence | Code::NothingReady | Code::NotReady
+    ) {
+        return e;
+    }
+    let who = "this ran as agent `local`: name yours with --agent ID or LOOPX_AGENT";
+    let hint = match &e.hint {
+        Some(h) => format!("{h}; {who}"),
+        None => who.to_string(),
+    };
+    e.hint(hint)
 }
 
 /// Refuses an over-long agent id before it is echoed in a message (`--agent` or `LOOPX_AGENT`).

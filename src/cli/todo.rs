@@ -338,6 +338,27 @@ fn line(t: &Todo, now: Ts) -> String {
     )
 }
 
+/// What an empty list says: which todos it looked at, and where the archived ones are.
+fn empty_text(
+    store: &dyn Store,
+    ready: bool,
+    mine: bool,
+    status: Option<Status>,
+) -> Result<String> {
+    let what = match (ready, mine, status) {
+        (true, _, _) => "no ready todos".to_string(),
+        (_, true, _) => "you hold no todos".to_string(),
+        (_, _, Some(s)) => format!("no {} todos", s.as_str()),
+        _ => "no open todos".to_string(),
+    };
+    let archived = store.archived_count()?;
+    Ok(if archived == 0 || status.is_some_and(Status::is_final) {
+        what
+    } else {
+        format!("{what} ({archived} archived: `loopx todo list --status done`)")
+    })
+}
+
 fn list(
     ctx: &Ctx,
     store: &dyn Store,
@@ -380,7 +401,7 @@ fn list(
         .filter(|t| !mine || t.live_lease(now).is_some_and(|l| l.holder == ctx.agent))
         .collect();
     let text = if todos.is_empty() {
-        "no todos".to_string()
+        empty_text(store, ready, mine, status)?
     } else {
         todos
             .iter()

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::todo_edit;
 use super::{Ctx, Out, to_json};
 use crate::kernel::ops;
-use crate::kernel::{Dur, Error, Result, Todo, Ts};
+use crate::kernel::{Code, Dur, Error, Result, Todo, Ts};
 use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
@@ -38,7 +38,7 @@ pub(super) fn claim(
     }
     // An unnamed claim reserves the todo it will get first (a database locks it).
     let unnamed = id.is_none().then_some((agent, now));
-    let ((t, prior), notes) = store.mutate_noted_with(unnamed, |snap| {
+    let claimed = store.mutate_noted_with(unnamed, |snap| {
         let id = id
             .as_deref()
             .map(|i| store.resolve_todo(snap, i))
@@ -48,7 +48,11 @@ pub(super) fn claim(
             ops::claim_reserving(snap, agent, now, ttl, id.as_deref(), paths.as_deref())?;
         let prior = worktree::claimed(&root, snap, want_tree, &mut c, &mut t)?;
         Ok((c, (t, prior)))
-    })?;
+    });
+    let ((t, prior), notes) = match (claimed, id.as_deref()) {
+        (Err(e), Some(input)) if e.code == Code::NotFound => return Err(archived(store, input, e)),
+        (r, _) => r?,
+    };
     let (tree, warnings) = match worktree::after_claim(&root, want_tree, prior.as_ref(), &t, now) {
         Ok(x) => x,
         Err(e) => return Err(released(store, e, &t, prior.as_ref(), agent, now)),
@@ -79,6 +83,25 @@ pub(super) fn claim(
         out.text.push_str(&text);
     }
     Ok(warned(ctx, out, warnings))
+}
+
+/// A claim of a todo that is done (archived) says so, with its status, instead of "no open todo".
+fn archived(store: &dyn Store, input: &str, e: Error) -> Error {
+    match store.archived_todo(input) {
+        Ok(Some(t)) => Error::new(
+            Code::NotFound,
+            format!(
+                "{} is {} and archived: there is nothing to claim",
+                esc(&t.id),
+                t.status.as_str()
+            ),
+        )
+        .hint(format!(
+            "see it with `loopx todo show {}`; ready work is in `loopx todo list --ready`",
+            t.id
+        )),
+        _ => e,
+    }
 }
 
 /// A claim whose worktree could not be made: a lease it granted is given back (a renewal
