@@ -188,3 +188,134 @@ fn the_demo_off_a_terminal_stops_on_sigint_and_cleans_up() {
     assert!(demos(&tmp).is_empty(), "left: {:?}", demos(&tmp));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// `loopx ARGS --json` on the demo's project as an agent (no owner key), its answer.
+fn agent_json(demo: &Path, args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(BIN)
+        .arg("--dir")
+        .arg(demo)
+        .args(["--agent", "tester", "--json"])
+        .args(args)
+        .env_remove("LOOPX_OWNER_KEY")
+        .env_remove("LOOPX_AGENT")
+        .env_remove("LOOPX_DIR")
+        .output()
+        .expect("run loopx");
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// The demo's journal lines of `action` on `target`.
+fn lines_of(demo: &Path, action: &str, target: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(demo.join(".loopx/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["action"] == action && v["target"] == target)
+        .collect()
+}
+
+#[test]
+fn the_demo_s_owner_approves_rejects_and_reassigns_signed() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let wait = Duration::from_secs(15);
+    let tmp = std::env::temp_dir().join(format!("loopx-pty-demo-owner-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let cmd = format!("env TMPDIR='{}' '{BIN}' demo --keep", tmp.display());
+    let t = Tmux::start("demo-owner", &cmd, 100, 30);
+    t.wait_for("Gates", Duration::from_secs(30)).unwrap();
+    let demo = demos(&tmp).into_iter().next().expect("the demo's project");
+    // From the first frame the owner's powers are there.
+    t.wait_for("owner ✓", wait).unwrap();
+
+    // Approve the demo's own question (the selected gate), with its first option.
+    let first = t.screen();
+    let asked = first
+        .lines()
+        .find(|l| l.contains("› ? g-"))
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("g-")))
+        .expect("a selected pending gate")
+        .to_string();
+    t.keys(&["a"]);
+    t.wait_for(&format!("Approve {asked}"), wait).unwrap();
+    t.keys(&["Enter"]);
+    t.wait_for("Confirm", wait).unwrap();
+    t.keys(&["y"]);
+    t.wait_for(&format!("approved {asked}"), wait).unwrap();
+
+    // Reject a question an agent asks now, with a reason.
+    let g = agent_json(
+        &demo,
+        &[
+            "gate",
+            "open",
+            "Ship on Friday?",
+            "--option",
+            "friday",
+            "--option",
+            "monday",
+        ],
+    );
+    let gate = g["gate"]["id"].as_str().unwrap().to_string();
+    // Pending gates sort first: up to the top of the pane selects it.
+    t.wait_for(&format!("? {gate}"), wait).unwrap();
+    t.keys(&["k", "k", "k"]);
+    t.wait_for(&format!("› ? {gate}"), wait).unwrap();
+    t.keys(&["x"]);
+    t.wait_for(&format!("Reject {gate}"), wait).unwrap();
+    t.run(&[
+        "send-keys",
+        "-t",
+        &t.session,
+        "-l",
+        "not before the release notes",
+    ]);
+    t.keys(&["Enter"]);
+    t.wait_for("Confirm", wait).unwrap();
+    t.keys(&["y"]);
+    t.wait_for(&format!("rejected {gate}"), wait).unwrap();
+
+    // Reassign an agent's lease to another agent.
+    let v = agent_json(&demo, &["todo", "add", "Tester work", "--priority", "P4"]);
+    let todo = v["todo"]["id"].as_str().unwrap().to_string();
+    agent_json(&demo, &["todo", "claim", &todo, "--ttl", "1h"]);
+    t.keys(&["Tab", "/"]);
+    t.run(&["send-keys", "-t", &t.session, "-l", "Tester work"]);
+    t.keys(&["Enter"]);
+    t.wait_for("tester ⏱", wait).unwrap();
+    t.keys(&["l", "r"]);
+    t.wait_for(&format!("Reassign {todo} to"), wait).unwrap();
+    t.run(&["send-keys", "-t", &t.session, "-l", "agent-z"]);
+    t.keys(&["Enter"]);
+    t.wait_for("Confirm", wait).unwrap();
+    t.keys(&["y"]);
+    let reassigned = wait_until(wait, || !lines_of(&demo, "todo.reassign", &todo).is_empty());
+    assert!(reassigned, "no reassign line; the screen:\n{}", t.screen());
+    t.keys(&["q"]);
+    let pid = pid_of(&demo);
+    assert!(
+        wait_until(Duration::from_secs(30), || !alive(pid)),
+        "the demo still runs"
+    );
+
+    // The journal holds each act as the owner's, signed.
+    for (action, target) in [
+        ("gate.approve", asked.as_str()),
+        ("gate.reject", gate.as_str()),
+        ("todo.reassign", todo.as_str()),
+    ] {
+        let l = lines_of(&demo, action, target);
+        assert_eq!(l.len(), 1, "{action} {target}: {l:?}");
+        assert_eq!(l[0]["actor"], "owner", "{l:?}");
+        assert!(l[0]["sig"].as_str().is_some_and(|s| !s.is_empty()), "{l:?}");
+    }
+    let reject = &lines_of(&demo, "gate.reject", &gate)[0];
+    assert_eq!(reject["data"]["reason"], "not before the release notes");
+    let moved = &lines_of(&demo, "todo.reassign", &todo)[0];
+    assert_eq!(moved["data"]["to"], "agent-z");
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -276,18 +276,21 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
         let _ = std::fs::write(root.join(KEPT_MARK), "kept with `loopx demo --keep`\n");
     }
     // The demo's own owner key, beside (not inside) its .loopx/, so the operator can decide gates.
+    // The board's store is handed the key's place; the agents' store and processes never are.
     let key_path = root.join("owner.key");
-    // SAFETY: set before the demo starts any thread; this process owns its environment.
-    unsafe { std::env::set_var("LOOPX_OWNER_KEY", &key_path) };
     let key = crate::store::owner::create(&key_path)?;
     store.install_owner(&key, None)?;
+    let owners = store.clone().with_env(crate::store::core::Env {
+        key: crate::store::owner::KeyAt::Path(key_path.as_path().into()),
+        ..crate::store::core::Env::default()
+    });
     let agents = Agents::start(&store);
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let result = if stopped() {
         Ok(())
     } else if interactive {
         crate::board::run(
-            Box::new(store.clone()),
+            Box::new(owners),
             crate::board::Options {
                 readonly: false,
                 poll: false,
