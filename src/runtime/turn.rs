@@ -197,8 +197,10 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         release(store, &opts.agent, &todo.id)?;
         return Ok(TurnOutcome::Interrupted(todo.id));
     }
-    // The work tree as the turn begins, for the breaker (nothing ran since the claim).
-    let base = breaker.then(|| git::base(&opts.dir)).flatten();
+    // The work tree as the turn begins, for the breaker (nothing ran since the claim): the
+    // todo's worktree when the turn runs in one, where its work is.
+    let work = tree.clone().unwrap_or_else(|| opts.dir.clone());
+    let base = breaker.then(|| git::base(&work)).flatten();
     let fin = run_renewed(store, opts, &todo, (ttl, tree.as_deref()), &turn);
     let fin = match fin {
         Ok(f) => f,
@@ -218,7 +220,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         (&todo, &turn),
         &fin,
         (done, &proof),
-        (base, now, breaker),
+        (&work, base, now, breaker),
     );
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
     if matches!(ended, Ended::Done) {
@@ -287,14 +289,15 @@ fn prove_done(
 }
 
 /// What the turn's end records: its evidence, done or not, the check, and the breaker's facts
-/// (measured from `base` at `now` when the breaker is on and the todo is not done).
+/// (the work tree `work` measured from `base` at `now` when the breaker is on and the todo is
+/// not done).
 fn turn_end(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     (todo, turn): (&Todo, &str),
     fin: &Finished,
     (done, proof): (bool, &Option<Result<Evidence>>),
-    (base, now, breaker): (Option<crate::kernel::Base>, Ts, bool),
+    (work, base, now, breaker): (&Path, Option<crate::kernel::Base>, Ts, bool),
 ) -> TurnEnd {
     let closed_fence = match store.archived_todo(&todo.id) {
         Ok(Some(t)) => Some(t.fence),
@@ -302,7 +305,7 @@ fn turn_end(
     };
     let failed = !fin.exit.success() || fin.timed_out;
     let progress = match (done, breaker) {
-        (false, true) => measure(store, &opts.dir, todo, (base, now), failed),
+        (false, true) => measure(store, work, todo, (base, now), failed),
         _ => ops::Progress {
             failed,
             ..ops::Progress::default()
@@ -386,7 +389,7 @@ fn prove(
 const PROGRESS_SCAN: usize = 200;
 
 /// The breaker's facts about a turn on `todo` that began at `base` (git then) and `since`:
-/// git now, and the evidence written since the turn began (earlier turns of a kept lease do
+/// git now in `dir` (the work tree the base was taken of), and the evidence written since the turn began (earlier turns of a kept lease do
 /// not count again). Unreadable evidence measures nothing.
 pub fn measure(
     store: &dyn Store,
@@ -469,7 +472,8 @@ fn run_renewed(
         stdin: None,
         echo: opts.echo,
         forward: true,
-        end_group: false,
+        // What the command leaves running in its group is killed as it ends, as a check's is.
+        end_group: true,
     };
     let limits = Limits {
         timeout: to_std(opts.timeout),

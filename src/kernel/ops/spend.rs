@@ -39,7 +39,7 @@ pub fn spend(
     let p = &snap.config.quota;
     let mut c = Change::default();
     if let Some(t) = &turn
-        && quota::has_turn(&snap.quota, p, now, t)
+        && quota::has_turn(&snap.quota, p, now, agent, t)
     {
         return Ok((c, false));
     }

@@ -67,6 +67,7 @@ fn a_turn_claims_then_records_evidence_done_and_one_slot_together() {
         &after.quota,
         &after.config.quota,
         now,
+        AGENT,
         "u-1"
     ));
     // The same turn again records nothing, at its start or its end.
