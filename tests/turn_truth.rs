@@ -149,3 +149,49 @@ mod libc_sig {
     pub const STOP: i32 = 19;
     pub const CONT: i32 = 18;
 }
+
+/// Opens a gate as agent-a with `ARGS` after `gate open Q`, and approves it; its id.
+fn approved_gate(p: &Project, args: &[&str]) -> String {
+    let mut a = vec!["--agent", "agent-a", "--json", "gate", "open", "Do it?"];
+    a.extend_from_slice(args);
+    let r = run_cmd(&mut p.cmd(&a));
+    let v = parse_json(&r, "gate open");
+    assert_eq!(r.code, 0, "{v}");
+    let id = v["gate"]["id"].as_str().unwrap().to_string();
+    let sha = v["gate"]["action"]["sha256"].as_str().unwrap().to_string();
+    p.ok(&["gate", "approve", &id, "--sha", &sha]);
+    id
+}
+
+#[test]
+fn run_approved_spends_no_approval_on_a_run_that_cannot_start() {
+    let p = Project::new("truth-approved");
+    // A payload to a place no one may write (even root: /sys).
+    std::fs::write(p.root().join("change.patch"), "+new\n").unwrap();
+    let id = approved_gate(&p, &["--action-file", "change.patch"]);
+    let out = "/sys/loopx-test-out.patch";
+    assert!(std::fs::File::create(out).is_err(), "{out} can be written here");
+    let e = p.fails_as("agent-a", &["run-approved", &id, "--out", out], "usage");
+    assert!(e["error"]["message"].as_str().unwrap().contains(out), "{e}");
+    // Not spent: the next try hands it over.
+    let v = p.ok_as("agent-a", &["run-approved", &id, "--out", "mine.patch"]);
+    assert_eq!(v["bytes"], 5, "{v}");
+    assert_eq!(read(&p, "mine.patch"), "+new\n");
+
+    // A script whose interpreter is missing cannot start: refused before the use.
+    let script = p.root().join("bad.sh");
+    std::fs::write(&script, "#!/nonexistent/loopx-interp\necho ran > ran\n").unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+    let id = approved_gate(&p, &["--action-cmd", "--", "./bad.sh"]);
+    let e = p.fails_as("agent-a", &["run-approved", &id], "usage");
+    assert!(e["error"]["message"].as_str().unwrap().contains("interpreter"), "{e}");
+    let g = p.ok(&["gate", "show", &id]);
+    assert!(g["gate"]["used"].is_null(), "the approval was spent: {g}");
+    // Fixed, the same approval runs it.
+    std::fs::write(&script, "#!/bin/sh\necho ran > ran\n").unwrap();
+    let r = p.run_as("agent-a", &["run-approved", &id]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(read(&p, "ran").trim(), "ran");
+    let g = p.ok(&["gate", "show", &id]);
+    assert!(!g["gate"]["used"].is_null(), "{g}");
+}
