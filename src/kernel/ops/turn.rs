@@ -38,7 +38,7 @@ pub fn start_turn(
     if quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) {
         return Ok((Change::default(), Start::Replayed));
     }
-    if let Some(t) = running(snap, now, agent, turn) {
+    if let Some(t) = running(snap, now, turn) {
         return Err(Error::new(
             Code::LeaseConflict,
             format!("turn {turn} is running already, on {}", t.id),
@@ -119,12 +119,11 @@ fn slots_held(snap: &Snapshot, now: Ts, answer: &Answer) -> Option<Answer> {
     })
 }
 
-/// The todo whose live lease `agent`'s `turn` holds.
-fn running<'a>(snap: &'a Snapshot, now: Ts, agent: &str, turn: &str) -> Option<&'a Todo> {
-    snap.todos.values().find(|t| {
-        t.live_lease(now)
-            .is_some_and(|l| l.holder == agent && l.turn.as_deref() == Some(turn))
-    })
+/// The todo whose live lease `turn` holds (whichever agent's: one runner per id at a time).
+fn running<'a>(snap: &'a Snapshot, now: Ts, turn: &str) -> Option<&'a Todo> {
+    snap.todos
+        .values()
+        .find(|t| t.live_lease(now).and_then(|l| l.turn.as_deref()) == Some(turn))
 }
 
 /// What a turn that ran leaves to record.
