@@ -268,7 +268,16 @@ fn work_in_a_turns_worktree_is_progress() {
     // `turn --worktree`: a changed file, then a commit, then another change, in the worktree.
     for step in [work, commit, work] {
         let mut c = p.cmd(&[
-            "--agent", "agent-a", "--json", "turn", "--worktree", "--", "sh", "-c", step, "x",
+            "--agent",
+            "agent-a",
+            "--json",
+            "turn",
+            "--worktree",
+            "--",
+            "sh",
+            "-c",
+            step,
+            "x",
         ]);
         let r = run_cmd(&mut c);
         assert_eq!(r.code, 0, "{r:?}");
@@ -301,10 +310,16 @@ fn the_protocol_agent_prompt_teaches_is_what_the_breaker_counts() {
             .unwrap()
             .to_string();
         assert!(prompt.contains("loopx turn start"), "{runtime}: {prompt}");
-        assert!(prompt.contains("loopx turn end --turn"), "{runtime}: {prompt}");
+        assert!(
+            prompt.contains("loopx turn end --turn"),
+            "{runtime}: {prompt}"
+        );
         // A turn ended by a spend alone is one the breaker never sees.
         for step in ["spend-slot", "quota should-run"] {
-            assert!(!prompt.contains(step), "{runtime} teaches `{step}`: {prompt}");
+            assert!(
+                !prompt.contains(step),
+                "{runtime} teaches `{step}`: {prompt}"
+            );
         }
     }
     // Followed with nothing to show, it parks the todo.
@@ -315,7 +330,10 @@ fn the_protocol_agent_prompt_teaches_is_what_the_breaker_counts() {
         });
         let v = p.ok_as("agent-a", &["turn", "start"]);
         let t = v["turn"].as_str().unwrap().to_string();
-        p.ok_as("agent-a", &["turn", "end", "--turn", &t, "--summary", "nothing"]);
+        p.ok_as(
+            "agent-a",
+            &["turn", "end", "--turn", &t, "--summary", "nothing"],
+        );
     }
     assert!(breaker_gate(&p, &id).is_some(), "{}", p.show(&id));
 }

@@ -32,12 +32,25 @@ fn snoop(at: &std::path::Path, name: &str) -> String {
 fn no_key_named(p: &Project, name: &str) {
     let key = p.key.display().to_string();
     let parent = read(p, &format!("{name}.parent"));
-    assert!(parent.contains("HOME="), "the parent's environment was not read: {parent}");
+    assert!(
+        parent.contains("HOME="),
+        "the parent's environment was not read: {parent}"
+    );
     for (what, text) in [("parent", parent), ("own", read(p, &format!("{name}.own")))] {
-        assert!(!text.contains("LOOPX_OWNER_KEY"), "{name}: the {what} environment names the key's variable");
-        assert!(!text.contains(&key), "{name}: the {what} environment holds the key's path");
+        assert!(
+            !text.contains("LOOPX_OWNER_KEY"),
+            "{name}: the {what} environment names the key's variable"
+        );
+        assert!(
+            !text.contains(&key),
+            "{name}: the {what} environment holds the key's path"
+        );
     }
-    assert_eq!(read(p, &format!("{name}.code")).trim(), "7", "{name}: the command signed as the owner");
+    assert_eq!(
+        read(p, &format!("{name}.code")).trim(),
+        "7",
+        "{name}: the command signed as the owner"
+    );
 }
 
 #[test]
@@ -54,7 +67,15 @@ fn a_command_loopx_runs_finds_the_owner_key_nowhere() {
     assert_eq!(r.code, 0, "{r:?}");
     p.ok(&["todo", "check", "approve", &id]);
     p.ok(&["todo", "claim", &id]);
-    p.ok(&["todo", "update", &id, "--status", "done", "--evidence", "checked"]);
+    p.ok(&[
+        "todo",
+        "update",
+        &id,
+        "--status",
+        "done",
+        "--evidence",
+        "checked",
+    ]);
     no_key_named(&p, "check");
     assert_eq!(p.ok(&["status"])["goal"]["status"], "active");
     // The owner's acts still find the key the variable named as loopx started.
@@ -71,8 +92,15 @@ fn another_agents_spend_under_a_turn_id_does_not_stop_this_agents_turn() {
     p.ok_as("agent-b", &["quota", "spend-slot", "--turn", "t-shared"]);
     let (code, v) = turn(&p, &["--turn", "t-shared"], "echo ran > ran");
     assert_eq!(code, 0, "{v}");
-    assert_ne!(v["replayed"], true, "another agent's spend replayed this turn: {v}");
-    assert_eq!(read(&p, "ran").trim(), "ran", "the command did not run: {v}");
+    assert_ne!(
+        v["replayed"], true,
+        "another agent's spend replayed this turn: {v}"
+    );
+    assert_eq!(
+        read(&p, "ran").trim(),
+        "ran",
+        "the command did not run: {v}"
+    );
     assert_eq!(quota_used(&p), 2, "each agent's turn spends its own slot");
     // The same agent's id again is a replay: it says so, runs nothing and spends nothing.
     let (code, v) = turn(&p, &["--turn", "t-shared"], "echo again >> ran");
@@ -92,7 +120,10 @@ fn what_a_turns_command_leaves_running_ends_with_the_turn() {
     p.add("work", &[]);
     let (code, v) = turn(&p, &[], "sleep 300 & echo $! > bg");
     assert_eq!(code, 0, "{v}");
-    let pid: i32 = read(&p, "bg").trim().parse().expect("the background child's pid");
+    let pid: i32 = read(&p, "bg")
+        .trim()
+        .parse()
+        .expect("the background child's pid");
     let end = Instant::now() + Duration::from_secs(10);
     while !gone(pid) && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));
@@ -101,7 +132,10 @@ fn what_a_turns_command_leaves_running_ends_with_the_turn() {
     if alive {
         signal(pid, 9);
     }
-    assert!(!alive, "the turn's `sleep 300 &` still runs after the turn ended");
+    assert!(
+        !alive,
+        "the turn's `sleep 300 &` still runs after the turn ended"
+    );
 }
 
 /// The lease of todo `id`, as `todo show` gives it.
@@ -116,10 +150,14 @@ fn a_lease_that_lapsed_while_its_runner_was_stopped_stays_lost_to_a_newer_reserv
     let b = p.add("other store work", &["--priority", "P1"]);
     let mut child = spawn(
         &p,
-        &["--agent", "agent-a", "--json", "turn", "--ttl", "2s", "--", "sleep", "9"],
+        &[
+            "--agent", "agent-a", "--json", "turn", "--ttl", "2s", "--", "sleep", "9",
+        ],
     );
     let runner = child.id() as i32;
-    until("agent-a's turn to claim", || lease(&p, &a)["holder"] == "agent-a");
+    until("agent-a's turn to claim", || {
+        lease(&p, &a)["holder"] == "agent-a"
+    });
     // The runner stops (SIGSTOP, a laptop asleep): its lease lapses.
     signal(runner, libc_sig::STOP);
     std::thread::sleep(Duration::from_millis(3500));
@@ -138,10 +176,16 @@ fn a_lease_that_lapsed_while_its_runner_was_stopped_stays_lost_to_a_newer_reserv
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(l["fence"], fence, "{l}");
-    assert!(!live, "agent-a's lapsed lease came back over agent-b's reservation: {l}");
+    assert!(
+        !live,
+        "agent-a's lapsed lease came back over agent-b's reservation: {l}"
+    );
     // The turn learns it lost the lease: its record is refused.
     assert_eq!(code, 4, "{text}");
-    assert!(text.contains("lapsed") || text.contains("expired"), "{text}");
+    assert!(
+        text.contains("lapsed") || text.contains("expired"),
+        "{text}"
+    );
 }
 
 /// Signal numbers.
@@ -170,7 +214,10 @@ fn run_approved_spends_no_approval_on_a_run_that_cannot_start() {
     std::fs::write(p.root().join("change.patch"), "+new\n").unwrap();
     let id = approved_gate(&p, &["--action-file", "change.patch"]);
     let out = "/sys/loopx-test-out.patch";
-    assert!(std::fs::File::create(out).is_err(), "{out} can be written here");
+    assert!(
+        std::fs::File::create(out).is_err(),
+        "{out} can be written here"
+    );
     let e = p.fails_as("agent-a", &["run-approved", &id, "--out", out], "usage");
     assert!(e["error"]["message"].as_str().unwrap().contains(out), "{e}");
     // Not spent: the next try hands it over.
@@ -181,10 +228,20 @@ fn run_approved_spends_no_approval_on_a_run_that_cannot_start() {
     // A script whose interpreter is missing cannot start: refused before the use.
     let script = p.root().join("bad.sh");
     std::fs::write(&script, "#!/nonexistent/loopx-interp\necho ran > ran\n").unwrap();
-    std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
     let id = approved_gate(&p, &["--action-cmd", "--", "./bad.sh"]);
     let e = p.fails_as("agent-a", &["run-approved", &id], "usage");
-    assert!(e["error"]["message"].as_str().unwrap().contains("interpreter"), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("interpreter"),
+        "{e}"
+    );
     let g = p.ok(&["gate", "show", &id]);
     assert!(g["gate"]["used"].is_null(), "the approval was spent: {g}");
     // Fixed, the same approval runs it.

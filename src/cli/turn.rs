@@ -187,7 +187,8 @@ fn check_interpreter(file: &std::path::Path, prog: &OsString) -> Result<()> {
     else {
         return Ok(());
     };
-    let interp = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp));
+    let interp =
+        std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp));
     let runs = interp
         .metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
@@ -199,7 +200,9 @@ fn check_interpreter(file: &std::path::Path, prog: &OsString) -> Result<()> {
         "`{shown}` cannot start: its interpreter `{}` is missing or not executable",
         esc(&interp.to_string_lossy())
     ))
-    .hint(format!("fix the `#!` line of `{shown}`, or install its interpreter")))
+    .hint(format!(
+        "fix the `#!` line of `{shown}`, or install its interpreter"
+    )))
 }
 
 /// Runs `turn`.

@@ -370,7 +370,9 @@ fn target(
                 _ => Ok(Some((id, f, None))),
             }
         }
-        _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) => Ok(None),
+        _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) => {
+            Ok(None)
+        }
         _ => match claim(store, |e| {
             e.actor == agent && e.data.get("turn").and_then(Value::as_str) == Some(turn)
         })? {

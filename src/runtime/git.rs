@@ -48,7 +48,9 @@ pub fn worktree_base(root: &Path, id: &str) -> Option<crate::kernel::Base> {
         return base(&wt);
     }
     let branch = crate::runtime::worktree::branch(id);
-    bounded(root, move |r| read_fresh(r, &branch)).ok().flatten()
+    bounded(root, move |r| read_fresh(r, &branch))
+        .ok()
+        .flatten()
 }
 
 /// Runs `read` on a thread of its own, at most [`GIT_TIMEOUT`].

@@ -293,7 +293,10 @@ fn lapsed(
 /// The loss of `agent`'s lapsed lease on `t` to another agent's live reservation that overlaps
 /// its own (made while it lapsed: a live lease's reservation is never overlapped by another's).
 fn reserved_since(snap: &Snapshot, t: &Todo, agent: &str, now: Ts) -> Option<Error> {
-    let l = t.lease.as_ref().filter(|l| l.holder == agent && !l.is_live(now))?;
+    let l = t
+        .lease
+        .as_ref()
+        .filter(|l| l.holder == agent && !l.is_live(now))?;
     let b = crate::kernel::reserve::conflict(snap, &t.id, agent, &l.paths, now)?;
     Some(
         Error::new(
