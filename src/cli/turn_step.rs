@@ -275,7 +275,7 @@ fn progress_of(
                 .unwrap_or(Ts::MAX);
             // Where the turn worked: the todo's worktree when its lease names one.
             let dir = worktree::work_of(&ctx.work_dir(store), t);
-            crate::runtime::turn::measure(store, &dir, t, (base, since), bad)
+            crate::runtime::progress::measure(store, &dir, t, (base, since), bad)
         }
         None => ops::Progress {
             failed: bad,
