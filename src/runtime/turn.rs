@@ -44,7 +44,7 @@ pub struct TurnOptions {
     pub grace: Dur,
     /// The lease's length (default: the project's).
     pub ttl: Option<Dur>,
-    /// The turn's id (default: a fresh one); the same id twice records once.
+    /// The turn's id (default: a fresh one); the agent's same id twice records once.
     pub turn: Option<String>,
     /// Where the command's output is copied.
     pub echo: Echo,
