@@ -87,7 +87,10 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
     if a.worktree {
         worktree::preflight(&root)?;
     }
-    let base = crate::runtime::git::base(&root);
+    // A `--worktree` turn's base is its worktree's, read once the claim names the todo.
+    let base = (!a.worktree)
+        .then(|| crate::runtime::git::base(&root))
+        .flatten();
     let (start, resumed, prior) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
         // Started already by this agent (a retry after a lost answer): the same claim again.
         if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
