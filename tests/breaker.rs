@@ -258,3 +258,82 @@ fn a_check_that_keeps_failing_parks_the_todo_too() {
         assert_eq!(p.show(&id)["stall"]["parked"], g.unwrap()["id"]);
     }
 }
+
+#[test]
+fn work_in_a_turns_worktree_is_progress() {
+    let p = common::worktrees::repo("breaker-worktree");
+    let id = p.add("feature", &[]);
+    let work = r#"echo "$1" >> "$LOOPX_WORKTREE/work.txt""#;
+    let commit = r#"git -C "$LOOPX_WORKTREE" add work.txt && git -C "$LOOPX_WORKTREE" -c user.name=t -c user.email=t@t commit -qm w"#;
+    // `turn --worktree`: a changed file, then a commit, then another change, in the worktree.
+    for step in [work, commit, work] {
+        let mut c = p.cmd(&[
+            "--agent",
+            "agent-a",
+            "--json",
+            "turn",
+            "--worktree",
+            "--",
+            "sh",
+            "-c",
+            step,
+            "x",
+        ]);
+        let r = run_cmd(&mut c);
+        assert_eq!(r.code, 0, "{r:?}");
+        let t = p.show(&id);
+        assert!(t.get("stall").is_none(), "{step}: {t}");
+    }
+    // `turn start --worktree` and `turn end`: the same, measured in the worktree too.
+    for n in 0..2 {
+        let v = p.ok_as("agent-a", &["turn", "start", "--worktree"]);
+        let wt = v["worktree"].as_str().expect("the worktree").to_string();
+        let turn = v["turn"].as_str().unwrap().to_string();
+        std::fs::write(format!("{wt}/work.txt"), format!("turn {n}\n")).unwrap();
+        p.ok_as("agent-a", &["turn", "end", "--turn", &turn]);
+        let t = p.show(&id);
+        assert!(t.get("stall").is_none(), "step turn {n}: {t}");
+    }
+    // A turn that changes nothing there still counts.
+    let v = p.ok_as("agent-a", &["turn", "start", "--worktree"]);
+    let turn = v["turn"].as_str().unwrap().to_string();
+    p.ok_as("agent-a", &["turn", "end", "--turn", &turn]);
+    assert_eq!(p.show(&id)["stall"]["turns"], 1, "{}", p.show(&id));
+}
+
+#[test]
+fn the_protocol_agent_prompt_teaches_is_what_the_breaker_counts() {
+    let p = Project::new("breaker-prompt");
+    for runtime in ["generic", "codex"] {
+        let prompt = p.ok(&["agent-prompt", "--runtime", runtime])["prompt"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(prompt.contains("loopx turn start"), "{runtime}: {prompt}");
+        assert!(
+            prompt.contains("loopx turn end --turn"),
+            "{runtime}: {prompt}"
+        );
+        // A turn ended by a spend alone is one the breaker never sees.
+        for step in ["spend-slot", "quota should-run"] {
+            assert!(
+                !prompt.contains(step),
+                "{runtime} teaches `{step}`: {prompt}"
+            );
+        }
+    }
+    // Followed with nothing to show, it parks the todo.
+    let id = p.add("spin", &[]);
+    for _ in 0..3 {
+        wait_for("should-run to say run", || {
+            (should_run(&p)["decision"] == "run").then_some(())
+        });
+        let v = p.ok_as("agent-a", &["turn", "start"]);
+        let t = v["turn"].as_str().unwrap().to_string();
+        p.ok_as(
+            "agent-a",
+            &["turn", "end", "--turn", &t, "--summary", "nothing"],
+        );
+    }
+    assert!(breaker_gate(&p, &id).is_some(), "{}", p.show(&id));
+}

@@ -349,7 +349,7 @@ fn codex_keeps_the_users_text_comments_and_servers() {
     let agents = std::fs::read_to_string(p.root().join("AGENTS.md")).unwrap();
     assert!(agents.starts_with(mine), "{agents}");
     assert_eq!(agents.matches("<!-- loopx:begin -->").count(), 1);
-    assert!(agents.contains("loopx quota should-run"));
+    assert!(agents.contains("loopx turn start"));
     let text = std::fs::read_to_string(p.root().join(".codex/config.toml")).unwrap();
     for kept in ["# my codex settings", "# the model", "# docs server"] {
         assert!(text.contains(kept), "lost `{kept}`:\n{text}");

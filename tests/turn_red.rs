@@ -86,22 +86,6 @@ fn a_runner_killed_outright_takes_the_commands_children_with_it() {
 }
 
 #[test]
-fn a_command_that_ends_normally_leaves_its_background_children_alone() {
-    // The watch on the runner is disarmed when the turn ends: only a dead runner kills.
-    let p = Project::new("red-bg-kept");
-    p.add("work", &[]);
-    let (code, v) = turn(&p, &[], "sleep 300 & echo $! > kid");
-    assert_eq!(code, 0, "{v}");
-    let kid = pids(&p, "kid");
-    let _reap = Reap(kid.clone());
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        !gone(kid[0]),
-        "a background child of a finished turn was killed"
-    );
-}
-
-#[test]
 fn a_busy_store_at_the_end_of_a_turn_still_records_it() {
     let p = Project::new("red-busy-end");
     let id = p.add("work", &[]);

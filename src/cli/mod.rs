@@ -13,6 +13,7 @@ mod man;
 mod monitor;
 mod out;
 mod owner;
+pub mod owner_env;
 mod projects;
 mod prompt;
 mod quota;
@@ -352,7 +353,7 @@ pub fn run(cli: Cli) -> i32 {
                 std::env::var_os("HOME"),
             ),
             key: crate::store::owner::KeyAt::resolve(
-                std::env::var_os("LOOPX_OWNER_KEY"),
+                owner_env::value(),
                 std::env::var_os("XDG_CONFIG_HOME"),
                 std::env::var_os("HOME"),
             ),

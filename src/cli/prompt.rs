@@ -43,8 +43,9 @@ const EXITS: &str = "Exit codes: 0 ok, 2 usage, 3 not now (normal: stop the turn
 output in the evidence, fix the work, try again).";
 
 /// What the breaker counts, in one line.
-const BREAKER: &str = "A turn that leaves no evidence, no git change and no better metric makes \
-no progress: after 3 such turns in a row the todo is parked and the owner asked; a todo that \
+const BREAKER: &str = "A turn (from its start to its end, or one `loopx turn`) that leaves no \
+evidence, no git change (in its worktree, if it has one) and no better metric makes no \
+progress: after 3 such turns in a row the todo is parked and the owner asked; a todo that \
 keeps failing waits longer each time. Record what each turn proved or ruled out.";
 
 const CLAUDE: &str = "\
@@ -54,7 +55,7 @@ Each turn:
    Anything but run: stop and report its reason (not now is normal).
 2. Work only on the todo it gave you. Long work: mcp__loopx__todo_renew before the lease ends.
 3. A question only the owner can decide: mcp__loopx__gate_open blocking that todo, then
-   mcp__loopx__todo_release, and stop.
+   mcp__loopx__todo_release and mcp__loopx__turn_end, and stop.
 4. Call mcp__loopx__turn_end with the turn, todo and fence turn_start gave, a summary of your
    evidence (tests run, files, commits) and done if it is. It records the turn's slot.
 The SessionStart hook puts `loopx refresh-state` in your context; mcp__loopx__refresh_state gives
@@ -65,31 +66,33 @@ Without the tools, the shell: `loopx turn start --json`, then
 const CODEX: &str = "\
 This project's work queue is in `.loopx/`; never edit it by hand. Your agent id is in
 LOOPX_AGENT (or pass `--agent ID`). Each turn, with the `loopx` MCP tools if configured
-(turn_start does steps 1-2, turn_end steps 4-5), else the shell:
-1. `loopx quota should-run`: exit 0 go on; exit 3 not now, stop the turn.
-2. `loopx todo claim`: the todo to do (exit 3: nothing ready, stop).
-3. Work only on that todo. Long work: `loopx todo renew`. A question only the owner can
-   decide: `loopx gate open \"QUESTION\" --blocks ID`, then `loopx todo release`, and stop.
-4. `loopx todo update --evidence \"WHAT YOU PROVED\" --status done` (leave out `--status`
-   to record progress; `--metric NAME=VALUE`, `--artifact PATH` add more).
-5. `loopx quota spend-slot`
-6. `loopx refresh-state`: the packet for the next turn.
+(turn_start, todo_update, turn_end), else the shell:
+1. `loopx turn start`: should-run, then the claim under a turn id; note its turn, todo and
+   fence. Exit 3: not now, stop the turn.
+2. Work only on that todo. Long work: `loopx todo renew`. A question only the owner can
+   decide: `loopx gate open \"QUESTION\" --blocks ID`, then `loopx todo release` and
+   `loopx turn end --turn TURN`, and stop.
+3. Record what you prove as you go: `loopx todo update --evidence \"WHAT YOU PROVED\"`
+   (`--metric NAME=VALUE`, `--artifact PATH` add more).
+4. `loopx turn end --turn TURN --done --summary \"WHAT YOU PROVED\"` (leave out `--done`
+   when it is not done): it records the turn and its slot.
+5. `loopx refresh-state`: the packet for the next turn.
 Follow-up work: `loopx todo add \"TITLE\"`. Add `--json` for one JSON object.";
 
 const GENERIC: &str = "\
 The work queue is in .loopx/ (never edit it by hand). Name yourself with --agent ID or
 LOOPX_AGENT, the project with --dir DIR or LOOPX_DIR. Each turn:
-1. loopx quota should-run       (exit 0: go on; exit 3: not now, stop the turn)
-2. loopx todo claim             (the todo to do; exit 3: nothing ready, stop)
-3. Work only on that todo. Long work: loopx todo renew. A question only the owner can
-   decide: loopx gate open \"QUESTION\" --blocks ID, then loopx todo release, and stop.
-4. loopx todo update --evidence \"WHAT YOU PROVED\" --status done
-   (without --status it records progress; --metric NAME=VALUE and --artifact PATH add more)
-5. loopx quota spend-slot
-6. loopx refresh-state          (the packet for the next turn)
+1. loopx turn start             (should-run, then the claim: note its turn, todo and fence;
+                                exit 3: not now, stop the turn)
+2. Work only on that todo. Long work: loopx todo renew. A question only the owner can
+   decide: loopx gate open \"QUESTION\" --blocks ID, then loopx todo release and
+   loopx turn end --turn TURN, and stop.
+3. loopx todo update --evidence \"WHAT YOU PROVED\"   (as you go; --metric NAME=VALUE and
+   --artifact PATH add more)
+4. loopx turn end --turn TURN --done --summary \"WHAT YOU PROVED\"
+   (without --done when it is not done; it records the turn and its slot)
+5. loopx refresh-state          (the packet for the next turn)
 Or the whole turn in one command: loopx turn --complete-on-success -- CMD ARGS...
-Or in two, when you are the turn: loopx turn start (steps 1-2), then
-loopx turn end --turn ID --done --summary \"WHAT YOU PROVED\" (steps 4-5).
 Add --json for one JSON object.";
 
 /// Reservations and action gates, in two lines.

@@ -24,7 +24,7 @@ pub enum QuotaCmd {
         /// Slots spent.
         #[arg(long, default_value_t = 1)]
         slots: u32,
-        /// The turn's id; the same id twice in the window is recorded once.
+        /// The turn's id; this agent's same id twice in the window is recorded once.
         #[arg(long, value_name = "ID")]
         turn: Option<String>,
         /// Tokens used.

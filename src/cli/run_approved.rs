@@ -86,28 +86,33 @@ pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
     let store = ctx.open()?;
     let snap = store.load()?;
     let id = store.resolve_gate(&snap, &a.gate)?;
-    // What would fail once the action runs is refused before the use spends the approval.
-    if let Some(p) = &a.out {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
-            return Err(Error::usage(format!(
-                "--out {}: its directory does not exist",
-                p.display()
-            ))
-            .hint("give a new file in a directory that exists"));
-        }
-    }
-    if let Some(act) = snap.gates.get(&id).and_then(|g| g.action.as_ref())
-        && act.kind == ActionKind::Cmd
-        && let Some(prog) = act.argv.first()
-    {
-        super::turn::check_program(&std::ffi::OsString::from(prog))?;
-    }
     let used = journal_used(&*store, &id)?;
+    // What would fail once the action runs is refused before the use spends the approval: the
+    // gate's state, the program, the work tree, and the output file, made now.
+    let g = snap
+        .gates
+        .get(&id)
+        .ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no gate {id}")))?;
+    let act = crate::kernel::gate_action::runnable(g, used)?;
+    let root = ctx.work_dir(&*store);
+    let mut file = match act.kind {
+        ActionKind::Cmd => {
+            startable(&root, act)?;
+            None
+        }
+        ActionKind::Payload => a.out.as_deref().map(NewFile::create).transpose()?,
+    };
     // The use is committed before anything runs: a crash after it spends the approval, never
     // runs it twice.
-    let g = store.mutate(|snap| ops::use_gate(snap, &ctx.agent, ctx.now, &id, None, used))?;
+    let g = match store.mutate(|snap| ops::use_gate(snap, &ctx.agent, ctx.now, &id, None, used)) {
+        Ok(g) => g,
+        Err(e) => {
+            if let Some(f) = file.take() {
+                f.remove();
+            }
+            return Err(e);
+        }
+    };
     let Some(action) = g.action.clone() else {
         return Err(Error::new(
             crate::kernel::Code::Internal,
@@ -116,8 +121,24 @@ pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
     };
     match action.kind {
         ActionKind::Cmd => run_cmd(ctx, &*store, &g.id, &action, &a),
-        ActionKind::Payload => hand_over(ctx, &g.id, &action, a.out.as_deref()),
+        ActionKind::Payload => hand_over(ctx, &g.id, &action, file),
     }
+}
+
+/// Refuses a command that cannot start: its program (found, runnable, its `#!` interpreter
+/// too) and the work tree it runs in.
+fn startable(root: &Path, act: &GateAction) -> Result<()> {
+    if let Some(prog) = act.argv.first() {
+        super::turn::check_program(&std::ffi::OsString::from(prog))?;
+    }
+    if !std::fs::metadata(root).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::new(
+            crate::kernel::Code::Io,
+            format!("the work tree {} is not a directory", root.display()),
+        )
+        .hint("run it where the project is"));
+    }
+    Ok(())
 }
 
 fn run_cmd(
@@ -173,7 +194,7 @@ fn run_cmd(
     Ok(out)
 }
 
-fn hand_over(ctx: &Ctx, id: &str, action: &GateAction, out: Option<&Path>) -> Result<Out> {
+fn hand_over(ctx: &Ctx, id: &str, action: &GateAction, out: Option<NewFile>) -> Result<Out> {
     let bytes = action.text.as_deref().unwrap_or("").as_bytes();
     let answer = |text: String| {
         Out::new("gate", json!(id), text)
@@ -181,8 +202,8 @@ fn hand_over(ctx: &Ctx, id: &str, action: &GateAction, out: Option<&Path>) -> Re
             .with("bytes", json!(bytes.len()))
     };
     match out {
-        Some(p) => {
-            write_new(p, bytes)?;
+        Some(f) => {
+            let p = f.write(bytes)?;
             Ok(answer(format!(
                 "wrote the approved payload of {id} to {} ({} bytes)",
                 esc(&p.display().to_string()),
@@ -201,17 +222,52 @@ fn hand_over(ctx: &Ctx, id: &str, action: &GateAction, out: Option<&Path>) -> Re
     }
 }
 
-/// Writes a new file, never through a link or over an existing file.
-fn write_new(p: &Path, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(p)
-        .map_err(|e| Error::io(p, &e))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io(p, &e))
+/// `--out`'s new file, made before the approval is spent: never through a link or over an
+/// existing file.
+struct NewFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl NewFile {
+    /// Makes the file (mode 0600); a usage error when it cannot be made there.
+    fn create(p: &Path) -> Result<NewFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(p);
+        let file = made.map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+                    "its directory does not exist".to_string()
+                }
+                _ => format!("cannot make it: {e}"),
+            };
+            Error::usage(format!("--out {}: {why}", p.display()))
+                .hint("give a new file in a directory you can write; the approval is not spent")
+        })?;
+        Ok(NewFile {
+            path: p.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Writes `bytes` and syncs them; the file's path.
+    fn write(mut self, bytes: &[u8]) -> Result<PathBuf> {
+        let p = self.path;
+        self.file
+            .write_all(bytes)
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| Error::io(&p, &e))?;
+        Ok(p)
+    }
+
+    /// Removes the file, still empty: the approval was not spent.
+    fn remove(self) {
+        drop(self.file);
+        let _ = std::fs::remove_file(&self.path);
+    }
 }

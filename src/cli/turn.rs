@@ -55,7 +55,7 @@ pub struct Turn {
     /// `start` or `end`: the two halves, for a host that is itself the turn.
     #[command(subcommand)]
     step: Option<super::turn_step::TurnStep>,
-    /// The turn's id (default: a fresh one); the same id twice is recorded once.
+    /// The turn's id (default: a fresh one); this agent's same id twice is recorded once.
     #[arg(long, value_name = "ID")]
     turn: Option<String>,
     /// Run the approved command this gate holds (once) instead of a command after `--`.
@@ -129,8 +129,15 @@ pub(super) fn check_limits(timeout: Dur, grace: Dur) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a program that cannot be found or run, before anything is claimed.
+/// Refuses a program that cannot be found or run (its `#!` interpreter too), before anything
+/// is claimed or spent.
 pub(super) fn check_program(prog: &OsString) -> Result<()> {
+    let found = find_program(prog)?;
+    check_interpreter(&found, prog)
+}
+
+/// The program's file: `prog` itself when it names a path, else the first on PATH.
+fn find_program(prog: &OsString) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let p = std::path::Path::new(prog);
     let runs = |f: &std::path::Path| {
@@ -140,7 +147,7 @@ pub(super) fn check_program(prog: &OsString) -> Result<()> {
     let shown = esc(&prog.to_string_lossy()).into_owned();
     if p.components().count() > 1 || prog.to_string_lossy().contains('/') {
         if runs(p) {
-            return Ok(());
+            return Ok(p.to_path_buf());
         }
         if p.is_file() {
             return Err(
@@ -149,13 +156,53 @@ pub(super) fn check_program(prog: &OsString) -> Result<()> {
                 )),
             );
         }
-    } else if std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| runs(&d.join(p))))
-    {
-        return Ok(());
+    } else if let Some(f) = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(p))
+            .find(|f| runs(f))
+    }) {
+        return Ok(f);
     }
     Err(Error::usage(format!("cannot find the command `{shown}`"))
         .hint("give a program on PATH or a path to one, after `--`"))
+}
+
+/// Refuses a script whose `#!` line names an interpreter that is missing or not executable
+/// (the kernel would refuse to start it). A file loopx cannot read is left to the kernel.
+fn check_interpreter(file: &std::path::Path, prog: &OsString) -> Result<()> {
+    use std::io::Read as _;
+    use std::os::unix::fs::PermissionsExt;
+    let mut head = [0u8; 256];
+    let n = match std::fs::File::open(file).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => n,
+        Err(_) => return Ok(()),
+    };
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return Ok(());
+    };
+    let line = line.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let Some(interp) = line
+        .split(|b| *b == b' ' || *b == b'\t')
+        .find(|w| !w.is_empty())
+    else {
+        return Ok(());
+    };
+    let interp =
+        std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp));
+    let runs = interp
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if runs {
+        return Ok(());
+    }
+    let shown = esc(&prog.to_string_lossy()).into_owned();
+    Err(Error::usage(format!(
+        "`{shown}` cannot start: its interpreter `{}` is missing or not executable",
+        esc(&interp.to_string_lossy())
+    ))
+    .hint(format!(
+        "fix the `#!` line of `{shown}`, or install its interpreter"
+    )))
 }
 
 /// Runs `turn`.

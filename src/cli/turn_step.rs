@@ -87,7 +87,10 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
     if a.worktree {
         worktree::preflight(&root)?;
     }
-    let base = crate::runtime::git::base(&root);
+    // A `--worktree` turn's base is its worktree's, read once the claim names the todo.
+    let base = (!a.worktree)
+        .then(|| crate::runtime::git::base(&root))
+        .flatten();
     let (start, resumed, prior) = store.mutate_claim(&ctx.agent, ctx.now, |snap| {
         // Started already by this agent (a retry after a lost answer): the same claim again.
         if let Some(t) = resumed(snap, &ctx.agent, ctx.now, &turn) {
@@ -101,7 +104,12 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
         let (mut c, mut s) =
             ops::start_turn(snap, &ctx.agent, ctx.now, ttl, (&turn, base.clone()))?;
         let prior = match &mut s {
-            Start::Claimed(t) => worktree::claimed(&root, snap, a.worktree, &mut c, t)?,
+            Start::Claimed(t) => {
+                if a.worktree {
+                    worktree_base(&root, t);
+                }
+                worktree::claimed(&root, snap, a.worktree, &mut c, t)?
+            }
             _ => None,
         };
         Ok((c, (s, false, prior)))
@@ -141,6 +149,19 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
             super::todo_claim::warned(ctx, out, warnings)
         }
     })
+}
+
+/// A `--worktree` turn's base is its worktree's, where its work is (the claim's change is written
+/// with it by [`worktree::claimed`]).
+fn worktree_base(root: &std::path::Path, t: &mut crate::kernel::Todo) {
+    let b = crate::runtime::git::worktree_base(root, &t.id);
+    if let Some(l) = t.lease.as_mut() {
+        let at = l.base.as_ref().and_then(|b| b.at);
+        l.base = Some(crate::kernel::Base {
+            at,
+            ..b.unwrap_or_default()
+        });
+    }
 }
 
 /// `turn end`: the turn's evidence, done or release, and one slot, recorded together.
@@ -255,8 +276,9 @@ fn progress_of(
                 .and_then(|b| b.at)
                 .or(t.lease.as_ref().map(|l| l.acquired_at))
                 .unwrap_or(Ts::MAX);
-            let dir = ctx.work_dir(store);
-            crate::runtime::turn::measure(store, &dir, t, (base, since), bad)
+            // Where the turn worked: the todo's worktree when its lease names one.
+            let dir = worktree::work_of(&ctx.work_dir(store), t);
+            crate::runtime::progress::measure(store, &dir, t, (base, since), bad)
         }
         None => ops::Progress {
             failed: bad,
@@ -351,7 +373,9 @@ fn target(
                 _ => Ok(Some((id, f, None))),
             }
         }
-        _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, turn) => Ok(None),
+        _ if crate::kernel::quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) => {
+            Ok(None)
+        }
         _ => match claim(store, |e| {
             e.actor == agent && e.data.get("turn").and_then(Value::as_str) == Some(turn)
         })? {

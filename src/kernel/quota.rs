@@ -252,9 +252,10 @@ pub fn interval_wait(q: &QuotaFile, p: &QuotaPolicy, now: Ts) -> Option<Dur> {
     (now < next).then(|| next.since(now))
 }
 
-/// True when a spend with this turn id is already in the window.
-pub fn has_turn(q: &QuotaFile, p: &QuotaPolicy, now: Ts, turn: &str) -> bool {
-    in_window(q, p, now).any(|s| s.turn.as_deref() == Some(turn))
+/// True when `agent` spent a slot for this turn id in the window already. A turn id is the
+/// agent's own: another agent's spend under the same id is another turn.
+pub fn has_turn(q: &QuotaFile, p: &QuotaPolicy, now: Ts, agent: &str, turn: &str) -> bool {
+    in_window(q, p, now).any(|s| s.agent == agent && s.turn.as_deref() == Some(turn))
 }
 
 /// Drops spends that left the window, keeping the newest for the minimum interval

@@ -208,10 +208,10 @@ impl ServerHandler for Server {
 }
 
 /// What the server tells the client about itself.
-const INSTRUCTIONS: &str = "loopx keeps this project's durable state. Each turn: turn_start \
-(or should_run, then todo_claim), do the work, todo_renew while it runs long, then turn_end \
-(or todo_update with status done, and quota_spend). Exit code 3 (in _meta.exit_code) means \
-not now: stop and wait. Only the owner decides gates; ask with gate_open.";
+const INSTRUCTIONS: &str = "loopx keeps this project's durable state. Each turn: turn_start, \
+do the work (todo_update records evidence as you go), todo_renew while it runs long, then \
+turn_end (the breaker counts turns so ended). Exit code 3 (in _meta.exit_code) means not now: \
+stop and wait. Only the owner decides gates; ask with gate_open.";
 
 #[cfg(test)]
 mod tests {

@@ -119,7 +119,7 @@ pub const TOOLS: &[Spec] = &[
     spec(
         "quota_spend",
         &["quota", "spend-slot"],
-        "Record a spent turn; the same turn id twice in the window is recorded once.",
+        "Record a spent turn; the same agent's turn id twice in the window is recorded once.",
         false,
     ),
     spec(

@@ -39,10 +39,24 @@ pub fn base(root: &Path) -> Option<crate::kernel::Base> {
     bounded(root, read_base).ok().flatten()
 }
 
+/// The breaker's base for todo `id`'s worktree as a `--worktree` claim finds it: the worktree's
+/// own when it is there, else the fresh checkout it is about to be (its branch's commit, or
+/// HEAD's for a new branch, with nothing changed). `None` as [`base`].
+pub fn worktree_base(root: &Path, id: &str) -> Option<crate::kernel::Base> {
+    let wt = root.join(crate::runtime::worktree::rel(id));
+    if std::fs::symlink_metadata(&wt).is_ok_and(|m| m.is_dir()) {
+        return base(&wt);
+    }
+    let branch = crate::runtime::worktree::branch(id);
+    bounded(root, move |r| read_fresh(r, &branch))
+        .ok()
+        .flatten()
+}
+
 /// Runs `read` on a thread of its own, at most [`GIT_TIMEOUT`].
 fn bounded<T: Send + 'static>(
     root: &Path,
-    read: fn(&Path) -> Result<T, String>,
+    read: impl FnOnce(&Path) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     let (tx, rx) = mpsc::sync_channel(1);
     let root = root.to_path_buf();
@@ -134,13 +148,31 @@ fn read_base(root: &Path) -> Result<Option<crate::kernel::Base>, String> {
             .unwrap_or_else(|_| "gone".into());
         h.update(format!("{path}\0{}\0{meta}\n", s.status().bits()).as_bytes());
     }
+    Ok(Some(base_of(head, h)))
+}
+
+/// The base of HEAD `head` and the changed files hashed into `h`.
+fn base_of(head: Option<String>, h: sha2::Sha256) -> crate::kernel::Base {
+    use sha2::Digest;
     let tree = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    Ok(Some(crate::kernel::Base {
+    crate::kernel::Base {
         head,
         tree: Some(tree),
         at: None,
         extra: Default::default(),
-    }))
+    }
+}
+
+/// The base of a fresh checkout of `branch` (HEAD when it does not exist yet): nothing changed.
+fn read_fresh(root: &Path, branch: &str) -> Result<Option<crate::kernel::Base>, String> {
+    let Some(repo) = open(root)? else {
+        return Ok(None);
+    };
+    let head = match repo.find_branch(branch, git2::BranchType::Local) {
+        Ok(b) => b.get().target().map(|o| o.to_string()),
+        Err(_) => head_of(&repo),
+    };
+    Ok(Some(base_of(head, sha2::Sha256::default())))
 }
 
 /// The path a status entry names now: the new name of a rename.

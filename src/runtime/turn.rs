@@ -7,14 +7,16 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
+use crate::kernel::proof;
 use crate::kernel::should_run::Answer;
 use crate::kernel::{Code, Dur, Error, Evidence, Result, Todo, Ts};
-use crate::kernel::{breaker, proof};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
+use crate::runtime::progress::measure;
 use crate::runtime::proof as run_proof;
 use crate::runtime::turn_id::command_evidence;
 pub use crate::runtime::turn_id::{check_turn_id, fresh_turn_id, shell_join, took};
+use crate::runtime::turn_store::{load_retrying, record_end, release, renew_until};
 use crate::runtime::worktree;
 use crate::store::{Store, StoreExt};
 
@@ -42,7 +44,7 @@ pub struct TurnOptions {
     pub grace: Dur,
     /// The lease's length (default: the project's).
     pub ttl: Option<Dur>,
-    /// The turn's id (default: a fresh one); the same id twice records once.
+    /// The turn's id (default: a fresh one); the agent's same id twice records once.
     pub turn: Option<String>,
     /// Where the command's output is copied.
     pub echo: Echo,
@@ -197,8 +199,10 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         release(store, &opts.agent, &todo.id)?;
         return Ok(TurnOutcome::Interrupted(todo.id));
     }
-    // The work tree as the turn begins, for the breaker (nothing ran since the claim).
-    let base = breaker.then(|| git::base(&opts.dir)).flatten();
+    // The work tree as the turn begins, for the breaker (nothing ran since the claim): the
+    // todo's worktree when the turn runs in one, where its work is.
+    let work = tree.clone().unwrap_or_else(|| opts.dir.clone());
+    let base = breaker.then(|| git::base(&work)).flatten();
     let fin = run_renewed(store, opts, &todo, (ttl, tree.as_deref()), &turn);
     let fin = match fin {
         Ok(f) => f,
@@ -218,7 +222,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         (&todo, &turn),
         &fin,
         (done, &proof),
-        (base, now, breaker),
+        (&work, base, now, breaker),
     );
     let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
     if matches!(ended, Ended::Done) {
@@ -287,14 +291,15 @@ fn prove_done(
 }
 
 /// What the turn's end records: its evidence, done or not, the check, and the breaker's facts
-/// (measured from `base` at `now` when the breaker is on and the todo is not done).
+/// (the work tree `work` measured from `base` at `now` when the breaker is on and the todo is
+/// not done).
 fn turn_end(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     (todo, turn): (&Todo, &str),
     fin: &Finished,
     (done, proof): (bool, &Option<Result<Evidence>>),
-    (base, now, breaker): (Option<crate::kernel::Base>, Ts, bool),
+    (work, base, now, breaker): (&Path, Option<crate::kernel::Base>, Ts, bool),
 ) -> TurnEnd {
     let closed_fence = match store.archived_todo(&todo.id) {
         Ok(Some(t)) => Some(t.fence),
@@ -302,7 +307,7 @@ fn turn_end(
     };
     let failed = !fin.exit.success() || fin.timed_out;
     let progress = match (done, breaker) {
-        (false, true) => measure(store, &opts.dir, todo, (base, now), failed),
+        (false, true) => measure(store, work, todo, (base, now), failed),
         _ => ops::Progress {
             failed,
             ..ops::Progress::default()
@@ -382,63 +387,6 @@ fn prove(
     }
 }
 
-/// How many of a todo's last evidence entries the breaker reads.
-const PROGRESS_SCAN: usize = 200;
-
-/// The breaker's facts about a turn on `todo` that began at `base` (git then) and `since`:
-/// git now, and the evidence written since the turn began (earlier turns of a kept lease do
-/// not count again). Unreadable evidence measures nothing.
-pub fn measure(
-    store: &dyn Store,
-    dir: &Path,
-    todo: &Todo,
-    (base, since): (Option<crate::kernel::Base>, Ts),
-    failed: bool,
-) -> ops::Progress {
-    let after = git::base(dir);
-    let progressed = store
-        .evidence_tail(&todo.id, PROGRESS_SCAN)
-        .ok()
-        .map(|tail| {
-            let (new, earlier) = tail.into_iter().partition(|e| e.at >= since);
-            let part = |b: &Option<crate::kernel::Base>| {
-                (
-                    b.as_ref().and_then(|b| b.head.clone()),
-                    b.as_ref().and_then(|b| b.tree.clone()),
-                )
-            };
-            let ((h0, t0), (h1, t1)) = (part(&base), part(&after));
-            breaker::progressed(&breaker::Facts {
-                head: (h0, h1),
-                tree: (t0, t1),
-                new,
-                earlier,
-            })
-        });
-    ops::Progress {
-        progressed,
-        failed,
-        gate: store.fresh_id(crate::kernel::id::Kind::Gate).ok(),
-    }
-}
-
-/// The store's state, tried again while it is busy, as [`record_end`] does.
-fn load_retrying(store: &(dyn Store + Sync), signals: usize) -> Result<crate::kernel::Snapshot> {
-    let until = std::time::Instant::now() + END_RETRY;
-    loop {
-        match store.load() {
-            Err(e)
-                if e.code.is_busy()
-                    && std::time::Instant::now() < until
-                    && process::signal_count() == signals =>
-            {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            r => return r,
-        }
-    }
-}
-
 /// Runs the command while a second thread renews the lease every third of its length.
 fn run_renewed(
     store: &(dyn Store + Sync),
@@ -469,7 +417,8 @@ fn run_renewed(
         stdin: None,
         echo: opts.echo,
         forward: true,
-        end_group: false,
+        // What the command leaves running in its group is killed as it ends, as a check's is.
+        end_group: true,
     };
     let limits = Limits {
         timeout: to_std(opts.timeout),
@@ -483,87 +432,6 @@ fn run_renewed(
         let fin = process::run(&spec, &limits);
         drop(stop);
         fin
-    })
-}
-
-/// Renews the lease until told to stop, or until it is lost (then the end's record says so).
-fn renew_until(
-    store: &(dyn Store + Sync),
-    opts: &TurnOptions,
-    todo: &Todo,
-    (ttl, turn): (Dur, &str),
-    every: Duration,
-    stop: &mpsc::Receiver<()>,
-) {
-    while stop.recv_timeout(every) == Err(mpsc::RecvTimeoutError::Timeout) {
-        let r = store.mutate(|snap| {
-            let this = (todo.id.as_str(), todo.fence, turn);
-            Ok((
-                ops::renew_turn(snap, &opts.agent, Ts::now(), ttl, this)?,
-                (),
-            ))
-        });
-        // A lost lease is final; a busy lock or a passing I/O error is tried again.
-        if let Err(e) = r
-            && matches!(
-                e.code,
-                Code::StaleFence | Code::LeaseConflict | Code::NotFound
-            )
-        {
-            return;
-        }
-    }
-}
-
-/// How long the end of a turn is tried again while the store is busy.
-const END_RETRY: Duration = Duration::from_secs(300);
-
-/// Records the end of a turn (and the limits its spend went past), trying again while the store
-/// is busy (for [`END_RETRY`]): the command ran, and its record is what frees the lease. A
-/// signal after the command ended (the count was `signals` then) stops it.
-fn record_end(
-    store: &(dyn Store + Sync),
-    agent: &str,
-    end: TurnEnd,
-    signals: usize,
-) -> Result<(Ended, Vec<String>)> {
-    let until = std::time::Instant::now() + END_RETRY;
-    let id = end.todo.clone();
-    loop {
-        let r = store.mutate(|snap| {
-            let (c, ended) = ops::end_turn(snap, agent, Ts::now(), end.clone())?;
-            let over = ops::spend_over_limit(&c);
-            Ok((c, (ended, over)))
-        });
-        match r {
-            Err(e)
-                if e.code.is_busy()
-                    && std::time::Instant::now() < until
-                    && process::signal_count() == signals =>
-            {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => {
-                return Err(Error {
-                    message: format!(
-                        "the turn ran, but its record was not written: {}",
-                        e.message
-                    ),
-                    hint: Some(format!(
-                        "its lease on {id} lapses at its expiry; `loopx todo release {id}` frees it now"
-                    )),
-                    ..e
-                });
-            }
-            r => return r,
-        }
-    }
-}
-
-fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
-    store.mutate(|snap| {
-        let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
-        Ok((c, ()))
     })
 }
 

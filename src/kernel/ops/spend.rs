@@ -10,8 +10,8 @@ use crate::kernel::model::*;
 use crate::kernel::quota;
 use crate::kernel::time::Ts;
 
-/// Records a spent turn. The same turn id twice in the window is recorded once. A spend past a
-/// limit (slots, tokens, cost) is recorded too, with `over_limit` in its line's data
+/// Records a spent turn. The same agent's turn id twice in the window is recorded once. A spend
+/// past a limit (slots, tokens, cost) is recorded too, with `over_limit` in its line's data
 /// ([`spend_over_limit`] reads it back).
 pub fn spend(
     snap: &Snapshot,
@@ -39,7 +39,7 @@ pub fn spend(
     let p = &snap.config.quota;
     let mut c = Change::default();
     if let Some(t) = &turn
-        && quota::has_turn(&snap.quota, p, now, t)
+        && quota::has_turn(&snap.quota, p, now, agent, t)
     {
         return Ok((c, false));
     }

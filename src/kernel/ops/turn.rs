@@ -25,8 +25,9 @@ pub enum Start {
 }
 
 /// Asks should-run for `agent` and, when it says run, claims its todo for `turn` (the lease
-/// names the turn). `turn` already spent in the window means the turn was recorded: nothing is
-/// claimed. A live lease another running turn holds is never run a second time.
+/// names the turn). `turn` already spent by `agent` in the window means the turn was recorded:
+/// nothing is claimed (another agent's spend under the same id is another turn). A live lease
+/// another running turn holds is never run a second time.
 pub fn start_turn(
     snap: &Snapshot,
     agent: &str,
@@ -34,7 +35,7 @@ pub fn start_turn(
     ttl: Dur,
     (turn, base): (&str, Option<Base>),
 ) -> Result<(Change, Start)> {
-    if quota::has_turn(&snap.quota, &snap.config.quota, now, turn) {
+    if quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) {
         return Ok((Change::default(), Start::Replayed));
     }
     if let Some(t) = running(snap, now, turn) {
@@ -101,8 +102,9 @@ fn slots_held(snap: &Snapshot, now: Ts, answer: &Answer) -> Option<Answer> {
     let running = snap
         .todos
         .values()
-        .filter_map(|t| t.live_lease(now)?.turn.as_deref())
-        .filter(|t| !quota::has_turn(&snap.quota, &snap.config.quota, now, t))
+        .filter_map(|t| t.live_lease(now))
+        .filter_map(|l| Some((l.holder.as_str(), l.turn.as_deref()?)))
+        .filter(|(a, t)| !quota::has_turn(&snap.quota, &snap.config.quota, now, a, t))
         .count() as u64;
     if running == 0 || answer.quota.used + running < u64::from(answer.quota.limit) {
         return None;
@@ -117,7 +119,7 @@ fn slots_held(snap: &Snapshot, now: Ts, answer: &Answer) -> Option<Answer> {
     })
 }
 
-/// The todo whose live lease `turn` holds.
+/// The todo whose live lease `turn` holds (whichever agent's: one runner per id at a time).
 fn running<'a>(snap: &'a Snapshot, now: Ts, turn: &str) -> Option<&'a Todo> {
     snap.todos
         .values()
@@ -187,9 +189,12 @@ pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(
         Some(t) if t.role == Role::Agent && t.lease.is_none() && t.fence == end.fence => {
             closed(agent, now, end)
         }
-        Some(t) => match lapsed(t, agent, now, end.fence, &end.turn) {
+        Some(t) => match lapsed(snap, t, agent, now, (end.fence, &end.turn)) {
             Some(live) => kept(&snap.after(&[Write::Todo(live)]), agent, now, end),
-            None => kept(snap, agent, now, end),
+            None => match reserved_since(snap, t, agent, now).filter(|_| t.fence == end.fence) {
+                Some(e) => (Change::default(), Ended::Refused(e)),
+                None => kept(snap, agent, now, end),
+            },
         },
         None if end.closed_fence == Some(end.fence) => closed(agent, now, end),
         None => (Change::default(), Ended::Refused(gone(snap, &end.todo))),
@@ -218,7 +223,8 @@ fn not_theirs(snap: &Snapshot, agent: &str, end: &TurnEnd) -> Option<Error> {
 }
 
 /// Renews a running turn's lease: live, or lapsed with no one claiming since (the fence did not
-/// move). A lease taken over, given up or gone is an error, and the renewals stop.
+/// move) and no other agent's live reservation overlapping its own. A lease taken over, given
+/// up, gone or lapsed under another's reservation is an error, and the renewals stop.
 pub fn renew_turn(
     snap: &Snapshot,
     agent: &str,
@@ -233,7 +239,10 @@ pub fn renew_turn(
     if t.fence != fence {
         return Err(Error::new(Code::StaleFence, "the lease was taken over"));
     }
-    let (c, _) = match lapsed(t, agent, now, fence, turn) {
+    if let Some(e) = reserved_since(snap, t, agent, now) {
+        return Err(e);
+    }
+    let (c, _) = match lapsed(snap, t, agent, now, (fence, turn)) {
         Some(live) => renew(&snap.after(&[Write::Todo(live)]), agent, now, ttl, id)?,
         None => renew(snap, agent, now, ttl, id)?,
     };
@@ -255,16 +264,23 @@ fn kept(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> (Change, Ended) 
     }
 }
 
-/// This turn's lease, lapsed (its renewals could not be written in time) with no one claiming
-/// since, made live again for the record: the fence did not move, so the work is still the
-/// current holder's. `None` for any other lease.
-fn lapsed(t: &Todo, agent: &str, now: Ts, fence: u64, turn: &str) -> Option<Todo> {
+/// This turn's lease, lapsed (its renewals could not be written in time, or its process was
+/// stopped) with no one claiming since, made live again for the record: the fence did not move,
+/// so the work is still the current holder's. `None` for any other lease, and for one whose
+/// reservation another agent's live lease overlaps now (taken while it lapsed: the lease is lost).
+fn lapsed(
+    snap: &Snapshot,
+    t: &Todo,
+    agent: &str,
+    now: Ts,
+    (fence, turn): (u64, &str),
+) -> Option<Todo> {
     let l = t.lease.as_ref()?;
     let ours = l.holder == agent
         && l.fence == fence
         && t.fence == fence
         && l.turn.as_deref() == Some(turn);
-    if !ours || l.is_live(now) {
+    if !ours || l.is_live(now) || reserved_since(snap, t, agent, now).is_some() {
         return None;
     }
     let mut live = t.clone();
@@ -272,6 +288,31 @@ fn lapsed(t: &Todo, agent: &str, now: Ts, fence: u64, turn: &str) -> Option<Todo
         l.expires_at = now.add(Dur(1));
     }
     Some(live)
+}
+
+/// The loss of `agent`'s lapsed lease on `t` to another agent's live reservation that overlaps
+/// its own (made while it lapsed: a live lease's reservation is never overlapped by another's).
+fn reserved_since(snap: &Snapshot, t: &Todo, agent: &str, now: Ts) -> Option<Error> {
+    let l = t
+        .lease
+        .as_ref()
+        .filter(|l| l.holder == agent && !l.is_live(now))?;
+    let b = crate::kernel::reserve::conflict(snap, &t.id, agent, &l.paths, now)?;
+    Some(
+        Error::new(
+            Code::LeaseConflict,
+            format!(
+                "your lease on {} lapsed at {}, and {}",
+                t.id,
+                l.expires_at,
+                b.describe()
+            ),
+        )
+        .hint(format!(
+            "stop work on {}: its files are another agent's now; claim it again once they are free",
+            t.id
+        )),
+    )
 }
 
 /// A record the rules refuse though the lease held: the evidence is refused, the lease given

@@ -67,6 +67,7 @@ fn a_turn_claims_then_records_evidence_done_and_one_slot_together() {
         &after.quota,
         &after.config.quota,
         now,
+        AGENT,
         "u-1"
     ));
     // The same turn again records nothing, at its start or its end.
@@ -253,6 +254,45 @@ fn a_running_turns_lapsed_lease_is_renewed_while_no_one_claimed() {
     let taken = snap.after(&c.writes);
     let e = renew_turn(&taken, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap_err();
     assert_eq!(e.code, Code::StaleFence);
+}
+
+#[test]
+fn a_lapsed_lease_is_lost_to_a_reservation_made_meanwhile() {
+    let (mut snap, now) = world();
+    let (c, _) = add_todo(&snap, "me", now, NewTodo::new("t-bbbbbb", "more")).unwrap();
+    snap = snap.after(&c.writes);
+    let mut t = snap.todos["t-aaaaaa"].clone();
+    t.paths = vec!["src/**".into()];
+    snap = snap.after(&[Write::Todo(t)]);
+    let (snap, t) = started(&snap, now);
+    let later = now.add(Dur::from_mins(10));
+    let ttl = Dur::from_mins(5);
+    // While the lease lapsed, bob reserved files it reserves.
+    let paths = ["src/store/**".to_string()];
+    let (c, _) = crate::kernel::ops::claim_reserving(
+        &snap,
+        "bob",
+        later,
+        ttl,
+        Some("t-bbbbbb"),
+        Some(&paths),
+    )
+    .unwrap();
+    let taken = snap.after(&c.writes);
+    let e = renew_turn(&taken, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap_err();
+    assert_eq!(e.code, Code::LeaseConflict, "{e:?}");
+    let (_, ended) = end_turn(&taken, AGENT, later, end(&t, false)).unwrap();
+    assert!(
+        matches!(&ended, Ended::Refused(e) if e.message.contains("lapsed")),
+        "{ended:?}"
+    );
+    // Once bob's reservation is gone, nothing newer holds the files: the lease comes back.
+    let c = renew_turn(&snap, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap();
+    assert!(
+        snap.after(&c.writes).todos[&t.id]
+            .live_lease(later)
+            .is_some()
+    );
 }
 
 #[test]
