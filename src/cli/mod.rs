@@ -47,11 +47,10 @@ const AFTER_HELP: &str = "\
 An agent's turn, in one command:
   loopx turn --complete-on-success -- CMD ARGS...
 
-An agent's turn, step by step:
-  loopx quota should-run     exit 0: run a turn; 3: not now (see its decision)
-  loopx todo claim           the best ready todo, with a lease and a fence
+An agent's turn, step by step (the breaker counts these turns):
+  loopx turn start           should-run, then the claim: exit 3 is not now
   loopx todo update          evidence (git HEAD, changed files) captured for you
-  loopx quota spend-slot
+  loopx turn end --turn ID   done or released, and one slot spent
   loopx refresh-state        writes .loopx/STATE.md, prints the next turn's packet
 
 Exit codes: 0 ok, 1 I/O, 2 usage, 3 not now or not ready, 4 conflict, 5 not found,
