@@ -11,3 +11,5 @@ pub mod turn;
 pub mod turn_id;
 pub mod watch;
 pub mod worktree;
+pub mod worktree_fs;
+pub mod worktree_retire;

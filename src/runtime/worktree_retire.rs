@@ -1,0 +1,404 @@
+//! The removal of a done todo's worktree, only once it is proven to lose nothing: every entry
+//! in it is committed on its branch (no untracked or ignored file, no nested repository, no
+//! mount, no special file, nothing another process holds), and no link is ever followed.
+//!
+//! The order: open `.loopx/worktrees/ID` with `O_NOFOLLOW` from the root down; read the
+//! branch's commit (libgit2, bounded); walk it, hashing every file against the commit; move it
+//! aside (`.loopx/worktrees/.ID.removing`, the same directory, so the same file system); check
+//! no process holds it and nothing in it changed since the walk; remove what the walk saw,
+//! entry by entry, each unchanged. On any doubt after the move it is put back.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::worktree::{branch, bounded};
+use super::worktree_fs::{Dir, Stat, holder, proc_fd, stat_at};
+
+/// What the branch's commit holds at each path: its git mode and object.
+type Tree = HashMap<PathBuf, (i32, git2::Oid)>;
+
+/// The most reasons a kept worktree's message lists.
+const REASONS_MAX: usize = 5;
+const TREE: i32 = 0o040_000;
+const GITLINK: i32 = 0o160_000;
+const LINK: i32 = 0o120_000;
+
+/// What became of a worktree.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// There was none.
+    Missing,
+    /// Removed: everything in it was committed on its branch.
+    Removed,
+    /// Kept, untouched (or put back as it was): why.
+    Kept(String),
+}
+
+/// The name a worktree has while it is removed.
+pub fn aside(id: &str) -> String {
+    format!(".{id}.removing")
+}
+
+/// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
+pub fn retire(root: &Path, id: &str) -> Outcome {
+    let wts = match parent(root) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Outcome::Missing,
+        Err(why) => return Outcome::Kept(why),
+    };
+    let top = match open_top(&wts, id) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Outcome::Missing,
+        Err(why) => return Outcome::Kept(why),
+    };
+    let (tree, mnt) = (read_branch(root, &top, id), top.stat(None).map(|s| s.mnt));
+    let (tree, mnt) = match (tree, mnt) {
+        (Ok(t), Ok(m)) => (t, m),
+        (Err(why), _) => return Outcome::Kept(why),
+        (_, Err(e)) => return Outcome::Kept(format!("it cannot be read: {e}")),
+    };
+    let mut scan = Scan::new(&tree, mnt, true, branch(id));
+    scan.dir(&top, Path::new(""));
+    if !scan.doubts.is_empty() {
+        return Outcome::Kept(scan.doubts.join("; "));
+    }
+    if let Some(why) = held(&top) {
+        return Outcome::Kept(why);
+    }
+    let (name, moved) = (OsString::from(id), OsString::from(aside(id)));
+    if let Err(e) = wts.rename(&name, &moved) {
+        return Outcome::Kept(format!("it could not be moved aside to be removed: {e}"));
+    }
+    match remove_seen(&wts, &moved, &top, &tree, mnt, scan.seen, id) {
+        Ok(()) => Outcome::Removed,
+        Err(why) => match wts.rename(&moved, &name) {
+            Ok(()) => Outcome::Kept(why),
+            Err(e) => Outcome::Kept(format!(
+                "{why}; it is at .loopx/worktrees/{} and could not be put back ({e}): \
+                 move it back with `mv .loopx/worktrees/{} .loopx/worktrees/{id}`",
+                aside(id),
+                aside(id)
+            )),
+        },
+    }
+}
+
+/// `.loopx/worktrees`, opened from the root down without following a link.
+fn parent(root: &Path) -> Result<Option<Dir>, String> {
+    let r = Dir::root(root).map_err(|e| format!("the project's root cannot be opened: {e}"))?;
+    let mut d = r;
+    for (name, shown) in [(".loopx", ".loopx"), ("worktrees", ".loopx/worktrees")] {
+        d = match d.sub(OsStr::new(name)) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(format!(
+                    "{shown} is a symlink, and loopx never removes anything through a link"
+                ));
+            }
+            Err(e) => return Err(format!("{shown} cannot be opened as a directory: {e}")),
+        };
+    }
+    Ok(Some(d))
+}
+
+/// The worktree's own directory, refused when it is a link, not a directory or a mount.
+fn open_top(wts: &Dir, id: &str) -> Result<Option<Dir>, String> {
+    let name = OsStr::new(id);
+    let st = match wts.stat(Some(name)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("it cannot be looked at: {e}")),
+    };
+    match st.kind() {
+        libc::S_IFDIR => {}
+        libc::S_IFLNK => return Err("it is a symlink; loopx never follows it".into()),
+        _ => return Err("it is not a directory".into()),
+    }
+    let here = wts.stat(None).map_err(|e| format!("it cannot be looked at: {e}"))?;
+    if st.mnt != here.mnt || st.dev != here.dev || st.mount_root {
+        return Err("it is a mount point".into());
+    }
+    let top = wts.sub(name).map_err(|e| format!("it cannot be opened: {e}"))?;
+    match top.stat(None) {
+        Ok(s) if s.ino == st.ino && s.mnt == st.mnt => Ok(Some(top)),
+        _ => Err("it changed while it was opened".into()),
+    }
+}
+
+/// A process that holds the worktree (its working directory, a file open or mapped): why.
+fn held(top: &Dir) -> Option<String> {
+    let at = match top.path() {
+        Ok(p) => p,
+        Err(e) => return Some(format!("where it is cannot be read: {e}")),
+    };
+    holder(&at).map(|(pid, p)| {
+        format!(
+            "process {pid} has {} open (a file, or its working directory)",
+            p.display()
+        )
+    })
+}
+
+/// The branch's commit as a path map, after checking the worktree is the project's, on its
+/// branch, not locked, with nothing staged that the commit lacks: the reason to keep it if not.
+fn read_branch(root: &Path, top: &Dir, id: &str) -> Result<Tree, String> {
+    let (r, at, i) = (root.to_path_buf(), top.proc_path(), id.to_string());
+    match bounded(super::worktree::READ_TIMEOUT, move || Ok(branch_tree(&r, &at, &i))) {
+        Ok(t) => t,
+        Err(e) => Err(e.message),
+    }
+}
+
+fn branch_tree(root: &Path, at: &Path, id: &str) -> Result<Tree, String> {
+    let gerr = |what: &str, e: git2::Error| format!("{what}: {}", e.message());
+    let main = git2::Repository::discover(root).map_err(|e| gerr("no repository", e))?;
+    let wt = git2::Repository::open(at).map_err(|e| gerr("it is not a git worktree", e))?;
+    let same = |p: &Path| p.canonicalize().ok();
+    if !wt.is_worktree() || same(wt.commondir()) != same(main.commondir()) {
+        return Err("it is not a worktree of this project's repository".into());
+    }
+    if let Ok(w) = main.find_worktree(id)
+        && !matches!(w.is_locked(), Ok(git2::WorktreeLockStatus::Unlocked))
+    {
+        return Err("it is locked (`git worktree lock`)".into());
+    }
+    let want = branch(id);
+    let head = wt.head().map_err(|e| gerr("its HEAD cannot be read", e))?;
+    if !head.is_branch() || head.shorthand() != Ok(want.as_str()) {
+        return Err(format!("its HEAD is not on branch {want}"));
+    }
+    let commit = head
+        .peel_to_commit()
+        .map_err(|e| gerr("its commit cannot be read", e))?;
+    let tree = commit.tree().map_err(|e| gerr("its tree cannot be read", e))?;
+    let mut map = Tree::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+        let name = OsStr::from_bytes(e.name_bytes());
+        map.insert(Path::new(dir).join(name), (e.filemode(), e.id()));
+        git2::TreeWalkResult::Ok
+    })
+    .map_err(|e| gerr("its tree cannot be read", e))?;
+    staged_all_committed(&wt, &map)?;
+    Ok(map)
+}
+
+/// Every index entry is the commit's, and the commit's every file is in the index.
+fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String> {
+    let index = wt
+        .index()
+        .map_err(|e| format!("its index cannot be read: {}", e.message()))?;
+    let staged = "it has staged changes not committed on its branch";
+    let mut n = 0;
+    for e in index.iter() {
+        let path = PathBuf::from(OsStr::from_bytes(&e.path));
+        let stage = (e.flags >> 12) & 0x3;
+        if stage != 0 || map.get(&path) != Some(&(e.mode as i32, e.id)) {
+            return Err(staged.into());
+        }
+        n += 1;
+    }
+    let files = map.values().filter(|(m, _)| *m != TREE).count();
+    if n != files {
+        return Err(staged.into());
+    }
+    Ok(())
+}
+
+/// After the move: nothing holds it and nothing changed since `seen` was walked; then each
+/// entry is removed, children first, each as it was seen, the worktree's `.git` file last.
+fn remove_seen(
+    wts: &Dir,
+    moved: &OsStr,
+    top: &Dir,
+    tree: &Tree,
+    mnt: u64,
+    seen: Vec<(PathBuf, Stat)>,
+    id: &str,
+) -> Result<(), String> {
+    if let Some(why) = held(top) {
+        return Err(why);
+    }
+    let mut again = Scan::new(tree, mnt, false, branch(id));
+    again.dir(top, Path::new(""));
+    if !again.doubts.is_empty() || again.seen != seen {
+        return Err("it changed while loopx checked it".into());
+    }
+    let mut dirs = Dirs::default();
+    let git = Path::new(".git");
+    for (p, st) in seen.iter().rev().filter(|(p, _)| p != git) {
+        remove_one(top, &mut dirs, p, st)?;
+    }
+    if let Some((p, st)) = seen.iter().find(|(p, _)| p == git) {
+        remove_one(top, &mut dirs, p, st)?;
+    }
+    drop(dirs);
+    wts.remove(moved, true)
+        .map_err(|e| format!("it could not be removed: {e}"))
+}
+
+/// The last parent directory opened during the removal.
+#[derive(Default)]
+struct Dirs {
+    last: Option<(PathBuf, Dir)>,
+}
+
+/// Removes the entry `p` (relative to `top`) if it is still what was seen.
+fn remove_one(top: &Dir, dirs: &mut Dirs, p: &Path, was: &Stat) -> Result<(), String> {
+    let parent = p.parent().unwrap_or(Path::new(""));
+    if dirs.last.as_ref().is_none_or(|(at, _)| at != parent) {
+        let mut d = top.sub(OsStr::new("."));
+        for c in parent.components() {
+            d = d.and_then(|d| d.sub(c.as_os_str()));
+        }
+        let d = d.map_err(|e| format!("{} could not be opened: {e}", parent.display()))?;
+        dirs.last = Some((parent.to_path_buf(), d));
+    }
+    let Some((_, d)) = dirs.last.as_ref() else {
+        return Err("no directory".into());
+    };
+    let name = p.file_name().unwrap_or_default();
+    let now = d
+        .stat(Some(name))
+        .map_err(|e| format!("{} could not be looked at: {e}", p.display()))?;
+    let is_dir = was.kind() == libc::S_IFDIR;
+    let same = (now.ino, now.dev, now.mnt, now.mode) == (was.ino, was.dev, was.mnt, was.mode);
+    if !same || (!is_dir && now != *was) {
+        return Err(format!("{} changed while loopx removed it", p.display()));
+    }
+    d.remove(name, is_dir)
+        .map_err(|e| format!("{} could not be removed: {e}", p.display()))
+}
+
+/// A walk of a worktree: what it saw, and why it must be kept.
+struct Scan<'a> {
+    tree: &'a Tree,
+    mnt: u64,
+    hash: bool,
+    branch: String,
+    seen: Vec<(PathBuf, Stat)>,
+    doubts: Vec<String>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(tree: &'a Tree, mnt: u64, hash: bool, branch: String) -> Self {
+        Scan {
+            tree,
+            mnt,
+            hash,
+            branch,
+            seen: Vec::new(),
+            doubts: Vec::new(),
+        }
+    }
+
+    /// Walks the directory `d` (at `rel`), its entries in name order.
+    fn dir(&mut self, d: &Dir, rel: &Path) {
+        let names = match d.names() {
+            Ok(n) => n,
+            Err(e) => return self.doubts.push(format!("{} cannot be read: {e}", rel.display())),
+        };
+        for n in names {
+            if self.doubts.len() >= REASONS_MAX {
+                return;
+            }
+            let p = rel.join(&n);
+            match d.stat(Some(&n)) {
+                Ok(st) => {
+                    self.seen.push((p.clone(), st));
+                    if let Some(why) = self.entry(d, &n, &p, &st) {
+                        self.doubts.push(why);
+                    }
+                }
+                Err(e) => self
+                    .doubts
+                    .push(format!("{} cannot be looked at: {e}", p.display())),
+            }
+        }
+    }
+
+    /// Why the entry `n` of `d` (at `p`) is not safe to remove, if it is not.
+    fn entry(&mut self, d: &Dir, n: &OsStr, p: &Path, st: &Stat) -> Option<String> {
+        let shown = p.display();
+        if st.mnt != self.mnt || st.mount_root {
+            return Some(format!("{shown} is a mount point (what is in it is not the project's)"));
+        }
+        let top_git = p == Path::new(".git");
+        if n == ".git" && !top_git {
+            return Some(format!("{shown} is a nested repository (its history may be the only copy)"));
+        }
+        let want = self.tree.get(p).copied();
+        match st.kind() {
+            libc::S_IFDIR if top_git => Some(".git is a directory, not a worktree's".into()),
+            libc::S_IFDIR => match want {
+                Some((m, _)) if m != TREE && m != GITLINK => {
+                    Some(format!("{shown} is a directory where the commit has a file"))
+                }
+                _ => match d.sub(n) {
+                    Ok(sub) => {
+                        self.dir(&sub, p);
+                        None
+                    }
+                    Err(e) => Some(format!("{shown} cannot be opened: {e}")),
+                },
+            },
+            libc::S_IFREG if top_git => None,
+            libc::S_IFREG | libc::S_IFLNK => self.file(d, n, p, st, want),
+            _ => Some(format!("{shown} is a special file (a FIFO, a socket or a device)")),
+        }
+    }
+
+    /// Why the file or link `n` is not its commit's, if it is not.
+    fn file(
+        &self,
+        d: &Dir,
+        n: &OsStr,
+        p: &Path,
+        st: &Stat,
+        want: Option<(i32, git2::Oid)>,
+    ) -> Option<String> {
+        let shown = p.display();
+        let Some((mode, oid)) = want.filter(|(m, _)| *m != TREE && *m != GITLINK) else {
+            return Some(format!(
+                "{shown} is not committed on branch {} (an untracked or ignored file)",
+                self.branch
+            ));
+        };
+        let is_link = st.kind() == libc::S_IFLNK;
+        let kind_ok = match mode {
+            LINK => is_link,
+            0o100_755 => !is_link && st.mode & 0o100 != 0,
+            0o100_644 => !is_link && st.mode & 0o100 == 0,
+            _ => false,
+        };
+        let differs = || format!("{shown} differs from its commit on branch {}", self.branch);
+        if !kind_ok {
+            return Some(differs());
+        }
+        if !self.hash {
+            return None;
+        }
+        match hash(d, n, st, is_link) {
+            Ok(h) if h == oid => None,
+            Ok(_) => Some(differs()),
+            Err(e) => Some(format!("{shown} cannot be read: {e}")),
+        }
+    }
+}
+
+/// The git blob id of the file or link `n` (which must still be the inode `st`).
+fn hash(d: &Dir, n: &OsStr, st: &Stat, is_link: bool) -> std::io::Result<git2::Oid> {
+    let bytes_err = |e: git2::Error| std::io::Error::other(e.message().to_string());
+    if is_link {
+        let target = d.link_target(n)?;
+        return git2::Oid::hash_object(git2::ObjectType::Blob, &target).map_err(bytes_err);
+    }
+    let fd = d.file(n)?;
+    let now = stat_at(std::os::fd::AsRawFd::as_raw_fd(&fd), None)?;
+    if now.ino != st.ino || now.kind() != libc::S_IFREG {
+        return Err(std::io::Error::other("it changed while it was read"));
+    }
+    git2::Oid::hash_file(git2::ObjectType::Blob, proc_fd(&fd)).map_err(bytes_err)
+}
