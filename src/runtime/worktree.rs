@@ -129,6 +129,14 @@ pub fn retire(root: &Path, id: &str) -> Option<String> {
     }
 }
 
+/// Why todo `id`'s worktree would be kept at its done, touching nothing; `None` when there is
+/// none or it would be removed.
+pub fn doubt(root: &Path, id: &str) -> Option<String> {
+    plain(id)
+        .then(|| super::worktree_retire::doubt(root, id))
+        .flatten()
+}
+
 /// Forgets a removed worktree in git (its directory is gone).
 fn prune(root: &Path, id: &str) -> Result<()> {
     let (r, i) = (root.to_path_buf(), id.to_string());

@@ -41,39 +41,36 @@ pub fn aside(id: &str) -> String {
     format!(".{id}.removing")
 }
 
+/// A worktree proven to lose nothing if removed: what was walked, as it was.
+struct Proof {
+    wts: Dir,
+    top: Dir,
+    tree: Tree,
+    mnt: u64,
+    seen: Vec<(PathBuf, Stat)>,
+}
+
+/// Why todo `id`'s worktree would be kept, touching nothing (`None`: none there, or it would go).
+pub fn doubt(root: &Path, id: &str) -> Option<String> {
+    match prove(root, id) {
+        Err(Outcome::Kept(why)) => Some(why),
+        _ => None,
+    }
+}
+
 /// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
 pub fn retire(root: &Path, id: &str) -> Outcome {
-    let wts = match parent(root) {
-        Ok(Some(d)) => d,
-        Ok(None) => return Outcome::Missing,
-        Err(why) => return Outcome::Kept(why),
+    let pf = match prove(root, id) {
+        Ok(pf) => pf,
+        Err(o) => return o,
     };
-    let top = match open_top(&wts, id) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Outcome::Missing,
-        Err(why) => return Outcome::Kept(why),
-    };
-    let (tree, mnt) = (read_branch(root, &top, id), top.stat(None).map(|s| s.mnt));
-    let (tree, mnt) = match (tree, mnt) {
-        (Ok(t), Ok(m)) => (t, m),
-        (Err(why), _) => return Outcome::Kept(why),
-        (_, Err(e)) => return Outcome::Kept(format!("it cannot be read: {e}")),
-    };
-    let mut scan = Scan::new(&tree, mnt, true, branch(id));
-    scan.dir(&top, Path::new(""));
-    if !scan.doubts.is_empty() {
-        return Outcome::Kept(scan.doubts.join("; "));
-    }
-    if let Some(why) = held(&top) {
-        return Outcome::Kept(why);
-    }
     let (name, moved) = (OsString::from(id), OsString::from(aside(id)));
-    if let Err(e) = wts.rename(&name, &moved) {
+    if let Err(e) = pf.wts.rename(&name, &moved) {
         return Outcome::Kept(format!("it could not be moved aside to be removed: {e}"));
     }
-    match remove_seen(&wts, &moved, &top, &tree, mnt, scan.seen, id) {
+    match remove_seen(&pf, &moved, id) {
         Ok(()) => Outcome::Removed,
-        Err(why) => match wts.rename(&moved, &name) {
+        Err(why) => match pf.wts.rename(&moved, &name) {
             Ok(()) => Outcome::Kept(why),
             Err(e) => Outcome::Kept(format!(
                 "{why}; it is at .loopx/worktrees/{} and could not be put back ({e}): \
@@ -85,15 +82,52 @@ pub fn retire(root: &Path, id: &str) -> Outcome {
     }
 }
 
+/// The proof, walked in place (nothing moved): `Err` with what to answer when it fails.
+fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
+    let wts = match parent(root) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Err(Outcome::Missing),
+        Err(why) => return Err(Outcome::Kept(why)),
+    };
+    let top = match open_top(&wts, id) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Err(Outcome::Missing),
+        Err(why) => return Err(Outcome::Kept(why)),
+    };
+    let (tree, mnt) = (read_branch(root, &top, id), top.stat(None).map(|s| s.mnt));
+    let (tree, mnt) = match (tree, mnt) {
+        (Ok(t), Ok(m)) => (t, m),
+        (Err(why), _) => return Err(Outcome::Kept(why)),
+        (_, Err(e)) => return Err(Outcome::Kept(format!("it cannot be read: {e}"))),
+    };
+    let mut scan = Scan::new(&tree, mnt, true, branch(id));
+    scan.dir(&top, Path::new(""));
+    if !scan.doubts.is_empty() {
+        return Err(Outcome::Kept(scan.doubts.join("; ")));
+    }
+    if let Some(why) = held(&top) {
+        return Err(Outcome::Kept(why));
+    }
+    let seen = scan.seen;
+    Ok(Proof {
+        wts,
+        top,
+        tree,
+        mnt,
+        seen,
+    })
+}
+
 /// `.loopx/worktrees`, opened from the root down without following a link.
 fn parent(root: &Path) -> Result<Option<Dir>, String> {
     let r = Dir::root(root).map_err(|e| format!("the project's root cannot be opened: {e}"))?;
     let mut d = r;
     for (name, shown) in [(".loopx", ".loopx"), ("worktrees", ".loopx/worktrees")] {
-        d = match d.sub(OsStr::new(name)) {
+        let name = OsStr::new(name);
+        d = match d.sub(name) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            Err(_) if d.stat(Some(name)).is_ok_and(|s| s.kind() == libc::S_IFLNK) => {
                 return Err(format!(
                     "{shown} is a symlink, and loopx never removes anything through a link"
                 ));
@@ -209,21 +243,14 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
 
 /// After the move: nothing holds it and nothing changed since `seen` was walked; then each
 /// entry is removed, children first, each as it was seen, the worktree's `.git` file last.
-fn remove_seen(
-    wts: &Dir,
-    moved: &OsStr,
-    top: &Dir,
-    tree: &Tree,
-    mnt: u64,
-    seen: Vec<(PathBuf, Stat)>,
-    id: &str,
-) -> Result<(), String> {
+fn remove_seen(pf: &Proof, moved: &OsStr, id: &str) -> Result<(), String> {
+    let (top, seen) = (&pf.top, &pf.seen);
     if let Some(why) = held(top) {
         return Err(why);
     }
-    let mut again = Scan::new(tree, mnt, false, branch(id));
+    let mut again = Scan::new(&pf.tree, pf.mnt, false, branch(id));
     again.dir(top, Path::new(""));
-    if !again.doubts.is_empty() || again.seen != seen {
+    if !again.doubts.is_empty() || again.seen != *seen {
         return Err("it changed while loopx checked it".into());
     }
     let mut dirs = Dirs::default();
@@ -235,7 +262,8 @@ fn remove_seen(
         remove_one(top, &mut dirs, p, st)?;
     }
     drop(dirs);
-    wts.remove(moved, true)
+    pf.wts
+        .remove(moved, true)
         .map_err(|e| format!("it could not be removed: {e}"))
 }
 

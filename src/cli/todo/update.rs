@@ -32,6 +32,9 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     } else {
         Ok(None)
     };
+    // A done or cancel that will keep the todo's worktree says so in its evidence.
+    let kept = kept_note(ctx, store, &a);
+    let noted = [evidence.as_slice(), kept.as_slice()].concat();
     let c = Commit {
         store,
         agent,
@@ -41,7 +44,7 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         wanted: RefCell::new(None),
         warned: RefCell::new(None),
     };
-    let mut done = c.commit(&evidence, None, now);
+    let mut done = c.commit(&noted, None, now);
     // The kernel refuses the done of a todo with an approved check: run it outside the lock
     // (a todo without one pays nothing for this), then try again with its run.
     let refused = c.wanted.borrow_mut().take();
@@ -56,6 +59,7 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
             );
         }
         evidence.push(e);
+        evidence.extend(kept);
         done = c.commit(&evidence, Some(&t.id), Ts::now());
     }
     let (t, notes) = done?;
@@ -66,6 +70,43 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     Ok(Out::new("todo", to_json(&t), updated_text(&t, a.status))
         .noted(notes)
         .warned(warnings))
+}
+
+/// For a done or a cancel of a todo whose worktree would be kept (`worktree::doubt`): a note
+/// naming it and why. The removal itself runs after the commit and warns again.
+fn kept_note(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<Evidence> {
+    if !matches!(a.status, Some(Status::Done | Status::Cancelled)) {
+        return None;
+    }
+    let root = ctx.work_dir(store);
+    if !any_worktree(&root) {
+        return None;
+    }
+    let snap = store.load().ok()?;
+    let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref()).ok()?;
+    let why = worktree::doubt(&root, &id)?;
+    let mut text = format!("worktree {} kept: {why}", worktree::rel(&id));
+    if let Some((i, _)) = text.char_indices().nth(NOTE_MAX) {
+        text.truncate(i);
+        text.push('…');
+    }
+    Some(Evidence::new(
+        ctx.now,
+        &ctx.agent,
+        None,
+        EvidenceKind::Note,
+        text,
+    ))
+}
+
+/// The most characters of a kept worktree's note (an evidence text holds at most 4,000).
+const NOTE_MAX: usize = 2_000;
+
+/// True when `.loopx/worktrees/` holds a worktree (it stays once made, with its `.gitignore`).
+fn any_worktree(root: &std::path::Path) -> bool {
+    std::fs::read_dir(root.join(worktree::DIR))
+        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
+        .unwrap_or(false)
 }
 
 /// Refuses too many entries, a check timeout out of range, and `--kind check`.
@@ -210,11 +251,7 @@ fn updated_text(t: &Todo, status: Option<Status>) -> String {
 /// else the project's work tree. Only a project with a worktree now pays the load.
 fn work_dir(ctx: &Ctx, store: &dyn Store, agent: &str, id: Option<&str>) -> std::path::PathBuf {
     let root = ctx.work_dir(store);
-    // `.loopx/worktrees/` stays once made (its `.gitignore`): look for a worktree in it.
-    let any = std::fs::read_dir(root.join(worktree::DIR))
-        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
-        .unwrap_or(false);
-    if !any {
+    if !any_worktree(&root) {
         return root;
     }
     let Ok(snap) = store.load() else {
