@@ -15,7 +15,11 @@ use common::*;
 /// claimed with its worktree, and one commit of work on the branch.
 fn claimed(tag: &str) -> (Project, String) {
     let p = repo(tag);
-    std::fs::write(p.root().join(".gitignore"), "build/\nvendor/\nsecrets.local\n").unwrap();
+    std::fs::write(
+        p.root().join(".gitignore"),
+        "build/\nvendor/\nsecrets.local\n",
+    )
+    .unwrap();
     git(p.root(), &["add", ".gitignore"]);
     git(p.root(), &["commit", "-q", "-m", "ignore"]);
     let a = p.add("feature", &[]);
@@ -40,7 +44,11 @@ fn done_kept(p: &Project, a: &str) -> String {
 
 /// The done's evidence says the worktree was kept, and why.
 fn evidence_says(p: &Project, a: &str, why: &str) {
-    let ev = p.evidence(a).into_iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    let ev = p
+        .evidence(a)
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>();
     assert!(
         ev.iter().any(|e| e.contains("kept") && e.contains(why)),
         "no evidence of the kept worktree: {ev:?}"
@@ -84,7 +92,10 @@ fn a_bind_mount_at_an_ignored_path_is_never_crossed() {
         eprintln!("skipped: mount --bind was refused ({m:?}); this test needs root");
         return;
     }
-    let r = p.run_as("agent-a", &["--json", "todo", "update", &a, "--status", "done"]);
+    let r = p.run_as(
+        "agent-a",
+        &["--json", "todo", "update", &a, "--status", "done"],
+    );
     let _ = Command::new("umount").arg(at.join("build")).status();
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("mount"), "{}", r.stdout);
@@ -123,7 +134,10 @@ fn a_linked_worktrees_dir_is_never_gone_through() {
     std::os::unix::fs::symlink(&moved, p.root().join(".loopx/worktrees")).unwrap();
     let w = done_kept(&p, &a);
     assert!(w.contains("symlink"), "{w}");
-    assert!(moved.join(&a).join("g.txt").is_file(), "removed through the link");
+    assert!(
+        moved.join(&a).join("g.txt").is_file(),
+        "removed through the link"
+    );
     assert!(moved.join(&a).join(".git").is_file());
 }
 
@@ -152,7 +166,11 @@ fn a_file_open_in_another_process_keeps_the_worktree() {
     assert!(w.contains(&format!("process {}", child.id())), "{w}");
     evidence_says(&p, &a, "open");
     assert!(at.join("g.txt").is_file());
-    assert!(!p.root().join(format!(".loopx/worktrees/.{a}.removing")).exists());
+    assert!(
+        !p.root()
+            .join(format!(".loopx/worktrees/.{a}.removing"))
+            .exists()
+    );
 }
 
 #[test]
@@ -196,7 +214,10 @@ fn a_clean_worktree_is_removed_links_inside_and_all() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from(".gitignore")]);
-    assert!(outside.path.join("keep.txt").is_file(), "a link was followed");
+    assert!(
+        outside.path.join("keep.txt").is_file(),
+        "a link was followed"
+    );
     assert!(!git_out(p.root(), &["worktree", "list"]).contains(&a));
     let log = git_out(p.root(), &["log", "--oneline", &format!("loopx/{a}")]);
     assert!(log.contains("work"), "{log}");

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::kernel::ops::{Change, Write};
 use super::worktree_retire::Outcome;
+use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
 
 /// Where the worktrees are, relative to the project's root.
@@ -188,13 +188,21 @@ pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
             if name == ".gitignore" || live.contains(&path) {
                 continue;
             }
-            out.push(Orphan {
-                message: format!(
+            let message = match name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_suffix(".removing"))
+            {
+                Some(id) => format!(
+                    "worktree {path} was moved aside to be removed and is still there (loopx \
+                     stopped midway); put it back with `mv {path} {}`",
+                    rel(id)
+                ),
+                None => format!(
                     "worktree {path} has no live lease naming it; {}",
                     fix(&path)
                 ),
-                path,
-            });
+            };
+            out.push(Orphan { message, path });
         }
     }
     let r = root.to_path_buf();

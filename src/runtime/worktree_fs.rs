@@ -159,7 +159,10 @@ pub fn proc_fd(fd: &OwnedFd) -> PathBuf {
 pub fn stat_at(dirfd: libc::c_int, name: Option<&OsStr>) -> io::Result<Stat> {
     let (c, flags) = match name {
         Some(n) => (cname(n)?, libc::AT_SYMLINK_NOFOLLOW),
-        None => (CString::default(), libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH),
+        None => (
+            CString::default(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH,
+        ),
     };
     // SAFETY: `statx` is plain old data, written by the call before it is read.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };

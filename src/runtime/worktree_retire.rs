@@ -13,7 +13,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::worktree::{branch, bounded};
+use super::worktree::{bounded, branch};
 use super::worktree_fs::{Dir, Stat, holder, proc_fd, stat_at};
 
 /// What the branch's commit holds at each path: its git mode and object.
@@ -60,15 +60,19 @@ pub fn doubt(root: &Path, id: &str) -> Option<String> {
 
 /// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
 pub fn retire(root: &Path, id: &str) -> Outcome {
-    let pf = match prove(root, id) {
-        Ok(pf) => pf,
-        Err(o) => return o,
-    };
+    match prove(root, id) {
+        Ok(pf) => finish(&pf, id),
+        Err(o) => o,
+    }
+}
+
+/// Moves the proven worktree aside and removes it, or puts it back on any doubt.
+fn finish(pf: &Proof, id: &str) -> Outcome {
     let (name, moved) = (OsString::from(id), OsString::from(aside(id)));
     if let Err(e) = pf.wts.rename(&name, &moved) {
         return Outcome::Kept(format!("it could not be moved aside to be removed: {e}"));
     }
-    match remove_seen(&pf, &moved, id) {
+    match remove_seen(pf, &moved, id) {
         Ok(()) => Outcome::Removed,
         Err(why) => match pf.wts.rename(&moved, &name) {
             Ok(()) => Outcome::Kept(why),
@@ -151,11 +155,15 @@ fn open_top(wts: &Dir, id: &str) -> Result<Option<Dir>, String> {
         libc::S_IFLNK => return Err("it is a symlink; loopx never follows it".into()),
         _ => return Err("it is not a directory".into()),
     }
-    let here = wts.stat(None).map_err(|e| format!("it cannot be looked at: {e}"))?;
+    let here = wts
+        .stat(None)
+        .map_err(|e| format!("it cannot be looked at: {e}"))?;
     if st.mnt != here.mnt || st.dev != here.dev || st.mount_root {
         return Err("it is a mount point".into());
     }
-    let top = wts.sub(name).map_err(|e| format!("it cannot be opened: {e}"))?;
+    let top = wts
+        .sub(name)
+        .map_err(|e| format!("it cannot be opened: {e}"))?;
     match top.stat(None) {
         Ok(s) if s.ino == st.ino && s.mnt == st.mnt => Ok(Some(top)),
         _ => Err("it changed while it was opened".into()),
@@ -180,7 +188,9 @@ fn held(top: &Dir) -> Option<String> {
 /// branch, not locked, with nothing staged that the commit lacks: the reason to keep it if not.
 fn read_branch(root: &Path, top: &Dir, id: &str) -> Result<Tree, String> {
     let (r, at, i) = (root.to_path_buf(), top.proc_path(), id.to_string());
-    match bounded(super::worktree::READ_TIMEOUT, move || Ok(branch_tree(&r, &at, &i))) {
+    match bounded(super::worktree::READ_TIMEOUT, move || {
+        Ok(branch_tree(&r, &at, &i))
+    }) {
         Ok(t) => t,
         Err(e) => Err(e.message),
     }
@@ -207,7 +217,9 @@ fn branch_tree(root: &Path, at: &Path, id: &str) -> Result<Tree, String> {
     let commit = head
         .peel_to_commit()
         .map_err(|e| gerr("its commit cannot be read", e))?;
-    let tree = commit.tree().map_err(|e| gerr("its tree cannot be read", e))?;
+    let tree = commit
+        .tree()
+        .map_err(|e| gerr("its tree cannot be read", e))?;
     let mut map = Tree::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
         let name = OsStr::from_bytes(e.name_bytes());
@@ -326,7 +338,11 @@ impl<'a> Scan<'a> {
     fn dir(&mut self, d: &Dir, rel: &Path) {
         let names = match d.names() {
             Ok(n) => n,
-            Err(e) => return self.doubts.push(format!("{} cannot be read: {e}", rel.display())),
+            Err(e) => {
+                return self
+                    .doubts
+                    .push(format!("{} cannot be read: {e}", rel.display()));
+            }
         };
         for n in names {
             if self.doubts.len() >= REASONS_MAX {
@@ -351,19 +367,23 @@ impl<'a> Scan<'a> {
     fn entry(&mut self, d: &Dir, n: &OsStr, p: &Path, st: &Stat) -> Option<String> {
         let shown = p.display();
         if st.mnt != self.mnt || st.mount_root {
-            return Some(format!("{shown} is a mount point (what is in it is not the project's)"));
+            return Some(format!(
+                "{shown} is a mount point (what is in it is not the project's)"
+            ));
         }
         let top_git = p == Path::new(".git");
         if n == ".git" && !top_git {
-            return Some(format!("{shown} is a nested repository (its history may be the only copy)"));
+            return Some(format!(
+                "{shown} is a nested repository (its history may be the only copy)"
+            ));
         }
         let want = self.tree.get(p).copied();
         match st.kind() {
             libc::S_IFDIR if top_git => Some(".git is a directory, not a worktree's".into()),
             libc::S_IFDIR => match want {
-                Some((m, _)) if m != TREE && m != GITLINK => {
-                    Some(format!("{shown} is a directory where the commit has a file"))
-                }
+                Some((m, _)) if m != TREE && m != GITLINK => Some(format!(
+                    "{shown} is a directory where the commit has a file"
+                )),
                 _ => match d.sub(n) {
                     Ok(sub) => {
                         self.dir(&sub, p);
@@ -374,7 +394,9 @@ impl<'a> Scan<'a> {
             },
             libc::S_IFREG if top_git => None,
             libc::S_IFREG | libc::S_IFLNK => self.file(d, n, p, st, want),
-            _ => Some(format!("{shown} is a special file (a FIFO, a socket or a device)")),
+            _ => Some(format!(
+                "{shown} is a special file (a FIFO, a socket or a device)"
+            )),
         }
     }
 
@@ -430,3 +452,7 @@ fn hash(d: &Dir, n: &OsStr, st: &Stat, is_link: bool) -> std::io::Result<git2::O
     }
     git2::Oid::hash_file(git2::ObjectType::Blob, proc_fd(&fd)).map_err(bytes_err)
 }
+
+#[cfg(test)]
+#[path = "worktree_retire_tests.rs"]
+mod tests;
