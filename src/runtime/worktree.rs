@@ -1,6 +1,7 @@
 //! Per-lease git worktrees (`--worktree`): one at `.loopx/worktrees/<todo>` on branch
-//! `loopx/<todo>`, made and removed with libgit2 (git itself would run the repository's hooks
-//! and filters, see `runtime::git`), and removed only when clean; the branch is always kept.
+//! `loopx/<todo>`, made with libgit2 (git itself would run the repository's hooks and filters,
+//! see `runtime::git`), and removed only once proven to lose nothing (`worktree_retire`); the
+//! branch is always kept.
 
 use std::fs;
 use std::io::Write as _;
