@@ -222,3 +222,34 @@ fn a_clean_worktree_is_removed_links_inside_and_all() {
     let log = git_out(p.root(), &["log", "--oneline", &format!("loopx/{a}")]);
     assert!(log.contains("work"), "{log}");
 }
+
+#[test]
+fn doctor_says_how_to_put_back_a_worktree_left_moved_aside() {
+    let (p, a) = claimed("wtk-aside");
+    let aside = p.root().join(format!(".loopx/worktrees/.{a}.removing"));
+    std::fs::rename(tree(&p, &a), &aside).unwrap();
+    let d = p.ok(&["doctor"]);
+    let f = d["findings"].to_string();
+    let fix = format!("mv .loopx/worktrees/.{a}.removing .loopx/worktrees/{a}");
+    assert!(f.contains(&fix), "{d}");
+}
+
+#[test]
+fn what_the_done_check_makes_after_the_proof_is_kept() {
+    let (p, a) = claimed("wtk-check");
+    let propose = [
+        "todo",
+        "check",
+        "propose",
+        &a,
+        "--",
+        "touch",
+        "secrets.local",
+    ];
+    let r = p.run_as("agent-a", &propose);
+    assert_eq!(r.code, 0, "{r:?}");
+    p.ok(&["todo", "check", "approve", &a]);
+    let w = done_kept(&p, &a);
+    assert!(w.contains("secrets.local"), "{w}");
+    assert!(tree(&p, &a).join("secrets.local").is_file());
+}

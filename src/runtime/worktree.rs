@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::worktree_retire::Outcome;
+use super::worktree_retire::{Outcome, Proof};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
 
@@ -110,11 +110,51 @@ pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
 /// to lose nothing (see `worktree_retire`; the branch stays); else keeps it, and the warning
 /// says why and how the user may remove it.
 pub fn retire(root: &Path, id: &str) -> Option<String> {
+    retire_with(root, id, None)
+}
+
+/// A worktree's removal prepared before a done commits: its proof, or why it will be kept.
+pub struct Prepared {
+    id: String,
+    proof: std::result::Result<Proof, Outcome>,
+}
+
+impl Prepared {
+    /// The todo whose worktree it is.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Why the worktree will be kept, if it will.
+    pub fn kept(&self) -> Option<&str> {
+        match &self.proof {
+            Err(Outcome::Kept(why)) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// Proves todo `id`'s worktree before its done commits, touching nothing.
+pub fn prepare(root: &Path, id: &str) -> Option<Prepared> {
+    plain(id).then(|| Prepared {
+        id: id.to_string(),
+        proof: super::worktree_retire::prove(root, id),
+    })
+}
+
+/// [`retire`], with the proof `prep` made before the done when it is `id`'s: a worktree that did
+/// not change since is not hashed again, and one it kept is kept for the same reason.
+pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
     if !plain(id) {
         return None;
     }
+    let outcome = match prep.filter(|p| p.id == id) {
+        Some(Prepared { proof: Ok(pf), .. }) => super::worktree_retire::retire_proven(root, pf, id),
+        Some(Prepared { proof: Err(o), .. }) => o,
+        None => super::worktree_retire::retire(root, id),
+    };
     let shown = rel(id);
-    match super::worktree_retire::retire(root, id) {
+    match outcome {
         Outcome::Missing => None,
         Outcome::Removed => prune(root, id).err().map(|e| {
             format!(
@@ -128,14 +168,6 @@ pub fn retire(root: &Path, id: &str) -> Option<String> {
             branch(id)
         )),
     }
-}
-
-/// Why todo `id`'s worktree would be kept at its done, touching nothing; `None` when there is
-/// none or it would be removed.
-pub fn doubt(root: &Path, id: &str) -> Option<String> {
-    plain(id)
-        .then(|| super::worktree_retire::doubt(root, id))
-        .flatten()
 }
 
 /// Forgets a removed worktree in git (its directory is gone).

@@ -42,20 +42,24 @@ pub fn aside(id: &str) -> String {
 }
 
 /// A worktree proven to lose nothing if removed: what was walked, as it was.
-struct Proof {
+pub struct Proof {
     wts: Dir,
     top: Dir,
     tree: Tree,
     mnt: u64,
     seen: Vec<(PathBuf, Stat)>,
+    /// Files changed since (the walk's start less 2 s, for coarse clocks) are hashed again.
+    since: i128,
 }
 
-/// Why todo `id`'s worktree would be kept, touching nothing (`None`: none there, or it would go).
-pub fn doubt(root: &Path, id: &str) -> Option<String> {
-    match prove(root, id) {
-        Err(Outcome::Kept(why)) => Some(why),
-        _ => None,
+/// Removes the worktree proven earlier (before a done committed) when nothing in it changed
+/// since, else proves it again.
+pub fn retire_proven(root: &Path, pf: Proof, id: &str) -> Outcome {
+    if changed(&pf, id) {
+        drop(pf);
+        return retire(root, id);
     }
+    finish(&pf, id)
 }
 
 /// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
@@ -69,10 +73,21 @@ pub fn retire(root: &Path, id: &str) -> Outcome {
 /// Moves the proven worktree aside and removes it, or puts it back on any doubt.
 fn finish(pf: &Proof, id: &str) -> Outcome {
     let (name, moved) = (OsString::from(id), OsString::from(aside(id)));
+    let ours = |n: &OsStr| {
+        let (a, b) = (pf.wts.stat(Some(n)), pf.top.stat(None));
+        matches!((a, b), (Ok(a), Ok(b)) if (a.ino, a.mnt) == (b.ino, b.mnt))
+    };
+    if !ours(&name) {
+        return Outcome::Kept("it was replaced while loopx checked it".into());
+    }
     if let Err(e) = pf.wts.rename(&name, &moved) {
         return Outcome::Kept(format!("it could not be moved aside to be removed: {e}"));
     }
-    match remove_seen(pf, &moved, id) {
+    let removed = match ours(&moved) {
+        true => remove_seen(pf, &moved, id),
+        false => Err("it was replaced while loopx moved it".into()),
+    };
+    match removed {
         Ok(()) => Outcome::Removed,
         Err(why) => match pf.wts.rename(&moved, &name) {
             Ok(()) => Outcome::Kept(why),
@@ -87,7 +102,11 @@ fn finish(pf: &Proof, id: &str) -> Outcome {
 }
 
 /// The proof, walked in place (nothing moved): `Err` with what to answer when it fails.
-fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
+pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+        - 2_000_000_000;
     let wts = match parent(root) {
         Ok(Some(d)) => d,
         Ok(None) => return Err(Outcome::Missing),
@@ -104,7 +123,7 @@ fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
         (Err(why), _) => return Err(Outcome::Kept(why)),
         (_, Err(e)) => return Err(Outcome::Kept(format!("it cannot be read: {e}"))),
     };
-    let mut scan = Scan::new(&tree, mnt, true, branch(id));
+    let mut scan = Scan::new(&tree, mnt, i128::MIN, branch(id));
     scan.dir(&top, Path::new(""));
     if !scan.doubts.is_empty() {
         return Err(Outcome::Kept(scan.doubts.join("; ")));
@@ -119,7 +138,15 @@ fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
         tree,
         mnt,
         seen,
+        since,
     })
+}
+
+/// True when a walk now does not see what the proof saw (files changed since it are hashed).
+fn changed(pf: &Proof, id: &str) -> bool {
+    let mut again = Scan::new(&pf.tree, pf.mnt, pf.since, branch(id));
+    again.dir(&pf.top, Path::new(""));
+    !again.doubts.is_empty() || again.seen != pf.seen
 }
 
 /// `.loopx/worktrees`, opened from the root down without following a link.
@@ -228,7 +255,23 @@ fn branch_tree(root: &Path, at: &Path, id: &str) -> Result<Tree, String> {
     })
     .map_err(|e| gerr("its tree cannot be read", e))?;
     staged_all_committed(&wt, &map)?;
+    if own_refs(&wt.path().join("refs")) {
+        return Err("it has refs of its own (`refs/worktree/`, `refs/bisect/`)".into());
+    }
     Ok(map)
+}
+
+/// True when the worktree's own `refs/` (in its git directory) holds anything but directories;
+/// unreadable counts as holding something.
+fn own_refs(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return dir.symlink_metadata().is_ok();
+    };
+    rd.take(1_000)
+        .any(|e| match e.and_then(|e| e.file_type().map(|t| (e, t))) {
+            Ok((e, t)) if t.is_dir() => own_refs(&e.path()),
+            _ => true,
+        })
 }
 
 /// Every index entry is the commit's, and the commit's every file is in the index.
@@ -260,9 +303,7 @@ fn remove_seen(pf: &Proof, moved: &OsStr, id: &str) -> Result<(), String> {
     if let Some(why) = held(top) {
         return Err(why);
     }
-    let mut again = Scan::new(&pf.tree, pf.mnt, false, branch(id));
-    again.dir(top, Path::new(""));
-    if !again.doubts.is_empty() || again.seen != *seen {
+    if changed(pf, id) {
         return Err("it changed while loopx checked it".into());
     }
     let mut dirs = Dirs::default();
@@ -316,18 +357,19 @@ fn remove_one(top: &Dir, dirs: &mut Dirs, p: &Path, was: &Stat) -> Result<(), St
 struct Scan<'a> {
     tree: &'a Tree,
     mnt: u64,
-    hash: bool,
+    /// Files whose ctime is this or later are hashed (`i128::MIN`: all).
+    hash_from: i128,
     branch: String,
     seen: Vec<(PathBuf, Stat)>,
     doubts: Vec<String>,
 }
 
 impl<'a> Scan<'a> {
-    fn new(tree: &'a Tree, mnt: u64, hash: bool, branch: String) -> Self {
+    fn new(tree: &'a Tree, mnt: u64, hash_from: i128, branch: String) -> Self {
         Scan {
             tree,
             mnt,
-            hash,
+            hash_from,
             branch,
             seen: Vec::new(),
             doubts: Vec::new(),
@@ -427,7 +469,7 @@ impl<'a> Scan<'a> {
         if !kind_ok {
             return Some(differs());
         }
-        if !self.hash {
+        if st.times.0 < self.hash_from {
             return None;
         }
         match hash(d, n, st, is_link) {

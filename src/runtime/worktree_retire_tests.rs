@@ -89,3 +89,17 @@ fn an_unchanged_proven_worktree_is_removed() {
     assert!(!root.join(".loopx/worktrees/.t-1.removing").exists());
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_worktree_with_refs_of_its_own_is_kept() {
+    let root = project("refs");
+    let at = root.join(".loopx/worktrees/t-1");
+    git(&at, &["update-ref", "refs/worktree/mine", "HEAD"]);
+    let o = retire(&root, "t-1");
+    assert!(
+        matches!(&o, Outcome::Kept(w) if w.contains("refs")),
+        "{o:?}"
+    );
+    assert!(at.join("f.txt").is_file());
+    std::fs::remove_dir_all(&root).unwrap();
+}

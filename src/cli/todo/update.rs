@@ -33,7 +33,8 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         Ok(None)
     };
     // A done or cancel that will keep the todo's worktree says so in its evidence.
-    let kept = kept_note(ctx, store, &a);
+    let prep = prepare_retire(ctx, store, &a);
+    let kept = prep.as_ref().and_then(|p| kept_note(ctx, p));
     let noted = [evidence.as_slice(), kept.as_slice()].concat();
     let c = Commit {
         store,
@@ -65,16 +66,16 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     let (t, notes) = done?;
     let mut warnings: Vec<String> = c.warned.into_inner().into_iter().collect();
     if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
-        warnings.extend(worktree::retire(&ctx.work_dir(store), &t.id));
+        warnings.extend(worktree::retire_with(&ctx.work_dir(store), &t.id, prep));
     }
     Ok(Out::new("todo", to_json(&t), updated_text(&t, a.status))
         .noted(notes)
         .warned(warnings))
 }
 
-/// For a done or a cancel of a todo whose worktree would be kept (`worktree::doubt`): a note
-/// naming it and why. The removal itself runs after the commit and warns again.
-fn kept_note(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<Evidence> {
+/// For a done or a cancel of a todo with a worktree: its removal's proof, made before the
+/// commit (the removal itself runs after it).
+fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktree::Prepared> {
     if !matches!(a.status, Some(Status::Done | Status::Cancelled)) {
         return None;
     }
@@ -84,8 +85,13 @@ fn kept_note(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<Evidence> {
     }
     let snap = store.load().ok()?;
     let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref()).ok()?;
-    let why = worktree::doubt(&root, &id)?;
-    let mut text = format!("worktree {} kept: {why}", worktree::rel(&id));
+    worktree::prepare(&root, &id)
+}
+
+/// The note for the evidence when the prepared removal will keep the worktree: it and why.
+fn kept_note(ctx: &Ctx, prep: &worktree::Prepared) -> Option<Evidence> {
+    let why = prep.kept()?;
+    let mut text = format!("worktree {} kept: {why}", worktree::rel(prep.id()));
     if let Some((i, _)) = text.char_indices().nth(NOTE_MAX) {
         text.truncate(i);
         text.push('…');
