@@ -13,3 +13,4 @@ pub mod watch;
 pub mod worktree;
 pub mod worktree_fs;
 pub mod worktree_retire;
+pub mod worktree_scan;

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::worktree_retire::{Outcome, Proof};
+use super::worktree_retire::Outcome;
+pub use super::worktree_retire::{Prepared, prepare};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
 
@@ -113,44 +114,14 @@ pub fn retire(root: &Path, id: &str) -> Option<String> {
     retire_with(root, id, None)
 }
 
-/// A worktree's removal prepared before a done commits: its proof, or why it will be kept.
-pub struct Prepared {
-    id: String,
-    proof: std::result::Result<Proof, Outcome>,
-}
-
-impl Prepared {
-    /// The todo whose worktree it is.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Why the worktree will be kept, if it will.
-    pub fn kept(&self) -> Option<&str> {
-        match &self.proof {
-            Err(Outcome::Kept(why)) => Some(why),
-            _ => None,
-        }
-    }
-}
-
-/// Proves todo `id`'s worktree before its done commits, touching nothing.
-pub fn prepare(root: &Path, id: &str) -> Option<Prepared> {
-    plain(id).then(|| Prepared {
-        id: id.to_string(),
-        proof: super::worktree_retire::prove(root, id),
-    })
-}
-
 /// [`retire`], with the proof `prep` made before the done when it is `id`'s: a worktree that did
 /// not change since is not hashed again, and one it kept is kept for the same reason.
 pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
     if !plain(id) {
         return None;
     }
-    let outcome = match prep.filter(|p| p.id == id) {
-        Some(Prepared { proof: Ok(pf), .. }) => super::worktree_retire::retire_proven(root, pf, id),
-        Some(Prepared { proof: Err(o), .. }) => o,
+    let outcome = match prep.filter(|p| p.id() == id) {
+        Some(p) => p.retire(root),
         None => super::worktree_retire::retire(root, id),
     };
     let shown = rel(id);
@@ -262,7 +233,7 @@ pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
 }
 
 /// A todo id that is one plain path segment (ids are checked on load; this guards the paths).
-fn plain(id: &str) -> bool {
+pub(super) fn plain(id: &str) -> bool {
     !id.is_empty()
         && !id.starts_with('.')
         && id
