@@ -183,7 +183,10 @@ pub struct Orphan {
 pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
     let mut out = Vec::new();
     let fix = |p: &str| {
-        format!("claim its todo again with --worktree, or remove it with `git worktree remove {p}`")
+        format!(
+            "claim its todo again with --worktree, or look at what is in it and remove it \
+             yourself: `git worktree remove {p}` (which deletes its ignored files too)"
+        )
     };
     if let Ok(rd) = fs::read_dir(root.join(DIR)) {
         for e in rd.flatten().take(SCAN_MAX) {
