@@ -43,10 +43,11 @@ pub struct Proof {
     since: i128,
 }
 
-/// Removes the worktree proven earlier (before a done committed) when nothing in it changed
-/// since, else proves it again.
+/// Removes the worktree proven earlier (before a done committed) when nothing in it, its
+/// branch or its index changed since, else proves it again.
 pub fn retire_proven(root: &Path, pf: Proof, id: &str) -> Outcome {
-    if changed(&pf, id) {
+    let same_branch = read_branch(root, &pf.top, id).is_ok_and(|t| t == pf.tree);
+    if !same_branch || changed(&pf, id) {
         drop(pf);
         return retire(root, id);
     }
