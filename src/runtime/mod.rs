@@ -13,3 +13,6 @@ pub mod turn_id;
 pub mod turn_store;
 pub mod watch;
 pub mod worktree;
+pub mod worktree_fs;
+pub mod worktree_retire;
+pub mod worktree_scan;

@@ -1,6 +1,7 @@
 //! Per-lease git worktrees (`--worktree`): one at `.loopx/worktrees/<todo>` on branch
-//! `loopx/<todo>`, made and removed with libgit2 (git itself would run the repository's hooks
-//! and filters, see `runtime::git`), and removed only when clean; the branch is always kept.
+//! `loopx/<todo>`, made with libgit2 (git itself would run the repository's hooks and filters,
+//! see `runtime::git`), and removed only once proven to lose nothing (`worktree_retire`); the
+//! branch is always kept.
 
 use std::fs;
 use std::io::Write as _;
@@ -10,6 +11,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::worktree_retire::Outcome;
+pub use super::worktree_retire::{Prepared, prepare};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
 
@@ -20,7 +23,7 @@ pub const BRANCH_PREFIX: &str = "loopx/";
 /// How long making or removing a worktree may take (a FIFO or a huge checkout would block it).
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a read may take (one runs inside the claim's transaction).
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most entries of `.loopx/worktrees/` (and of libgit2's worktrees) doctor reads.
 const SCAN_MAX: usize = 10_000;
 
@@ -104,35 +107,51 @@ pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
     Ok(target.canonicalize().unwrap_or(target))
 }
 
-/// After todo `id` is done or its lease reclaimed: removes its worktree when it has no
-/// uncommitted changes (the branch stays); a warning when it is kept or cannot be removed.
+/// After todo `id` is done or its lease reclaimed: removes its worktree only when it is proven
+/// to lose nothing (see `worktree_retire`; the branch stays); else keeps it, and the warning
+/// says why and how the user may remove it.
 pub fn retire(root: &Path, id: &str) -> Option<String> {
+    retire_with(root, id, None)
+}
+
+/// [`retire`], with the proof `prep` made before the done when it is `id`'s: a worktree that did
+/// not change since is not hashed again, and one it kept is kept for the same reason.
+pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
     if !plain(id) {
         return None;
     }
-    let target = root.join(rel(id));
+    let outcome = match prep.filter(|p| p.id() == id) {
+        Some(p) => p.retire(root),
+        None => super::worktree_retire::retire(root, id),
+    };
     let shown = rel(id);
-    match fs::symlink_metadata(&target) {
-        Err(_) => return None,
-        Ok(m) if !m.file_type().is_dir() => {
-            return Some(format!(
-                "{shown} is not a directory (a symlink?); it was left alone"
-            ));
-        }
-        Ok(_) => {}
-    }
-    let (r, i) = (root.to_path_buf(), id.to_string());
-    match bounded(GIT_TIMEOUT, move || remove_clean(&r, &i)) {
-        Ok(None) => None,
-        Ok(Some(why)) => Some(format!(
-            "worktree {shown} kept: {why}; commit it on branch {}, or remove it with `git worktree remove {shown}`",
+    match outcome {
+        Outcome::Missing => None,
+        Outcome::Removed => prune(root, id).err().map(|e| {
+            format!(
+                "worktree {shown} removed, but git still lists it: {}; run `git worktree prune`",
+                e.message
+            )
+        }),
+        Outcome::Kept(why) => Some(format!(
+            "worktree {shown} kept, nothing in it removed: {why}. Its commits stay on branch {}; \
+             to remove it yourself (losing what is listed): `git worktree remove --force {shown}`",
             branch(id)
         )),
-        Err(e) => Some(format!(
-            "worktree {shown} not removed: {}; remove it with `git worktree remove {shown}`",
-            e.message
-        )),
     }
+}
+
+/// Forgets a removed worktree in git (its directory is gone).
+fn prune(root: &Path, id: &str) -> Result<()> {
+    let (r, i) = (root.to_path_buf(), id.to_string());
+    bounded(GIT_TIMEOUT, move || {
+        let repo = open(&r)?;
+        if let Ok(w) = repo.find_worktree(&i) {
+            w.prune(None)
+                .map_err(|e| git_err("prune the worktree", &e))?;
+        }
+        Ok(())
+    })
 }
 
 /// The retirement due after a claim: the expired lease it replaced had a worktree the new
@@ -164,7 +183,10 @@ pub struct Orphan {
 pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
     let mut out = Vec::new();
     let fix = |p: &str| {
-        format!("claim its todo again with --worktree, or remove it with `git worktree remove {p}`")
+        format!(
+            "claim its todo again with --worktree, or look at what is in it and remove it \
+             yourself: `git worktree remove {p}` (which deletes its ignored files too)"
+        )
     };
     if let Ok(rd) = fs::read_dir(root.join(DIR)) {
         for e in rd.flatten().take(SCAN_MAX) {
@@ -173,13 +195,21 @@ pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
             if name == ".gitignore" || live.contains(&path) {
                 continue;
             }
-            out.push(Orphan {
-                message: format!(
+            let message = match name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_suffix(".removing"))
+            {
+                Some(id) => format!(
+                    "worktree {path} was moved aside to be removed and is still there (loopx \
+                     stopped midway); put it back with `mv {path} {}`",
+                    rel(id)
+                ),
+                None => format!(
                     "worktree {path} has no live lease naming it; {}",
                     fix(&path)
                 ),
-                path,
-            });
+            };
+            out.push(Orphan { message, path });
         }
     }
     let r = root.to_path_buf();
@@ -206,7 +236,7 @@ pub fn orphans(root: &Path, live: &[String]) -> Vec<Orphan> {
 }
 
 /// A todo id that is one plain path segment (ids are checked on load; this guards the paths).
-fn plain(id: &str) -> bool {
+pub(super) fn plain(id: &str) -> bool {
     !id.is_empty()
         && !id.starts_with('.')
         && id
@@ -215,7 +245,7 @@ fn plain(id: &str) -> bool {
 }
 
 /// Runs `f` on a thread of its own, at most `limit`.
-fn bounded<T: Send + 'static>(
+pub(super) fn bounded<T: Send + 'static>(
     limit: Duration,
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
@@ -381,41 +411,6 @@ fn head_branch(r: &git2::Repository) -> Option<String> {
         return None;
     }
     h.shorthand().ok().map(str::to_string)
-}
-
-/// Removes the worktree when clean: `Ok(Some(why))` when it is kept.
-fn remove_clean(root: &Path, id: &str) -> Result<Option<String>> {
-    let target = root.join(rel(id));
-    let wt = git2::Repository::open(&target)
-        .ok()
-        .filter(git2::Repository::is_worktree);
-    let Some(wt) = wt else {
-        return Ok(Some("it is not a git worktree".into()));
-    };
-    if head_branch(&wt).as_deref() != Some(branch(id).as_str()) {
-        return Ok(Some(format!("its HEAD is not on branch {}", branch(id))));
-    }
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true).recurse_untracked_dirs(false);
-    let statuses = wt
-        .statuses(Some(&mut opts))
-        .map_err(|e| git_err("read the worktree's status", &e))?;
-    if !statuses.is_empty() {
-        return Ok(Some(format!(
-            "it has {} uncommitted change(s)",
-            statuses.len()
-        )));
-    }
-    drop(statuses);
-    drop(wt);
-    // Never follows a link inside it (std's remove_dir_all removes links themselves).
-    fs::remove_dir_all(&target).map_err(|e| Error::io(&target, &e))?;
-    let repo = open(root)?;
-    if let Ok(w) = repo.find_worktree(id) {
-        w.prune(None)
-            .map_err(|e| git_err("prune the worktree", &e))?;
-    }
-    Ok(None)
 }
 
 /// libgit2's worktrees on a `loopx/*` branch: their paths and branches.

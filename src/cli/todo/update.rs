@@ -32,6 +32,10 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     } else {
         Ok(None)
     };
+    // A done or cancel that will keep the todo's worktree says so in its evidence.
+    let prep = prepare_retire(ctx, store, &a);
+    let kept = prep.as_ref().and_then(|p| kept_note(ctx, p));
+    let noted = [evidence.as_slice(), kept.as_slice()].concat();
     let c = Commit {
         store,
         agent,
@@ -41,7 +45,7 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         wanted: RefCell::new(None),
         warned: RefCell::new(None),
     };
-    let mut done = c.commit(&evidence, None, now);
+    let mut done = c.commit(&noted, None, now);
     // The kernel refuses the done of a todo with an approved check: run it outside the lock
     // (a todo without one pays nothing for this), then try again with its run.
     let refused = c.wanted.borrow_mut().take();
@@ -56,16 +60,59 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
             );
         }
         evidence.push(e);
+        evidence.extend(kept);
         done = c.commit(&evidence, Some(&t.id), Ts::now());
     }
     let (t, notes) = done?;
     let mut warnings: Vec<String> = c.warned.into_inner().into_iter().collect();
     if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
-        warnings.extend(worktree::retire(&ctx.work_dir(store), &t.id));
+        warnings.extend(worktree::retire_with(&ctx.work_dir(store), &t.id, prep));
     }
     Ok(Out::new("todo", to_json(&t), updated_text(&t, a.status))
         .noted(notes)
         .warned(warnings))
+}
+
+/// For a done or a cancel of a todo with a worktree: its removal's proof, made before the
+/// commit (the removal itself runs after it).
+fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktree::Prepared> {
+    if !matches!(a.status, Some(Status::Done | Status::Cancelled)) {
+        return None;
+    }
+    let root = ctx.work_dir(store);
+    if !any_worktree(&root) {
+        return None;
+    }
+    let snap = store.load().ok()?;
+    let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref()).ok()?;
+    worktree::prepare(&root, &id)
+}
+
+/// The note for the evidence when the prepared removal will keep the worktree: it and why.
+fn kept_note(ctx: &Ctx, prep: &worktree::Prepared) -> Option<Evidence> {
+    let why = prep.kept()?;
+    let mut text = format!("worktree {} kept: {why}", worktree::rel(prep.id()));
+    if let Some((i, _)) = text.char_indices().nth(NOTE_MAX) {
+        text.truncate(i);
+        text.push('…');
+    }
+    Some(Evidence::new(
+        ctx.now,
+        &ctx.agent,
+        None,
+        EvidenceKind::Note,
+        text,
+    ))
+}
+
+/// The most characters of a kept worktree's note (an evidence text holds at most 4,000).
+const NOTE_MAX: usize = 2_000;
+
+/// True when `.loopx/worktrees/` holds a worktree (it stays once made, with its `.gitignore`).
+fn any_worktree(root: &std::path::Path) -> bool {
+    std::fs::read_dir(root.join(worktree::DIR))
+        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
+        .unwrap_or(false)
 }
 
 /// Refuses too many entries, a check timeout out of range, and `--kind check`.
@@ -210,11 +257,7 @@ fn updated_text(t: &Todo, status: Option<Status>) -> String {
 /// else the project's work tree. Only a project with a worktree now pays the load.
 fn work_dir(ctx: &Ctx, store: &dyn Store, agent: &str, id: Option<&str>) -> std::path::PathBuf {
     let root = ctx.work_dir(store);
-    // `.loopx/worktrees/` stays once made (its `.gitignore`): look for a worktree in it.
-    let any = std::fs::read_dir(root.join(worktree::DIR))
-        .map(|d| d.flatten().any(|e| e.file_name() != ".gitignore"))
-        .unwrap_or(false);
-    if !any {
+    if !any_worktree(&root) {
         return root;
     }
     let Ok(snap) = store.load() else {
