@@ -18,7 +18,14 @@ use crate::store::core::{Before, Env, chain, prepare};
 use crate::store::pg::{Conn, PgStore, db_error};
 
 /// A transaction whose commit waits until every commit before it is on disk.
-pub(super) const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
+///
+/// PostgreSQL flushes the WAL at a commit only when the transaction has an xid and wrote WAL
+/// before its commit record; otherwise it commits asynchronously, whatever
+/// `synchronous_commit` says (so `SELECT txid_current()` alone waits for nothing). A
+/// transactional logical message does both: it takes an xid and writes a WAL record, at every
+/// `wal_level`, and every role may call it. Its commit record comes after those of the commits
+/// before it, so the flush that it waits for covers them.
+pub(super) const DURABLE: &str = "BEGIN; SELECT pg_logical_emit_message(true, 'loopx', ''); COMMIT";
 
 /// One change in the making on the database.
 pub(crate) struct PgTx<'a> {
