@@ -126,8 +126,7 @@ fn race(p: &Arc<Project>, server: &Server, logins: &[(String, String)], how: Cra
             server.crash();
         }
     }
-    let got = acked.lock().expect("claims").clone();
-    got
+    acked.lock().expect("claims").clone()
 }
 
 /// The claims of `acked` the restarted database does not hold: the todo's lease is not the
