@@ -2,7 +2,8 @@
 //! `loopx --store URL todo claim`, each as its own agent login, while the server (a private
 //! throwaway one) is stopped at once (`pg_ctl stop -m immediate`) or its postmaster killed
 //! (`kill -9`) at a random moment, or right after the last answer; after each restart, every
-//! claim answered with exit 0 holds its todo.
+//! claim answered with exit 0 holds its todo. A disk wait the database refuses says the change
+//! is in.
 
 mod common;
 
@@ -213,4 +214,40 @@ fn every_claim_answered_with_exit_0_survives_a_crash_of_the_server() {
         "log --verify: {}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A role that may not call the disk wait's function: the claim and the owner's approval are
+/// committed, and loopx says so (exit 1), instead of "refused" with nothing in.
+#[test]
+fn a_refused_disk_wait_says_the_change_is_in() {
+    use common::backend::{Backend, Lab, Who};
+    let Some(lab) = Lab::new(Backend::Db, "pg-wait", 1, 1) else {
+        return;
+    };
+    let db = lab.db.as_ref().expect("a database");
+    let a1 = lab.agent(1);
+    let v = lab.ok(Who::Agent(a1), &["gate", "open", "Ship it?"]);
+    let gate = v["gate"]["id"].as_str().expect("a gate id").to_string();
+    let f = "FUNCTION pg_logical_emit_message(boolean, text, text)";
+    db.sql(&format!("REVOKE EXECUTE ON {f} FROM PUBLIC"));
+    for (who, args) in [
+        (Who::Agent(a1), &["todo", "claim"][..]),
+        (Who::Owner, &["gate", "approve", &gate]),
+    ] {
+        let (code, v) = lab.json(who, args);
+        assert_eq!(code, 1, "{args:?}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("was committed"), "{args:?}: {v}");
+    }
+    db.sql(&format!("GRANT EXECUTE ON {f} TO PUBLIC"));
+    let todo = &lab.todos[0];
+    let v = lab.ok(Who::Owner, &["todo", "show", todo]);
+    assert_eq!(v["todo"]["lease"]["holder"], a1, "{v}");
+    let v = lab.ok(Who::Owner, &["gate", "list"]);
+    let approved = v["gates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|g| g["id"] == gate.as_str() && g["status"] == "approved");
+    assert!(approved, "{v}");
 }
