@@ -143,12 +143,9 @@ fn lost(db: &Db, acked: &[Claim]) -> Vec<Claim> {
         .collect()
 }
 
-#[test]
-fn every_claim_answered_with_exit_0_survives_a_crash_of_the_server() {
-    let Some(server) = pg::private_or_skip("crash") else {
-        return;
-    };
-    let started = Instant::now();
+/// The project for the race on `server`, imported into a fresh database, and the claimers'
+/// agent logins (agent, URL).
+fn setup(server: &Server) -> (Arc<Project>, Db, Vec<(String, String)>) {
     // After a crash the server fsyncs its data directory before recovery: one `syncfs` instead
     // of a walk that fsyncs each file (seconds on a busy disk).
     let (code, _, err) = pg::psql(
@@ -157,19 +154,28 @@ fn every_claim_answered_with_exit_0_survives_a_crash_of_the_server() {
     );
     assert_eq!(code, 0, "{err}");
     let p = Project::new("pg-crash");
-    let db = Db::new(&server, &p);
+    let db = Db::new(server, &p);
     db.import(&p, p.root());
     // From here the database is the project.
     std::fs::rename(p.lx(""), p.home.path.join("imported.loopx")).expect("move .loopx");
     let tail = db.name.trim_start_matches("loopx_t_").to_string();
-    let logins: Vec<(String, String)> = (1..=CLAIMERS)
+    let logins = (1..=CLAIMERS)
         .map(|i| {
             let agent = format!("c{i}_{tail}");
             let url = db.agent_login(&agent);
             (agent, url)
         })
         .collect();
-    let p = Arc::new(p);
+    (Arc::new(p), db, logins)
+}
+
+#[test]
+fn every_claim_answered_with_exit_0_survives_a_crash_of_the_server() {
+    let Some(server) = pg::private_or_skip("crash") else {
+        return;
+    };
+    let started = Instant::now();
+    let (p, db, logins) = setup(&server);
     let (mut acked, mut missing) = (0, Vec::new());
     let mut per_kind = BTreeMap::new();
     let mut rounds = 0;
