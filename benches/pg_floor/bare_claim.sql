@@ -1,6 +1,7 @@
 -- A bare claim, as pgbench runs it: no rules, no checks, no client work. One todo locked
 -- with SKIP LOCKED, the journal's lock, the lease written with its chained journal line, an
--- asynchronous COMMIT, then a second transaction that waits for the disk (as loopx does).
+-- asynchronous COMMIT, then a second transaction that waits for the disk (as loopx does: it
+-- writes WAL of its own, a logical message, without which its commit would not wait).
 \set a random(1, 2000)
 BEGIN;
 SELECT id, body, seq FROM todos WHERE id = ANY(ARRAY['t-' || :a, 't-' || (:a + 1)]) LIMIT 1 FOR UPDATE SKIP LOCKED;
@@ -11,5 +12,5 @@ INSERT INTO journal SELECT h.seq + 1, '{"seq":' || (h.seq + 1) || ',"at":"2026-1
 SET LOCAL synchronous_commit = off;
 COMMIT;
 BEGIN;
-SELECT txid_current();
+SELECT pg_logical_emit_message(true, 'loopx', '');
 COMMIT;

@@ -45,9 +45,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectsCmd) -> Result<Out> {
     match cmd {
         ProjectsCmd::Add { path, name } => add(ctx, &file, path, name),
         ProjectsCmd::Remove { project } => {
-            let mut p = list::read(&file)?;
-            let e = p.remove(&project, &ctx.cwd)?;
-            list::write(&file, &p)?;
+            let e = list::edit(&file, ctx.lock_wait, |p| p.remove(&project, &ctx.cwd))?;
             let text = format!(
                 "removed {} ({}) from {}",
                 e.name,
@@ -86,9 +84,7 @@ fn add(ctx: &Ctx, file: &Path, path: Option<PathBuf>, name: Option<String>) -> R
             files_entry(ctx, &root, name)?
         }
     };
-    let mut p = list::read(file)?;
-    p.add(entry.clone())?;
-    list::write(file, &p)?;
+    list::edit(file, ctx.lock_wait, |p| p.add(entry.clone()))?;
     let text = format!(
         "added {} ({}) to {}",
         entry.name,

@@ -266,6 +266,18 @@ impl Server {
         self.own("start");
     }
 
+    /// Stops this throwaway server at once, as a crash would (`pg_ctl stop -m immediate`: no
+    /// shutdown checkpoint, WAL not yet written is lost), keeping its data.
+    pub fn crash(&self) {
+        self.own("crash");
+    }
+
+    /// Kills this throwaway server's postmaster (`kill -9`) and waits for its other processes
+    /// to die, keeping its data.
+    pub fn kill(&self) {
+        self.own("kill");
+    }
+
     /// Runs the script's `cmd` on this throwaway server's directory.
     fn own(&self, cmd: &str) {
         let dir = self.dir.as_ref().expect("a throwaway server of the tests");

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -241,6 +242,27 @@ pub fn read(path: &Path) -> Result<Projects> {
         ));
     }
     Ok(p)
+}
+
+/// Reads the list, changes it with `f` and writes it back, holding the lock on
+/// `projects.toml.lock` beside it (waiting up to `wait`, then exit 8): two at once would each
+/// read the same list and the second write would drop the first's change. The lock is never on
+/// `projects.toml` itself, which the write replaces by a rename.
+pub fn edit<T>(
+    path: &Path,
+    wait: Duration,
+    f: impl FnOnce(&mut Projects) -> Result<T>,
+) -> Result<T> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::new(Code::Io, format!("cannot make {}: {e}", dir.display())))?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let _held = crate::store::lock::acquire(&dir.join(name), true, wait)?;
+    let mut p = read(path)?;
+    let out = f(&mut p)?;
+    write(path, &p)?;
+    Ok(out)
 }
 
 /// Writes the list atomically (a fresh temp file beside it, never through a link, mode 0600

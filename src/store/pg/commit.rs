@@ -18,7 +18,19 @@ use crate::store::core::{Before, Env, chain, prepare};
 use crate::store::pg::{Conn, PgStore, db_error};
 
 /// A transaction whose commit waits until every commit before it is on disk.
-pub(super) const DURABLE: &str = "BEGIN; SELECT txid_current(); COMMIT";
+///
+/// PostgreSQL flushes the WAL at a commit only when the transaction has an xid and wrote WAL
+/// before its commit record; otherwise it commits asynchronously, whatever
+/// `synchronous_commit` says (so `SELECT txid_current()` alone waits for nothing). A
+/// transactional logical message does both: it takes an xid and writes a WAL record, at every
+/// `wal_level`, and every role may call it. Its commit record comes after those of the commits
+/// before it, so the flush that it waits for covers them.
+pub(super) const DURABLE: &str = "BEGIN; SELECT pg_logical_emit_message(true, 'loopx', ''); COMMIT";
+
+/// Whether a database error is the disk wait's (of [`DURABLE`], after the change's COMMIT).
+pub(super) fn in_wait(e: &postgres::error::DbError) -> bool {
+    e.message().contains("pg_logical_emit_message")
+}
 
 /// One change in the making on the database.
 pub(crate) struct PgTx<'a> {
@@ -239,14 +251,18 @@ impl<'a> PgTx<'a> {
         }
     }
 
-    /// Waits until every commit before now is on disk.
+    /// Waits until every commit before now is on disk. It follows a COMMIT: when it fails, the
+    /// change is in, but not known to be on disk.
     pub(super) fn durable(&mut self) -> Result<()> {
         let r = self
             .conn
             .client
             .as_mut()
             .map_or(Ok(()), |c| c.batch_execute(DURABLE));
-        r.map_err(|e| self.lost(e))
+        r.map_err(|e| {
+            self.conn.client = None;
+            e.as_db_error().map_or_else(outcome_unknown, wait_refused)
+        })
     }
 
     /// The error for a failed commit: the connection is dropped; when it was lost, the outcome
@@ -285,6 +301,21 @@ pub(super) fn outcome_unknown() -> Error {
         "the database connection was lost while committing: the change may or may not be in",
     )
     .hint("check with `loopx status` before running the command again")
+}
+
+/// The error for a disk wait the database refused after the change's COMMIT.
+pub(super) fn wait_refused(e: &postgres::error::DbError) -> Error {
+    Error::new(
+        Code::Io,
+        format!(
+            "the change was committed, but the database refused to wait until it is on disk: {}",
+            e.message()
+        ),
+    )
+    .hint(
+        "let the login's role call pg_logical_emit_message(boolean, text, text) (every role \
+         may by default), then check with `loopx status` before running the command again",
+    )
 }
 
 /// A record as JSON.

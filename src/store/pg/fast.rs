@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::commit::{DURABLE, PgTx, internal, json, outcome_unknown};
+use super::commit::{DURABLE, PgTx, in_wait, internal, json, outcome_unknown, wait_refused};
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::{Event, Result};
 use crate::store::pg::db_error;
@@ -132,14 +132,21 @@ impl PgTx<'_> {
         );
         let msgs = match self.client()?.simple_query(&sql) {
             Ok(m) => m,
-            // Refused by loopx.commit or a trigger: nothing was committed.
-            Err(e) if e.as_db_error().is_some_and(|d| !lost_class(d.code())) => {
+            // Refused by loopx.commit or a trigger: nothing was committed. An error of the disk
+            // wait (say, a role that may not call its function) comes after the COMMIT.
+            Err(e)
+                if e.as_db_error()
+                    .is_some_and(|d| !lost_class(d.code()) && !in_wait(d)) =>
+            {
                 return Err(db_error(e));
             }
-            Err(_) => {
+            Err(e) => {
                 self.open = false;
                 self.conn.client = None;
-                return Err(outcome_unknown());
+                return Err(e
+                    .as_db_error()
+                    .filter(|d| in_wait(d))
+                    .map_or_else(outcome_unknown, wait_refused));
             }
         };
         self.open = false;

@@ -11,6 +11,7 @@ pub mod listen;
 mod load;
 mod poll;
 pub mod port;
+mod redact;
 pub mod schema;
 mod view;
 mod watch;
@@ -22,6 +23,7 @@ use crate::kernel::{Code, Error, Result, Snapshot};
 use crate::store::core::Env;
 
 pub use load::Cached;
+pub use redact::redact;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -53,20 +55,6 @@ impl std::fmt::Debug for PgStore {
         f.debug_struct("PgStore")
             .field("url", &redact(&self.url))
             .finish()
-    }
-}
-
-/// The URL with its password hidden, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let cred = &url[s + 3..at];
-            match cred.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
     }
 }
 
