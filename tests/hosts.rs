@@ -81,7 +81,9 @@ fn project(tag: &str, host: &str) -> (Project, String) {
 
 /// A fresh log dir for `name` under the target dir, kept after the test.
 fn log_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hosts").join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("hosts")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
@@ -116,12 +118,18 @@ fn assert_turn(p: &Project, agent: &str, todo: &str, evidence: &str, summary: &s
     assert!(turn.as_str().is_some_and(|t| t.starts_with("u-")), "{turn}");
     assert_eq!(find("todo.claim")["target"], todo);
     assert_eq!(find("todo.done")["target"], todo);
-    assert_eq!(&find("quota.spend")["data"]["turn"], turn, "one slot for the turn");
+    assert_eq!(
+        &find("quota.spend")["data"]["turn"],
+        turn,
+        "one slot for the turn"
+    );
     let entries = p.ok(&["evidence", "list", "--todo", todo])["entries"].clone();
     for text in [evidence, summary] {
-        let by_agent = entries.as_array().unwrap().iter().any(|e| {
-            e["summary"] == text && e["agent"] == agent
-        });
+        let by_agent = entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["summary"] == text && e["agent"] == agent);
         assert!(by_agent, "no evidence {text:?} by {agent}: {entries}");
     }
 }
@@ -182,7 +190,10 @@ fn codex_runs_a_turn_through_loopx_mcp() {
         return;
     };
     let (p, todo) = project("hosts-codex", "codex");
-    let (evidence, summary) = ("parser reviewed against the API's sample", "the parser is done");
+    let (evidence, summary) = (
+        "parser reviewed against the API's sample",
+        "the parser is done",
+    );
     let model = Model::start(&turn_script(evidence, summary), &log_dir("codex"));
     hosts::codex(&clis, p.root(), &p.home.path, &model, PROMPT);
     assert_turn(&p, "codex", &todo, evidence, summary);

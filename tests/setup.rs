@@ -224,7 +224,10 @@ fn claude_merges_with_the_users_servers_and_hooks() {
     assert_eq!(got["mcpServers"]["loopx"]["env"]["LOOPX_AGENT"], "ada");
     let s = read_json(&sp);
     // The user's rule stays, ours is added once.
-    assert_eq!(s["permissions"]["allow"], json!(["Bash(ls:*)", "mcp__loopx"]));
+    assert_eq!(
+        s["permissions"]["allow"],
+        json!(["Bash(ls:*)", "mcp__loopx"])
+    );
     assert_eq!(s["hooks"]["PreToolUse"], settings["hooks"]["PreToolUse"]);
     let groups = s["hooks"]["SessionStart"].as_array().unwrap();
     assert_eq!(groups.len(), 2, "{groups:?}");

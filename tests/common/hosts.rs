@@ -117,7 +117,10 @@ pub fn claude(dir: &Path, project: &Path, home: &Path, model: &Model, prompt: &s
     trust_claude(home, project);
     let mut c = host_cmd(dir.join("claude"), project, home);
     c.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
-        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{}", model.port))
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
         .env("ANTHROPIC_API_KEY", "scripted")
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_AUTOUPDATER", "1")
@@ -184,7 +187,10 @@ fn run(mut c: Command, what: &str) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = waiter.join().expect("the waiter").expect("wait for the host");
+    let out = waiter
+        .join()
+        .expect("the waiter")
+        .expect("wait for the host");
     assert!(
         out.status.success(),
         "{what} failed ({}) after {:?}:\n--- stdout\n{}\n--- stderr\n{}",

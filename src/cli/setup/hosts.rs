@@ -48,7 +48,10 @@ const ALLOW_RULE: &str = "mcp__loopx";
 /// user's other rules and servers stay.
 fn allow_and_enable(m: &mut Obj) -> Result<()> {
     const REL: &str = ".claude/settings.json";
-    add_once(m.object("permissions", REL)?.array("allow", REL)?, ALLOW_RULE);
+    add_once(
+        m.object("permissions", REL)?.array("allow", REL)?,
+        ALLOW_RULE,
+    );
     add_once(m.array("enabledMcpjsonServers", REL)?, "loopx");
     Ok(())
 }
