@@ -70,13 +70,14 @@ fn the_server_says_which_agent_it_acts_as() {
     assert!(text.contains("acts as agent `reviewer`"), "{text}");
 }
 
-/// A project with one todo, a git repository (Codex runs in one), wired for `host`.
-fn project(tag: &str, host: &str) -> (Project, String) {
+/// A project with one todo, a git repository (Codex runs in one), wired for `host`; and what
+/// setup said to do next.
+fn project(tag: &str, host: &str) -> (Project, String, String) {
     let p = Project::new(tag);
     git(p.root(), &["init", "-q"]);
     let todo = p.add("Write the forecast parser", &[]);
-    p.ok(&["setup", host, "--bin", bin()]);
-    (p, todo)
+    let next = p.ok(&["setup", host, "--bin", bin()])["next"].clone();
+    (p, todo, next.as_str().unwrap().into())
 }
 
 /// A fresh log dir for `name` under the target dir, kept after the test.
@@ -165,7 +166,11 @@ fn claude_code_runs_a_turn_through_loopx_mcp() {
     let Some(clis) = hosts::clis("claude_code_runs_a_turn_through_loopx_mcp") else {
         return;
     };
-    let (p, todo) = project("hosts-claude", "claude");
+    let (p, todo, next) = project("hosts-claude", "claude");
+    assert!(
+        next.contains("`mcp__loopx` in `permissions.allow`"),
+        "{next}"
+    );
     // `setup claude` enabled the project's server: no approval is pending.
     let list = hosts::claude_mcp_list(&clis, p.root(), &p.home.path);
     let line = list.lines().find(|l| l.starts_with("loopx:")).unwrap_or("");
@@ -189,7 +194,13 @@ fn codex_runs_a_turn_through_loopx_mcp() {
     let Some(clis) = hosts::clis("codex_runs_a_turn_through_loopx_mcp") else {
         return;
     };
-    let (p, todo) = project("hosts-codex", "codex");
+    let (p, todo, next) = project("hosts-codex", "codex");
+    // What setup tells the user is what the test writes in $CODEX_HOME/config.toml.
+    let entry = format!("[projects.\"{}\"]", p.root().display());
+    assert!(
+        next.contains(&entry) && next.contains("trust_level"),
+        "{next}"
+    );
     let (evidence, summary) = (
         "parser reviewed against the API's sample",
         "the parser is done",

@@ -119,9 +119,13 @@ pub fn codex(p: &Plan) -> Result<Wiring> {
     let config = codex_config(p)?;
     Ok(Wiring {
         changes: vec![agents, config],
-        next: "trust this project in Codex (it reads .codex/config.toml only in a trusted \
-               project); `codex mcp list` then shows `loopx`"
-            .into(),
+        next: format!(
+            "trust this project in Codex, which reads .codex/config.toml only in a trusted \
+             project: run `codex` here once and accept, or add `[projects.{}]` with \
+             `trust_level = \"trusted\"` to ~/.codex/config.toml; `codex mcp list` then shows \
+             `loopx` (`codex exec` also needs a git repository)",
+            toml::Value::String(p.root.display().to_string())
+        ),
         extra: Map::new(),
     })
 }
