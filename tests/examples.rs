@@ -71,3 +71,12 @@ fn gated_release() {
 fn handoff() {
     run_example("handoff", None);
 }
+
+/// Real Claude Code and Codex CLI (`LOOPX_HOSTS_BIN`, from `.ci/run`); skipped without them.
+#[test]
+fn cross_runtime() {
+    if common::hosts::clis("cross_runtime").is_none() {
+        return;
+    }
+    run_example("cross-runtime", None);
+}

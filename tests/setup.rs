@@ -179,6 +179,9 @@ fn claude_on_a_fresh_project_then_a_rerun_changes_nothing() {
         "{cmd}"
     );
     assert!(cmd.contains("$CLAUDE_PROJECT_DIR"), "{cmd}");
+    // Headless `claude -p` may call the tools, and the project's server needs no approval.
+    assert_eq!(settings["permissions"]["allow"], json!(["mcp__loopx"]));
+    assert_eq!(settings["enabledMcpjsonServers"], json!(["loopx"]));
 
     let before = tree(p.root());
     let (_, again) = setup_ok(&p, &["setup", "claude"]);
@@ -220,7 +223,11 @@ fn claude_merges_with_the_users_servers_and_hooks() {
     assert_eq!(got["other"], json!([1, 2]));
     assert_eq!(got["mcpServers"]["loopx"]["env"]["LOOPX_AGENT"], "ada");
     let s = read_json(&sp);
-    assert_eq!(s["permissions"], settings["permissions"]);
+    // The user's rule stays, ours is added once.
+    assert_eq!(
+        s["permissions"]["allow"],
+        json!(["Bash(ls:*)", "mcp__loopx"])
+    );
     assert_eq!(s["hooks"]["PreToolUse"], settings["hooks"]["PreToolUse"]);
     let groups = s["hooks"]["SessionStart"].as_array().unwrap();
     assert_eq!(groups.len(), 2, "{groups:?}");

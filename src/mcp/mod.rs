@@ -139,7 +139,7 @@ impl ServerHandler for Server {
             .build();
         ServerConfig::new(caps)
             .with_server_info(Implementation::new("loopx", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions(&self.base.agent))
     }
 
     async fn list_tools(
@@ -207,11 +207,18 @@ impl ServerHandler for Server {
     }
 }
 
-/// What the server tells the client about itself.
-const INSTRUCTIONS: &str = "loopx keeps this project's durable state. Each turn: turn_start, \
-do the work (todo_update records evidence as you go), todo_renew while it runs long, then \
-turn_end (the breaker counts turns so ended). Exit code 3 (in _meta.exit_code) means not now: \
-stop and wait. Only the owner decides gates; ask with gate_open.";
+/// What the server tells the client about itself, and the agent it acts as: a client that
+/// passes no `LOOPX_AGENT` (an inspector) learns it acts as `local`.
+fn instructions(agent: &str) -> String {
+    format!(
+        "loopx keeps this project's durable state. This server acts as agent `{agent}`: every \
+claim, evidence and turn is recorded under that id (set LOOPX_AGENT, or --agent, where the \
+server is started to act as another). Each turn: turn_start, do the work (todo_update records \
+evidence as you go), todo_renew while it runs long, then turn_end (the breaker counts turns so \
+ended). Exit code 3 (in _meta.exit_code) means not now: stop and wait. Only the owner decides \
+gates; ask with gate_open."
+    )
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod backend;
 pub mod frames;
+pub mod hosts;
 pub mod pg;
 pub mod tmux;
 pub mod turns;

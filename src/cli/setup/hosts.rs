@@ -1,5 +1,5 @@
-//! The wiring of hosts that run loopx themselves: Claude Code (.mcp.json, a SessionStart hook)
-//! and Codex CLI (an AGENTS.md section, .codex/config.toml).
+//! The wiring of hosts that run loopx themselves: Claude Code (.mcp.json, a SessionStart hook,
+//! the server enabled and its tools allowed) and Codex CLI (an AGENTS.md section, .codex/config.toml).
 
 use serde_json::{Map, json};
 
@@ -17,22 +17,50 @@ const HOOK_MARK: &str = "# loopx-setup";
 const BEGIN: &str = "<!-- loopx:begin -->";
 const END: &str = "<!-- loopx:end -->";
 
-/// Claude Code: the MCP server in .mcp.json and a SessionStart hook in .claude/settings.json.
+/// Claude Code: the MCP server in .mcp.json; a SessionStart hook, the server enabled and its
+/// tools allowed in .claude/settings.json.
 pub fn claude(p: &Plan) -> Result<Wiring> {
     let mcp = files::merge_json(&p.root, ".mcp.json", |m| {
         let servers = m.object("mcpServers", ".mcp.json")?;
         server_entry(servers, ".mcp.json", p)
     })?;
     let settings = files::merge_json(&p.root, ".claude/settings.json", |m| {
-        session_hook(m, &hook_command(p))
+        session_hook(m, &hook_command(p))?;
+        allow_and_enable(m)
     })?;
     Ok(Wiring {
         changes: vec![mcp, settings],
-        next: "start `claude` in this project and approve the project MCP server `loopx` \
-               (`/mcp` shows it); each session then starts with the loopx packet"
-            .into(),
+        next: format!(
+            "the project MCP server `loopx` is enabled (`enabledMcpjsonServers`) and its tools \
+             allowed (`{ALLOW_RULE}` in `permissions.allow`, so `claude -p` may call them); \
+             Claude Code applies a project's settings once you trust its folder: start \
+             `claude` here once and accept; each session then starts with the loopx packet"
+        ),
         extra: Map::new(),
     })
+}
+
+/// The permission rule that allows every tool of the `loopx` server: headless `claude -p`
+/// refuses a tool no rule allows.
+const ALLOW_RULE: &str = "mcp__loopx";
+
+/// Adds our rule to `permissions.allow` and `loopx` to `enabledMcpjsonServers`, each once; the
+/// user's other rules and servers stay.
+fn allow_and_enable(m: &mut Obj) -> Result<()> {
+    const REL: &str = ".claude/settings.json";
+    add_once(
+        m.object("permissions", REL)?.array("allow", REL)?,
+        ALLOW_RULE,
+    );
+    add_once(m.array("enabledMcpjsonServers", REL)?, "loopx");
+    Ok(())
+}
+
+/// Appends the string `item` to `list` unless it is there.
+fn add_once(list: &mut Vec<Node>, item: &str) {
+    if !list.iter().any(|n| n.value() == json!(item)) {
+        list.push(Node::New(json!(item)));
+    }
 }
 
 /// Sets `loopx` in `mcpServers`, key by key: the user's other keys in it (a timeout, more
@@ -91,9 +119,13 @@ pub fn codex(p: &Plan) -> Result<Wiring> {
     let config = codex_config(p)?;
     Ok(Wiring {
         changes: vec![agents, config],
-        next: "trust this project in Codex (it reads .codex/config.toml only in a trusted \
-               project); `codex mcp list` then shows `loopx`"
-            .into(),
+        next: format!(
+            "trust this project in Codex, which reads .codex/config.toml only in a trusted \
+             project: run `codex` here once and accept, or add `[projects.{}]` with \
+             `trust_level = \"trusted\"` to ~/.codex/config.toml; `codex mcp list` then shows \
+             `loopx` (`codex exec` also needs a git repository)",
+            toml::Value::String(p.root.display().to_string())
+        ),
         extra: Map::new(),
     })
 }

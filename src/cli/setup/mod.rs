@@ -22,7 +22,8 @@ pub use files::Action;
 /// The hosts `setup` wires loopx into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Host {
-    /// Claude Code: .mcp.json and a SessionStart hook in .claude/settings.json.
+    /// Claude Code: .mcp.json; a SessionStart hook, the server enabled and its tools allowed in
+    /// .claude/settings.json.
     Claude,
     /// Codex CLI: an AGENTS.md section and .codex/config.toml.
     Codex,
