@@ -73,6 +73,8 @@ impl FileStore {
         f.seek(SeekFrom::Start(from)).ok()?;
         let mut buf = Vec::new();
         f.take(MAX_SCAN).read_to_end(&mut buf).ok()?;
+        // A torn last line (a crash mid-append) was never committed, even when it parses.
+        buf.truncate(buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
         if offset > 0 {
             // The byte before a line is the previous line's newline.
             (buf.first() == Some(&b'\n')).then(|| buf.split_off(1))
