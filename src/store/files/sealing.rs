@@ -49,6 +49,9 @@ impl FileStore {
                     return;
                 }
                 let mut notes = seal::apply(snap, &mut s);
+                let journaled = seal::Journaled::read(since.as_deref().unwrap_or_default());
+                let found = seal::journaled::apply(snap, &s, &journaled);
+                notes.extend(found.into_iter().map(|(_, n)| n));
                 if let Some(m) = &s.journal
                     && !starts_with_line(since.as_deref(), &m.hash)
                 {
@@ -81,6 +84,18 @@ impl FileStore {
         } else {
             Some(buf)
         }
+    }
+
+    /// Where files disagree with the seal's leases and spends and with the journal after the
+    /// seal: each file (in `.loopx/`) and what loopx acts on instead (doctor's view).
+    pub(crate) fn journaled_disagreements(
+        &self,
+        snap: &mut Snapshot,
+        s: &Seal,
+    ) -> Vec<seal::Disagreement> {
+        let since = self.since_mark(s);
+        let j = seal::Journaled::read(since.as_deref().unwrap_or_default());
+        seal::journaled::apply(snap, s, &j)
     }
 
     /// The `seq` of a signed owner line after the seal's own transaction (see `later_owner_line`).

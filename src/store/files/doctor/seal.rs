@@ -61,6 +61,13 @@ pub(super) fn check(
                 ),
             ));
         }
+        for (f, n) in store.journaled_disagreements(&mut raw, &s) {
+            out.push(Finding::error(
+                format!(".loopx/{f}"),
+                None,
+                format!("edited by hand: {n}"),
+            ));
+        }
     }
 }
 
