@@ -67,7 +67,12 @@ fn spends_deleted_or_moved_by_hand_still_count() {
     p.ok(&["owner", "seal"]);
     let year = kept.split("at = \"").nth(1).expect("a spend")[..4].to_string();
     let last = (year.parse::<u32>().expect("year") - 1).to_string();
-    edit(&p, "quota.toml", &format!("at = \"{year}"), &format!("at = \"{last}"));
+    edit(
+        &p,
+        "quota.toml",
+        &format!("at = \"{year}"),
+        &format!("at = \"{last}"),
+    );
     let v = should_run(&p);
     assert_eq!(v["decision"], "throttled", "{v}");
     notes_name(&v, "quota.toml");
@@ -168,7 +173,10 @@ fn honest_leases_spends_and_gates_raise_no_note() {
     agent("a2", &["todo", "release", &a]);
     agent("a3", &["todo", "claim", &a]);
     p.ok(&["owner", "seal"]);
-    agent("a3", &["todo", "update", &a, "--status", "done", "--evidence", "ok"]);
+    agent(
+        "a3",
+        &["todo", "update", &a, "--status", "done", "--evidence", "ok"],
+    );
     agent("a1", &["todo", "claim", &b]);
     p.ok(&["todo", "reassign", &b, "--to", "a4"]);
     agent("a4", &["todo", "update", &b, "--evidence", "mine now"]);
