@@ -37,22 +37,34 @@ pub struct Journaled {
 }
 
 /// Bytes that mark a line this module reads; other lines are not parsed.
-const WANTED: [&[u8]; 3] = [
+const WANTED: [&[u8]; 4] = [
     b"\"action\":\"todo.",
     b"\"action\":\"gate.open\"",
     b"\"action\":\"quota.spend\"",
+    b"\"action\":\"lease.expire\"",
 ];
-const EXPIRE: &[u8] = b"\"action\":\"lease.expire\"";
+
+fn has(line: &[u8], w: &[u8]) -> bool {
+    line.windows(w.len()).any(|x| x == w)
+}
+
+/// True for a line that may carry a fact: most lines (updates, edits, plain adds) do not, and
+/// are not parsed.
+fn wanted(line: &[u8]) -> bool {
+    if has(line, b"\"action\":\"todo.add\"") {
+        return has(line, b"\"role\":\"user\"") || has(line, b"\"gate\":\"");
+    }
+    if has(line, b"\"action\":\"todo.update\"") || has(line, b"\"action\":\"todo.edit\"") {
+        return false;
+    }
+    WANTED.iter().any(|w| has(line, w))
+}
 
 impl Journaled {
     /// Reads the journal from the sealed line on (`since`): only lines that may carry a fact.
     pub fn read(since: &[u8]) -> Journaled {
         let mut j = Journaled::default();
-        let has = |l: &[u8], w: &[u8]| l.windows(w.len()).any(|x| x == w);
-        for line in since.split(|b| *b == b'\n') {
-            if !WANTED.iter().chain([&EXPIRE]).any(|w| has(line, w)) {
-                continue;
-            }
+        for line in since.split(|b| *b == b'\n').filter(|l| wanted(l)) {
             if let Ok(e) = serde_json::from_slice::<Event>(line) {
                 j.add(&e);
             }
