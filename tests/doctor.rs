@@ -208,9 +208,11 @@ fn a_spend_dated_in_the_future() {
         "at",
         &format!("\"{soon}\""),
     );
-    let (code, v) = p.json(&["doctor"]);
-    assert_eq!(
-        code, 0,
+    // Moved by hand, the spend is named as an edit (the journal's spend still counts), but a
+    // minute ahead is within the clock skew allowed.
+    let (_, v) = p.json(&["doctor"]);
+    assert!(
+        !v.to_string().contains("in the future"),
         "a minute ahead is within the clock skew allowed: {v}"
     );
     let later = loopx::kernel::Ts(loopx::kernel::Ts::now().0 + 3_600_000);

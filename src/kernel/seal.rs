@@ -15,6 +15,9 @@ use crate::kernel::time::{Dur, Ts};
 
 pub use crate::kernel::model::{LeaseFact, Mark, Purpose, Seal, SealedCheck, SealedGate};
 
+pub mod journaled;
+pub use journaled::{Disagreement, Journaled};
+
 /// The first line of `owner.seal`.
 pub const HEADER: &str = "# loopx owner seal: facts only the owner sets, signed. Do not edit.";
 
@@ -122,6 +125,8 @@ impl Seal {
             hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             agents: crate::kernel::agents::facts(&snap.config),
             breaker: Some(snap.config.breaker.turns()),
+            held: journaled::held_facts(snap),
+            spends: journaled::spend_facts(snap),
             mismatched: BTreeSet::new(),
         }
     }
@@ -207,6 +212,7 @@ impl Seal {
         if let Some(n) = self.breaker {
             s.push_str(&format!("breaker {n}\n"));
         }
+        journaled::body_lines(self, &mut s);
         s
     }
 
@@ -286,7 +292,10 @@ impl Seal {
                     seal.checks
                         .insert(id.to_string(), SealedCheck { sha256, purpose });
                 }
-                _ => return Err(bad()),
+                other => match journaled::parse_line(other, &mut seal) {
+                    Some(true) => {}
+                    _ => return Err(bad()),
+                },
             }
         }
         let sig = sig.ok_or("it has no signature")?;

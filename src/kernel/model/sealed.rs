@@ -54,8 +54,23 @@ pub struct Seal {
     pub agents: AgentFacts,
     /// Turns without progress that park a todo (`None`: a seal from before the breaker).
     pub breaker: Option<u32>,
+    /// Every lease the files held when sealed, agents' claims too, by todo id.
+    pub held: BTreeMap<String, HeldFact>,
+    /// The quota spends of the window when sealed, oldest first.
+    pub spends: Vec<crate::kernel::model::Spend>,
     /// Gates whose file disagreed with this seal when it was applied (not part of the text).
     pub mismatched: BTreeSet<String>,
+}
+
+/// A lease as sealed (`held ID FENCE HOLDER EXPIRES_MS`): its fence, holder and end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldFact {
+    /// The fence it was granted with.
+    pub fence: u64,
+    /// Its holder.
+    pub holder: String,
+    /// When it lapses (ms since the epoch).
+    pub expires_at: i64,
 }
 
 /// A sealed gate: the hash of its facts but `blocks`, and the todos it blocked then. Agents may

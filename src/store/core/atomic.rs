@@ -89,8 +89,13 @@ pub fn append_line(path: &Path, bytes: &[u8]) -> io::Result<u64> {
         .open(path)?;
     check_regular(&f)?;
     let cut = crate::store::journal::cut_torn_tail(&mut f)?;
+    // A test's crash mid-append: the line whole but for its newline, which parses.
+    crate::store::core::crash::point_then(|| {
+        let _ = f.write_all(&bytes[..bytes.len().saturating_sub(1)]);
+    });
     f.write_all(bytes)?;
     f.sync_data()?;
+    crate::store::core::crash::point();
     Ok(cut)
 }
 

@@ -4,6 +4,7 @@
 
 pub mod atomic;
 pub mod chain;
+pub mod crash;
 pub mod env;
 pub mod owner;
 pub mod parse;

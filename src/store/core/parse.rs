@@ -214,7 +214,11 @@ pub fn read_named<T: DeserializeOwned + Named>(path: &Path, stem: &str) -> Resul
     match read::<T>(path)? {
         Some(v) if v.id() != stem => Err(Error::invalid(
             &shown(path),
-            None,
+            read_bytes(path)
+                .ok()
+                .flatten()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|t| key_line(&t, &[Key::Name("id".into())])),
             format!(
                 "its id is `{}` but the file is named {stem}.toml; rename the file or fix the id",
                 v.id()

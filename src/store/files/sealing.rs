@@ -49,6 +49,9 @@ impl FileStore {
                     return;
                 }
                 let mut notes = seal::apply(snap, &mut s);
+                let journaled = seal::Journaled::read(since.as_deref().unwrap_or_default());
+                let found = seal::journaled::apply(snap, &s, &journaled);
+                notes.extend(found.into_iter().map(|(_, n)| n));
                 if let Some(m) = &s.journal
                     && !starts_with_line(since.as_deref(), &m.hash)
                 {
@@ -73,12 +76,26 @@ impl FileStore {
         f.seek(SeekFrom::Start(from)).ok()?;
         let mut buf = Vec::new();
         f.take(MAX_SCAN).read_to_end(&mut buf).ok()?;
+        // A torn last line (a crash mid-append) was never committed, even when it parses.
+        buf.truncate(buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
         if offset > 0 {
             // The byte before a line is the previous line's newline.
             (buf.first() == Some(&b'\n')).then(|| buf.split_off(1))
         } else {
             Some(buf)
         }
+    }
+
+    /// Where files disagree with the seal's leases and spends and with the journal after the
+    /// seal: each file (in `.loopx/`) and what loopx acts on instead (doctor's view).
+    pub(crate) fn journaled_disagreements(
+        &self,
+        snap: &mut Snapshot,
+        s: &Seal,
+    ) -> Vec<seal::Disagreement> {
+        let since = self.since_mark(s);
+        let j = seal::Journaled::read(since.as_deref().unwrap_or_default());
+        seal::journaled::apply(snap, s, &j)
     }
 
     /// The `seq` of a signed owner line after the seal's own transaction (see `later_owner_line`).

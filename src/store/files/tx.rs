@@ -165,6 +165,7 @@ pub fn stage(dir: &Path, tx: u64, ops: &[Op]) -> Result<Vec<TxFile>> {
             sha256: (op.kind != TxOp::Remove).then(|| journal::sha256_hex(&op.bytes)),
             at,
         });
+        crate::store::core::crash::point();
     }
     Ok(files)
 }
@@ -234,7 +235,9 @@ fn apply_all(dir: &Path, tx: u64, files: &[TxFile], verify: bool) -> Result<()> 
         // An append in place changes no directory entry that matters: the log is fsynced
         // itself, and a staged file left by a crash after it is a no-op to replay.
         let in_place = f.op == TxOp::Append && f.at.is_some_and(|a| a > 0);
-        if apply_checked(dir, tx, f, verify)? && !in_place {
+        let applied = apply_checked(dir, tx, f, verify)?;
+        crate::store::core::crash::point();
+        if applied && !in_place {
             let d = parent(&dir.join(&f.path)).to_path_buf();
             if !dirs.contains(&d) {
                 dirs.push(d);

@@ -1,9 +1,9 @@
 //! doctor: checks every file of `.loopx/`, the journal's chain and owner lines, the relations
 //! between files (leases, statuses, dependencies, quota, durations), temp files and the lock.
 //!
-//! [`check`] reads under the shared lock, so a write in progress is never half seen, and never
-//! writes. [`fix`] repairs only what is mechanical, under the exclusive lock, and never follows a
-//! link.
+//! [`check`] reads under the shared lock, so a write in progress is never half seen, and writes
+//! nothing but the finish of a commit a crash interrupted (which any command's load does).
+//! [`fix`] repairs only what is mechanical, under the exclusive lock, and never follows a link.
 
 mod cache;
 mod db;
@@ -106,9 +106,31 @@ pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
 }
 
 /// Runs every check under the shared lock; `busy` (exit 8) when a writer holds it too long.
+///
+/// A commit a crash interrupted after its journal line is finished first, under the exclusive
+/// lock, as every command's load finishes it: doctor judges the state that commit leaves, not
+/// files it has not put in place yet (which would read as edited by hand).
 pub fn check_locked(store: &FileStore, now: Ts) -> Result<Vec<Finding>> {
+    let finished = finish_commit(store);
     let _guard = store.lock(false)?;
-    Ok(check_unlocked(store, now))
+    let mut out = check_unlocked(store, now);
+    out.extend(finished);
+    Ok(out)
+}
+
+/// Finishes (or cuts) a transaction a crash interrupted, as the next command would; a warning
+/// says what it did. Where it cannot (no write access), the check reports the commit unfinished.
+fn finish_commit(store: &FileStore) -> Option<Finding> {
+    if !store.needs_recovery().unwrap_or(false) {
+        return None;
+    }
+    let _guard = store.lock(true).ok()?;
+    let what = store.recover_noted().ok()??;
+    Some(Finding::warning(
+        ".loopx/journal.jsonl",
+        None,
+        format!("{what} (a crash): nothing to do"),
+    ))
 }
 
 /// The worktrees live leases name (`[lease] worktree`), read as doctor reads the files: under

@@ -33,7 +33,12 @@ pub(super) fn check(
     let s = match Seal::parse(&text, key) {
         Ok(s) => s,
         Err(why) => {
-            out.push(Finding::error(file, None, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
+            // A line that is not a seal line is named as `line N: ...`.
+            let line = why
+                .strip_prefix("line ")
+                .and_then(|r| r.split(':').next())
+                .and_then(|n| n.parse().ok());
+            out.push(Finding::error(file, line, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
             return;
         }
     };
@@ -41,6 +46,7 @@ pub(super) fn check(
         && *id != cfg.goal.id
     {
         out.push(Finding::error(file, None, format!("is for another goal ({id}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
+        out.push(goal_id_edited(store, id, &cfg.goal.id));
         return;
     }
     if let Some(n) = store.owner_line_after(&s, key) {
@@ -61,7 +67,34 @@ pub(super) fn check(
                 ),
             ));
         }
+        for (f, n) in store.journaled_disagreements(&mut raw, &s) {
+            out.push(Finding::error(
+                format!(".loopx/{f}"),
+                None,
+                format!("edited by hand: {n}"),
+            ));
+        }
     }
+}
+
+/// `loopx.toml`'s goal id is not the sealed goal's: named at its line.
+fn goal_id_edited(store: &FileStore, sealed: &str, here: &str) -> Finding {
+    use crate::kernel::bounds::Key;
+    let line = crate::store::parse::read_bytes(&store.path("loopx.toml"))
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| {
+            let key = [Key::Name("goal".into()), Key::Name("id".into())];
+            crate::store::parse::key_line(&t, &key)
+        });
+    Finding::error(
+        ".loopx/loopx.toml",
+        line,
+        format!(
+            "the goal id is `{here}`, but the owner sealed `{sealed}`: edited by hand, or owner.seal came from another goal"
+        ),
+    )
 }
 
 /// The line the seal marks must still be the `seq`-th line, with the same bytes.
