@@ -427,7 +427,27 @@ impl App {
                 self.message.as_ref().map(|m| m.text.as_str()),
                 self.size.0,
             ),
+            gate_rows: self.gate_rows(self.size.0.saturating_sub(2), self.size.1 / 2) as u16,
         }
+    }
+
+    /// Rows the selected gate takes wrapped whole at inner width `w`, at most `max` (1: none).
+    pub fn gate_rows(&self, w: u16, max: u16) -> usize {
+        let Some(g) = self
+            .gates
+            .selected()
+            .and_then(|id| self.snap.as_ref()?.gates.get(id))
+        else {
+            return 1;
+        };
+        let ago = |at: crate::kernel::Ts| {
+            if self.absolute {
+                crate::board::panes::text::hhmm(at)
+            } else {
+                crate::board::panes::text::ago(self.now.since(at).0)
+            }
+        };
+        crate::board::panes::gates::selected_rows(g, &ago, usize::from(w), usize::from(max))
     }
 
     /// The view of this state at its clock, for [`crate::board::view::draw`].
