@@ -431,6 +431,21 @@ impl App {
         }
     }
 
+    /// The key hints of the mode, fitted to the goal's state; a confirm without a gate (reassign,
+    /// release, pause, add) takes no reason, so `r` is not hinted there.
+    fn hints(&self) -> Vec<(String, &'static str, bool)> {
+        let mut hints = crate::board::view::fit_state(
+            keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
+            self.snap.as_ref().map(|s| s.config.goal.status),
+        );
+        if let Mode::Confirm(a) = &self.mode
+            && a.gate().is_none()
+        {
+            hints.retain(|(_, h, _)| *h != "reason");
+        }
+        hints
+    }
+
     /// Rows the selected gate takes wrapped whole at inner width `w`, at most `max` (1: none).
     pub fn gate_rows(&self, w: u16, max: u16) -> usize {
         let Some(g) = self
@@ -486,10 +501,7 @@ impl App {
             last_reload: self.last_reload,
             readonly: self.readonly,
             owner: &self.owner,
-            hints: crate::board::view::fit_state(
-                keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
-                self.snap.as_ref().map(|s| s.config.goal.status),
-            ),
+            hints: self.hints(),
             layout: self.layout_input(),
             sort: self.sort,
             absolute: self.absolute,
