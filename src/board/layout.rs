@@ -100,10 +100,13 @@ pub fn todo_needs(columns: &Columns, col: Column) -> TodoNeeds {
             .iter()
             .take(WANT_SCAN)
             .map(|c| {
-                // `›P1 title` and `  holder ⏱12:34 #3`, with a column gap.
+                // `›P1 title` and `  t-abc123 holder ⏱12:34 #3`, with a column gap.
                 let title = c.title.chars().count() + 5;
                 let note = match &c.why {
-                    Why::Lease { holder, .. } => holder.chars().count() + 14,
+                    // `t-abc123 holder ⏱12:34 #3`.
+                    Why::Lease { holder, .. } => {
+                        c.id.chars().count() + holder.chars().count() + 15
+                    }
                     _ => c.id.chars().count() + 3,
                 };
                 title.max(note)

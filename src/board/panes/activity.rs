@@ -57,7 +57,13 @@ pub fn action_role(action: &Action) -> Role {
 
 /// One event as a line of text (without the time), control characters escaped.
 pub fn event_text(e: &Event) -> String {
-    let mut s = format!("{} {} {}", e.actor, e.action, e.target);
+    let head = format!("{} {} {}", e.actor, e.action, e.target);
+    esc(&format!("{head}{}", event_tail(e))).into_owned()
+}
+
+/// What follows an event's target: the question, the title, whom to, or the reason.
+fn event_tail(e: &Event) -> String {
+    let mut s = String::new();
     if let Some(q) = e.data.get("question").and_then(|v| v.as_str()) {
         s.push_str(&format!(" \"{q}\""));
     } else if let Some(ti) = e.data.get("title").and_then(|v| v.as_str()) {
@@ -67,7 +73,35 @@ pub fn event_text(e: &Event) -> String {
     } else if let Some(r) = e.data.get("reason").and_then(|v| v.as_str()) {
         s.push_str(&format!(": {r}"));
     }
-    esc(&s).into_owned()
+    s
+}
+
+/// An event fitted to `w` columns after its `time`: the target (an id) is never cut; where the
+/// line does not hold it, the action loses its noun (`todo.claim` → `claim`), then the time goes,
+/// then the actor is cut in the middle. Returns the time shown (or none) and the text.
+pub fn fit_event(e: &Event, time: &str, w: usize) -> (Option<String>, String) {
+    let target = esc(&e.target).into_owned();
+    let actor = esc(&e.actor).into_owned();
+    let action = e.action.to_string();
+    let verb = action.rsplit('.').next().unwrap_or(&action).to_string();
+    let tail = esc(&event_tail(e)).into_owned();
+    let len = |s: &str| s.chars().count();
+    let head = |act: &str, who: &str| format!("{who} {act} {target}");
+    let with_time = |text: &str| len(time) + 1 + len(text);
+    let full = head(&action, &actor);
+    if with_time(&full) <= w {
+        return (Some(time.to_string()), trunc(&format!("{full}{tail}"), w - len(time) - 1));
+    }
+    let short = head(&verb, &actor);
+    if with_time(&short) <= w {
+        return (Some(time.to_string()), short);
+    }
+    if len(&short) <= w {
+        return (None, short);
+    }
+    let room = w.saturating_sub(len(&verb) + len(&target) + 2);
+    let text = head(&verb, &super::mid_trunc(&actor, room.max(1)));
+    (None, trunc(&text, w))
 }
 
 /// Draws the activity pane.
@@ -102,13 +136,13 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 } else {
                     &time
                 };
-                Line::from(vec![
-                    Span::styled(format!("{time} "), t.dim()),
-                    Span::styled(
-                        trunc(&event_text(e), w.saturating_sub(time.len() + 1)),
-                        t.fg(action_role(&e.action)),
-                    ),
-                ])
+                let (time, text) = fit_event(e, time, w);
+                let mut spans: Vec<Span> = time
+                    .map(|time| Span::styled(format!("{time} "), t.dim()))
+                    .into_iter()
+                    .collect();
+                spans.push(Span::styled(text, t.fg(action_role(&e.action))));
+                Line::from(spans)
             })
             .collect()
     };

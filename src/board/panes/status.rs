@@ -63,7 +63,9 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
         }
         first.push(Span::styled(rows[0].clone(), style));
     }
-    for (text, bold) in segments(vm) {
+    let parts = segments(vm);
+    let last = parts.len().saturating_sub(1);
+    for (n, (text, bold)) in parts.into_iter().enumerate() {
         let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
         let sep = if used == 0 { " " } else { " │ " };
         let room = w.saturating_sub(used + sep.chars().count());
@@ -76,13 +78,38 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
             base
         };
         first.push(Span::styled(sep, base));
-        first.push(Span::styled(trunc(&text, room), style));
+        // The project is a path: its last segments say which one it is.
+        let shown = if n == last && !vm.project.contains("://") {
+            left_trunc(&text, room)
+        } else {
+            trunc(&text, room)
+        };
+        first.push(Span::styled(shown, style));
     }
     let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
     first.push(Span::styled(" ".repeat(w.saturating_sub(used)), base));
     let mut lines = vec![Line::from(first)];
     lines.extend(second);
     f.render_widget(Paragraph::new(lines).style(base), area);
+}
+
+/// Cuts a path to `w` characters from the left, keeping its last segments whole where they fit
+/// (`…/projects/wx`), else its last characters, after `…`.
+pub fn left_trunc(path: &str, w: usize) -> String {
+    let n = path.chars().count();
+    if n <= w {
+        return path.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let chars: Vec<char> = path.chars().collect();
+    let keep = w - 1;
+    let tail: String = chars[n - keep..].iter().collect();
+    match tail.find('/') {
+        Some(i) if i + 1 < tail.len() => format!("…{}", &tail[i..]),
+        _ => format!("…{tail}"),
+    }
 }
 
 /// The status bar's parts after the message, most important first, each with whether it is bold.
