@@ -76,32 +76,51 @@ fn event_tail(e: &Event) -> String {
     s
 }
 
-/// An event fitted to `w` columns after its `time`: the target (an id) is never cut; where the
-/// line does not hold it, the action loses its noun (`todo.claim` → `claim`), then the time goes,
-/// then the actor is cut in the middle. Returns the time shown (or none) and the text.
-pub fn fit_event(e: &Event, time: &str, w: usize) -> (Option<String>, String) {
-    let target = esc(&e.target).into_owned();
-    let actor = esc(&e.actor).into_owned();
+/// The shortest head of an event: actor, the action's verb (`todo.claim` → `claim`), target.
+fn short_head(e: &Event) -> String {
+    esc(&format!("{} {} {}", e.actor, verb(e), e.target)).into_owned()
+}
+
+/// The action without its noun: `todo.claim` → `claim`.
+fn verb(e: &Event) -> String {
     let action = e.action.to_string();
-    let verb = action.rsplit('.').next().unwrap_or(&action).to_string();
-    let tail = esc(&event_tail(e)).into_owned();
-    let len = |s: &str| s.chars().count();
-    let head = |act: &str, who: &str| format!("{who} {act} {target}");
-    let with_time = |text: &str| len(time) + 1 + len(text);
-    let full = head(&action, &actor);
-    if with_time(&full) <= w {
-        return (Some(time.to_string()), trunc(&format!("{full}{tail}"), w - len(time) - 1));
+    action.rsplit('.').next().unwrap_or(&action).to_string()
+}
+
+/// True when every event's short head fits in `w` columns after a time `time_w` wide: then the
+/// pane shows times, else none (the ids matter more).
+pub fn times_fit(events: &[Event], time_w: usize, w: usize) -> bool {
+    events
+        .iter()
+        .all(|e| short_head(e).chars().count() + time_w <= w)
+}
+
+/// An event fitted to `w` columns: the target (an id) is never cut; where the line does not hold
+/// it, the action loses its noun (`todo.claim` → `claim`), then the actor is cut in the middle.
+pub fn fit_event(e: &Event, w: usize) -> String {
+    let full = event_text(e);
+    let head = esc(&format!("{} {} {}", e.actor, e.action, e.target)).into_owned();
+    let n = head.chars().count();
+    if full.chars().count() <= w {
+        return full;
     }
-    let short = head(&verb, &actor);
-    if with_time(&short) <= w {
-        return (Some(time.to_string()), short);
+    if n <= w {
+        // The id whole, then as much of the rest as fits.
+        let rest: String = full.chars().skip(n).collect();
+        return match w - n {
+            0 | 1 => head,
+            room => format!("{head}{}", trunc(&rest, room)),
+        };
     }
-    if len(&short) <= w {
-        return (None, short);
+    let short = short_head(e);
+    if short.chars().count() <= w {
+        return short;
     }
-    let room = w.saturating_sub(len(&verb) + len(&target) + 2);
-    let text = head(&verb, &super::mid_trunc(&actor, room.max(1)));
-    (None, trunc(&text, w))
+    let target = esc(&e.target).into_owned();
+    let verb = verb(e);
+    let room = w.saturating_sub(verb.chars().count() + target.chars().count() + 2);
+    let actor = super::mid_trunc(&esc(&e.actor), room.max(1));
+    trunc(&format!("{actor} {verb} {target}"), w)
 }
 
 /// Draws the activity pane.
@@ -124,10 +143,13 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     f.render_widget(b, area);
     // A narrow pane shows minutes, not seconds.
     let short = w < 40;
+    let shown = &vm.journal[start..end];
+    let time_w = if short { 6 } else { 9 };
+    let with_time = times_fit(shown, time_w, w);
     let lines: Vec<Line> = if vm.journal.is_empty() {
         vec![Line::from(Span::styled(" no activity yet", t.dim()))]
     } else {
-        vm.journal[start..end]
+        shown
             .iter()
             .map(|e| {
                 let time = clock(e.at);
@@ -136,12 +158,16 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 } else {
                     &time
                 };
-                let (time, text) = fit_event(e, time, w);
-                let mut spans: Vec<Span> = time
-                    .map(|time| Span::styled(format!("{time} "), t.dim()))
-                    .into_iter()
-                    .collect();
-                spans.push(Span::styled(text, t.fg(action_role(&e.action))));
+                let mut spans = Vec::new();
+                let mut room = w;
+                if with_time {
+                    spans.push(Span::styled(format!("{time} "), t.dim()));
+                    room = w.saturating_sub(time_w);
+                }
+                spans.push(Span::styled(
+                    fit_event(e, room),
+                    t.fg(action_role(&e.action)),
+                ));
                 Line::from(spans)
             })
             .collect()

@@ -219,7 +219,9 @@ pub fn gate_text(g: &Gate, ago: &dyn Fn(crate::kernel::Ts) -> String) -> String 
 pub fn wrapped(text: &str, w: usize, max: usize) -> Vec<String> {
     let first = w.saturating_sub(2).max(1);
     let rest = w.saturating_sub(4).max(1);
-    let mut rows = wrap_words(text, first);
+    // `→` stays with what follows it.
+    let text = text.replace(" → ", " →\u{a0}");
+    let mut rows = wrap_words(&text, first);
     if rows.len() > 1 {
         let tail = rows[1..].join(" ");
         rows.truncate(1);
@@ -232,7 +234,7 @@ pub fn wrapped(text: &str, w: usize, max: usize) -> Vec<String> {
         // What is left is longer than a row, so it ends with `…` (Enter shows it all).
         rows.push(trunc(&cut, if max == 1 { first } else { rest }));
     }
-    rows
+    rows.iter().map(|r| r.replace('\u{a0}', " ")).collect()
 }
 
 /// The rows the selected gate takes at inner width `w` when it may take up to `max`.
