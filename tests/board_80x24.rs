@@ -89,8 +89,20 @@ fn project() -> Snapshot {
 
 fn journal() -> Vec<loopx::kernel::Event> {
     let rows = [
-        (-9, "agent-a", "todo.claim", "t-gxd7i4", serde_json::json!({})),
-        (-8, "agent-c", "todo.claim", "t-ybdtpc", serde_json::json!({})),
+        (
+            -9,
+            "agent-a",
+            "todo.claim",
+            "t-gxd7i4",
+            serde_json::json!({}),
+        ),
+        (
+            -8,
+            "agent-c",
+            "todo.claim",
+            "t-ybdtpc",
+            serde_json::json!({}),
+        ),
         (
             -7,
             "agent-b",
@@ -99,7 +111,13 @@ fn journal() -> Vec<loopx::kernel::Event> {
             serde_json::json!({"question": "Use SQLite or plain files?"}),
         ),
         (-2, "agent-a", "quota.spend", "quota", serde_json::json!({})),
-        (-1, "agent-c", "todo.renew", "t-ybdtpc", serde_json::json!({})),
+        (
+            -1,
+            "agent-c",
+            "todo.renew",
+            "t-ybdtpc",
+            serde_json::json!({}),
+        ),
     ];
     common::journal_events(&rows, ts)
 }
@@ -144,9 +162,7 @@ fn snap(name: &str, app: &App) {
 
 /// The rows of the screen, without the quotes `TestBackend` puts around them.
 fn rows(t: &str) -> Vec<String> {
-    t.lines()
-        .map(|l| l.trim_matches('"').to_string())
-        .collect()
+    t.lines().map(|l| l.trim_matches('"').to_string()).collect()
 }
 
 /// The hint bar: the last row.

@@ -85,8 +85,19 @@ fn the_selected_gate_reads_whole_and_hidden_keys_are_marked_at_80x24() {
         &dir,
         &key,
         &[
-            "--agent", "agent-b", "gate", "open", question, "--option", "sqlite", "--option",
-            "files", "--option", "no cache for v1", "--blocks", &todo,
+            "--agent",
+            "agent-b",
+            "gate",
+            "open",
+            question,
+            "--option",
+            "sqlite",
+            "--option",
+            "files",
+            "--option",
+            "no cache for v1",
+            "--blocks",
+            &todo,
         ],
     );
     let cmd = format!(

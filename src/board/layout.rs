@@ -104,9 +104,7 @@ pub fn todo_needs(columns: &Columns, col: Column) -> TodoNeeds {
                 let title = c.title.chars().count() + 5;
                 let note = match &c.why {
                     // `t-abc123 holder ⏱12:34 #3`.
-                    Why::Lease { holder, .. } => {
-                        c.id.chars().count() + holder.chars().count() + 15
-                    }
+                    Why::Lease { holder, .. } => c.id.chars().count() + holder.chars().count() + 15,
                     _ => c.id.chars().count() + 3,
                 };
                 title.max(note)
@@ -351,7 +349,10 @@ pub fn todo_hit(
 
 /// The first gate shown so that gate `sel`, taking `sel_rows` rows, is whole in `visible` rows.
 pub fn gate_offset(sel: usize, sel_rows: usize, visible: usize) -> usize {
-    offset(sel, visible.saturating_sub(sel_rows.saturating_sub(1)).max(1))
+    offset(
+        sel,
+        visible.saturating_sub(sel_rows.saturating_sub(1)).max(1),
+    )
 }
 
 /// The gate under a click in the gates pane, where the selected gate `sel` takes `sel_rows`.

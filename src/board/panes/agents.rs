@@ -6,9 +6,9 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
-use super::{ViewModel, mid_trunc, wrap_words};
 use super::dialog::Candidate;
 use super::overlay::centered;
+use super::{ViewModel, mid_trunc, wrap_words};
 use crate::board::panes::text::ago;
 use crate::board::theme::Role;
 use crate::kernel::roster::{self, AgentState, Seen};

@@ -150,9 +150,10 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let i = inner(area);
     let visible = i.height as usize;
     let w = i.width as usize;
-    let sel_rows = vm.gates.get(vm.gate_pane.sel).map_or(1, |g| {
-        selected_rows(g, &|at| vm.ago(at), w, visible)
-    });
+    let sel_rows = vm
+        .gates
+        .get(vm.gate_pane.sel)
+        .map_or(1, |g| selected_rows(g, &|at| vm.ago(at), w, visible));
     let off = gate_offset(vm.gate_pane.sel, sel_rows, visible);
     let shown = visible.saturating_sub(sel_rows - 1).max(1);
     let b = scroll_marks(
@@ -185,7 +186,11 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
 pub fn gate_text(g: &Gate, ago: &dyn Fn(crate::kernel::Ts) -> String) -> String {
     let pend = g.effective_status() == GateStatus::Pending;
     let when = if pend {
-        format!("{} {:>3}", mid_trunc(&esc(&g.opened_by), 16), ago(g.opened_at))
+        format!(
+            "{} {:>3}",
+            mid_trunc(&esc(&g.opened_by), 16),
+            ago(g.opened_at)
+        )
     } else {
         let by = g.decided_by.as_deref().unwrap_or("?");
         let at = g.decided_at.map(ago).unwrap_or_default();
@@ -238,7 +243,12 @@ pub fn wrapped(text: &str, w: usize, max: usize) -> Vec<String> {
 }
 
 /// The rows the selected gate takes at inner width `w` when it may take up to `max`.
-pub fn selected_rows(g: &Gate, ago: &dyn Fn(crate::kernel::Ts) -> String, w: usize, max: usize) -> usize {
+pub fn selected_rows(
+    g: &Gate,
+    ago: &dyn Fn(crate::kernel::Ts) -> String,
+    w: usize,
+    max: usize,
+) -> usize {
     wrapped(&gate_text(g, ago), w, max).len()
 }
 
@@ -263,13 +273,20 @@ fn gate_lines(
     let text = gate_text(g, &|at| vm.ago(at));
     if !sel {
         let row = format!("{} {}", gutter(false), text);
-        return vec![Line::from(Span::styled(format!("{:<w$}", trunc(&row, w)), style))];
+        return vec![Line::from(Span::styled(
+            format!("{:<w$}", trunc(&row, w)),
+            style,
+        ))];
     }
     wrapped(&text, w, rows)
         .into_iter()
         .enumerate()
         .map(|(n, part)| {
-            let lead = if n == 0 { format!("{} ", gutter(true)) } else { "    ".into() };
+            let lead = if n == 0 {
+                format!("{} ", gutter(true))
+            } else {
+                "    ".into()
+            };
             let row = format!("{lead}{part}");
             Line::from(Span::styled(format!("{:<w$}", trunc(&row, w)), style))
         })

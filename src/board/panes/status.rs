@@ -192,7 +192,10 @@ fn hint_spans(vm: &ViewModel, w: usize) -> Vec<Span<'static>> {
         spans.push(Span::styled(format!(" {h} "), text));
     }
     if cut && help {
-        spans.push(Span::styled(" ?", t.fg(Role::Key).add_modifier(Modifier::BOLD)));
+        spans.push(Span::styled(
+            " ?",
+            t.fg(Role::Key).add_modifier(Modifier::BOLD),
+        ));
         spans.push(Span::styled(" more ", t.dim()));
     } else if cut {
         spans.push(Span::styled(" …", t.dim()));
