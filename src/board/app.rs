@@ -26,6 +26,7 @@ use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 mod act;
 mod chart;
+mod fit;
 pub mod input;
 mod modes;
 mod mouse;
@@ -429,40 +430,6 @@ impl App {
             ),
             gate_rows: self.gate_rows(self.size.0.saturating_sub(2), self.size.1 / 2) as u16,
         }
-    }
-
-    /// The key hints of the mode, fitted to the goal's state; a confirm without a gate (reassign,
-    /// release, pause, add) takes no reason, so `r` is not hinted there.
-    fn hints(&self) -> Vec<(String, &'static str, bool)> {
-        let mut hints = crate::board::view::fit_state(
-            keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
-            self.snap.as_ref().map(|s| s.config.goal.status),
-        );
-        if let Mode::Confirm(a) = &self.mode
-            && a.gate().is_none()
-        {
-            hints.retain(|(_, h, _)| *h != "reason");
-        }
-        hints
-    }
-
-    /// Rows the selected gate takes wrapped whole at inner width `w`, at most `max` (1: none).
-    pub fn gate_rows(&self, w: u16, max: u16) -> usize {
-        let Some(g) = self
-            .gates
-            .selected()
-            .and_then(|id| self.snap.as_ref()?.gates.get(id))
-        else {
-            return 1;
-        };
-        let ago = |at: crate::kernel::Ts| {
-            if self.absolute {
-                crate::board::panes::text::hhmm(at)
-            } else {
-                crate::board::panes::text::ago(self.now.since(at).0)
-            }
-        };
-        crate::board::panes::gates::selected_rows(g, &ago, usize::from(w), usize::from(max))
     }
 
     /// The view of this state at its clock, for [`crate::board::view::draw`].
