@@ -123,6 +123,10 @@ fn journal() -> Vec<loopx::kernel::Event> {
 }
 
 fn board() -> App {
+    board_of(project())
+}
+
+fn board_of(snap: Snapshot) -> App {
     let mut app = App::new(
         "/home/operator/work/clients/acme/weather-cli",
         Theme::dark(),
@@ -136,7 +140,7 @@ fn board() -> App {
         note: "owner ✓ SHA256:0123456789abcdef".into(),
     };
     app.on_event(AppEvent::Loaded(Delta {
-        full: Some(project()),
+        full: Some(snap),
         journal: Some(journal()),
         done: Some(Vec::new()),
         at: now(),
@@ -320,4 +324,31 @@ fn each_dialog_at_80x24_hints_the_keys_it_takes() {
     let mut a = board();
     press(&mut a, KeyCode::Enter);
     snap("small_gate_detail", &a);
+}
+
+#[test]
+fn a_click_lands_on_the_gate_drawn_there_when_one_is_wrapped() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let click = |a: &mut App, row: u16| {
+        a.on_event(AppEvent::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: 10,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }));
+    };
+    // A third gate, opened last, below the fold.
+    let mut s = project();
+    let g = gate("g-zzzzz1", 0, "question = \"Ship it?\"\n");
+    s.gates.insert(g.id.clone(), g);
+    // The second gate selected: the first on row 3, the second wrapped over rows 4 and 5.
+    let mut a = board_of(s);
+    press(&mut a, KeyCode::Down);
+    click(&mut a, 5);
+    assert_eq!(a.selected_gate().as_deref(), Some("g-ht74vj"));
+    click(&mut a, 3);
+    assert_eq!(a.selected_gate().as_deref(), Some("g-nhzm3k"));
+    // Now the first is wrapped over rows 3 to 5: each of them is still the first.
+    click(&mut a, 5);
+    assert_eq!(a.selected_gate().as_deref(), Some("g-nhzm3k"));
 }
