@@ -224,8 +224,10 @@ pub fn gate_text(g: &Gate, ago: &dyn Fn(crate::kernel::Ts) -> String) -> String 
 pub fn wrapped(text: &str, w: usize, max: usize) -> Vec<String> {
     let first = w.saturating_sub(2).max(1);
     let rest = w.saturating_sub(4).max(1);
-    // `→` stays with what follows it.
-    let text = text.replace(" → ", " →\u{a0}");
+    // `→ blocks ID` stays together.
+    let text = text
+        .replace(" → blocks ", " →\u{a0}blocks\u{a0}")
+        .replace(" → ", " →\u{a0}");
     let mut rows = wrap_words(&text, first);
     if rows.len() > 1 {
         let tail = rows[1..].join(" ");
