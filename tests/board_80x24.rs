@@ -352,3 +352,25 @@ fn a_click_lands_on_the_gate_drawn_there_when_one_is_wrapped() {
     click(&mut a, 5);
     assert_eq!(a.selected_gate().as_deref(), Some("g-nhzm3k"));
 }
+
+#[test]
+fn a_long_gate_on_tiny_screens_draws_without_panic() {
+    let mut s = project();
+    let long = "why ".repeat(900) + &"x".repeat(300);
+    let g = gate("g-zzzzz2", 0, &format!("question = \"{long}\"\n"));
+    s.gates.insert(g.id.clone(), g);
+    let mut a = board_of(s);
+    press(&mut a, KeyCode::End);
+    for (w, h) in [(1, 1), (5, 3), (20, 6), (80, 20), (80, 24), (200, 60)] {
+        let t = text(&a, w, h);
+        assert!(!t.is_empty());
+    }
+    // At 80x24 the cut gate ends with `…` (Enter shows it all).
+    let t = text(&a, 80, 24);
+    let last = rows(&t)
+        .into_iter()
+        .take_while(|r| !r.starts_with('┗'))
+        .last()
+        .unwrap();
+    assert!(last.trim_end_matches('┃').trim_end().ends_with('…'), "{t}");
+}
