@@ -69,3 +69,60 @@ fn a_refusal_shows_first_at_80x24() {
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_selected_gate_reads_whole_and_hidden_keys_are_marked_at_80x24() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let (dir, key) = owned_project("view80", "Ship v1 of wx");
+    let out = loopx(&dir, &key, &["--json", "todo", "add", "Cache responses"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let todo = v["todo"]["id"].as_str().unwrap().to_string();
+    let question = "Use SQLite or plain files for the response cache, given that the CLI must also run from a read-only home?";
+    loopx(
+        &dir,
+        &key,
+        &[
+            "--agent",
+            "agent-b",
+            "gate",
+            "open",
+            question,
+            "--option",
+            "sqlite",
+            "--option",
+            "files",
+            "--option",
+            "no cache for v1",
+            "--blocks",
+            &todo,
+        ],
+    );
+    let cmd = format!(
+        "env LOOPX_OWNER_KEY='{}' '{BIN}' board --dir '{}'; sleep 5",
+        key.display(),
+        dir.display()
+    );
+    let t = Tmux::start("view80", &cmd, 80, 24);
+    t.wait_for("agent-b", Duration::from_secs(20)).unwrap();
+    let screen = t.screen();
+    // The gate's rows, joined: the question, every option and what it blocks, whole.
+    let gate: String = screen
+        .lines()
+        .skip_while(|l| !l.contains("Gates"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('┗'))
+        .map(|l| l.trim_matches(|c| c == '┃' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(gate.contains(question), "{screen}");
+    let tail = format!("[sqlite|files|no cache for v1] → blocks {todo}");
+    assert!(gate.contains(&tail), "{screen}");
+    // The hint bar says more keys exist.
+    let hints = screen.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    assert!(hints.trim_end().ends_with("? more"), "{screen}");
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -26,6 +26,7 @@ use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 mod act;
 mod chart;
+mod fit;
 pub mod input;
 mod modes;
 mod mouse;
@@ -427,6 +428,7 @@ impl App {
                 self.message.as_ref().map(|m| m.text.as_str()),
                 self.size.0,
             ),
+            gate_rows: self.gate_rows(self.size.0.saturating_sub(2), self.size.1 / 2) as u16,
         }
     }
 
@@ -466,10 +468,7 @@ impl App {
             last_reload: self.last_reload,
             readonly: self.readonly,
             owner: &self.owner,
-            hints: crate::board::view::fit_state(
-                keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
-                self.snap.as_ref().map(|s| s.config.goal.status),
-            ),
+            hints: self.hints(),
             layout: self.layout_input(),
             sort: self.sort,
             absolute: self.absolute,

@@ -247,7 +247,7 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Confirm, &[k('r')], Action::EditReason, "a reason (optional on approve)", Some("reason"), false),
     b(Scope::Confirm, &[code(KeyCode::Down), k('j')], Action::Down, "scroll the gate's action down", None, false),
     b(Scope::Confirm, &[code(KeyCode::Up), k('k')], Action::Up, "scroll the gate's action up", None, false),
-    b(Scope::Input, &[code(KeyCode::Enter)], Action::Submit, "done", Some("done"), false),
+    b(Scope::Input, &[code(KeyCode::Enter)], Action::Submit, "on to the confirm (a filter: keep it)", Some("next"), false),
     b(Scope::Input, &[code(KeyCode::Esc)], Action::Cancel, "cancel (the text is kept for next time)", Some("cancel"), false),
     b(Scope::Input, &[code(KeyCode::Left)], Action::Left, "move the cursor left", None, false),
     b(Scope::Input, &[code(KeyCode::Right)], Action::Right, "move the cursor right", None, false),

@@ -52,6 +52,8 @@ pub struct Input {
     pub todos: TodoNeeds,
     /// Rows of the status bar: 2 when the message does not fit in one.
     pub status: u16,
+    /// Rows the selected gate takes, wrapped whole at the gates pane's inner width (1: none).
+    pub gate_rows: u16,
 }
 
 /// What the todo columns need from the layout: how many cards each holds, how wide each would
@@ -98,10 +100,11 @@ pub fn todo_needs(columns: &Columns, col: Column) -> TodoNeeds {
             .iter()
             .take(WANT_SCAN)
             .map(|c| {
-                // `›P1 title` and `  holder ⏱12:34 #3`, with a column gap.
+                // `›P1 title` and `  t-abc123 holder ⏱12:34 #3`, with a column gap.
                 let title = c.title.chars().count() + 5;
                 let note = match &c.why {
-                    Why::Lease { holder, .. } => holder.chars().count() + 14,
+                    // `t-abc123 holder ⏱12:34 #3`.
+                    Why::Lease { holder, .. } => c.id.chars().count() + holder.chars().count() + 15,
                     _ => c.id.chars().count() + 3,
                 };
                 title.max(note)
@@ -193,8 +196,14 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
     }
     let bottom_h: u16 = (body.height / 3).clamp(6, 14);
     let rest = body.height.saturating_sub(bottom_h);
-    let need = 2 + input.gates.max(1) as u16;
-    let gates_h = need.clamp(3, (rest * 2 / 5).max(3));
+    // The selected gate is shown whole, even when that takes rows from the todos.
+    let extra = input.gate_rows.max(1) - 1;
+    let need = 2 + input.gates.max(1) as u16 + extra;
+    let cap = (rest * 2 / 5)
+        .max(3 + extra)
+        .min(rest.saturating_sub(4))
+        .max(3);
+    let gates_h = need.clamp(3, cap);
     let [gates, todos, bottom] = Layout::vertical([
         Constraint::Length(gates_h),
         Constraint::Min(4),
@@ -338,11 +347,28 @@ pub fn todo_hit(
     (Column::ALL[ci], Some(offset(sel[ci], visible) + row))
 }
 
-/// The gate row under a click in the gates pane.
-pub fn gate_hit(pane: Rect, pos: Position, sel: usize) -> Option<usize> {
+/// The first gate shown so that gate `sel`, taking `sel_rows` rows, is whole in `visible` rows.
+pub fn gate_offset(sel: usize, sel_rows: usize, visible: usize) -> usize {
+    offset(
+        sel,
+        visible.saturating_sub(sel_rows.saturating_sub(1)).max(1),
+    )
+}
+
+/// The gate under a click in the gates pane, where the selected gate `sel` takes `sel_rows`.
+pub fn gate_hit(pane: Rect, pos: Position, sel: usize, sel_rows: usize) -> Option<usize> {
     let i = inner(pane);
     if !i.contains(pos) {
         return None;
     }
-    Some(offset(sel, i.height as usize) + (pos.y - i.y) as usize)
+    let off = gate_offset(sel, sel_rows, i.height as usize);
+    let r = (pos.y - i.y) as usize;
+    let before = sel.saturating_sub(off);
+    Some(if r < before {
+        off + r
+    } else if r < before + sel_rows {
+        sel
+    } else {
+        off + r + 1 - sel_rows.max(1)
+    })
 }

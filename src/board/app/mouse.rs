@@ -28,7 +28,13 @@ impl App {
                         self.todos.select(row, &self.columns);
                     }
                 } else if pane == Pane::Gates
-                    && let Some(row) = layout::gate_hit(rect, pos, self.gates.sel)
+                    && let inside = layout::inner(rect)
+                    && let Some(row) = layout::gate_hit(
+                        rect,
+                        pos,
+                        self.gates.sel,
+                        self.gate_rows(inside.width, inside.height),
+                    )
                     && row < self.gates.ids.len()
                 {
                     self.gates.select(row);

@@ -57,7 +57,13 @@ pub fn action_role(action: &Action) -> Role {
 
 /// One event as a line of text (without the time), control characters escaped.
 pub fn event_text(e: &Event) -> String {
-    let mut s = format!("{} {} {}", e.actor, e.action, e.target);
+    let head = format!("{} {} {}", e.actor, e.action, e.target);
+    esc(&format!("{head}{}", event_tail(e))).into_owned()
+}
+
+/// What follows an event's target: the question, the title, whom to, or the reason.
+fn event_tail(e: &Event) -> String {
+    let mut s = String::new();
     if let Some(q) = e.data.get("question").and_then(|v| v.as_str()) {
         s.push_str(&format!(" \"{q}\""));
     } else if let Some(ti) = e.data.get("title").and_then(|v| v.as_str()) {
@@ -67,7 +73,54 @@ pub fn event_text(e: &Event) -> String {
     } else if let Some(r) = e.data.get("reason").and_then(|v| v.as_str()) {
         s.push_str(&format!(": {r}"));
     }
-    esc(&s).into_owned()
+    s
+}
+
+/// The shortest head of an event: actor, the action's verb (`todo.claim` → `claim`), target.
+fn short_head(e: &Event) -> String {
+    esc(&format!("{} {} {}", e.actor, verb(e), e.target)).into_owned()
+}
+
+/// The action without its noun: `todo.claim` → `claim`.
+fn verb(e: &Event) -> String {
+    let action = e.action.to_string();
+    action.rsplit('.').next().unwrap_or(&action).to_string()
+}
+
+/// True when every event's short head fits in `w` columns after a time `time_w` wide: then the
+/// pane shows times, else none (the ids matter more).
+pub fn times_fit(events: &[Event], time_w: usize, w: usize) -> bool {
+    events
+        .iter()
+        .all(|e| short_head(e).chars().count() + time_w <= w)
+}
+
+/// An event fitted to `w` columns: the target (an id) is never cut; where the line does not hold
+/// it, the action loses its noun (`todo.claim` → `claim`), then the actor is cut in the middle.
+pub fn fit_event(e: &Event, w: usize) -> String {
+    let full = event_text(e);
+    let head = esc(&format!("{} {} {}", e.actor, e.action, e.target)).into_owned();
+    let n = head.chars().count();
+    if full.chars().count() <= w {
+        return full;
+    }
+    if n <= w {
+        // The id whole, then as much of the rest as fits.
+        let rest: String = full.chars().skip(n).collect();
+        return match w - n {
+            0 | 1 => head,
+            room => format!("{head}{}", trunc(&rest, room)),
+        };
+    }
+    let short = short_head(e);
+    if short.chars().count() <= w {
+        return short;
+    }
+    let target = esc(&e.target).into_owned();
+    let verb = verb(e);
+    let room = w.saturating_sub(verb.chars().count() + target.chars().count() + 2);
+    let actor = super::mid_trunc(&esc(&e.actor), room.max(1));
+    trunc(&format!("{actor} {verb} {target}"), w)
 }
 
 /// Draws the activity pane.
@@ -90,10 +143,13 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     f.render_widget(b, area);
     // A narrow pane shows minutes, not seconds.
     let short = w < 40;
+    let shown = &vm.journal[start..end];
+    let time_w = if short { 6 } else { 9 };
+    let with_time = times_fit(shown, time_w, w);
     let lines: Vec<Line> = if vm.journal.is_empty() {
         vec![Line::from(Span::styled(" no activity yet", t.dim()))]
     } else {
-        vm.journal[start..end]
+        shown
             .iter()
             .map(|e| {
                 let time = clock(e.at);
@@ -102,13 +158,17 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 } else {
                     &time
                 };
-                Line::from(vec![
-                    Span::styled(format!("{time} "), t.dim()),
-                    Span::styled(
-                        trunc(&event_text(e), w.saturating_sub(time.len() + 1)),
-                        t.fg(action_role(&e.action)),
-                    ),
-                ])
+                let mut spans = Vec::new();
+                let mut room = w;
+                if with_time {
+                    spans.push(Span::styled(format!("{time} "), t.dim()));
+                    room = w.saturating_sub(time_w);
+                }
+                spans.push(Span::styled(
+                    fit_event(e, room),
+                    t.fg(action_role(&e.action)),
+                ));
+                Line::from(spans)
             })
             .collect()
     };

@@ -6,9 +6,9 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
-use super::ViewModel;
 use super::dialog::Candidate;
 use super::overlay::centered;
+use super::{ViewModel, mid_trunc, wrap_words};
 use crate::board::panes::text::ago;
 use crate::board::theme::Role;
 use crate::kernel::roster::{self, AgentState, Seen};
@@ -86,41 +86,22 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
             if rows.is_empty() {
                 lines.push(Line::styled("no agents seen yet", t.dim()));
             }
+            let w = usize::from(r.width.saturating_sub(2));
+            let width = |f: &dyn Fn(&roster::AgentRow) -> usize, cap: usize| {
+                rows.iter().map(f).max().unwrap_or(0).min(cap) + 1
+            };
+            let name_w = width(&|r| esc(&r.agent).chars().count(), 22);
+            let lease_w = width(&|r| r.leases.join(",").chars().count().max(1), 20);
             for row in &rows {
-                let role = match row.state {
-                    AgentState::Working => Role::Claimed,
-                    AgentState::Stale => Role::Warn,
-                    AgentState::Idle => Role::Dim,
-                };
-                let seen = row.last_seen.map_or_else(
-                    || "never".to_string(),
-                    |s| format!("{} ago", ago(vm.now.since(s).0)),
-                );
-                let leases = if row.leases.is_empty() {
-                    "-".to_string()
-                } else {
-                    row.leases.join(",")
-                };
-                lines.push(Line::from(vec![
-                    Span::styled(
-                        format!("{:<8}", row.state.as_str()),
-                        t.fg(role).add_modifier(Modifier::BOLD),
-                    ),
-                    Span::styled(format!("{:<22}", esc(&row.agent)), t.fg(Role::Fg)),
-                    Span::styled(format!("seen {seen:<10} "), t.dim()),
-                    Span::styled(
-                        format!("leases {:<20} turns {}", esc(&leases), row.turns),
-                        t.fg(Role::Fg),
-                    ),
-                ]));
+                lines.extend(agent_lines(row, vm, (name_w, lease_w), w));
             }
         }
     }
     lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.",
-        t.dim(),
-    ));
+    let note = "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.";
+    for part in wrap_words(note, usize::from(r.width.saturating_sub(2))) {
+        lines.push(Line::styled(part, t.dim()));
+    }
     super::scrolled(
         f,
         r,
@@ -128,4 +109,52 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
         scroll,
         vm.theme,
     );
+}
+
+/// One agent's row: state, agent, last seen, then leases and turns, which go to a second row,
+/// indented, when the overlay is too narrow for one.
+fn agent_lines(
+    row: &roster::AgentRow,
+    vm: &ViewModel,
+    (name_w, lease_w): (usize, usize),
+    w: usize,
+) -> Vec<Line<'static>> {
+    let t = vm.theme;
+    let role = match row.state {
+        AgentState::Working => Role::Claimed,
+        AgentState::Stale => Role::Warn,
+        AgentState::Idle => Role::Dim,
+    };
+    let seen = row.last_seen.map_or_else(
+        || "never".to_string(),
+        |s| format!("{} ago", ago(vm.now.since(s).0)),
+    );
+    let leases = if row.leases.is_empty() {
+        "-".to_string()
+    } else {
+        row.leases.join(",")
+    };
+    let head = vec![
+        Span::styled(
+            format!("{:<8}", row.state.as_str()),
+            t.fg(role).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!("{:<name_w$}", mid_trunc(&esc(&row.agent), name_w - 1)),
+            t.fg(Role::Fg),
+        ),
+        Span::styled(format!("seen {seen:<10} "), t.dim()),
+    ];
+    let tail = format!("leases {:<lease_w$}turns {}", esc(&leases), row.turns);
+    let used: usize = head.iter().map(|s| s.content.chars().count()).sum();
+    if used + tail.chars().count() <= w {
+        let mut spans = head;
+        spans.push(Span::styled(tail, t.fg(Role::Fg)));
+        return vec![Line::from(spans)];
+    }
+    let mut out = vec![Line::from(head)];
+    for part in wrap_words(&tail, w.saturating_sub(8)) {
+        out.push(Line::styled(format!("{:8}{part}", ""), t.fg(Role::Fg)));
+    }
+    out
 }

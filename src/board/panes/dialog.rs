@@ -413,7 +413,7 @@ pub fn picker(
     if choices.is_empty() {
         body.push(Line::styled("  no agent known: type an agent id", t.dim()));
     }
-    let mut keys = vec![("↑↓", "choose"), ("Enter", "ok"), ("Esc", "cancel")];
+    let mut keys = vec![("↑↓", "move"), ("Enter", "choose"), ("Esc", "cancel")];
     let hidden = agents.map_or(0, AgentPick::hidden);
     let more = format!("{hidden} stale");
     if hidden > 0 {

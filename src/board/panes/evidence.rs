@@ -102,7 +102,14 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     f.render_widget(b, area);
     let lines: Vec<Line> = match (vm.selected_card(), shown) {
         (None, _) => vec![Line::from(Span::styled(
-            trunc(" select a todo to see its evidence", w),
+            trunc(
+                if w >= 34 {
+                    " select a todo to see its evidence"
+                } else {
+                    " select a todo"
+                },
+                w,
+            ),
             t.dim(),
         ))],
         (Some(c), Some((id, Ok(list)))) if id == c.id => {

@@ -11,11 +11,11 @@ use super::ViewModel;
 use super::dialog::{InputFor, PickFor};
 use super::keys::{Ctx, Outcome};
 use super::overlay::Mode;
-use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc};
+use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc, wrap_words};
 use crate::board::actions::OwnerAction;
 use crate::board::derive::tampered;
 use crate::board::keymap::{Action, Scope};
-use crate::board::layout::{inner, offset};
+use crate::board::layout::{gate_offset, inner};
 use crate::board::theme::Role;
 use crate::kernel::{Gate, GateStatus};
 use crate::text::escape as esc;
@@ -149,12 +149,18 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     }
     let i = inner(area);
     let visible = i.height as usize;
-    let off = offset(vm.gate_pane.sel, visible);
+    let w = i.width as usize;
+    let sel_rows = vm
+        .gates
+        .get(vm.gate_pane.sel)
+        .map_or(1, |g| selected_rows(g, &|at| vm.ago(at), w, visible));
+    let off = gate_offset(vm.gate_pane.sel, sel_rows, visible);
+    let shown = visible.saturating_sub(sel_rows - 1).max(1);
     let b = scroll_marks(
         block(Line::from(head), focused, t),
         vm.gates.len(),
         off,
-        visible,
+        shown,
         t,
     );
     f.render_widget(b, area);
@@ -167,35 +173,27 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         f.render_widget(Paragraph::new(Span::styled(msg, t.dim())), i);
         return;
     }
-    let w = i.width as usize;
     let mut lines = Vec::new();
-    for (n, g) in vm.gates.iter().enumerate().skip(off).take(visible) {
+    for (n, g) in vm.gates.iter().enumerate().skip(off).take(shown) {
         let sel = n == vm.gate_pane.sel;
-        lines.push(gate_row(g, vm, (sel, focused), w));
+        lines.extend(gate_lines(g, vm, (sel, focused), w, sel_rows));
     }
     f.render_widget(Paragraph::new(lines), i);
 }
 
-/// One gate's row: its mark, id, who asked or decided, question and options.
-fn gate_row(g: &Gate, vm: &ViewModel, (sel, focused): (bool, bool), w: usize) -> Line<'static> {
-    let t = vm.theme;
+/// A gate's text after its gutter: its mark, id, who asked and how long ago (or who decided),
+/// the question, the options and what it blocks (or the option chosen).
+pub fn gate_text(g: &Gate, ago: &dyn Fn(crate::kernel::Ts) -> String) -> String {
     let pend = g.effective_status() == GateStatus::Pending;
-    let base = if tampered(g) {
-        t.fg(Role::Error).add_modifier(Modifier::BOLD)
-    } else if pend {
-        t.fg(Role::GatePending)
-    } else {
-        t.fg(Role::GateDecided)
-    };
     let when = if pend {
         format!(
             "{} {:>3}",
             mid_trunc(&esc(&g.opened_by), 16),
-            vm.ago(g.opened_at)
+            ago(g.opened_at)
         )
     } else {
         let by = g.decided_by.as_deref().unwrap_or("?");
-        let at = g.decided_at.map(|d| vm.ago(d)).unwrap_or_default();
+        let at = g.decided_at.map(ago).unwrap_or_default();
         format!("{} {} {at}", g.status.as_str(), esc(by))
     };
     let mut tail = String::new();
@@ -210,24 +208,89 @@ fn gate_row(g: &Gate, vm: &ViewModel, (sel, focused): (bool, bool), w: usize) ->
     if tampered(g) {
         tail.push_str(" UNPROVEN decision: counts as pending");
     }
-    let text = format!(
-        "{} {} {}  {}  {}{}",
-        gutter(sel),
+    format!(
+        "{} {}  {}  {}{}",
         symbol(g),
         esc(&g.id),
         when,
         esc(&g.question),
         tail
-    );
-    let style = row_style(
-        t,
-        sel,
-        focused,
-        if pend {
-            base.add_modifier(Modifier::BOLD)
-        } else {
-            base
-        },
-    );
-    Line::from(Span::styled(format!("{:<w$}", trunc(&text, w)), style))
+    )
+}
+
+/// The lines of the selected gate at inner width `w`: its whole text wrapped at spaces, the
+/// lines after the first indented under its id; at most `max` lines, the last ending with `…`
+/// when cut.
+pub fn wrapped(text: &str, w: usize, max: usize) -> Vec<String> {
+    let first = w.saturating_sub(2).max(1);
+    let rest = w.saturating_sub(4).max(1);
+    // `→ blocks ID` stays together.
+    let text = text
+        .replace(" → blocks ", " →\u{a0}blocks\u{a0}")
+        .replace(" → ", " →\u{a0}");
+    let mut rows = wrap_words(&text, first);
+    if rows.len() > 1 {
+        let tail = rows[1..].join(" ");
+        rows.truncate(1);
+        rows.extend(wrap_words(&tail, rest));
+    }
+    let max = max.max(1);
+    if rows.len() > max {
+        let cut = rows[max - 1..].join(" ");
+        rows.truncate(max - 1);
+        // What is left is longer than a row, so it ends with `…` (Enter shows it all).
+        rows.push(trunc(&cut, if max == 1 { first } else { rest }));
+    }
+    rows.iter().map(|r| r.replace('\u{a0}', " ")).collect()
+}
+
+/// The rows the selected gate takes at inner width `w` when it may take up to `max`.
+pub fn selected_rows(
+    g: &Gate,
+    ago: &dyn Fn(crate::kernel::Ts) -> String,
+    w: usize,
+    max: usize,
+) -> usize {
+    wrapped(&gate_text(g, ago), w, max).len()
+}
+
+/// One gate's lines: its gutter and text, cut to one line, or, selected, wrapped over `rows`.
+fn gate_lines(
+    g: &Gate,
+    vm: &ViewModel,
+    (sel, focused): (bool, bool),
+    w: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let t = vm.theme;
+    let pend = g.effective_status() == GateStatus::Pending;
+    let base = if tampered(g) {
+        t.fg(Role::Error).add_modifier(Modifier::BOLD)
+    } else if pend {
+        t.fg(Role::GatePending).add_modifier(Modifier::BOLD)
+    } else {
+        t.fg(Role::GateDecided)
+    };
+    let style = row_style(t, sel, focused, base);
+    let text = gate_text(g, &|at| vm.ago(at));
+    if !sel {
+        let row = format!("{} {}", gutter(false), text);
+        return vec![Line::from(Span::styled(
+            format!("{:<w$}", trunc(&row, w)),
+            style,
+        ))];
+    }
+    wrapped(&text, w, rows)
+        .into_iter()
+        .enumerate()
+        .map(|(n, part)| {
+            let lead = if n == 0 {
+                format!("{} ", gutter(true))
+            } else {
+                "    ".into()
+            };
+            let row = format!("{lead}{part}");
+            Line::from(Span::styled(format!("{:<w$}", trunc(&row, w)), style))
+        })
+        .collect()
 }

@@ -34,22 +34,40 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{}/{}", q.used, q.limit), used_style),
         Span::styled(
-            trunc(&format!(" in {}", q.window), w.saturating_sub(8)),
+            first_fit(
+                &[format!(" in {}", q.window), String::new()],
+                w.saturating_sub(format!("{}/{}", q.used, q.limit).chars().count()),
+            ),
             t.dim(),
         ),
     ])];
+    // Whole words at every width: shorter wordings before a cut.
     let next = match q.next_free {
         Some(at) if q.throttled => {
-            let what = match q.spent {
-                Some("tokens") => "TOKENS SPENT",
-                Some("cost_usd") => "COST SPENT",
-                _ => "FULL",
+            let (what, short) = match q.spent {
+                Some("tokens") => ("TOKENS SPENT", "TOKENS"),
+                Some("cost_usd") => ("COST SPENT", "COST"),
+                _ => ("FULL", "FULL"),
             };
-            format!("{what}: next in {}", countdown(at.since(vm.now).0))
+            let c = countdown(at.since(vm.now).0);
+            vec![
+                format!("{what}: next in {c}"),
+                format!("{short}: next in {c}"),
+                format!("{short}: {c}"),
+                short.to_string(),
+            ]
         }
-        Some(at) => format!("frees in {}", countdown(at.since(vm.now).0)),
-        None => "no spend in the window".into(),
+        Some(at) => {
+            let c = countdown(at.since(vm.now).0);
+            vec![format!("frees in {c}"), format!("frees {c}"), c]
+        }
+        None => vec![
+            "no spend in the window".into(),
+            "no spend yet".into(),
+            "none spent".into(),
+        ],
     };
+    let next = first_fit(&next, w);
     lines.push(Line::from(Span::styled(
         trunc(&next, w),
         if q.throttled {
@@ -79,4 +97,13 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             spark,
         );
     }
+}
+
+/// The first of `tries` that fits in `w` columns, else the last cut with `…`.
+fn first_fit(tries: &[String], w: usize) -> String {
+    tries
+        .iter()
+        .find(|s| s.chars().count() <= w)
+        .cloned()
+        .unwrap_or_else(|| trunc(tries.last().map_or("", String::as_str), w))
 }

@@ -63,7 +63,9 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
         }
         first.push(Span::styled(rows[0].clone(), style));
     }
-    for (text, bold) in segments(vm) {
+    let parts = segments(vm);
+    let last = parts.len().saturating_sub(1);
+    for (n, (text, bold)) in parts.into_iter().enumerate() {
         let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
         let sep = if used == 0 { " " } else { " │ " };
         let room = w.saturating_sub(used + sep.chars().count());
@@ -76,13 +78,38 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
             base
         };
         first.push(Span::styled(sep, base));
-        first.push(Span::styled(trunc(&text, room), style));
+        // The project is a path: its last segments say which one it is.
+        let shown = if n == last && !vm.project.contains("://") {
+            left_trunc(&text, room)
+        } else {
+            trunc(&text, room)
+        };
+        first.push(Span::styled(shown, style));
     }
     let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
     first.push(Span::styled(" ".repeat(w.saturating_sub(used)), base));
     let mut lines = vec![Line::from(first)];
     lines.extend(second);
     f.render_widget(Paragraph::new(lines).style(base), area);
+}
+
+/// Cuts a path to `w` characters from the left, keeping its last segments whole where they fit
+/// (`…/projects/wx`), else its last characters, after `…`.
+pub fn left_trunc(path: &str, w: usize) -> String {
+    let n = path.chars().count();
+    if n <= w {
+        return path.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let chars: Vec<char> = path.chars().collect();
+    let keep = w - 1;
+    let tail: String = chars[n - keep..].iter().collect();
+    match tail.find('/') {
+        Some(i) if i + 1 < tail.len() => format!("…{}", &tail[i..]),
+        _ => format!("…{tail}"),
+    }
 }
 
 /// The status bar's parts after the message, most important first, each with whether it is bold.
@@ -125,29 +152,55 @@ pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel) {
         spans.push(Span::styled(format!("{}▏", esc(vm.filter)), t.fg(Role::Fg)));
         spans.push(Span::styled("  Enter keep · Esc clear", t.dim()));
     } else {
-        let w = area.width as usize;
-        let mut used = 0;
-        for (n, (k, h, enabled)) in vm.hints.iter().enumerate() {
-            // Whole hints only; a cut list ends with `…` (all of them are in the help).
-            let len = k.chars().count() + h.chars().count() + 3;
-            let last = n + 1 == vm.hints.len();
-            if used + len + if last { 0 } else { 2 } > w {
-                spans.push(Span::styled(" …", t.dim()));
-                break;
-            }
-            used += len;
-            // A disabled owner action stays listed, crossed out: plain without color too.
-            let (key, text) = if *enabled {
-                (t.fg(Role::Key).add_modifier(Modifier::BOLD), t.dim())
-            } else {
-                let off = t.dim().add_modifier(Modifier::CROSSED_OUT);
-                (off, off)
-            };
-            spans.push(Span::styled(format!(" {k}"), key));
-            spans.push(Span::styled(format!(" {h} "), text));
-        }
+        spans = hint_spans(vm, area.width as usize);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The hints that fit in `w` columns, whole hints only. When some do not fit, the bar ends with
+/// `? more` (the help lists them all), so `?` always shows; where `?` is not a key (a dialog), `…`.
+fn hint_spans(vm: &ViewModel, w: usize) -> Vec<Span<'static>> {
+    let t = vm.theme;
+    let len = |k: &str, h: &str| k.chars().count() + h.chars().count() + 3;
+    let total: usize = vm.hints.iter().map(|(k, h, _)| len(k, h)).sum();
+    let help = vm.hints.iter().any(|(k, _, _)| k == "?");
+    let cut = total > w;
+    let room = match (cut, help) {
+        (false, _) => w,
+        (true, true) => w.saturating_sub(len("?", "more")),
+        (true, false) => w.saturating_sub(2),
+    };
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (k, h, enabled) in vm.hints.iter() {
+        if cut && help && k == "?" {
+            continue;
+        }
+        let n = len(k, h);
+        if used + n > room {
+            break;
+        }
+        used += n;
+        // A disabled owner action stays listed, crossed out: plain without color too.
+        let (key, text) = if *enabled {
+            (t.fg(Role::Key).add_modifier(Modifier::BOLD), t.dim())
+        } else {
+            let off = t.dim().add_modifier(Modifier::CROSSED_OUT);
+            (off, off)
+        };
+        spans.push(Span::styled(format!(" {k}"), key));
+        spans.push(Span::styled(format!(" {h} "), text));
+    }
+    if cut && help {
+        spans.push(Span::styled(
+            " ?",
+            t.fg(Role::Key).add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::styled(" more ", t.dim()));
+    } else if cut {
+        spans.push(Span::styled(" …", t.dim()));
+    }
+    spans
 }
 
 /// Draws the banner: failed loads, quarantined files, where files disagree with the owner's seal.

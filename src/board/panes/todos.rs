@@ -388,11 +388,23 @@ fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
             } else {
                 vm.left(*expires_at)
             };
+            // The todo's id first where the holder and the time still fit after it.
+            let id = esc(&c.id);
+            let lease = |w: usize| {
+                let note = lease_note(holder, *fence, (left <= 0, &when), w);
+                match reserved(vm, &c.id) {
+                    Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
+                    None => note,
+                }
+            };
             let w = w.saturating_sub(2);
-            let note = lease_note(holder, *fence, (left <= 0, &when), w);
-            match reserved(vm, &c.id) {
-                Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
-                None => note,
+            let after = lease(w.saturating_sub(id.chars().count() + 1));
+            let whole = lease_note(holder, *fence, (left <= 0, &when), usize::MAX);
+            let timed = whole.rsplit_once(" #").map_or(whole.as_str(), |(a, _)| a);
+            if after.starts_with(timed) {
+                format!("{id} {after}")
+            } else {
+                lease(w)
             }
         }
         other => esc(&vm.why(other)).into_owned(),
