@@ -2109,3 +2109,23 @@ fn a_lease_error_without_an_agent_says_who_it_ran_as() {
     assert_eq!(r.code, 4, "{r:?}");
     assert!(!r.stderr.contains("ran as agent"), "{r:?}");
 }
+
+#[test]
+fn a_write_as_local_beside_named_agents_warns() {
+    let p = Project::new("local-warns");
+    p.add("a", &[]);
+    p.add("b", &[]);
+    // Alone, `local` is fine: nothing said.
+    let r = p.run(&["todo", "list"]);
+    assert!(!r.stderr.contains("warning"), "{r:?}");
+    p.ok_as("agent-a", &["todo", "claim"]);
+    let r = p.run(&["todo", "claim"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains("this ran as agent `local`") && r.stderr.contains("(agent-a)"),
+        "{r:?}"
+    );
+    // Named, no warning.
+    let r = p.run_as("agent-b", &["todo", "update", "--evidence", "x"]);
+    assert!(!r.stderr.contains("warning"), "{r:?}");
+}

@@ -9,6 +9,7 @@ mod evidence;
 mod gate;
 mod goal;
 mod hook;
+mod identity;
 mod man;
 mod monitor;
 mod out;
@@ -360,7 +361,12 @@ pub fn run(cli: Cli) -> i32 {
                 .map(|v| v.to_string_lossy().into()),
         };
         ctx.store_url = ctx.choose_store(cli.store.as_deref())?;
-        dispatch(&ctx, cli.cmd)
+        let beside = unnamed && identity::writes_as_agent(&cli.cmd);
+        let out = dispatch(&ctx, cli.cmd)?;
+        if beside {
+            identity::warn_beside_others(&ctx);
+        }
+        Ok(out)
     })();
     match result {
         Ok(out) => {
@@ -368,28 +374,11 @@ pub fn run(cli: Cli) -> i32 {
             out.exit
         }
         Err(e) => {
-            let e = if unnamed { who_am_i(e) } else { e };
+            let e = if unnamed { identity::who_am_i(e) } else { e };
             emit_error(json, &e);
             e.code.exit_code()
         }
     }
-}
-
-/// An error about leases or ready work, from a command that named no agent: the hint says it
-/// acted as `local` and how to name the agent, since the error is likely about that.
-fn who_am_i(e: Error) -> Error {
-    if !matches!(
-        e.code,
-        Code::LeaseConflict | Code::StaleFence | Code::NothingReady | Code::NotReady
-    ) {
-        return e;
-    }
-    let who = "this ran as agent `local`: name yours with --agent ID or LOOPX_AGENT";
-    let hint = match &e.hint {
-        Some(h) => format!("{h}; {who}"),
-        None => who.to_string(),
-    };
-    e.hint(hint)
 }
 
 /// Refuses an over-long agent id before it is echoed in a message (`--agent` or `LOOPX_AGENT`).
