@@ -488,5 +488,8 @@ fn the_owners_poll_runs_nothing_with_the_whole_store_put_back_from_before_a_revo
     let (code, v) = p.json(&["monitor", "poll"]);
     assert_eq!(code, 7, "{v}");
     assert!(v.to_string().contains("the last line you signed"), "{v}");
-    assert!(!exists(&p, "ran.txt"), "a revoked check ran in the owner's poll");
+    assert!(
+        !exists(&p, "ran.txt"),
+        "a revoked check ran in the owner's poll"
+    );
 }

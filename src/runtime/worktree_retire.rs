@@ -276,10 +276,17 @@ fn branch_tree(root: &Path, at: &Path, id: &str) -> Result<Tree, String> {
     let tree = commit
         .tree()
         .map_err(|e| gerr("its tree cannot be read", e))?;
+    let odb = wt
+        .odb()
+        .map_err(|e| gerr("its objects cannot be read", e))?;
+    let size = |e: &git2::TreeEntry| match e.kind() {
+        Some(git2::ObjectType::Blob) => odb.read_header(e.id()).map_or(u64::MAX, |(n, _)| n as u64),
+        _ => u64::MAX,
+    };
     let mut map = Tree::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
         let name = OsStr::from_bytes(e.name_bytes());
-        map.insert(Path::new(dir).join(name), (e.filemode(), e.id()));
+        map.insert(Path::new(dir).join(name), (e.filemode(), e.id(), size(e)));
         git2::TreeWalkResult::Ok
     })
     .map_err(|e| gerr("its tree cannot be read", e))?;
@@ -313,12 +320,12 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
     for e in index.iter() {
         let path = PathBuf::from(OsStr::from_bytes(&e.path));
         let stage = (e.flags >> 12) & 0x3;
-        if stage != 0 || map.get(&path) != Some(&(e.mode as i32, e.id)) {
+        if stage != 0 || map.get(&path).map(|(m, o, _)| (*m, *o)) != Some((e.mode as i32, e.id)) {
             return Err(staged.into());
         }
         n += 1;
     }
-    let files = map.values().filter(|(m, _)| *m != TREE).count();
+    let files = map.values().filter(|(m, _, _)| *m != TREE).count();
     if n != files {
         return Err(staged.into());
     }
