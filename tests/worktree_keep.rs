@@ -286,3 +286,35 @@ fn a_huge_file_at_a_committed_path_keeps_the_worktree_at_once() {
     );
     assert_eq!(std::fs::metadata(at.join("g.txt")).unwrap().len(), 1 << 40);
 }
+
+#[test]
+fn a_process_in_the_worktree_by_another_path_keeps_it() {
+    let (p, a) = claimed("wtk-otherpath");
+    // The project seen through a bind mount elsewhere, as a container that mounts it sees it.
+    let other = TempDir::new("wtk-otherpath-mnt");
+    let m = Command::new("mount")
+        .arg("--bind")
+        .arg(p.root())
+        .arg(&other.path)
+        .output();
+    if !m.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: mount --bind was refused ({m:?}); this test needs root");
+        return;
+    }
+    let mut child = holder(&other.path.join(format!(".loopx/worktrees/{a}")), None);
+    let r = p.run_as(
+        "agent-a",
+        &["--json", "todo", "update", &a, "--status", "done"],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // Lazily, so the temporary directory's removal never goes through the mount.
+    let _ = Command::new("umount").arg("-l").arg(&other.path).status();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains(&format!("process {}", child.id())),
+        "a shell in the worktree by another path did not keep it: {}",
+        r.stdout
+    );
+    assert!(tree(&p, &a).join("g.txt").is_file());
+}

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::worktree::{bounded, branch};
-use super::worktree_fs::{Dir, Stat, holder};
+use super::worktree_fs::{Dir, Inodes, Stat, holder};
 use super::worktree_scan::{Scan, TREE, Tree};
 
 /// What became of a worktree.
@@ -157,7 +157,7 @@ pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
     if !scan.doubts.is_empty() {
         return Err(Outcome::Kept(scan.doubts.join("; ")));
     }
-    if let Some(why) = held(&top) {
+    if let Some(why) = held(&top, &scan.seen) {
         return Err(Outcome::Kept(why));
     }
     let seen = scan.seen;
@@ -226,13 +226,21 @@ fn open_top(wts: &Dir, id: &str) -> Result<Option<Dir>, String> {
     }
 }
 
-/// A process that holds the worktree (its working directory, a file open or mapped): why.
-fn held(top: &Dir) -> Option<String> {
+/// A process that holds the worktree (its working directory, a file open or mapped), by path
+/// or by the inode of the top or an entry in `seen`: why.
+fn held(top: &Dir, seen: &[(PathBuf, Stat)]) -> Option<String> {
     let at = match top.path() {
         Ok(p) => p,
         Err(e) => return Some(format!("where it is cannot be read: {e}")),
     };
-    holder(&at).map(|(pid, p)| {
+    let mut inodes: Inodes = seen
+        .iter()
+        .map(|(_, s)| (s.dev.0, s.dev.1, s.ino))
+        .collect();
+    if let Ok(s) = top.stat(None) {
+        inodes.insert((s.dev.0, s.dev.1, s.ino));
+    }
+    holder(&at, &inodes).map(|(pid, p)| {
         format!(
             "process {pid} has {} open (a file, or its working directory)",
             p.display()
@@ -336,7 +344,7 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
 /// entry is removed, children first, each as it was seen, the worktree's `.git` file last.
 fn remove_seen(pf: &Proof, moved: &OsStr, id: &str) -> Result<(), String> {
     let (top, seen) = (&pf.top, &pf.seen);
-    if let Some(why) = held(top) {
+    if let Some(why) = held(top, seen) {
         return Err(why);
     }
     if changed(pf, id) {
