@@ -477,3 +477,44 @@ fn a_program_that_is_not_there_spends_no_approval() {
     let g = p.ok(&["gate", "show", &id]);
     assert!(g["gate"].get("used").is_none(), "{g}");
 }
+
+#[test]
+fn a_script_path_is_found_where_it_runs_not_where_it_was_asked() {
+    let p = Project::new("ga-relprog");
+    let sub = p.root().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let script = sub.join("go.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran > ran.txt\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, v) = as_agent(
+        &p,
+        "agent-a",
+        &["gate", "open", "Go?", "--action-cmd", "--", "./go.sh"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let id = v["gate"]["id"].as_str().unwrap().to_string();
+    let sha = v["gate"]["action"]["sha256"].as_str().unwrap().to_string();
+    p.ok(&["gate", "approve", &id, "--sha", &sha]);
+    // Asked from sub/, where ./go.sh is; the command runs in the project root, where it is not.
+    let r = run_cmd(
+        p.cmd(&["--json", "--agent", "agent-a", "run-approved", &id])
+            .current_dir(&sub),
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    let g = p.ok(&["gate", "show", &id]);
+    assert!(
+        g["gate"].get("used").is_none(),
+        "a command that cannot start spent it: {g}"
+    );
+    // With the script in the root, it runs, asked from sub/ still.
+    std::fs::rename(&script, p.root().join("go.sh")).unwrap();
+    let r = run_cmd(
+        p.cmd(&["--json", "--agent", "agent-a", "run-approved", &id])
+            .current_dir(&sub),
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(p.root().join("ran.txt").is_file());
+}

@@ -463,3 +463,33 @@ fn an_approval_survives_other_owner_changes_and_goes_with_its_todo() {
     assert!(v["ran"].as_array().unwrap().is_empty(), "{v}");
     p.ok(&["doctor"]);
 }
+
+#[test]
+fn the_owners_poll_runs_nothing_with_the_whole_store_put_back_from_before_a_revoke() {
+    let (p, id) = watcher("mon-rollback", "touch ran.txt");
+    approve(&p, &id);
+    let old = p.root().join("old-loopx");
+    let cp = |from: &std::path::Path, to: &std::path::Path| {
+        let s = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    let lx = p.root().join(".loopx");
+    cp(&lx, &old);
+    p.ok(&["monitor", "revoke", &id]);
+    // The agent puts all of `.loopx/` back as it was before the revoke: seal, journal and
+    // files agree, so only the mark beside the owner's key knows.
+    std::fs::remove_dir_all(&lx).unwrap();
+    cp(&old, &lx);
+    let (code, v) = p.json(&["monitor", "poll"]);
+    assert_eq!(code, 7, "{v}");
+    assert!(v.to_string().contains("the last line you signed"), "{v}");
+    assert!(
+        !exists(&p, "ran.txt"),
+        "a revoked check ran in the owner's poll"
+    );
+}

@@ -400,3 +400,29 @@ fn hostile_globs_on_many_leases_cost_one_command_a_bounded_time() {
     let v = p.ok_as("latecomer", &["todo", "claim"]);
     assert_eq!(v["todo"]["id"], free.as_str(), "{v}");
 }
+
+#[test]
+fn a_conflict_with_many_overlapping_globs_names_a_few() {
+    let p = Project::new("res-many");
+    let a = p.add("a", &[]);
+    let b = p.add("b", &[]);
+    let globs = |tag: &str| -> Vec<String> {
+        (0..32)
+            .map(|i| format!("*{tag}{i}{}", "*x".repeat(80)))
+            .collect()
+    };
+    let claim = |agent: &str, id: &str, gs: &[String]| {
+        let mut args = vec!["--json", "--agent", agent, "todo", "claim", id];
+        for g in gs {
+            args.extend(["--paths", g.as_str()]);
+        }
+        run_cmd(&mut p.cmd(&args))
+    };
+    assert_eq!(claim("agent-a", &a, &globs("a")).code, 0);
+    let r = claim("agent-b", &b, &globs("b"));
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("and 1021 more"), "{msg}");
+    assert!(msg.len() < 2_000, "a message of {} bytes", msg.len());
+}

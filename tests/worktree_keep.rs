@@ -253,3 +253,68 @@ fn what_the_done_check_makes_after_the_proof_is_kept() {
     assert!(w.contains("secrets.local"), "{w}");
     assert!(tree(&p, &a).join("secrets.local").is_file());
 }
+
+#[test]
+fn a_huge_file_at_a_committed_path_keeps_the_worktree_at_once() {
+    let (p, a) = claimed("wtk-huge");
+    let at = tree(&p, &a);
+    // A sparse TiB where the commit has 5 bytes: hashing it would take hours.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(at.join("g.txt"))
+        .unwrap();
+    f.set_len(1 << 40).unwrap();
+    drop(f);
+    let mut c = p.cmd(&[
+        "--json", "--agent", "agent-a", "todo", "update", &a, "--status", "done",
+    ]);
+    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the done was still proving the worktree after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["warnings"][0].to_string().contains("g.txt differs"),
+        "{v}"
+    );
+    assert_eq!(std::fs::metadata(at.join("g.txt")).unwrap().len(), 1 << 40);
+}
+
+#[test]
+fn a_process_in_the_worktree_by_another_path_keeps_it() {
+    let (p, a) = claimed("wtk-otherpath");
+    // The project seen through a bind mount elsewhere, as a container that mounts it sees it.
+    let other = TempDir::new("wtk-otherpath-mnt");
+    let m = Command::new("mount")
+        .arg("--bind")
+        .arg(p.root())
+        .arg(&other.path)
+        .output();
+    if !m.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: mount --bind was refused ({m:?}); this test needs root");
+        return;
+    }
+    let mut child = holder(&other.path.join(format!(".loopx/worktrees/{a}")), None);
+    let r = p.run_as(
+        "agent-a",
+        &["--json", "todo", "update", &a, "--status", "done"],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // Lazily, so the temporary directory's removal never goes through the mount.
+    let _ = Command::new("umount").arg("-l").arg(&other.path).status();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains(&format!("process {}", child.id())),
+        "a shell in the worktree by another path did not keep it: {}",
+        r.stdout
+    );
+    assert!(tree(&p, &a).join("g.txt").is_file());
+}

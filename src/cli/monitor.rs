@@ -215,8 +215,27 @@ fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
         dir: &dir,
         timeout,
     };
+    history_kept(ctx, store)?;
     let p = crate::runtime::monitor::poll(store, who, ctx.now)?;
     Ok(poll_out(p, timeout))
+}
+
+/// Where the owner's key is, a poll runs nothing when the last line the owner signed here is
+/// gone from the journal (history cut, or an older `owner.seal` put back with it): the seal it
+/// would trust may hold an approval the owner revoked since (exit 7).
+fn history_kept(ctx: &Ctx, store: &dyn Store) -> Result<()> {
+    let Some(root) = store.local_root() else {
+        return Ok(());
+    };
+    let fs = crate::store::FileStore::at(root).with_env(ctx.env());
+    match crate::store::files::doctor::owner_history_cut(&fs) {
+        None => Ok(()),
+        Some(why) => Err(crate::kernel::error::Error::new(
+            crate::kernel::error::Code::Denied,
+            format!("no check runs: .loopx/journal.jsonl: {why}"),
+        )
+        .hint("run `loopx doctor`; once the history is as you left it, `loopx owner seal`")),
+    }
 }
 
 /// A poll's report, as text and JSON.

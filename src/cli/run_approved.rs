@@ -129,7 +129,7 @@ pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
 /// too) and the work tree it runs in.
 fn startable(root: &Path, act: &GateAction) -> Result<()> {
     if let Some(prog) = act.argv.first() {
-        super::turn::check_program(&std::ffi::OsString::from(prog))?;
+        super::turn::check_program(root, &std::ffi::OsString::from(prog))?;
     }
     if !std::fs::metadata(root).is_ok_and(|m| m.is_dir()) {
         return Err(Error::new(

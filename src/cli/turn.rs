@@ -92,7 +92,7 @@ fn options(ctx: &Ctx, root: &std::path::Path, a: TurnArgs) -> Result<TurnOptions
         return Err(Error::usage("give the command to run after `--`")
             .hint("for example: loopx turn -- ./agent-turn.sh"));
     };
-    check_program(prog)?;
+    check_program(root, prog)?;
     let root = root
         .canonicalize()
         .or_else(|_| std::path::absolute(root))
@@ -130,14 +130,14 @@ pub(super) fn check_limits(timeout: Dur, grace: Dur) -> Result<()> {
 }
 
 /// Refuses a program that cannot be found or run (its `#!` interpreter too), before anything
-/// is claimed or spent.
-pub(super) fn check_program(prog: &OsString) -> Result<()> {
-    let found = find_program(prog)?;
+/// is claimed or spent; a relative path is found from `dir`, where the command runs.
+pub(super) fn check_program(dir: &std::path::Path, prog: &OsString) -> Result<()> {
+    let found = find_program(dir, prog)?;
     check_interpreter(&found, prog)
 }
 
-/// The program's file: `prog` itself when it names a path, else the first on PATH.
-fn find_program(prog: &OsString) -> Result<std::path::PathBuf> {
+/// The program's file: `prog` itself when it names a path (from `dir`), else the first on PATH.
+fn find_program(dir: &std::path::Path, prog: &OsString) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let p = std::path::Path::new(prog);
     let runs = |f: &std::path::Path| {
@@ -146,8 +146,9 @@ fn find_program(prog: &OsString) -> Result<std::path::PathBuf> {
     };
     let shown = esc(&prog.to_string_lossy()).into_owned();
     if p.components().count() > 1 || prog.to_string_lossy().contains('/') {
-        if runs(p) {
-            return Ok(p.to_path_buf());
+        let p = dir.join(p);
+        if runs(&p) {
+            return Ok(p);
         }
         if p.is_file() {
             return Err(

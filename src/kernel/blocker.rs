@@ -5,6 +5,9 @@ use serde::Serialize;
 use crate::kernel::model::{Role, Status};
 use crate::kernel::time::Ts;
 
+/// The most overlapping glob pairs a reservation's message names.
+const PAIRS_SHOWN: usize = 3;
+
 /// One reason a todo is not ready.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -147,8 +150,15 @@ impl Blocker {
                 until,
                 overlap,
             } => {
-                let pairs: Vec<String> =
-                    overlap.iter().map(|(a, b)| format!("{a} ~ {b}")).collect();
+                // A few pairs: 32 globs a side could make a thousand.
+                let mut pairs: Vec<String> = overlap
+                    .iter()
+                    .take(PAIRS_SHOWN)
+                    .map(|(a, b)| format!("{a} ~ {b}"))
+                    .collect();
+                if overlap.len() > PAIRS_SHOWN {
+                    pairs.push(format!("and {} more", overlap.len() - PAIRS_SHOWN));
+                }
                 format!(
                     "its paths overlap {todo}'s reservation, held by {holder} until {until}: {}",
                     pairs.join(", ")

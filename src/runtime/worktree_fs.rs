@@ -189,7 +189,7 @@ pub fn stat_at(dirfd: libc::c_int, name: Option<&OsStr>) -> io::Result<Stat> {
 /// A process other than this one with `under` (or a path below it) as its working directory,
 /// its root, an open file or a mapped file: its pid and the path. Only the processes this user
 /// may look at are seen.
-pub fn holder(under: &Path) -> Option<(u32, PathBuf)> {
+pub fn holder(under: &Path, inodes: &Inodes) -> Option<(u32, PathBuf)> {
     let me = std::process::id();
     let procs = std::fs::read_dir("/proc").ok()?;
     for e in procs.flatten() {
@@ -199,30 +199,51 @@ pub fn holder(under: &Path) -> Option<(u32, PathBuf)> {
         if pid == me {
             continue;
         }
-        if let Some(p) = held_by(&e.path(), under) {
+        if let Some(p) = held_by(&e.path(), under, inodes) {
             return Some((pid, p));
         }
     }
     None
 }
 
-/// The first path under `under` that the process at `/proc/PID` holds.
-fn held_by(proc: &Path, under: &Path) -> Option<PathBuf> {
+/// The device (major, minor) and inode of each entry a walk saw: what a process holds is
+/// matched by these too, since its path may name another way in (a bind mount, a container).
+pub type Inodes = std::collections::HashSet<(u32, u32, u64)>;
+
+/// The first path under `under`, or entry in `inodes`, that the process at `/proc/PID` holds.
+fn held_by(proc: &Path, under: &Path, inodes: &Inodes) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let inside = |p: &Path| p.starts_with(under);
     let mut links: Vec<PathBuf> = vec![proc.join("cwd"), proc.join("root")];
     if let Ok(fds) = std::fs::read_dir(proc.join("fd")) {
         links.extend(fds.flatten().map(|f| f.path()));
     }
     for l in links {
-        if let Ok(p) = std::fs::read_link(&l)
-            && inside(&p)
-        {
-            return Some(p);
+        let p = std::fs::read_link(&l).ok();
+        let same = std::fs::metadata(&l)
+            .is_ok_and(|m| inodes.contains(&(libc::major(m.dev()), libc::minor(m.dev()), m.ino())));
+        if same || p.as_deref().is_some_and(inside) {
+            return Some(p.unwrap_or(l));
         }
     }
     let maps = std::fs::read_to_string(proc.join("maps")).unwrap_or_default();
-    // The path is the line's last field and starts with its first " /" (it may hold spaces).
-    maps.lines()
-        .filter_map(|l| l.find(" /").map(|i| PathBuf::from(&l[i + 1..])))
-        .find(|p| inside(p))
+    maps.lines().find_map(|l| mapped(l, under, inodes))
+}
+
+/// The file a `/proc/PID/maps` line maps, when it is under `under` or in `inodes`.
+fn mapped(line: &str, under: &Path, inodes: &Inodes) -> Option<PathBuf> {
+    // The path is the line's last field and starts with its first " /" (it may hold spaces);
+    // the device (`major:minor`, hex) and inode are its fourth and fifth fields.
+    let path = line.find(" /").map(|i| PathBuf::from(&line[i + 1..]))?;
+    let mut f = line.split_whitespace().skip(3);
+    let dev = f.next().and_then(|d| d.split_once(':'));
+    let dev = dev.and_then(|(a, b)| {
+        Some((
+            u32::from_str_radix(a, 16).ok()?,
+            u32::from_str_radix(b, 16).ok()?,
+        ))
+    });
+    let ino = f.next().and_then(|i| i.parse::<u64>().ok());
+    let same = matches!((dev, ino), (Some((a, b)), Some(i)) if inodes.contains(&(a, b, i)));
+    (same || path.starts_with(under)).then_some(path)
 }

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::worktree::{bounded, branch};
-use super::worktree_fs::{Dir, Stat, holder};
+use super::worktree_fs::{Dir, Inodes, Stat, holder};
 use super::worktree_scan::{Scan, TREE, Tree};
 
 /// What became of a worktree.
@@ -157,7 +157,7 @@ pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
     if !scan.doubts.is_empty() {
         return Err(Outcome::Kept(scan.doubts.join("; ")));
     }
-    if let Some(why) = held(&top) {
+    if let Some(why) = held(&top, &scan.seen) {
         return Err(Outcome::Kept(why));
     }
     let seen = scan.seen;
@@ -226,13 +226,21 @@ fn open_top(wts: &Dir, id: &str) -> Result<Option<Dir>, String> {
     }
 }
 
-/// A process that holds the worktree (its working directory, a file open or mapped): why.
-fn held(top: &Dir) -> Option<String> {
+/// A process that holds the worktree (its working directory, a file open or mapped), by path
+/// or by the inode of the top or an entry in `seen`: why.
+fn held(top: &Dir, seen: &[(PathBuf, Stat)]) -> Option<String> {
     let at = match top.path() {
         Ok(p) => p,
         Err(e) => return Some(format!("where it is cannot be read: {e}")),
     };
-    holder(&at).map(|(pid, p)| {
+    let mut inodes: Inodes = seen
+        .iter()
+        .map(|(_, s)| (s.dev.0, s.dev.1, s.ino))
+        .collect();
+    if let Ok(s) = top.stat(None) {
+        inodes.insert((s.dev.0, s.dev.1, s.ino));
+    }
+    holder(&at, &inodes).map(|(pid, p)| {
         format!(
             "process {pid} has {} open (a file, or its working directory)",
             p.display()
@@ -276,10 +284,17 @@ fn branch_tree(root: &Path, at: &Path, id: &str) -> Result<Tree, String> {
     let tree = commit
         .tree()
         .map_err(|e| gerr("its tree cannot be read", e))?;
+    let odb = wt
+        .odb()
+        .map_err(|e| gerr("its objects cannot be read", e))?;
+    let size = |e: &git2::TreeEntry| match e.kind() {
+        Some(git2::ObjectType::Blob) => odb.read_header(e.id()).map_or(u64::MAX, |(n, _)| n as u64),
+        _ => u64::MAX,
+    };
     let mut map = Tree::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
         let name = OsStr::from_bytes(e.name_bytes());
-        map.insert(Path::new(dir).join(name), (e.filemode(), e.id()));
+        map.insert(Path::new(dir).join(name), (e.filemode(), e.id(), size(e)));
         git2::TreeWalkResult::Ok
     })
     .map_err(|e| gerr("its tree cannot be read", e))?;
@@ -313,12 +328,12 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
     for e in index.iter() {
         let path = PathBuf::from(OsStr::from_bytes(&e.path));
         let stage = (e.flags >> 12) & 0x3;
-        if stage != 0 || map.get(&path) != Some(&(e.mode as i32, e.id)) {
+        if stage != 0 || map.get(&path).map(|(m, o, _)| (*m, *o)) != Some((e.mode as i32, e.id)) {
             return Err(staged.into());
         }
         n += 1;
     }
-    let files = map.values().filter(|(m, _)| *m != TREE).count();
+    let files = map.values().filter(|(m, _, _)| *m != TREE).count();
     if n != files {
         return Err(staged.into());
     }
@@ -329,7 +344,7 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
 /// entry is removed, children first, each as it was seen, the worktree's `.git` file last.
 fn remove_seen(pf: &Proof, moved: &OsStr, id: &str) -> Result<(), String> {
     let (top, seen) = (&pf.top, &pf.seen);
-    if let Some(why) = held(top) {
+    if let Some(why) = held(top, seen) {
         return Err(why);
     }
     if changed(pf, id) {

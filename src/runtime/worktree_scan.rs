@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::worktree_fs::{Dir, Stat, proc_fd, stat_at};
 
-/// What the branch's commit holds at each path: its git mode and object.
-pub type Tree = HashMap<PathBuf, (i32, git2::Oid)>;
+/// What the branch's commit holds at each path: its git mode, object, and size (a blob's
+/// bytes; `u64::MAX` when unknown, so no file matches it).
+pub type Tree = HashMap<PathBuf, (i32, git2::Oid, u64)>;
 
 /// The most reasons a kept worktree's message lists.
 const REASONS_MAX: usize = 5;
@@ -92,7 +93,7 @@ impl<'a> Scan<'a> {
         match st.kind() {
             libc::S_IFDIR if top_git => Some(".git is a directory, not a worktree's".into()),
             libc::S_IFDIR => match want {
-                Some((m, _)) if m != TREE && m != GITLINK => Some(format!(
+                Some((m, _, _)) if m != TREE && m != GITLINK => Some(format!(
                     "{shown} is a directory where the commit has a file"
                 )),
                 _ => match d.sub(n) {
@@ -118,10 +119,10 @@ impl<'a> Scan<'a> {
         n: &OsStr,
         p: &Path,
         st: &Stat,
-        want: Option<(i32, git2::Oid)>,
+        want: Option<(i32, git2::Oid, u64)>,
     ) -> Option<String> {
         let shown = p.display();
-        let Some((mode, oid)) = want.filter(|(m, _)| *m != TREE && *m != GITLINK) else {
+        let Some((mode, oid, size)) = want.filter(|(m, _, _)| *m != TREE && *m != GITLINK) else {
             return Some(format!(
                 "{shown} is not committed on branch {} (an untracked or ignored file)",
                 self.branch
@@ -135,7 +136,8 @@ impl<'a> Scan<'a> {
             _ => false,
         };
         let differs = || format!("{shown} differs from its commit on branch {}", self.branch);
-        if !kind_ok {
+        // A size other than the blob's never hashes to it: a huge file is never read.
+        if !kind_ok || (!is_link && st.size != size) {
             return Some(differs());
         }
         if st.times.0 < self.hash_from {

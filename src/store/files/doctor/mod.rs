@@ -13,6 +13,7 @@ mod fix;
 mod owner;
 mod relations;
 mod seal;
+pub use seal::owner_history_cut;
 
 use std::fs;
 use std::path::Path;

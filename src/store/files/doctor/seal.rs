@@ -118,6 +118,16 @@ fn sealed_history(journal: &[u8], m: &seal::Mark, out: &mut Vec<Finding>) {
     out.push(Finding::error(".loopx/journal.jsonl", line, msg));
 }
 
+/// Where the owner's key is here and the last line the owner signed (remembered beside the key)
+/// is gone from the journal: why, as doctor says it. `None`: it is there, or no key is here.
+pub fn owner_history_cut(store: &FileStore) -> Option<String> {
+    let key = store.owner_pub().ok()??;
+    let bytes = crate::store::parse::read_bytes(&store.journal_path()).ok()??;
+    let mut out = Vec::new();
+    remembered(store, &key, &bytes, &mut out);
+    out.pop().map(|f| f.message)
+}
+
 /// Where the owner's key is here: the owner's last signed line, as remembered beside the key,
 /// must still be in the journal (else history was cut, or an older seal put back).
 fn remembered(store: &FileStore, key: &OwnerPub, journal: &[u8], out: &mut Vec<Finding>) {
