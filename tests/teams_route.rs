@@ -104,6 +104,11 @@ fn a_review_of_a_todo_done_already_excludes_its_finisher() {
     p.fails_as("writer", &["todo", "claim", &review], "not_ready");
     let v = p.ok_as("reader", &["todo", "claim", &review]);
     assert_eq!(v["reviews_evidence"][0]["summary"], "docs written");
+    // A review's turn shows the reviewed work too.
+    p.ok_as("reader", &["todo", "release", &review]);
+    let v = p.ok_as("reader", &["turn", "start"]);
+    assert_eq!(v["todo"]["id"], review.as_str(), "{v}");
+    assert_eq!(v["reviews_evidence"][0]["summary"], "docs written", "{v}");
 }
 
 #[test]

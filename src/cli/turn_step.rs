@@ -146,6 +146,11 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
             if resumed {
                 out = out.with("resumed", json!(true));
             }
+            // A review's turn shows the work it reviews, as its claim does.
+            if let Some((j, text)) = super::agent::reviews_evidence(&*store, &t)? {
+                out = out.with("reviews_evidence", j);
+                out.text.push_str(&text);
+            }
             super::todo_claim::warned(ctx, out, warnings)
         }
     })
