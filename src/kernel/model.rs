@@ -319,6 +319,22 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// A lease of `holder` at `fence` from `at` until `expires_at`, reserving nothing else.
+    pub fn new(holder: String, fence: u64, at: Ts, expires_at: Ts) -> Lease {
+        Lease {
+            holder,
+            fence,
+            acquired_at: at,
+            expires_at,
+            turn: None,
+            handoff_from: None,
+            base: None,
+            paths: Vec::new(),
+            worktree: None,
+            extra: Default::default(),
+        }
+    }
+
     /// True while the lease has not expired.
     pub fn is_live(&self, now: Ts) -> bool {
         now < self.expires_at

@@ -30,16 +30,8 @@ pub(super) fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> 
     }
     t.fence += 1;
     t.lease = Some(Lease {
-        holder: agent.to_string(),
-        fence: t.fence,
-        acquired_at: now,
-        expires_at: now.add(ttl),
-        turn: None,
-        handoff_from: None,
-        base: None,
         paths: t.paths.clone(),
-        worktree: None,
-        extra: Extra::new(),
+        ..Lease::new(agent.to_string(), t.fence, now, now.add(ttl))
     });
     t.updated_at = now;
     Ok(())

@@ -364,20 +364,7 @@ fn restore(t: &mut crate::kernel::model::Todo, holder: String, fence: u64, at: T
             l.fence = fence;
             l.expires_at = l.expires_at.min(exp);
         }
-        None => {
-            t.lease = Some(Lease {
-                holder,
-                fence,
-                acquired_at: at,
-                expires_at: exp,
-                turn: None,
-                handoff_from: None,
-                base: None,
-                paths: Vec::new(),
-                worktree: None,
-                extra: Default::default(),
-            })
-        }
+        None => t.lease = Some(Lease::new(holder, fence, at, exp)),
     }
 }
 

@@ -187,16 +187,10 @@ impl PgTx<'_> {
 
 /// The lease a snapshot shows on a todo another transaction is claiming right now.
 fn held_elsewhere(fence: u64, now: Ts) -> Lease {
-    Lease {
-        holder: "(another claim)".into(),
+    Lease::new(
+        "(another claim)".into(),
         fence,
-        acquired_at: now,
-        expires_at: now.add(crate::kernel::Dur::from_mins(1)),
-        turn: None,
-        handoff_from: None,
-        base: None,
-        paths: Vec::new(),
-        worktree: None,
-        extra: Default::default(),
-    }
+        now,
+        now.add(crate::kernel::Dur::from_mins(1)),
+    )
 }
