@@ -122,24 +122,35 @@ fn sealed_history(journal: &[u8], m: &seal::Mark, out: &mut Vec<Finding>) {
 /// is gone from the journal: why, as doctor says it. `None`: it is there, or no key is here.
 pub fn owner_history_cut(store: &FileStore) -> Option<String> {
     let key = store.owner_pub().ok()??;
+    // The journal is read only where the key is and remembers a line (never on an agent's poll).
+    let (seq, hash) = last_signed(store, &key)?;
     let bytes = crate::store::parse::read_bytes(&store.journal_path()).ok()??;
     let mut out = Vec::new();
-    remembered(store, &key, &bytes, &mut out);
+    check_line(&bytes, seq, &hash, &mut out);
     out.pop().map(|f| f.message)
+}
+
+/// The owner's last signed line here (`seq`, hash), remembered beside the owner's key: none
+/// without the key, for another key, or before the owner's first act.
+fn last_signed(store: &FileStore, key: &OwnerPub) -> Option<(u64, String)> {
+    let secret = crate::store::owner::load(&store.env().key).ok()??;
+    let cfg = store.read_config().ok()?;
+    if secret.public() != *key {
+        return None;
+    }
+    crate::store::owner::remembered_last(&secret, &cfg.goal.id)
 }
 
 /// Where the owner's key is here: the owner's last signed line, as remembered beside the key,
 /// must still be in the journal (else history was cut, or an older seal put back).
 fn remembered(store: &FileStore, key: &OwnerPub, journal: &[u8], out: &mut Vec<Finding>) {
-    let Ok(Some(secret)) = crate::store::owner::load(&store.env().key) else {
-        return;
-    };
-    let (Ok(cfg), true) = (store.read_config(), secret.public() == *key) else {
-        return;
-    };
-    let Some((seq, hash)) = crate::store::owner::remembered_last(&secret, &cfg.goal.id) else {
-        return;
-    };
+    if let Some((seq, hash)) = last_signed(store, key) {
+        check_line(journal, seq, &hash, out);
+    }
+}
+
+/// Line `seq` of the journal must hash to `hash`.
+fn check_line(journal: &[u8], seq: u64, hash: &str, out: &mut Vec<Finding>) {
     let n = usize::try_from(seq).unwrap_or(usize::MAX);
     let line = journal
         .split(|b| *b == b'\n')
