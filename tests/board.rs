@@ -5,7 +5,6 @@ use std::path::Path;
 
 mod common;
 
-use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
 use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
@@ -13,6 +12,7 @@ use loopx::board::keymap::{self, Action, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
 use loopx::board::view::{self, ViewModel};
+use loopx::flows::owner::{Owner, OwnerAction};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
 };

@@ -7,10 +7,10 @@ mod common;
 
 use std::path::Path;
 
-use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent, Mode, Pane};
 use loopx::board::data::Delta;
 use loopx::board::theme::Theme;
+use loopx::flows::owner::Owner;
 use loopx::kernel::{Config, Gate, Snapshot, Todo, Ts};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -6,13 +6,13 @@ use std::path::Path;
 
 mod common;
 
-use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::app::input::window;
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor, SortBy};
 use loopx::board::data::Delta;
 use loopx::board::derive::Column;
 use loopx::board::theme::Theme;
 use loopx::board::view;
+use loopx::flows::owner::{Owner, OwnerAction};
 use loopx::kernel::{Code, Event, Gate, Problem, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -6,12 +6,12 @@ mod common;
 
 use common::Project;
 use common::frames::{snap_both, text};
-use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent, ChartView, Mode};
 use loopx::board::data::{Delta, Loader};
 use loopx::board::keymap;
 use loopx::board::metrics::{self, Best, GOAL_POINTS, Metrics, MetricsDelta, Point};
 use loopx::board::theme::Theme;
+use loopx::flows::owner::Owner;
 use loopx::kernel::{Config, Snapshot, Todo, Ts};
 use loopx::store::FileStore;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use loopx::board::actions::{Owner, OwnerAction};
 use loopx::board::overview::render;
 use loopx::board::overview::state::{Effect, Focus, Mode, Overview, Row};
 use loopx::board::overview::summary::{self, State};
 use loopx::board::theme::Theme;
+use loopx::flows::owner::{Owner, OwnerAction};
 use loopx::kernel::{Gate, GoalStatus, QuotaFile, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

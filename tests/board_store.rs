@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use common::{Project, TempDir};
-use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent};
 use loopx::board::data::Loader;
 use loopx::board::sealer::Sealer;
 use loopx::board::theme::Theme;
 use loopx::board::view;
+use loopx::flows::owner::Owner;
 use loopx::kernel::{Dur, Snapshot, Ts};
 use loopx::store::FileStore;
 use ratatui::Terminal;

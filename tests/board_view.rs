@@ -5,11 +5,11 @@
 mod common;
 
 use common::frames::{snap_both, text};
-use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent, Mode};
 use loopx::board::data::Delta;
 use loopx::board::panes;
 use loopx::board::theme::Theme;
+use loopx::flows::owner::Owner;
 use loopx::kernel::{Code, Config, Evidence, Gate, Problem, Snapshot, Todo, Ts};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -173,7 +173,7 @@ fn keyed(store: &FileStore, path: &std::path::Path) -> FileStore {
 
 #[test]
 fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
-    use loopx::board::actions::{Owner, OwnerAction, perform};
+    use loopx::flows::owner::{Owner, OwnerAction, perform};
     let p = Project::new("names-board");
     let store = FileStore::at(p.root());
     let add = OwnerAction::AddTodo {

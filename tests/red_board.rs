@@ -7,10 +7,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::tmux::{BIN, Tmux, loopx, owned_project, skip_without_tmux};
-use loopx::board::actions::Owner;
 use loopx::board::app::{App, AppEvent, InputFor, Mode};
 use loopx::board::data::Delta;
 use loopx::board::theme::Theme;
+use loopx::flows::owner::Owner;
 use loopx::kernel::{Gate, Snapshot, Ts};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -7,7 +7,6 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::{Position, Rect};
 
-use crate::board::actions::{Owner, OwnerAction};
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
 use crate::board::keymap::{self, Action, Scope};
@@ -24,6 +23,7 @@ pub use crate::board::panes::overlay::{ChartView, Mode};
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
+use crate::flows::owner::{Owner, OwnerAction};
 mod act;
 mod chart;
 mod fit;

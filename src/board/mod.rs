@@ -1,7 +1,6 @@
 //! The board: a live terminal control plane over a project, in `.loopx/` or in a database (the
 //! loop, the terminal, and its parts).
 
-pub mod actions;
 pub mod alerts;
 pub mod app;
 pub mod data;
@@ -26,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::Event as TermEvent;
 
-use crate::board::actions::Owner;
 use crate::board::app::{App, AppEvent, Effect, Live};
 use crate::board::data::Loader;
 use crate::board::theme::Theme;
+use crate::flows::owner::Owner;
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Code, Dur, Error, Result, Ts};
 use crate::store::live::{Feed, Signal, Watched};
@@ -357,12 +356,10 @@ fn perform(
             if !app.owner.verified {
                 app.owner = Owner::detect(loader.store());
             }
-            let r =
-                actions::perform(loader.store(), &app.owner, &a, Ts::now()).map_err(|e| {
-                    match e.hint {
-                        Some(h) => format!("{} ({h})", e.message),
-                        None => e.message,
-                    }
+            let r = crate::flows::owner::perform(loader.store(), &app.owner, &a, Ts::now())
+                .map_err(|e| match e.hint {
+                    Some(h) => format!("{} ({h})", e.message),
+                    None => e.message,
                 });
             pending.extend(app.on_event(AppEvent::ActionDone(r)));
         }

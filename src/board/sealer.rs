@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::board::actions::Owner;
 use crate::board::app::{App, AppEvent};
+use crate::flows::owner::Owner;
 use crate::kernel::ops::{self, Change};
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Dur, Event, Result, Snapshot, Ts};

@@ -1,7 +1,7 @@
 //! `loopx board --all`: one screen over every project of the owner's list (`projects.toml`),
 //! live. Each project keeps its own store, loader and feed of changes; a signal reloads only the
 //! project it came from. Enter opens that project's board in the same terminal (Esc comes back);
-//! a gate decided here goes through `actions::perform`, as on the board.
+//! a gate decided here goes through `flows::owner::perform`, as on the board.
 
 pub mod list;
 pub mod render;
@@ -16,10 +16,10 @@ use ratatui::crossterm::event::Event as TermEvent;
 
 use self::list::{Entry, Place};
 use self::state::{Effect, Overview, Row};
-use crate::board::actions::{self, Owner};
 use crate::board::app::Live;
 use crate::board::data::{Delta, Loader};
 use crate::board::{Leave, Msg, Options, Screen, term};
+use crate::flows::owner::{self as actions, Owner};
 use crate::kernel::{Code, Error, Result, Snapshot, Ts};
 use crate::store::fs::Env;
 use crate::store::live::{Feed, Signal, Watched};

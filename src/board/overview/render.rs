@@ -10,10 +10,10 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::state::{Focus, Mode, Overview, Row};
 use super::summary::{State, Summary};
-use crate::board::actions::OwnerAction;
 use crate::board::app::{Live, ago};
 use crate::board::panes::{block, gutter, row_style, title, trunc};
 use crate::board::theme::{Role, Theme};
+use crate::flows::owner::OwnerAction;
 use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 

@@ -1,14 +1,14 @@
 //! The overview's state and its reactions to keys, ticks and loads: no I/O here. Decisions are
-//! the board's own [`OwnerAction`]s, carried out by the loop through `actions::perform`.
+//! the board's own [`OwnerAction`]s, carried out by the loop through `flows::owner::perform`.
 
 use std::collections::BTreeSet;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::summary::{self, GateBrief, State, Summary};
-use crate::board::actions::{Owner, OwnerAction};
 use crate::board::app::{Live, Message};
 use crate::board::theme::Theme;
+use crate::flows::owner::{Owner, OwnerAction};
 use crate::kernel::{Snapshot, Ts};
 
 /// How long a status message stays.

@@ -12,11 +12,11 @@ use super::dialog::{InputFor, PickFor};
 use super::keys::{Ctx, Outcome};
 use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc, wrap_words};
-use crate::board::actions::OwnerAction;
 use crate::board::derive::tampered;
 use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{gate_offset, inner};
 use crate::board::theme::Role;
+use crate::flows::owner::OwnerAction;
 use crate::kernel::{Gate, GateStatus};
 use crate::text::escape as esc;
 

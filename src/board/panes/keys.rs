@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::board::actions::OwnerAction;
 use crate::board::derive::Columns;
 use crate::board::keymap::{self, Scope};
+use crate::flows::owner::OwnerAction;
 use crate::kernel::{Event, GateStatus, Snapshot, Ts};
 
 use super::dialog::InputFor;

@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::board::actions::Owner;
 use crate::board::alerts::{self, Broken};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Columns};
 use crate::board::layout::{self, Pane};
 use crate::board::metrics::Metrics;
 use crate::board::theme::Theme;
+use crate::flows::owner::Owner;
 use crate::kernel::{Event, Gate, GateStatus, Problem, Snapshot, Ts};
 
 use super::activity::ActivityPane;

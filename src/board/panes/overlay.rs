@@ -12,10 +12,10 @@ pub use super::chart::ChartView;
 use super::dialog::{AgentPick, InputFor, PickFor};
 use super::text::countdown;
 use super::{block, title};
-use crate::board::actions::OwnerAction;
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::{Role, Theme};
+use crate::flows::owner::OwnerAction;
 use crate::text::escape as esc;
 
 /// The board's mode: the board itself, or a dialog or overlay over it.

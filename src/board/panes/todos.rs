@@ -14,12 +14,12 @@ use super::keys::{Ctx, Outcome};
 use super::objective::column_role;
 use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
-use crate::board::actions::OwnerAction;
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
+use crate::flows::owner::OwnerAction;
 use crate::text::escape as esc;
 
 /// The todos pane's state: the focused column and the selected card per column, kept on its todo

@@ -1,4 +1,4 @@
-//! Owner actions: the one place the board changes state, always through `Store::mutate` and the kernel.
+//! The owner's acts: approve, reject, reassign, release, pause, resume, add; one place for every face.
 
 use crate::kernel::id::Kind;
 use crate::kernel::ops;

@@ -1,0 +1,3 @@
+//! The flows: each use case once, between the faces and the store and runtime.
+
+pub mod owner;
