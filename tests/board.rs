@@ -12,7 +12,7 @@ use loopx::board::keymap::{self, Action, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
 use loopx::board::view::{self, ViewModel};
-use loopx::flows::owner::{Owner, OwnerAction};
+use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
 };
@@ -573,7 +573,7 @@ fn screens_confirm_dialog() {
     let mut a = app(Variant::Gates);
     press(&mut a, KeyCode::Char('a'));
     press(&mut a, KeyCode::Enter);
-    assert!(matches!(a.mode, Mode::Confirm(OwnerAction::Approve { .. })));
+    assert!(matches!(a.mode, Mode::Confirm(OwnerAct::Approve { .. })));
     snap!("screen_confirm_80x24", screen(&a, 80, 24));
     snap!("screen_confirm_120x40", screen(&a, 120, 40));
 }
@@ -697,7 +697,7 @@ fn approve_with_options_picks_then_confirms() {
     );
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Enter);
-    let want = OwnerAction::Approve {
+    let want = OwnerAct::Approve {
         gate: "g-gate01".into(),
         option: Some("files".into()),
         reason: None,
@@ -720,7 +720,7 @@ fn approve_without_options_confirms_directly() {
     press(&mut a, KeyCode::Char('a'));
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAction::Approve {
+        Mode::Confirm(OwnerAct::Approve {
             gate: "g-gate02".into(),
             option: None,
             reason: None,
@@ -751,7 +751,7 @@ fn reject_asks_a_reason_and_needs_one() {
     press(&mut a, KeyCode::Backspace);
     typ(&mut a, "x");
     press(&mut a, KeyCode::Enter);
-    let want = OwnerAction::Reject {
+    let want = OwnerAct::Reject {
         gate: "g-gate01".into(),
         reason: "use sqlx".into(),
     };
@@ -817,7 +817,7 @@ fn reassign_picks_a_known_agent_other_than_the_holder() {
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAction::Reassign {
+        Mode::Confirm(OwnerAct::Reassign {
             todo: "t-bbbbb1".into(),
             to: "agent-c".into()
         })
@@ -834,7 +834,7 @@ fn release_names_the_holder() {
     };
     assert_eq!(
         act,
-        &OwnerAction::Release {
+        &OwnerAct::Release {
             todo: "t-bbbbb1".into(),
             holder: "agent-a".into()
         }
@@ -846,14 +846,14 @@ fn release_names_the_holder() {
 fn pause_and_add_todo() {
     let mut a = app(Variant::Normal);
     press(&mut a, KeyCode::Char('p'));
-    assert_eq!(a.mode, Mode::Confirm(OwnerAction::Pause));
+    assert_eq!(a.mode, Mode::Confirm(OwnerAct::Pause));
     press(&mut a, KeyCode::Esc);
     press(&mut a, KeyCode::Char('n'));
     typ(&mut a, "P1 fix the flaky test");
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAction::AddTodo {
+        Mode::Confirm(OwnerAct::AddTodo {
             title: "fix the flaky test".into(),
             priority: Priority::P1
         })

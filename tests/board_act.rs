@@ -12,7 +12,7 @@ use loopx::board::data::Delta;
 use loopx::board::derive::Column;
 use loopx::board::theme::Theme;
 use loopx::board::view;
-use loopx::flows::owner::{Owner, OwnerAction};
+use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{Code, Event, Gate, Problem, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -272,7 +272,7 @@ fn after_a_decision_the_cursor_moves_to_the_next_pending_gate() {
     ch(&mut a, 'a');
     let fx = ch(&mut a, 'y');
     assert!(
-        matches!(&fx[..], [Effect::Perform(OwnerAction::Approve { gate, .. })] if gate == "g-gate02")
+        matches!(&fx[..], [Effect::Perform(OwnerAct::Approve { gate, .. })] if gate == "g-gate02")
     );
     assert_eq!(
         a.selected_gate().as_deref(),
@@ -369,7 +369,7 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
     snap_both("approve_reason", &a);
     typ(&mut a, "fine, it is small");
     press(&mut a, KeyCode::Enter);
-    let want = OwnerAction::Approve {
+    let want = OwnerAct::Approve {
         gate: "g-gate02".into(),
         option: None,
         reason: Some("fine, it is small".into()),
@@ -387,7 +387,7 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
     press(&mut a, KeyCode::Enter);
     assert!(matches!(
         &a.mode,
-        Mode::Confirm(OwnerAction::Approve { reason: None, .. })
+        Mode::Confirm(OwnerAct::Approve { reason: None, .. })
     ));
 }
 
@@ -445,7 +445,7 @@ fn a_dismissed_reason_comes_back_for_the_same_gate_only() {
     press(&mut a, KeyCode::Enter);
     assert!(matches!(
         ch(&mut a, 'y')[..],
-        [Effect::Perform(OwnerAction::Reject { .. })]
+        [Effect::Perform(OwnerAct::Reject { .. })]
     ));
     assert!(a.drafts.is_empty());
 }
@@ -529,9 +529,7 @@ fn gates_are_decided_from_the_detail_view() {
     );
     assert_eq!(a.selected_gate().as_deref(), Some("g-gate03"));
     ch(&mut a, 'a');
-    assert!(
-        matches!(&a.mode, Mode::Confirm(OwnerAction::Approve { gate, .. }) if gate == "g-gate03")
-    );
+    assert!(matches!(&a.mode, Mode::Confirm(OwnerAct::Approve { gate, .. }) if gate == "g-gate03"));
     ch(&mut a, 'n');
     press(&mut a, KeyCode::Enter);
     ch(&mut a, 'x');
@@ -631,7 +629,7 @@ fn the_reassign_picker_takes_a_typed_id_checked_as_agent_is() {
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAction::Reassign {
+        Mode::Confirm(OwnerAct::Reassign {
             todo: "t-aaaaa5".into(),
             to: "agent-new".into()
         })
@@ -883,7 +881,7 @@ fn the_confirm_dialog_shows_the_action_and_binds_its_digest() {
     ch(&mut a, 'j');
     ch(&mut a, 'a');
     assert!(
-        matches!(&a.mode, Mode::Confirm(OwnerAction::Approve { sha: Some(x), .. }) if *x == sha),
+        matches!(&a.mode, Mode::Confirm(OwnerAct::Approve { sha: Some(x), .. }) if *x == sha),
         "{:?}",
         a.mode
     );
@@ -912,7 +910,7 @@ fn the_confirm_dialog_shows_the_action_and_binds_its_digest() {
     press(&mut a, KeyCode::Up);
     let fx = ch(&mut a, 'y');
     assert!(
-        matches!(&fx[..], [Effect::Perform(OwnerAction::Approve { sha: Some(x), .. })] if *x == sha),
+        matches!(&fx[..], [Effect::Perform(OwnerAct::Approve { sha: Some(x), .. })] if *x == sha),
         "{fx:?}"
     );
 }

@@ -1,5 +1,5 @@
 //! The overview of every project (`board --all`) without a terminal: the rows' summaries and
-//! order, keys that decide a gate through the board's `OwnerAction`, and insta snapshots of whole
+//! order, keys that decide a gate through the board's `OwnerAct`, and insta snapshots of whole
 //! screens at 80x24 and 120x40 (fixed clock, fixed data).
 
 use std::path::Path;
@@ -8,7 +8,7 @@ use loopx::board::overview::render;
 use loopx::board::overview::state::{Effect, Focus, Mode, Overview, Row};
 use loopx::board::overview::summary::{self, State};
 use loopx::board::theme::Theme;
-use loopx::flows::owner::{Owner, OwnerAction};
+use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{Gate, GoalStatus, QuotaFile, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -194,7 +194,7 @@ fn a_gate_is_approved_with_an_option_through_the_boards_action() {
     assert!(matches!(o.mode, Mode::Confirm { .. }));
     o.on_key(key(KeyCode::Right));
     let fx = o.on_key(ch('y'));
-    let Effect::Perform(row, OwnerAction::Approve { gate, option, .. }) = &fx[0] else {
+    let Effect::Perform(row, OwnerAct::Approve { gate, option, .. }) = &fx[0] else {
         panic!("{fx:?}");
     };
     assert_eq!(
@@ -221,7 +221,7 @@ fn a_rejection_needs_a_reason_and_readonly_or_no_key_refuses() {
     o.on_key(key(KeyCode::Enter));
     let fx = o.on_key(ch('y'));
     assert!(
-        matches!(&fx[0], Effect::Perform(_, OwnerAction::Reject { reason, .. }) if reason == "not yet"),
+        matches!(&fx[0], Effect::Perform(_, OwnerAct::Reject { reason, .. }) if reason == "not yet"),
         "{fx:?}"
     );
 

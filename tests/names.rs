@@ -173,10 +173,10 @@ fn keyed(store: &FileStore, path: &std::path::Path) -> FileStore {
 
 #[test]
 fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
-    use loopx::flows::owner::{Owner, OwnerAction, perform};
+    use loopx::flows::owner::{Owner, OwnerAct, perform};
     let p = Project::new("names-board");
     let store = FileStore::at(p.root());
-    let add = OwnerAction::AddTodo {
+    let add = OwnerAct::AddTodo {
         title: "from the board".into(),
         priority: loopx::kernel::Priority::P2,
     };

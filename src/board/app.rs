@@ -23,7 +23,7 @@ pub use crate::board::panes::overlay::{ChartView, Mode};
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
-use crate::flows::owner::{Owner, OwnerAction};
+use crate::flows::owner::{Owner, OwnerAct};
 mod act;
 mod chart;
 mod fit;
@@ -49,7 +49,7 @@ const FILTER_MAX: usize = 200;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Perform an owner action through the store.
-    Perform(OwnerAction),
+    Perform(OwnerAct),
     /// Read a todo's evidence.
     LoadEvidence(String),
     /// Read everything again.

@@ -7,7 +7,7 @@ use crate::store::{Store, StoreExt};
 
 /// Something the owner asks for on the board.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OwnerAction {
+pub enum OwnerAct {
     /// Approve a pending gate, with the option chosen (if the gate offers options).
     Approve {
         /// The gate.
@@ -53,11 +53,11 @@ pub enum OwnerAction {
     },
 }
 
-impl OwnerAction {
+impl OwnerAct {
     /// The gate a decision is about, if it is one.
     pub fn gate(&self) -> Option<&str> {
         match self {
-            OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. } => Some(gate),
+            OwnerAct::Approve { gate, .. } | OwnerAct::Reject { gate, .. } => Some(gate),
             _ => None,
         }
     }
@@ -65,8 +65,8 @@ impl OwnerAction {
     /// The reason a decision carries, if any.
     pub fn reason(&self) -> Option<&str> {
         match self {
-            OwnerAction::Approve { reason, .. } => reason.as_deref(),
-            OwnerAction::Reject { reason, .. } => Some(reason),
+            OwnerAct::Approve { reason, .. } => reason.as_deref(),
+            OwnerAct::Reject { reason, .. } => Some(reason),
             _ => None,
         }
     }
@@ -74,30 +74,30 @@ impl OwnerAction {
     /// Exactly what will happen, for the confirm dialog.
     pub fn describe(&self) -> String {
         match self {
-            OwnerAction::Approve {
+            OwnerAct::Approve {
                 gate,
                 option: Some(o),
                 ..
             } => format!("Approve gate {gate} with option \"{o}\"."),
-            OwnerAction::Approve {
+            OwnerAct::Approve {
                 gate, option: None, ..
             } => {
                 format!("Approve gate {gate}: the todos it blocks may run.")
             }
-            OwnerAction::Reject { gate, .. } => {
+            OwnerAct::Reject { gate, .. } => {
                 format!("Reject gate {gate}: the todos it blocks become blocked.")
             }
-            OwnerAction::Reassign { todo, to } => {
+            OwnerAct::Reassign { todo, to } => {
                 format!(
                     "Reassign {todo} to {to} with a new fence: the old holder's writes will fail."
                 )
             }
-            OwnerAction::Release { todo, holder } => {
+            OwnerAct::Release { todo, holder } => {
                 format!("Release {holder}'s lease on {todo}: it becomes ready for any agent.")
             }
-            OwnerAction::Pause => "Pause the goal: agents are told not to run turns.".into(),
-            OwnerAction::Resume => "Resume the goal: agents may run turns again.".into(),
-            OwnerAction::AddTodo { title, priority } => {
+            OwnerAct::Pause => "Pause the goal: agents are told not to run turns.".into(),
+            OwnerAct::Resume => "Resume the goal: agents may run turns again.".into(),
+            OwnerAct::AddTodo { title, priority } => {
                 format!("Add the {priority} agent todo \"{title}\".")
             }
         }
@@ -155,10 +155,10 @@ impl Owner {
 /// Performs an owner action through the store and the kernel; returns a line for the status bar.
 ///
 /// This is the only function of the board that changes state. Owner signatures plug in here.
-pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) -> Result<String> {
+pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAct, now: Ts) -> Result<String> {
     let who = owner.actor.as_str();
     match action {
-        OwnerAction::Approve {
+        OwnerAct::Approve {
             gate,
             option,
             reason,
@@ -175,7 +175,7 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) 
             })?;
             Ok(format!("approved {}", g.id))
         }
-        OwnerAction::Reject { gate, reason } => {
+        OwnerAct::Reject { gate, reason } => {
             let g = store.mutate(|s| {
                 let d = ops::Decision {
                     reason: Some(reason.clone()),
@@ -185,7 +185,7 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) 
             })?;
             Ok(format!("rejected {}", g.id))
         }
-        OwnerAction::Reassign { todo, to } => {
+        OwnerAct::Reassign { todo, to } => {
             crate::kernel::id::check_agent(to)?;
             let t = store.mutate(|s| {
                 let ttl = s.config.lease.ttl;
@@ -193,19 +193,19 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAction, now: Ts) 
             })?;
             Ok(format!("reassigned {} to {to} (fence {})", t.id, t.fence))
         }
-        OwnerAction::Release { todo, holder } => {
+        OwnerAct::Release { todo, holder } => {
             let t = store.mutate(|s| ops::release_by_owner(s, who, now, todo, holder))?;
             Ok(format!("released {}", t.id))
         }
-        OwnerAction::Pause => {
+        OwnerAct::Pause => {
             store.mutate(|s| ops::set_goal_status(s, who, now, GoalStatus::Paused, None))?;
             Ok("goal paused".into())
         }
-        OwnerAction::Resume => {
+        OwnerAct::Resume => {
             store.mutate(|s| ops::set_goal_status(s, who, now, GoalStatus::Active, None))?;
             Ok("goal resumed".into())
         }
-        OwnerAction::AddTodo { title, priority } => {
+        OwnerAct::AddTodo { title, priority } => {
             let id = store.fresh_id(Kind::Todo)?;
             // The actor is the owner, so the change is the owner's: signed, or refused (exit 7).
             let t = store.mutate(|s| {

@@ -46,8 +46,8 @@ impl App {
             }
             Action::Reload => return vec![Effect::Reload],
             Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
-                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAction::Pause),
-                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAction::Resume),
+                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAct::Pause),
+                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAct::Resume),
                 Some(GoalStatus::Complete) => {
                     self.say("the goal is complete; nothing to pause", true)
                 }

@@ -53,11 +53,11 @@ impl App {
     }
 
     /// Forgets the drafts of a performed action.
-    pub(super) fn drop_drafts(&mut self, a: &OwnerAction) {
+    pub(super) fn drop_drafts(&mut self, a: &OwnerAct) {
         let key = match a {
-            OwnerAction::Reject { gate, .. } => format!("reject:{gate}"),
-            OwnerAction::Approve { gate, .. } => format!("approve:{gate}"),
-            OwnerAction::AddTodo { .. } => "todo".into(),
+            OwnerAct::Reject { gate, .. } => format!("reject:{gate}"),
+            OwnerAct::Approve { gate, .. } => format!("approve:{gate}"),
+            OwnerAct::AddTodo { .. } => "todo".into(),
             _ => return,
         };
         self.drafts.remove(&key);
@@ -186,17 +186,17 @@ impl App {
         self.keep_draft(&purpose, &raw);
         let text = raw.trim().to_string();
         let next = match purpose.clone() {
-            InputFor::ApproveReason { gate, option } => OwnerAction::Approve {
+            InputFor::ApproveReason { gate, option } => OwnerAct::Approve {
                 sha: self.action_sha(&gate),
                 gate,
                 option,
                 reason: Some(text.clone()).filter(|t| !t.is_empty()),
             },
             _ if text.is_empty() => return self.refuse_empty(&purpose),
-            InputFor::RejectReason(gate) => OwnerAction::Reject { gate, reason: text },
+            InputFor::RejectReason(gate) => OwnerAct::Reject { gate, reason: text },
             InputFor::TodoTitle => {
                 let (priority, title) = split_priority(&text);
-                OwnerAction::AddTodo { title, priority }
+                OwnerAct::AddTodo { title, priority }
             }
         };
         self.mode = Mode::Confirm(next);
@@ -214,9 +214,9 @@ impl App {
     }
 
     /// `r` in the confirm dialog: type or change the reason of a gate decision.
-    pub(super) fn edit_reason(&mut self, a: OwnerAction) {
+    pub(super) fn edit_reason(&mut self, a: OwnerAct) {
         match a {
-            OwnerAction::Approve {
+            OwnerAct::Approve {
                 gate,
                 option,
                 reason,
@@ -228,7 +228,7 @@ impl App {
                     None => self.open_input(purpose),
                 }
             }
-            OwnerAction::Reject { gate, reason } => {
+            OwnerAct::Reject { gate, reason } => {
                 self.open_input_with(InputFor::RejectReason(gate), reason)
             }
             other => {

@@ -91,13 +91,13 @@ impl App {
     }
 
     /// The lines of the action the gate of `a` holds (0 when none).
-    fn action_len(&self, a: &OwnerAction) -> usize {
+    fn action_len(&self, a: &OwnerAct) -> usize {
         let g = a.gate().and_then(|g| self.snap.as_ref()?.gates.get(g));
         g.and_then(|g| g.action.as_ref())
             .map_or(0, |x| x.shown().lines().count())
     }
 
-    fn in_confirm(&mut self, action: Action, a: OwnerAction) -> Vec<Effect> {
+    fn in_confirm(&mut self, action: Action, a: OwnerAct) -> Vec<Effect> {
         match action {
             Action::Confirm => {
                 self.mode = Mode::Normal;

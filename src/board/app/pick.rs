@@ -60,8 +60,8 @@ impl App {
                     return Vec::new();
                 }
                 self.mode = Mode::Confirm(match purpose.clone() {
-                    PickFor::Agent(todo) => OwnerAction::Reassign { todo, to: choice },
-                    PickFor::GateOption(gate) => OwnerAction::Approve {
+                    PickFor::Agent(todo) => OwnerAct::Reassign { todo, to: choice },
+                    PickFor::GateOption(gate) => OwnerAct::Approve {
                         sha: {
                             self.action_scroll = 0;
                             self.action_sha(&gate)

@@ -9,7 +9,7 @@ pub struct Decisions {
     /// Gates decided on this board whose decision the loads do not show yet.
     pub(super) deciding: BTreeSet<String>,
     /// The owner action being performed (its result is the next `ActionDone`).
-    pub(super) performing: Option<OwnerAction>,
+    pub(super) performing: Option<OwnerAct>,
 }
 
 impl App {
@@ -75,8 +75,8 @@ impl App {
 
     /// After a decision is asked of the store: the gate counts as decided, and the cursor moves
     /// to the next pending gate (if any).
-    pub(super) fn decided(&mut self, a: &OwnerAction) {
-        let (OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) = a else {
+    pub(super) fn decided(&mut self, a: &OwnerAct) {
+        let (OwnerAct::Approve { gate, .. } | OwnerAct::Reject { gate, .. }) = a else {
             return;
         };
         self.decisions.deciding.insert(gate.clone());
@@ -93,7 +93,7 @@ impl App {
 
     /// An action failed: its gate is pending again for this board.
     pub(super) fn undecided(&mut self) {
-        if let Some(OwnerAction::Approve { gate, .. } | OwnerAction::Reject { gate, .. }) =
+        if let Some(OwnerAct::Approve { gate, .. } | OwnerAct::Reject { gate, .. }) =
             self.decisions.performing.take()
         {
             self.decisions.deciding.remove(&gate);

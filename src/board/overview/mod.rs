@@ -296,7 +296,7 @@ impl Run<'_> {
     }
 
     /// An owner action on project `i`, as the board performs it.
-    fn perform(&mut self, i: usize, a: &actions::OwnerAction, o: &mut Overview) {
+    fn perform(&mut self, i: usize, a: &actions::OwnerAct, o: &mut Overview) {
         let Some(slot) = self.slots.get_mut(i) else {
             return;
         };

@@ -13,7 +13,7 @@ use super::summary::{State, Summary};
 use crate::board::app::{Live, ago};
 use crate::board::panes::{block, gutter, row_style, title, trunc};
 use crate::board::theme::{Role, Theme};
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 
@@ -394,7 +394,7 @@ fn confirm_lines(
     o: &Overview,
     row: usize,
     gate: &super::summary::GateBrief,
-    action: &OwnerAction,
+    action: &OwnerAct,
 ) -> Vec<Line<'static>> {
     let t = &o.theme;
     let x = &o.rows[row];
@@ -407,13 +407,13 @@ fn confirm_lines(
             ago(o.now.since(gate.opened_at).0)
         )),
     ];
-    if let OwnerAction::Approve {
+    if let OwnerAct::Approve {
         option: Some(opt), ..
     } = action
     {
         lines.push(Line::raw(format!("Option: {}  (←→ another)", esc(opt))));
     }
-    if let OwnerAction::Reject { reason, .. } = action {
+    if let OwnerAct::Reject { reason, .. } = action {
         lines.push(Line::raw(format!("Reason: {}", esc(reason))));
     }
     lines.push(Line::styled(

@@ -1,5 +1,5 @@
 //! The overview's state and its reactions to keys, ticks and loads: no I/O here. Decisions are
-//! the board's own [`OwnerAction`]s, carried out by the loop through `flows::owner::perform`.
+//! the board's own [`OwnerAct`]s, carried out by the loop through `flows::owner::perform`.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::summary::{self, GateBrief, State, Summary};
 use crate::board::app::{Live, Message};
 use crate::board::theme::Theme;
-use crate::flows::owner::{Owner, OwnerAction};
+use crate::flows::owner::{Owner, OwnerAct};
 use crate::kernel::{Snapshot, Ts};
 
 /// How long a status message stays.
@@ -65,7 +65,7 @@ pub enum Mode {
         /// The project's row.
         row: usize,
         /// The decision.
-        action: OwnerAction,
+        action: OwnerAct,
         /// The gate as the overview showed it.
         gate: GateBrief,
     },
@@ -86,7 +86,7 @@ pub enum Effect {
     /// Open the board of this row's project.
     Open(usize),
     /// Carry out an owner action on this row's project.
-    Perform(usize, OwnerAction),
+    Perform(usize, OwnerAct),
     /// Read every project again.
     Reload,
     /// Leave.
@@ -410,7 +410,7 @@ impl Overview {
         self.mode = if approve {
             Mode::Confirm {
                 row,
-                action: OwnerAction::Approve {
+                action: OwnerAct::Approve {
                     gate: gate.id.clone(),
                     option: gate.options.first().cloned(),
                     reason: None,
@@ -431,7 +431,7 @@ impl Overview {
         &mut self,
         code: KeyCode,
         row: usize,
-        mut action: OwnerAction,
+        mut action: OwnerAct,
         gate: GateBrief,
     ) -> Vec<Effect> {
         match code {
@@ -443,7 +443,7 @@ impl Overview {
             }
             KeyCode::Char('n') | KeyCode::Esc => self.mode = Mode::Normal,
             KeyCode::Left | KeyCode::Right | KeyCode::Char('h') | KeyCode::Char('l') => {
-                if let OwnerAction::Approve { option, .. } = &mut action
+                if let OwnerAct::Approve { option, .. } = &mut action
                     && !gate.options.is_empty()
                 {
                     let n = gate.options.len();
@@ -476,7 +476,7 @@ impl Overview {
                 self.say("a rejection needs a reason", true);
             }
             KeyCode::Enter => {
-                let action = OwnerAction::Reject {
+                let action = OwnerAct::Reject {
                     gate: gate.id.clone(),
                     reason: text.trim().to_string(),
                 };

@@ -12,7 +12,7 @@ use super::overlay::centered;
 use super::{block, gutter, row_style, title, trunc};
 use crate::board::layout::offset;
 use crate::board::theme::{Role, Theme};
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
 use crate::kernel::{Gate, Problem};
 use crate::text::escape as esc;
@@ -278,7 +278,7 @@ fn action_lines(vm: &ViewModel, id: &str, w: usize) -> Vec<Line<'static>> {
 }
 
 /// The confirm dialog: exactly what will happen, the gate's question and the reason, and as whom.
-pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAction) {
+pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAct) {
     let t = vm.theme;
     let w = inner_w(area);
     let mut body: Vec<Line> = styled(
@@ -289,12 +289,12 @@ pub fn confirm(f: &mut Frame, area: Rect, vm: &ViewModel, a: &OwnerAction) {
     let mut keys = vec![("y", "yes, do it"), ("n", "no")];
     if let Some(g) = a.gate() {
         body.extend(question_lines(vm, g, w, 3));
-        if matches!(a, OwnerAction::Approve { .. }) {
+        if matches!(a, OwnerAct::Approve { .. }) {
             body.extend(action_lines(vm, g, w));
         }
         let reason = match (a, a.reason()) {
             (_, Some(r)) => format!("reason: {}", esc(r)),
-            (OwnerAction::Approve { .. }, None) => "reason: none (optional: r adds one)".into(),
+            (OwnerAct::Approve { .. }, None) => "reason: none (optional: r adds one)".into(),
             _ => "reason: none".into(),
         };
         body.extend(styled(wrap(&reason, w, 3), t.fg(Role::Fg)));

@@ -16,7 +16,7 @@ use crate::board::derive::tampered;
 use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{gate_offset, inner};
 use crate::board::theme::Role;
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::kernel::{Gate, GateStatus};
 use crate::text::escape as esc;
 
@@ -124,7 +124,7 @@ impl GatesPane {
                 sel: 0,
                 agents: None,
             }),
-            _ => Outcome::Confirm(OwnerAction::Approve {
+            _ => Outcome::Confirm(OwnerAct::Approve {
                 sha: g.action.as_ref().map(|a| a.sha256.clone()),
                 gate: id,
                 option: None,

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::board::derive::Columns;
 use crate::board::keymap::{self, Scope};
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::kernel::{Event, GateStatus, Snapshot, Ts};
 
 use super::dialog::InputFor;
@@ -48,7 +48,7 @@ pub enum Outcome {
     /// Open this dialog.
     Open(Mode),
     /// Ask before this owner action, the gate's action scrolled to its top.
-    Confirm(OwnerAction),
+    Confirm(OwnerAct),
     /// Open a text input for this, with its draft.
     Ask(InputFor),
     /// Say this in the status bar (true for an error).

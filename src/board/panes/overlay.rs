@@ -15,7 +15,7 @@ use super::{block, title};
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap;
 use crate::board::theme::{Role, Theme};
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::text::escape as esc;
 
 /// The board's mode: the board itself, or a dialog or overlay over it.
@@ -68,7 +68,7 @@ pub enum Mode {
         sel: usize,
     },
     /// Asking before an owner action.
-    Confirm(OwnerAction),
+    Confirm(OwnerAct),
     /// The metric chart.
     Chart(ChartView),
 }

@@ -19,7 +19,7 @@ use crate::board::derive::{Card, Column, Columns, Why};
 use crate::board::keymap::{Action, Scope};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
-use crate::flows::owner::OwnerAction;
+use crate::flows::owner::OwnerAct;
 use crate::text::escape as esc;
 
 /// The todos pane's state: the focused column and the selected card per column, kept on its todo
@@ -151,7 +151,7 @@ impl TodosPane {
             .and_then(|s| s.todos.get(&id))
             .and_then(|t| t.lease.clone());
         match lease {
-            Some(l) => Outcome::Open(Mode::Confirm(OwnerAction::Release {
+            Some(l) => Outcome::Open(Mode::Confirm(OwnerAct::Release {
                 todo: id,
                 holder: l.holder,
             })),
