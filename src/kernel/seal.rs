@@ -9,13 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::Digest;
 
-use crate::kernel::authority::{OwnerPub, to_hex};
+use crate::kernel::authority::to_hex;
 use crate::kernel::model::{Gate, GateStatus, GoalStatus, Role, Snapshot, Status};
 use crate::kernel::time::{Dur, Ts};
 
 pub use crate::kernel::model::{LeaseFact, Mark, Purpose, Seal, SealedCheck, SealedGate};
 
 pub mod journaled;
+mod text;
 pub use journaled::{Disagreement, Journaled};
 
 /// The first line of `owner.seal`.
@@ -43,20 +44,11 @@ pub fn gate_hash(g: &Gate) -> String {
     to_hex(&sha2::Sha256::digest(facts.to_string().as_bytes()))
 }
 
-fn status_str(s: GoalStatus) -> &'static str {
+pub(crate) fn status_str(s: GoalStatus) -> &'static str {
     match s {
         GoalStatus::Active => "active",
         GoalStatus::Paused => "paused",
         GoalStatus::Complete => "complete",
-    }
-}
-
-fn status_of(s: &str) -> Option<GoalStatus> {
-    match s {
-        "active" => Some(GoalStatus::Active),
-        "paused" => Some(GoalStatus::Paused),
-        "complete" => Some(GoalStatus::Complete),
-        _ => None,
     }
 }
 
@@ -75,29 +67,7 @@ impl Seal {
     ) -> Seal {
         let g = &snap.config.goal;
         let q = &snap.config.quota;
-        // A name with white space cannot be a seal field; such ids are never valid ids anyway.
-        let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
-        let mut gates = BTreeMap::new();
-        for (id, gate) in snap.gates.iter().filter(|(id, _)| plain(id)) {
-            let kept = prev
-                .filter(|p| p.mismatched.contains(id) || snap.quarantined.contains_key(id))
-                .filter(|_| !written.contains(&id.as_str()))
-                .and_then(|p| p.gates.get(id));
-            if let Some(k) = kept {
-                gates.insert(id.clone(), k.clone());
-            } else if !snap.quarantined.contains_key(id)
-                && (gate.status == GateStatus::Pending || gate.proven)
-            {
-                let blocks = gate.blocks.iter().filter(|b| plain(b)).cloned().collect();
-                gates.insert(
-                    id.clone(),
-                    SealedGate {
-                        hash: gate_hash(gate),
-                        blocks,
-                    },
-                );
-            }
-        }
+        let gates = sealed_gates(snap, prev, written);
         Seal {
             journal,
             goal: Some((g.id.clone(), g.status)),
@@ -159,162 +129,41 @@ impl Seal {
             }
         }
     }
+}
 
-    /// The text the signature covers: every line of the file but the header and `sig`.
-    pub fn body(&self) -> String {
-        let mut s = String::from("seal 1\n");
-        if let Some(m) = &self.journal {
-            s.push_str(&format!("journal {} {} {}\n", m.seq, m.offset, m.hash));
-        }
-        if let Some((id, st)) = &self.goal {
-            s.push_str(&format!("goal {id} {}\n", status_str(*st)));
-        }
-        if let Some((slots, w, mi)) = self.quota {
-            s.push_str(&format!("quota {slots} {w} {mi}\n"));
-        }
-        if let Some((t, c)) = self.budget {
-            let t = t.map_or("-".to_string(), |t| t.to_string());
-            let c = c.map_or("-".to_string(), |c| c.to_string());
-            s.push_str(&format!("budget {t} {c}\n"));
-        }
-        for (id, g) in &self.gates {
-            let blocks = if g.blocks.is_empty() {
-                "-".to_string()
-            } else {
-                g.blocks.join(",")
-            };
-            s.push_str(&format!("gate {id} {} {blocks}\n", g.hash));
-        }
-        for id in &self.users {
-            s.push_str(&format!("user {id}\n"));
-        }
-        for (id, by) in &self.blocked {
-            s.push_str(&format!("blocked {id} {by}\n"));
-        }
-        for (id, f) in &self.leases {
-            let h = f.holder.as_deref().unwrap_or("-");
-            s.push_str(&format!("lease {id} {} {h}\n", f.fence));
-        }
-        for (id, c) in &self.checks {
-            // A line from before purposes keeps its old form: the signature covers it so.
-            match c.purpose {
-                Some(p) => s.push_str(&format!("check {id} {} {}\n", c.sha256, p.as_str())),
-                None => s.push_str(&format!("check {id} {}\n", c.sha256)),
-            }
-        }
-        for (event, hash) in &self.hooks {
-            s.push_str(&format!("hook {event} {hash}\n"));
-        }
-        for (id, f) in &self.agents {
-            let (slots, caps) = crate::kernel::agents::fact_fields(f);
-            s.push_str(&format!("agent {id} {slots} {caps}\n"));
-        }
-        if let Some(n) = self.breaker {
-            s.push_str(&format!("breaker {n}\n"));
-        }
-        journaled::body_lines(self, &mut s);
-        s
-    }
+/// True for a name that can be a seal field: not empty, no white space (never a valid id anyway).
+fn plain(id: &String) -> bool {
+    !id.is_empty() && !id.contains(char::is_whitespace)
+}
 
-    /// The file's text with its signature.
-    pub fn text(&self, sig: &str) -> String {
-        format!("{HEADER}\n{}sig {sig}\n", self.body())
+/// The gates the seal holds: a gate that disagreed with the last seal keeps its sealed entry
+/// unless the change wrote it; a pending or proven gate is sealed as it is.
+fn sealed_gates(
+    snap: &Snapshot,
+    prev: Option<&Seal>,
+    written: &[&str],
+) -> BTreeMap<String, SealedGate> {
+    let mut gates = BTreeMap::new();
+    for (id, gate) in snap.gates.iter().filter(|(id, _)| plain(id)) {
+        let kept = prev
+            .filter(|p| p.mismatched.contains(id) || snap.quarantined.contains_key(id))
+            .filter(|_| !written.contains(&id.as_str()))
+            .and_then(|p| p.gates.get(id));
+        if let Some(k) = kept {
+            gates.insert(id.clone(), k.clone());
+        } else if !snap.quarantined.contains_key(id)
+            && (gate.status == GateStatus::Pending || gate.proven)
+        {
+            let blocks = gate.blocks.iter().filter(|b| plain(b)).cloned().collect();
+            let hash = gate_hash(gate);
+            gates.insert(id.clone(), SealedGate { hash, blocks });
+        }
     }
-
-    /// Parses `owner.seal` and checks its signature; `Err` says why it is not the owner's.
-    pub fn parse(text: &str, key: &OwnerPub) -> Result<Seal, String> {
-        let mut seal = Seal::default();
-        let mut sig = None;
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') || line == "seal 1" {
-                continue;
-            }
-            let f: Vec<&str> = line.split(' ').collect();
-            let bad = || format!("line {}: `{line}` is not a seal line", n + 1);
-            match f.as_slice() {
-                ["sig", s] => sig = Some(s.to_string()),
-                ["journal", seq, off, h] => {
-                    seal.journal = Some(Mark {
-                        seq: seq.parse().map_err(|_| bad())?,
-                        offset: off.parse().map_err(|_| bad())?,
-                        hash: h.to_string(),
-                    })
-                }
-                ["goal", .., st] if f.len() >= 3 => {
-                    let id = f[1..f.len() - 1].join(" ");
-                    seal.goal = Some((id, status_of(st).ok_or_else(bad)?));
-                }
-                ["quota", s, w, m] => {
-                    let p = |v: &str| v.parse::<i64>().map_err(|_| bad());
-                    seal.quota = Some((s.parse().map_err(|_| bad())?, p(w)?, p(m)?));
-                }
-                ["gate", id, h, b] => {
-                    let blocks = match *b {
-                        "-" => Vec::new(),
-                        b => b.split(',').map(str::to_string).collect(),
-                    };
-                    let hash = h.to_string();
-                    seal.gates
-                        .insert(id.to_string(), SealedGate { hash, blocks });
-                }
-                ["blocked", id, by] => {
-                    seal.blocked.insert(id.to_string(), by.to_string());
-                }
-                ["user", id] => {
-                    seal.users.insert(id.to_string());
-                }
-                ["budget", t, c] => {
-                    let t = (*t != "-").then(|| t.parse::<u64>()).transpose();
-                    let c = (*c != "-").then(|| c.parse::<f64>()).transpose();
-                    seal.budget = Some((t.map_err(|_| bad())?, c.map_err(|_| bad())?));
-                }
-                ["hook", event, hash] => {
-                    seal.hooks.insert(event.to_string(), hash.to_string());
-                }
-                ["lease", id, fence, h] => {
-                    let holder = (*h != "-").then(|| h.to_string());
-                    let fence = fence.parse().map_err(|_| bad())?;
-                    seal.leases
-                        .insert(id.to_string(), LeaseFact { fence, holder });
-                }
-                ["agent", id, slots, caps] => {
-                    let f = crate::kernel::agents::parse_fields(slots, caps).ok_or_else(bad)?;
-                    seal.agents.insert(id.to_string(), f);
-                }
-                ["breaker", n] => seal.breaker = Some(n.parse().map_err(|_| bad())?),
-                ["check", id, h, rest @ ..] if is_sha256(h) && rest.len() <= 1 => {
-                    let purpose = match rest.first() {
-                        Some(p) => Some(Purpose::parse(p).ok_or_else(bad)?),
-                        None => None,
-                    };
-                    let sha256 = h.to_string();
-                    seal.checks
-                        .insert(id.to_string(), SealedCheck { sha256, purpose });
-                }
-                other => match journaled::parse_line(other, &mut seal) {
-                    Some(true) => {}
-                    _ => return Err(bad()),
-                },
-            }
-        }
-        let sig = sig.ok_or("it has no signature")?;
-        if !key.verify(&seal.body(), &sig) {
-            return Err(
-                "its signature is not the owner's (edited, or made with another key)".into(),
-            );
-        }
-        // The default's `*` line only ever approved a done: an old one without a purpose is that.
-        if let Some(c) = seal.checks.get_mut(crate::kernel::proof::DEFAULT_ID) {
-            c.purpose.get_or_insert(Purpose::Done);
-        }
-        Ok(seal)
-    }
+    gates
 }
 
 /// The owner-set leases: those the change set, and those carried over at the same fence.
 fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<String, LeaseFact> {
-    let plain = |id: &String| !id.is_empty() && !id.contains(char::is_whitespace);
     let mut leases = BTreeMap::new();
     for (id, t) in snap.todos.iter().filter(|(id, _)| plain(id)) {
         let fact = if set.contains(&id.as_str()) {
@@ -335,7 +184,7 @@ fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<S
 }
 
 /// True for 64 lowercase hex digits.
-fn is_sha256(h: &str) -> bool {
+pub(crate) fn is_sha256(h: &str) -> bool {
     h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 

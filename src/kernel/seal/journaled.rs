@@ -73,19 +73,16 @@ impl Journaled {
     }
 
     fn add(&mut self, e: &Event) {
+        match e.action.as_str() {
+            "todo.add" | "gate.open" | "quota.spend" => self.add_fact(e),
+            _ => self.add_lease(e),
+        }
+    }
+
+    /// A `user` todo, the todos a gate blocks, or a spend.
+    fn add_fact(&mut self, e: &Event) {
         let d = &e.data;
         let s = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        let fence = d.get("fence").and_then(serde_json::Value::as_u64);
-        let expires = d
-            .get("expires_at")
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
-        let held = |holder: String, fence: u64| LeaseTruth::Held {
-            holder,
-            fence,
-            at: e.at,
-            expires_at: expires,
-            seq: Some(e.seq),
-        };
         let target = e.target.clone();
         match e.action.as_str() {
             "todo.add" => {
@@ -103,7 +100,7 @@ impl Journaled {
                     b.insert(t.to_string(), e.seq);
                 }
             }
-            "quota.spend" => self.spends.push(Spend {
+            _ => self.spends.push(Spend {
                 at: e.at,
                 agent: e.actor.clone(),
                 slots: d.get("slots").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
@@ -112,13 +109,33 @@ impl Journaled {
                 cost_usd: d.get("cost_usd").and_then(|v| v.as_f64()),
                 extra: Default::default(),
             }),
+        }
+    }
+
+    /// A lease taken, passed on or let go.
+    fn add_lease(&mut self, e: &Event) {
+        let d = &e.data;
+        let fence = d.get("fence").and_then(serde_json::Value::as_u64);
+        let expires = d
+            .get("expires_at")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let held = |holder: String, fence: u64| LeaseTruth::Held {
+            holder,
+            fence,
+            at: e.at,
+            expires_at: expires,
+            seq: Some(e.seq),
+        };
+        let target = e.target.clone();
+        match e.action.as_str() {
             "todo.claim" | "todo.renew" => {
                 if let Some(f) = fence {
                     self.leases.insert(target, held(e.actor.clone(), f));
                 }
             }
             "todo.handoff" | "todo.reassign" => {
-                if let (Some(f), Some(to)) = (fence, s("to")) {
+                let to = d.get("to").and_then(|v| v.as_str()).map(str::to_string);
+                if let (Some(f), Some(to)) = (fence, to) {
                     self.leases.insert(target, held(to, f));
                 }
             }
@@ -130,14 +147,9 @@ impl Journaled {
             | "todo.defer"
             | "todo.reopen"
             | "lease.expire" => {
-                let f = fence.or_else(|| self.fence_of(&target)).unwrap_or(0);
-                self.leases.insert(
-                    target,
-                    LeaseTruth::Free {
-                        fence: f,
-                        seq: e.seq,
-                    },
-                );
+                let fence = fence.or_else(|| self.fence_of(&target)).unwrap_or(0);
+                let seq = e.seq;
+                self.leases.insert(target, LeaseTruth::Free { fence, seq });
             }
             _ => {}
         }

@@ -1,6 +1,7 @@
 //! Unit tests of the seal: its text, its signature, when the board seals.
 
 use super::*;
+use crate::kernel::authority::OwnerPub;
 use ed25519_dalek::{Signer, SigningKey};
 
 pub(super) fn key() -> (SigningKey, OwnerPub) {
