@@ -90,24 +90,7 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
                 line(&snap, &info.id),
             ))
         }
-        AgentCmd::Show { id } => {
-            let snap = store.load()?;
-            let ids: Vec<String> = match id {
-                Some(i) => {
-                    crate::kernel::id::check_agent(&i)?;
-                    vec![i]
-                }
-                None => known(&snap),
-            };
-            let list: Vec<Value> = ids.iter().map(|i| agent_json(&snap, i, now)).collect();
-            let text: Vec<String> = ids.iter().map(|i| line(&snap, i)).collect();
-            let text = if text.is_empty() {
-                "no agent has declared capabilities".to_string()
-            } else {
-                text.join("\n")
-            };
-            Ok(Out::new("agents", json!(list), text).noted(snap.owner_notes.clone()))
-        }
+        AgentCmd::Show { id } => show(&store.load()?, id, now),
         AgentCmd::Fix {
             id,
             capability,
@@ -136,6 +119,25 @@ pub fn run(ctx: &Ctx, c: AgentCmd) -> Result<Out> {
             ))
         }
     }
+}
+
+/// `agent show [ID]`: one agent's line, or every known agent's.
+fn show(snap: &Snapshot, id: Option<String>, now: crate::kernel::Ts) -> Result<Out> {
+    let ids: Vec<String> = match id {
+        Some(i) => {
+            crate::kernel::id::check_agent(&i)?;
+            vec![i]
+        }
+        None => known(snap),
+    };
+    let list: Vec<Value> = ids.iter().map(|i| agent_json(snap, i, now)).collect();
+    let text: Vec<String> = ids.iter().map(|i| line(snap, i)).collect();
+    let text = if text.is_empty() {
+        "no agent has declared capabilities".to_string()
+    } else {
+        text.join("\n")
+    };
+    Ok(Out::new("agents", json!(list), text).noted(snap.owner_notes.clone()))
 }
 
 /// Agents with a declaration or an owner's `[agents.ID]`.

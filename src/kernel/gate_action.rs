@@ -194,30 +194,7 @@ pub fn runnable(g: &Gate, journal_used: bool) -> Result<&GateAction> {
         )
         .hint("open a new gate for the action, without options"));
     }
-    match g.effective_status() {
-        GateStatus::Pending => {
-            let unproven = g.status != GateStatus::Pending;
-            let why = match unproven {
-                true => "its decision is not signed by the owner's key, so it counts as pending",
-                false => "the owner has not decided it",
-            };
-            return Err(
-                Error::new(Code::NotReady, format!("gate {id} is not approved: {why}")).hint(
-                    format!(
-                        "the owner runs `loopx gate approve {id} --sha {}`",
-                        a.sha256
-                    ),
-                ),
-            );
-        }
-        GateStatus::Approved => {}
-        other => {
-            return Err(Error::new(
-                Code::Denied,
-                format!("gate {id} was {}; its action never runs", other.as_str()),
-            ));
-        }
-    }
+    approved(g, a)?;
     if let Some(u) = &g.used {
         let turn = u
             .turn
@@ -241,6 +218,29 @@ pub fn runnable(g: &Gate, journal_used: bool) -> Result<&GateAction> {
         .hint("open a new gate to run it again"));
     }
     Ok(a)
+}
+
+/// Ok when the owner approved `g` with a signed decision; else why its action `a` cannot run.
+fn approved(g: &Gate, a: &GateAction) -> Result<()> {
+    let id = &g.id;
+    match g.effective_status() {
+        GateStatus::Approved => Ok(()),
+        GateStatus::Pending => {
+            let why = match g.status != GateStatus::Pending {
+                true => "its decision is not signed by the owner's key, so it counts as pending",
+                false => "the owner has not decided it",
+            };
+            let hint = format!(
+                "the owner runs `loopx gate approve {id} --sha {}`",
+                a.sha256
+            );
+            Err(Error::new(Code::NotReady, format!("gate {id} is not approved: {why}")).hint(hint))
+        }
+        other => Err(Error::new(
+            Code::Denied,
+            format!("gate {id} was {}; its action never runs", other.as_str()),
+        )),
+    }
 }
 
 /// Checks the digest the owner read against the action: approving needs `--sha`, equal to the

@@ -279,6 +279,33 @@ pub fn held<'a>(snap: &'a Snapshot, agent: &str, now: Ts) -> Vec<&'a Todo> {
     v
 }
 
+/// Why an open todo is not ready, in the order `why_none_ready` names them.
+const WHY: [&str; 8] = [
+    "held by you",
+    "leased by other agents",
+    "waiting on a pending gate",
+    "waiting on a dependency",
+    "not due yet",
+    "needing capabilities you lack",
+    "that you may not claim",
+    "whose paths overlap another agent's reservation",
+];
+
+/// The place in `WHY` of a blocker, or None for one not counted.
+fn why_index(b: &Blocker, agent: &str) -> Option<usize> {
+    Some(match b {
+        Blocker::Leased { holder, .. } if holder == agent => 0,
+        Blocker::Leased { .. } => 1,
+        Blocker::Gate { .. } | Blocker::Parked { .. } => 2,
+        Blocker::Dependency { .. } => 3,
+        Blocker::NotDue { .. } | Blocker::Backoff { .. } => 4,
+        Blocker::Capability { .. } => 5,
+        Blocker::Excluded { .. } => 6,
+        Blocker::Reserved { .. } => 7,
+        _ => return None,
+    })
+}
+
 /// Why nothing is ready for `agent`, in a sentence, and what to do about it.
 pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String) {
     match snap.config.goal.status {
@@ -304,40 +331,20 @@ pub fn why_none_ready(snap: &Snapshot, agent: &str, now: Ts) -> (String, String)
             "add one with `loopx todo add \"...\"`".into(),
         );
     }
-    let (mut gated, mut leased, mut later, mut deps, mut mine) = (0, 0, 0, 0, 0);
-    let (mut lacking, mut excluded, mut reserved) = (0, 0, 0);
     // Each todo counts once, under its first blocker, so the parts add up to the open todos.
+    let mut counts = [0usize; WHY.len()];
     for t in &open {
-        for b in blockers(snap, t, agent, now, false) {
-            let n = match b {
-                Blocker::Capability { .. } => &mut lacking,
-                Blocker::Excluded { .. } => &mut excluded,
-                Blocker::Gate { .. } | Blocker::Parked { .. } => &mut gated,
-                Blocker::Leased { holder, .. } if holder == agent => &mut mine,
-                Blocker::Leased { .. } => &mut leased,
-                Blocker::NotDue { .. } | Blocker::Backoff { .. } => &mut later,
-                Blocker::Dependency { .. } => &mut deps,
-                Blocker::Reserved { .. } => &mut reserved,
-                _ => continue,
-            };
-            *n += 1;
-            break;
+        let kinds = blockers(snap, t, agent, now, false).into_iter();
+        if let Some(k) = kinds.filter_map(|b| why_index(&b, agent)).next() {
+            counts[k] += 1;
         }
     }
-    let parts: Vec<String> = [
-        (mine, "held by you"),
-        (leased, "leased by other agents"),
-        (gated, "waiting on a pending gate"),
-        (deps, "waiting on a dependency"),
-        (later, "not due yet"),
-        (lacking, "needing capabilities you lack"),
-        (excluded, "that you may not claim"),
-        (reserved, "whose paths overlap another agent's reservation"),
-    ]
-    .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, what)| format!("{n} {what}"))
-    .collect();
+    let parts: Vec<String> = counts
+        .iter()
+        .zip(WHY)
+        .filter(|(n, _)| **n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
     (
         format!(
             "nothing is ready: of {}, {}",

@@ -136,6 +136,20 @@ pub fn roster(snap: &Snapshot, seen: &Seen, now: Ts) -> Vec<AgentRow> {
             *e = (*e).max(l.expires_at);
         }
     }
+    add_spends(&mut rows, snap, now);
+    set_states(&mut rows, &expired);
+    let mut out: Vec<AgentRow> = rows.into_values().collect();
+    out.sort_by(|x, y| {
+        (x.state != AgentState::Working)
+            .cmp(&(y.state != AgentState::Working))
+            .then(y.last_seen.cmp(&x.last_seen))
+            .then(x.agent.cmp(&y.agent))
+    });
+    out
+}
+
+/// Each agent's turns, slots, tokens and cost in the quota window.
+fn add_spends(rows: &mut BTreeMap<&str, AgentRow>, snap: &Snapshot, now: Ts) {
     for s in quota::in_window(&snap.quota, &snap.config.quota, now) {
         if let Some(r) = rows.get_mut(s.agent.as_str()) {
             r.turns += 1;
@@ -144,6 +158,10 @@ pub fn roster(snap: &Snapshot, seen: &Seen, now: Ts) -> Vec<AgentRow> {
             r.cost_usd += s.cost_usd.unwrap_or(0.0);
         }
     }
+}
+
+/// Working with a live lease, stale when a lease lapsed since it was last seen, else idle.
+fn set_states(rows: &mut BTreeMap<&str, AgentRow>, expired: &BTreeMap<&str, Ts>) {
     for (a, r) in rows.iter_mut() {
         r.state = if !r.leases.is_empty() {
             AgentState::Working
@@ -156,14 +174,6 @@ pub fn roster(snap: &Snapshot, seen: &Seen, now: Ts) -> Vec<AgentRow> {
             AgentState::Idle
         };
     }
-    let mut out: Vec<AgentRow> = rows.into_values().collect();
-    out.sort_by(|x, y| {
-        (x.state != AgentState::Working)
-            .cmp(&(y.state != AgentState::Working))
-            .then(y.last_seen.cmp(&x.last_seen))
-            .then(x.agent.cmp(&y.agent))
-    });
-    out
 }
 
 #[cfg(test)]

@@ -301,19 +301,7 @@ pub fn record_check(
         "changed": recorded == Recorded::Changed, "duration_ms": ran.duration.0,
         "next_due_at": t.next_due_at});
     if recorded == Recorded::Changed {
-        let mut e = Evidence::new(
-            now,
-            actor,
-            None,
-            EvidenceKind::Command,
-            format!("check result changed (exit {})", ran.exit),
-        );
-        e.command = Some(check.command.clone());
-        e.exit_code = Some(ran.exit);
-        e.sha256 = Some(ran.hash.clone());
-        e.output = (!ran.tail.is_empty()).then(|| ran.tail.clone());
-        e.duration_ms = Some(ran.duration.0.max(0) as u64);
-        bounds::usage(bounds::check_evidence(&e))?;
+        let e = changed_evidence(now, actor, &check.command, ran)?;
         c.writes.push(Write::Evidence(t.id.clone(), e));
         c.event(now, actor, Action::MonitorChange, id, data);
     } else {
@@ -321,6 +309,19 @@ pub fn record_check(
     }
     c.writes.push(Write::Todo(t.clone()));
     Ok((c, t, recorded))
+}
+
+/// The evidence a changed check result appends.
+fn changed_evidence(now: Ts, actor: &str, command: &str, ran: &Ran) -> Result<Evidence> {
+    let what = format!("check result changed (exit {})", ran.exit);
+    let mut e = Evidence::new(now, actor, None, EvidenceKind::Command, what);
+    e.command = Some(command.to_string());
+    e.exit_code = Some(ran.exit);
+    e.sha256 = Some(ran.hash.clone());
+    e.output = (!ran.tail.is_empty()).then(|| ran.tail.clone());
+    e.duration_ms = Some(ran.duration.0.max(0) as u64);
+    bounds::usage(bounds::check_evidence(&e))?;
+    Ok(e)
 }
 
 fn raced(id: &str, why: &str) -> Error {

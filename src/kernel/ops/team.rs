@@ -153,6 +153,31 @@ pub fn edit(snap: &Snapshot, agent: &str, now: Ts, id: &str, e: Edit) -> Result<
     let mut t = todo(snap, id)?.clone();
     let owner = t.created_by != agent || id::is_reserved_actor(agent);
     let actor = if owner { OWNER } else { agent };
+    let changed = apply_edit(snap, &mut t, e)?;
+    if changed.is_empty() {
+        return Err(Error::usage(format!("nothing to change on {id}"))
+            .hint("give --title, --priority, --body, --body-file, --link, --clear-links or --depends-on with a new value"));
+    }
+    bounds::usage(bounds::check_todo(&t))?;
+    t.updated_at = now;
+    let mut c = Change {
+        owner,
+        ..Change::default()
+    };
+    c.event(
+        now,
+        actor,
+        Action::TodoEdit,
+        id,
+        json!({"changed": changed, "title": t.title, "priority": t.priority,
+               "links": t.links, "depends_on": t.depends_on, "body": t.body.is_some()}),
+    );
+    c.writes.push(Write::Todo(t.clone()));
+    Ok((c, t))
+}
+
+/// Applies `e` to `t`: the names of the fields whose value changed.
+fn apply_edit(snap: &Snapshot, t: &mut Todo, e: Edit) -> Result<Vec<&'static str>> {
     let mut changed = Vec::new();
     if let Some(title) = e.title {
         let title = title.trim().to_string();
@@ -188,32 +213,13 @@ pub fn edit(snap: &Snapshot, agent: &str, now: Ts, id: &str, e: Edit) -> Result<
         changed.push("links");
     }
     if let Some(deps) = e.depends_on {
-        check_no_cycle(snap, id, &deps)?;
+        check_no_cycle(snap, &t.id, &deps)?;
         if deps != t.depends_on {
             t.depends_on = deps;
             changed.push("depends_on");
         }
     }
-    if changed.is_empty() {
-        return Err(Error::usage(format!("nothing to change on {id}"))
-            .hint("give --title, --priority, --body, --body-file, --link, --clear-links or --depends-on with a new value"));
-    }
-    bounds::usage(bounds::check_todo(&t))?;
-    t.updated_at = now;
-    let mut c = Change {
-        owner,
-        ..Change::default()
-    };
-    c.event(
-        now,
-        actor,
-        Action::TodoEdit,
-        id,
-        json!({"changed": changed, "title": t.title, "priority": t.priority,
-               "links": t.links, "depends_on": t.depends_on, "body": t.body.is_some()}),
-    );
-    c.writes.push(Write::Todo(t.clone()));
-    Ok((c, t))
+    Ok(changed)
 }
 
 /// Refuses dependencies that would make `id` depend on itself, directly or through open todos.

@@ -74,15 +74,37 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
     {
         return Err(Error::usage("--every must be at least 1s"));
     }
-    let mut new = new;
+    let gate_id = new.blocked_by_gate.clone();
+    let t = todo_of(new, actor, now)?;
+    bounds::usage(bounds::check_todo(&t))?;
+    let mut c = Change::default();
+    if let Some(gid) = &gate_id {
+        c.writes.push(Write::Gate(gate_blocking(snap, gid, &t.id)?));
+    }
+    c.writes.insert(0, Write::Todo(t.clone()));
+    c.event(
+        now,
+        actor,
+        Action::TodoAdd,
+        &t.id,
+        json!({"title": t.title, "priority": t.priority, "role": t.role,
+               "depends_on": t.depends_on, "every": t.every, "gate": gate_id,
+               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents,
+               "body": t.body.is_some(), "links": t.links}),
+    );
+    Ok((c, t))
+}
+
+/// The new todo `new` describes (a review depends on the work it reviews).
+fn todo_of(mut new: NewTodo, actor: &str, now: Ts) -> Result<Todo> {
     if let Some(r) = &new.reviews
         && !new.depends_on.contains(r)
     {
         new.depends_on.push(r.clone());
     }
-    let t = Todo {
+    Ok(Todo {
         schema_version: SCHEMA_VERSION,
-        id: new.id.clone(),
+        id: new.id,
         title: new.title.trim().to_string(),
         role: new.role,
         priority: new.priority,
@@ -107,36 +129,22 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         paths: reserve::normalise("--paths", &new.paths)?,
         lease: None,
         extra: Extra::new(),
-    };
-    bounds::usage(bounds::check_todo(&t))?;
-    let mut c = Change::default();
-    if let Some(gid) = &new.blocked_by_gate {
-        let mut g = gate(snap, gid)?.clone();
-        if g.effective_status() != GateStatus::Pending {
-            return Err(Error::new(
-                Code::AlreadyDecided,
-                format!(
-                    "gate {gid} is {} already; it blocks nothing new",
-                    g.status.as_str()
-                ),
-            ));
-        }
-        g.blocks.push(t.id.clone());
-        bounds::usage(bounds::check_gate(&g))?;
-        c.writes.push(Write::Gate(g));
+    })
+}
+
+/// Gate `gid` blocking todo `id` too: only a pending gate blocks something new.
+fn gate_blocking(snap: &Snapshot, gid: &str, id: &str) -> Result<Gate> {
+    let mut g = gate(snap, gid)?.clone();
+    if g.effective_status() != GateStatus::Pending {
+        let status = g.status.as_str();
+        return Err(Error::new(
+            Code::AlreadyDecided,
+            format!("gate {gid} is {status} already; it blocks nothing new"),
+        ));
     }
-    c.writes.insert(0, Write::Todo(t.clone()));
-    c.event(
-        now,
-        actor,
-        Action::TodoAdd,
-        &t.id,
-        json!({"title": t.title, "priority": t.priority, "role": t.role,
-               "depends_on": t.depends_on, "every": t.every, "gate": new.blocked_by_gate,
-               "requires": t.requires, "reviews": t.reviews, "exclude_agents": t.exclude_agents,
-               "body": t.body.is_some(), "links": t.links}),
-    );
-    Ok((c, t))
+    g.blocks.push(id.to_string());
+    bounds::usage(bounds::check_gate(&g))?;
+    Ok(g)
 }
 
 /// What `todo update` asks for.
