@@ -20,7 +20,6 @@ mod prompt;
 mod quota;
 mod roster;
 mod run_approved;
-pub mod serve;
 mod setup;
 mod state;
 mod store;
@@ -38,8 +37,8 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 pub use ctx::Ctx;
+use out::emit;
 pub use out::{Out, answer_json, emit_error, error_json, usage_error};
-use out::{emit, render};
 
 use crate::kernel::{Code, Error, Result, Ts};
 
@@ -239,20 +238,6 @@ pub enum Cmd {
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,
-    /// Keep the project warm: answer `quota should-run` and a quiet `monitor poll` from memory.
-    ///
-    /// Runs in the foreground until idle for --idle or until .loopx/ is gone. While it runs,
-    /// those commands ask it over a local socket (this user's, this binary's) and cost what
-    /// changed since the last question, not what exists; without it they load as usual.
-    #[command(after_help = "Example:\n  loopx serve --idle 8h")]
-    Serve {
-        /// Stop after this long without a question (1s to 30d).
-        #[arg(long, value_name = "DUR", default_value = "1h")]
-        idle: crate::kernel::Dur,
-        /// Say on stderr how each question was answered.
-        #[arg(long)]
-        verbose: bool,
-    },
     /// Write the wiring for a host into the project: claude, codex, cron or systemd.
     #[command(
         after_help = "Example:\n  loopx --agent nightly setup cron --every 1h --complete-on-success -- ./agent.sh\n  \
@@ -292,9 +277,6 @@ pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(exit) = serve::client::ask(&args) {
-        return exit;
-    }
     let json_wanted = args.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
@@ -466,7 +448,6 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
             crate::mcp::serve(ctx)?;
             Ok(Out::default())
         }
-        Some(Cmd::Serve { idle, verbose }) => serve::run(ctx, idle, verbose),
         Some(Cmd::Setup(a)) => setup::run(ctx, a),
         Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
         Some(Cmd::Completions { shell }) => {
