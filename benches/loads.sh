@@ -2,8 +2,7 @@
 # Loads side by side (issue 24): an old loopx against this one in one run, on the same projects.
 # should-run at 1,000 and 10,000 open, `monitor poll` with nothing due at 1,000, and what
 # `turn -- true` adds at 1,000 (breaker off). Each binary gets its own caches: they are
-# deleted before each switch, then one `status` writes them. The last column runs the new
-# binary again with a `loopx serve` of the project running.
+# deleted before each switch, then one `status` writes them.
 # usage: OLD=/path/to/old/loopx benches/loads.sh      (needs hyperfine, python3; release builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,22 +37,13 @@ t=$work/turn
 python3 benches/gen.py "$t" --loopx "$NEW" --open 1000 --gates 0 --owner >/dev/null
 "$NEW" --dir "$t" quota set --slots 100000 --window 2s --breaker 0 >/dev/null
 
-served() { # dir command...: the median with a server of dir running
-  local dir=$1; shift
-  "$NEW" --dir "$dir" serve --idle 10m 2>/dev/null & local pid=$!
-  sleep 0.5
-  median "$@"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-}
-
-echo "| median ms | old | new | new, served | target |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| median ms | old | new | target |"
+echo "| --- | --- | --- | --- |"
 row() { # label target dir args...
   local label=$1 target=$2 dir=$3; shift 3
   fresh "$OLD" "$dir"; local o; o=$(median "$OLD --dir $dir $*")
   fresh "$NEW" "$dir"; local w; w=$(median "$NEW --dir $dir $*")
-  local s; s=$(served "$dir" "$NEW --dir $dir $*")
-  printf "| %s | %s | %s | %s | %s |\n" "$label" "$o" "$w" "$s" "$target"
+  printf "| %s | %s | %s | %s |\n" "$label" "$o" "$w" "$target"
 }
 row "should-run, 1,000 open" "under 3" "$work/p1000" quota should-run
 row "should-run, 10,000 open" "under 6" "$work/p10000" quota should-run
@@ -61,5 +51,4 @@ row "monitor poll, nothing due, 1,000" "under 3" "$m" monitor poll
 base=$(median /bin/true)
 fresh "$OLD" "$t"; ot=$(median "$OLD --dir $t --agent runner turn -- /bin/true")
 fresh "$NEW" "$t"; nt=$(median "$NEW --dir $t --agent runner turn -- /bin/true")
-st=$(served "$t" "$NEW --dir $t --agent runner turn -- /bin/true")
-python3 -c "import sys; b,o,n,s=map(float,sys.argv[1:]); print('| turn -- true, added, 1,000 | %.2f | %.2f | %.2f | under 6 |' % (o-b, n-b, s-b))" "$base" "$ot" "$nt" "$st"
+python3 -c "import sys; b,o,n=map(float,sys.argv[1:]); print('| turn -- true, added, 1,000 | %.2f | %.2f | under 6 |' % (o-b, n-b))" "$base" "$ot" "$nt"

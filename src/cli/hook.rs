@@ -4,7 +4,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{Ctx, Out, env_text};
+use super::entry::env_text;
+use super::{Ctx, Out};
 use std::io::Write as _;
 
 use crate::kernel::{Result, alert, ops};

@@ -131,7 +131,7 @@ pub(super) fn emit(json: bool, fields: Map<String, Value>, text: &str) {
 }
 
 /// What a command's answer prints: on stdout, and on stderr.
-pub(super) fn render(json: bool, fields: Map<String, Value>, text: &str) -> (String, String) {
+fn render(json: bool, fields: Map<String, Value>, text: &str) -> (String, String) {
     let warnings: Vec<String> = match fields.get("warnings") {
         Some(Value::Array(ws)) if !json => ws
             .iter()
