@@ -125,8 +125,8 @@ impl Ctx {
     }
 
     /// The clock and environment facts the store needs.
-    pub fn env(&self) -> crate::store::fs::Env {
-        crate::store::fs::Env {
+    pub fn env(&self) -> crate::store::Env {
+        crate::store::Env {
             now: self.now,
             lock_wait: self.lock_wait,
             key: self.key.clone(),

@@ -1,6 +1,7 @@
 //! The store: where snapshots come from and where changes go, behind one trait.
 
 pub mod core;
+pub mod env;
 pub mod files;
 pub mod live;
 pub mod open;
@@ -9,6 +10,7 @@ pub mod port;
 
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, owner, parse};
+pub use env::{Env, OnCommit};
 pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view, watch};
 pub use fs::FileStore;
 pub use live::Watched;
@@ -135,7 +137,7 @@ pub trait Store {
     fn place_of(&self, file: &str) -> String;
 
     /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
-    fn env(&self) -> &fs::Env;
+    fn env(&self) -> &Env;
 
     // -- this machine --
     /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.

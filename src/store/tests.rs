@@ -15,7 +15,7 @@ struct Fake {
     begun: Cell<u32>,
     committed: Cell<u32>,
     reserved: RefCell<Vec<String>>,
-    env: fs::Env,
+    env: crate::store::Env,
 }
 
 impl Fake {
@@ -26,7 +26,7 @@ impl Fake {
             begun: Cell::new(0),
             committed: Cell::new(0),
             reserved: RefCell::new(Vec::new()),
-            env: fs::Env::default(),
+            env: crate::store::Env::default(),
         }
     }
 }
@@ -60,7 +60,7 @@ impl Transaction for FakeTx<'_> {
 }
 
 impl Store for Fake {
-    fn env(&self) -> &fs::Env {
+    fn env(&self) -> &crate::store::Env {
         &self.env
     }
 

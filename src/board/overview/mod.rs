@@ -21,7 +21,7 @@ use crate::board::data::{Delta, Loader};
 use crate::board::{Leave, Msg, Options, Screen, term};
 use crate::flows::owner::{self as actions, Owner};
 use crate::kernel::{Code, Error, Result, Snapshot, Ts};
-use crate::store::fs::Env;
+use crate::store::Env;
 use crate::store::live::{Feed, Signal, Watched};
 use crate::store::open::{self, Choice};
 

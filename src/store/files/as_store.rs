@@ -16,7 +16,7 @@ use crate::store::{
 };
 
 impl Store for FileStore {
-    fn env(&self) -> &crate::store::fs::Env {
+    fn env(&self) -> &crate::store::Env {
         FileStore::env(self)
     }
 

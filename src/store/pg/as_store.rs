@@ -3,7 +3,7 @@
 use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
-use crate::store::core::Env;
+use crate::store::Env;
 use crate::store::live::Followed;
 use crate::store::{GoalPlan, Keep, Store, Transaction, doctor};
 

@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::kernel::{Code, Error, Result, Snapshot};
-use crate::store::core::Env;
+use crate::store::Env;
 
 pub use load::Cached;
 pub use redact::redact;
