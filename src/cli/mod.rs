@@ -348,7 +348,7 @@ pub fn run(cli: Cli) -> i32 {
             lock_wait,
             store_url: None,
             explicit_store: cli.store.as_deref().is_some_and(|u| !u.is_empty()),
-            projects: crate::board::overview::list::path_of(
+            projects: crate::store::projects::path_of(
                 std::env::var_os("XDG_CONFIG_HOME"),
                 std::env::var_os("HOME"),
             ),
@@ -408,7 +408,7 @@ fn env_text(name: &str) -> Result<Option<String>> {
 fn board(ctx: &Ctx, all: bool, opts: crate::board::Options) -> Result<Out> {
     if all {
         let file = projects::list_path(ctx)?;
-        let entries = crate::board::overview::list::read(&file)?.projects;
+        let entries = crate::store::projects::read(&file)?.projects;
         crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
     } else {
         crate::board::run(ctx.open_board()?, opts)?;

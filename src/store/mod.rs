@@ -7,6 +7,7 @@ pub mod live;
 pub mod open;
 pub mod pg;
 pub mod port;
+pub mod projects;
 
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, owner, parse};

@@ -3,7 +3,6 @@
 //! project it came from. Enter opens that project's board in the same terminal (Esc comes back);
 //! a gate decided here goes through `flows::owner::perform`, as on the board.
 
-pub mod list;
 pub mod render;
 pub mod state;
 pub mod summary;
@@ -14,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::Event as TermEvent;
 
-use self::list::{Entry, Place};
 use self::state::{Effect, Overview, Row};
 use crate::board::app::Live;
 use crate::board::data::{Delta, Loader};
@@ -24,6 +22,7 @@ use crate::kernel::{Code, Error, Result, Snapshot, Ts};
 use crate::store::Env;
 use crate::store::live::{Feed, Signal, Watched};
 use crate::store::open::{self, Choice};
+use crate::store::projects::{Entry, Place};
 
 /// Opens an entry's store: a project root's (its files, or the database its `loopx.toml`
 /// names), or a database.
