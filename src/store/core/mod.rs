@@ -5,6 +5,7 @@
 pub mod atomic;
 pub mod chain;
 pub mod crash;
+pub mod doctor;
 pub mod owner;
 pub mod parse;
 pub mod prepare;

@@ -55,15 +55,15 @@ impl Store for FileStore {
     fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
         let now = self.env().now;
         let fixed = if fix {
-            doctor::fix(self, now)?
+            crate::store::files::doctor::fix(self, now)?
         } else {
             Vec::new()
         };
-        Ok((fixed, doctor::check_locked(self, now)?))
+        Ok((fixed, crate::store::files::doctor::check_locked(self, now)?))
     }
 
     fn live_worktrees(&self) -> Result<Vec<String>> {
-        doctor::live_worktrees(self, self.env().now)
+        crate::store::files::doctor::live_worktrees(self, self.env().now)
     }
 
     fn followed(&self) -> Result<&dyn Followed> {

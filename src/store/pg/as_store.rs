@@ -46,7 +46,7 @@ impl Store for PgStore {
             )
             .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
         }
-        Ok((Vec::new(), doctor::check_db(self, self.env.now)?))
+        Ok((Vec::new(), super::doctor::check(self, self.env.now)?))
     }
 
     fn live_worktrees(&self) -> Result<Vec<String>> {

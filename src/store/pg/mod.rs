@@ -4,6 +4,7 @@
 mod as_store;
 mod claim;
 mod commit;
+mod doctor;
 mod fast;
 mod goal;
 pub mod history;
