@@ -11,6 +11,7 @@ mod goal;
 mod hook;
 mod identity;
 mod man;
+mod mcp;
 mod monitor;
 mod out;
 mod owner;
@@ -462,10 +463,7 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Some(Cmd::Agents) => roster::run(ctx),
         Some(Cmd::Evidence(c)) => evidence::run(ctx, c),
         Some(Cmd::Store(c)) => store::run(ctx, c),
-        Some(Cmd::Mcp) => {
-            crate::mcp::serve(ctx)?;
-            Ok(Out::default())
-        }
+        Some(Cmd::Mcp) => mcp::serve(ctx),
         Some(Cmd::Serve { idle, verbose }) => serve::run(ctx, idle, verbose),
         Some(Cmd::Setup(a)) => setup::run(ctx, a),
         Some(Cmd::AgentPrompt(a)) => prompt::run(ctx, a),
@@ -479,21 +477,6 @@ fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         }
         Some(Cmd::Man { out }) => man::run(out),
     }
-}
-
-/// Runs one command line inside this process, as `--json` would answer it: the JSON answer and
-/// the exit code. The MCP face calls the CLI's commands through this.
-pub fn call(ctx: &Ctx, argv: &[String]) -> (Value, i32) {
-    let parsed = Cli::try_parse_from(argv).map_err(|e| usage_error(&e));
-    match parsed.and_then(|cli| dispatch(ctx, cli.cmd)) {
-        Ok(out) => (answer_json(out.json), out.exit),
-        Err(e) => (error_json(&e), e.code.exit_code()),
-    }
-}
-
-/// Writes STATE.md, as `refresh-state` does, and gives its text.
-pub fn state_md(ctx: &Ctx) -> Result<String> {
-    state::refresh(ctx).map(|o| o.text)
 }
 
 /// True when standard input is a terminal a person can answer at.
