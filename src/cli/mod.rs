@@ -412,7 +412,7 @@ fn board(ctx: &Ctx, all: bool, opts: crate::board::Options) -> Result<Out> {
         let entries = crate::store::projects::read(&file)?.projects;
         crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
     } else {
-        crate::board::run(ctx.open_board()?, opts)?;
+        crate::board::run(ctx.open()?, opts)?;
     }
     Ok(Out::default())
 }
@@ -420,7 +420,7 @@ fn board(ctx: &Ctx, all: bool, opts: crate::board::Options) -> Result<Out> {
 fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
     match cmd {
         None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() && !ctx.json => {
-            crate::board::run(ctx.open_board()?, crate::board::Options::default())?;
+            crate::board::run(ctx.open()?, crate::board::Options::default())?;
             Ok(Out::default())
         }
         None => state::status(ctx),

@@ -43,7 +43,7 @@ pub fn run(ctx: &Ctx, idle: Dur, verbose: bool) -> Result<Out> {
         )));
     }
     // A held lock is not waited for: the asker, told so, waits for it itself, beside the others.
-    let store = ctx.store()?.with_env(crate::store::Env {
+    let store = ctx.files()?.with_env(crate::store::Env {
         lock_wait: LOCK_WAIT,
         ..ctx.env()
     });

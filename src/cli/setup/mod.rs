@@ -122,7 +122,7 @@ const EVERY_DEFAULT: Dur = Dur(30 * 60_000);
 pub fn run(ctx: &Ctx, a: Setup) -> Result<Out> {
     check_flags(&a)?;
     let (root, pointer, login) = match &ctx.store_url {
-        None => (absolute(ctx.store()?.root()), None, None),
+        None => (absolute(ctx.files()?.root()), None, None),
         Some(url) => {
             let d = db::root(ctx, url)?;
             (d.root, Some(d.pointer), d.login)
