@@ -12,7 +12,7 @@ pub mod projects;
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, doctor, owner, parse};
 pub use env::{Env, OnCommit};
-pub use files::{cache, evidence, fs, journal, lock, logs, poll, seen, tx, view, watch};
+pub use files::{cache, evidence, fs, journal, lock, logs, poll, recover, seen, tx, view, watch};
 pub use fs::FileStore;
 pub use live::Watched;
 

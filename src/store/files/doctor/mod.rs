@@ -86,7 +86,7 @@ fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
 
 /// A commit a crash interrupted: fixable, and finished by the next command anyway.
 fn check_unfinished(store: &FileStore, out: &mut Vec<Finding>) {
-    let Ok(t) = crate::store::tx::tail(store.dir()) else {
+    let Ok(t) = crate::store::recover::tail(store.dir()) else {
         return;
     };
     let what = match (t.torn_tx, t.pending, t.last.and_then(|e| e.tx)) {
