@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use loopx::kernel::ops::{self, NewTodo};
 use loopx::kernel::{Code, Config, Dur, Ts};
-use loopx::store::fs::Env;
+use loopx::store::Env;
 use loopx::store::pg::{PgStore, schema::Roles};
 use loopx::store::{FileStore, StoreExt};
 

@@ -37,7 +37,7 @@ fn shared_key() -> &'static Path {
 
 /// The project's store, with the owner key this process holds.
 fn keyed(p: &Project) -> FileStore {
-    FileStore::at(p.root()).with_env(loopx::store::fs::Env {
+    FileStore::at(p.root()).with_env(loopx::store::Env {
         key: loopx::store::owner::KeyAt::at(shared_key()),
         ..Default::default()
     })

@@ -165,7 +165,7 @@ fn the_kernel_makes_any_reopen_of_a_reserved_status_the_owners() {
 
 /// The in-process store with the owner key at `path` (the face hands the key's place down).
 fn keyed(store: &FileStore, path: &std::path::Path) -> FileStore {
-    store.clone().with_env(loopx::store::fs::Env {
+    store.clone().with_env(loopx::store::Env {
         key: loopx::store::owner::KeyAt::at(path),
         ..Default::default()
     })

@@ -488,7 +488,7 @@ fn a_client_that_read_the_old_goal_follows_the_new_one() {
     };
     let a1 = lab.agent(1);
     let url = lab.login(Who::Agent(a1)).expect("a login");
-    let store = loopx::store::pg::PgStore::new(&url, loopx::store::fs::Env::default()).unwrap();
+    let store = loopx::store::pg::PgStore::new(&url, loopx::store::Env::default()).unwrap();
     let old = store.load().expect("the old goal");
     assert_eq!(old.todos.len(), 3);
     let head = lab.journal().len();

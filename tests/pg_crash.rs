@@ -54,7 +54,7 @@ fn below(n: u32) -> u32 {
 
 /// Adds `n` todos numbered from `from`, in one commit, as the database's superuser.
 fn add_todos(url: &str, from: usize, n: usize) {
-    let store = PgStore::new(url, loopx::store::fs::Env::default()).expect("a store");
+    let store = PgStore::new(url, loopx::store::Env::default()).expect("a store");
     let now = Ts::now();
     store
         .mutate(|s| {

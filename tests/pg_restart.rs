@@ -38,7 +38,7 @@ fn the_store_reconnects_on_its_next_call_after_a_restart() {
         return;
     };
     let p = project_in("pg-lib", &pg::fresh_db(&server));
-    let store = PgStore::new(&p.url, loopx::store::fs::Env::default()).unwrap();
+    let store = PgStore::new(&p.url, loopx::store::Env::default()).unwrap();
     let add = |title: &str| {
         let id = store.fresh_id(Kind::Todo)?;
         store.mutate(|s| {

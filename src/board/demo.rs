@@ -280,9 +280,9 @@ pub fn run(keep: bool, theme: Option<String>) -> Result<String> {
     let key_path = root.join("owner.key");
     let key = crate::store::owner::create(&key_path)?;
     store.install_owner(&key, None)?;
-    let owners = store.clone().with_env(crate::store::core::Env {
+    let owners = store.clone().with_env(crate::store::Env {
         key: crate::store::owner::KeyAt::Path(key_path.as_path().into()),
-        ..crate::store::core::Env::default()
+        ..crate::store::Env::default()
     });
     let agents = Agents::start(&store);
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::open::{self, Choice};
-use crate::store::{FileStore, Store, Watched};
+use crate::store::{Admin, FileStore, Store, Watched};
 
 /// What every command gets: flags, identity, the clock.
 #[derive(Clone)]
@@ -65,23 +65,19 @@ impl Ctx {
         }
     }
 
-    /// The store this command works on: the database chosen, or the project's files.
-    pub fn open(&self) -> Result<Box<dyn Store + Sync>> {
-        Ok(self.open_board()?)
-    }
-
-    /// The store for the board: what [`Ctx::open`] opens, with what a face that stays open
-    /// asks of it (how it reloads, how it hears of changes).
-    pub fn open_board(&self) -> Result<Box<dyn Watched>> {
+    /// The store this command works on: the database chosen, or the project's files, with all a
+    /// face asks of it (its state, its admin, and for the board how it reloads and hears of
+    /// changes).
+    pub fn open(&self) -> Result<Box<dyn Watched>> {
         match &self.store_url {
             Some(url) => open::connect(url, self.env()),
-            None => Ok(Box::new(self.store()?)),
+            None => Ok(Box::new(self.files()?)),
         }
     }
 
     /// The store a new goal starts in (`start-goal`): the database chosen, or the files under
     /// `project` (else `--dir`, else here), which must be an existing directory.
-    pub fn open_new(&self, project: Option<&Path>) -> Result<Box<dyn Store + Sync>> {
+    pub fn open_new(&self, project: Option<&Path>) -> Result<Box<dyn Admin + Sync>> {
         if let Some(url) = &self.store_url {
             return Ok(open::connect(url, self.env())?);
         }
@@ -99,7 +95,7 @@ impl Ctx {
     /// The project's files, for a command that works on them only (`hook`), or for the files'
     /// path of one that works on both; refused (exit 2) when a database was chosen, so nothing
     /// is written beside it.
-    pub fn store(&self) -> Result<FileStore> {
+    pub fn files(&self) -> Result<FileStore> {
         self.files_only()?;
         Ok(FileStore::discover(self.dir.as_deref(), &self.cwd)?.with_env(self.env()))
     }
@@ -125,8 +121,8 @@ impl Ctx {
     }
 
     /// The clock and environment facts the store needs.
-    pub fn env(&self) -> crate::store::fs::Env {
-        crate::store::fs::Env {
+    pub fn env(&self) -> crate::store::Env {
+        crate::store::Env {
             now: self.now,
             lock_wait: self.lock_wait,
             key: self.key.clone(),

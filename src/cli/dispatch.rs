@@ -15,7 +15,7 @@ use crate::kernel::Result;
 pub(super) fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
     let Some(cmd) = cmd else {
         if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() && !ctx.json {
-            crate::board::run(ctx.open_board()?, crate::board::Options::default())?;
+            crate::board::run(ctx.open()?, crate::board::Options::default())?;
             return Ok(Out::default());
         }
         return state::status(ctx);
@@ -49,7 +49,7 @@ pub(super) fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Cmd::Agents => roster::run(ctx),
         Cmd::Evidence(c) => evidence::run(ctx, c),
         Cmd::Store(c) => store::run(ctx, c),
-        Cmd::Mcp => crate::mcp::serve(ctx).map(|()| Out::default()),
+        Cmd::Mcp => super::mcp::serve(ctx),
         Cmd::Setup(a) => setup::run(ctx, a),
         Cmd::AgentPrompt(a) => prompt::run(ctx, a),
         Cmd::Completions { shell } => completions(shell),
@@ -92,10 +92,10 @@ fn completions(shell: clap_complete::Shell) -> Result<Out> {
 fn board(ctx: &Ctx, all: bool, opts: crate::board::Options) -> Result<Out> {
     if all {
         let file = projects::list_path(ctx)?;
-        let entries = crate::board::overview::list::read(&file)?.projects;
+        let entries = crate::store::projects::read(&file)?.projects;
         crate::board::overview::run(entries, &ctx.env(), &ctx.cwd, opts)?;
     } else {
-        crate::board::run(ctx.open_board()?, opts)?;
+        crate::board::run(ctx.open()?, opts)?;
     }
     Ok(Out::default())
 }

@@ -3,15 +3,20 @@
 use serde_json::json;
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::Result;
-use crate::store::Store;
+use crate::kernel::{Error, Result};
+use crate::store::Admin;
 use crate::store::doctor::{self, Severity};
 use crate::text::escape as esc;
 
 /// `doctor [--fix]`.
 pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     let store = ctx.open()?;
-    let (fixed, mut findings) = store.doctor(fix)?;
+    let fixed = if fix {
+        repair(store.as_ref())?
+    } else {
+        Vec::new()
+    };
+    let mut findings = store.doctor()?;
     findings.extend(worktree_findings(ctx, store.as_ref()));
     let errors = findings
         .iter()
@@ -57,9 +62,21 @@ pub fn doctor(ctx: &Ctx, fix: bool) -> Result<Out> {
     Ok(out)
 }
 
+/// `--fix`: the file store's repairs; refused on a database (exit 2), which only its
+/// transactions change.
+fn repair(store: &dyn Admin) -> Result<Vec<String>> {
+    match store.files() {
+        Some(files) => files.doctor_fix(),
+        None => Err(Error::usage(
+            "doctor --fix repairs files; a database is changed only by its transactions",
+        )
+        .hint("run `loopx doctor` to see what is wrong, then act on each finding")),
+    }
+}
+
 /// Orphaned worktrees (no live lease names them), as warnings; nothing when the leases cannot
 /// be read (doctor names why already). Reads only: as doctor reads.
-fn worktree_findings(ctx: &Ctx, store: &dyn Store) -> Vec<doctor::Finding> {
+fn worktree_findings(ctx: &Ctx, store: &dyn Admin) -> Vec<doctor::Finding> {
     let Ok(live) = store.live_worktrees() else {
         return Vec::new();
     };

@@ -106,7 +106,7 @@ fn resolve(cli: &Cli) -> Result<Ctx> {
         lock_wait,
         store_url: None,
         explicit_store: cli.store.as_deref().is_some_and(|u| !u.is_empty()),
-        projects: crate::board::overview::list::path_of(config_home.clone(), home.clone()),
+        projects: crate::store::projects::path_of(config_home.clone(), home.clone()),
         key: crate::store::owner::KeyAt::resolve(owner_env::value(), config_home, home),
         by_hook: std::env::var_os(crate::runtime::hooks::EVENT_VAR)
             .map(|v| v.to_string_lossy().into()),

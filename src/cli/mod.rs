@@ -14,6 +14,7 @@ mod goal;
 mod hook;
 mod identity;
 mod man;
+mod mcp;
 mod monitor;
 mod out;
 mod owner;
@@ -35,7 +36,6 @@ mod turn_step;
 
 use std::io::IsTerminal;
 
-use clap::Parser as _;
 use serde_json::Value;
 
 pub use args::{Cli, Cmd};
@@ -43,26 +43,11 @@ pub use ctx::Ctx;
 pub use entry::{ParseResult, main, parse, run};
 pub use out::{Out, answer_json, emit_error, error_json, usage_error};
 
-use crate::kernel::{Result, Ts};
+use crate::kernel::Ts;
 
 /// Serialises any model value to JSON.
 pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
-/// Runs one command line inside this process, as `--json` would answer it: the JSON answer and
-/// the exit code. The MCP face calls the CLI's commands through this.
-pub fn call(ctx: &Ctx, argv: &[String]) -> (Value, i32) {
-    let parsed = Cli::try_parse_from(argv).map_err(|e| usage_error(&e));
-    match parsed.and_then(|cli| dispatch::dispatch(ctx, cli.cmd)) {
-        Ok(out) => (answer_json(out.json), out.exit),
-        Err(e) => (error_json(&e), e.code.exit_code()),
-    }
-}
-
-/// Writes STATE.md, as `refresh-state` does, and gives its text.
-pub fn state_md(ctx: &Ctx) -> Result<String> {
-    state::refresh(ctx).map(|o| o.text)
 }
 
 /// True when standard input is a terminal a person can answer at.

@@ -9,7 +9,7 @@ use crate::kernel::monitor::{self, Approval};
 use crate::kernel::ops::{self, Recorded};
 use crate::kernel::{Dur, Result, Snapshot, Todo, Ts};
 use crate::runtime::monitor::{Checked, Poller};
-use crate::store::{Store, StoreExt};
+use crate::store::{Admin, Store, StoreExt};
 use crate::text::escape as esc;
 
 /// `monitor ...`.
@@ -208,14 +208,14 @@ fn list(store: &dyn Store, now: Ts) -> Result<Out> {
 }
 
 /// `monitor poll`, as text and JSON.
-fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
+fn poll(ctx: &Ctx, store: &dyn Admin, timeout: Dur) -> Result<Out> {
     let dir = ctx.work_dir(store);
     let who = Poller {
         agent: &ctx.agent,
         dir: &dir,
         timeout,
     };
-    history_kept(ctx, store)?;
+    history_kept(store)?;
     let p = crate::runtime::monitor::poll(store, who, ctx.now)?;
     Ok(poll_out(p, timeout))
 }
@@ -223,12 +223,11 @@ fn poll(ctx: &Ctx, store: &dyn Store, timeout: Dur) -> Result<Out> {
 /// Where the owner's key is, a poll runs nothing when the last line the owner signed here is
 /// gone from the journal (history cut, or an older `owner.seal` put back with it): the seal it
 /// would trust may hold an approval the owner revoked since (exit 7).
-fn history_kept(ctx: &Ctx, store: &dyn Store) -> Result<()> {
-    let Some(root) = store.local_root() else {
+fn history_kept(store: &dyn Admin) -> Result<()> {
+    let Some(fs) = store.files() else {
         return Ok(());
     };
-    let fs = crate::store::FileStore::at(root).with_env(ctx.env());
-    match crate::store::files::doctor::owner_history_cut(&fs) {
+    match crate::store::files::doctor::owner_history_cut(fs) {
         None => Ok(()),
         Some(why) => Err(crate::kernel::error::Error::new(
             crate::kernel::error::Code::Denied,

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{Ctx, Out};
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::{Code, Error, Result, ops};
-use crate::store::{Store, StoreExt, owner};
+use crate::store::{Admin, StoreExt, owner};
 
 /// `owner ...`.
 #[derive(Debug, Subcommand)]
@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
 /// `owner init`: creates the key (or uses yours) and installs its public half.
 fn init(
     ctx: &Ctx,
-    home: &dyn Store,
+    home: &dyn Admin,
     secret_path: &Path,
     project_pub: Option<OwnerPub>,
     force: bool,
@@ -98,7 +98,7 @@ fn init(
 }
 
 /// `owner seal`: signs the journal's head and the owner's facts, keeping or adopting edits.
-fn seal(ctx: &Ctx, home: &dyn Store, adopt: bool) -> Result<Out> {
+fn seal(ctx: &Ctx, home: &dyn Admin, adopt: bool) -> Result<Out> {
     let notes = home.mutate(|snap| ops::seal(snap, ops::OWNER, ctx.now, adopt))?;
     let mut text = String::from("sealed the journal's head and the owner's facts");
     for n in &notes {
@@ -120,7 +120,7 @@ fn seal(ctx: &Ctx, home: &dyn Store, adopt: bool) -> Result<Out> {
 /// `owner show`: where the key is, its fingerprint, and whether it is the project's.
 fn show(
     ctx: &Ctx,
-    home: &dyn Store,
+    home: &dyn Admin,
     secret_path: &Path,
     project_pub: Option<OwnerPub>,
 ) -> Result<Out> {

@@ -7,9 +7,9 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out};
-use crate::board::overview::list::{self, Entry, Projects};
 use crate::kernel::{Code, Error, Result};
 use crate::store::FileStore;
+use crate::store::projects::{self, Entry, Projects};
 use crate::text::escape as esc;
 
 /// `projects ...`.
@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectsCmd) -> Result<Out> {
     match cmd {
         ProjectsCmd::Add { path, name } => add(ctx, &file, path, name),
         ProjectsCmd::Remove { project } => {
-            let e = list::edit(&file, ctx.lock_wait, |p| p.remove(&project, &ctx.cwd))?;
+            let e = projects::edit(&file, ctx.lock_wait, |p| p.remove(&project, &ctx.cwd))?;
             let text = format!(
                 "removed {} ({}) from {}",
                 e.name,
@@ -55,7 +55,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectsCmd) -> Result<Out> {
             Ok(Out::new("removed", e.json(), text))
         }
         ProjectsCmd::List => {
-            let p = list::read(&file)?;
+            let p = projects::read(&file)?;
             Ok(listed(&file, &p))
         }
     }
@@ -73,7 +73,7 @@ fn add(ctx: &Ctx, file: &Path, path: Option<PathBuf>, name: Option<String>) -> R
     let entry = match (path, &ctx.store_url) {
         (Some(p), _) => files_entry(ctx, &p, name)?,
         (None, Some(url)) if ctx.explicit_store => Entry {
-            name: name.unwrap_or_else(|| list::name_of_url(url)),
+            name: name.unwrap_or_else(|| projects::name_of_url(url)),
             path: None,
             store: Some(url.clone()),
         },
@@ -84,7 +84,7 @@ fn add(ctx: &Ctx, file: &Path, path: Option<PathBuf>, name: Option<String>) -> R
             files_entry(ctx, &root, name)?
         }
     };
-    list::edit(file, ctx.lock_wait, |p| p.add(entry.clone()))?;
+    projects::edit(file, ctx.lock_wait, |p| p.add(entry.clone()))?;
     let text = format!(
         "added {} ({}) to {}",
         entry.name,
@@ -102,7 +102,7 @@ fn files_entry(ctx: &Ctx, p: &Path, name: Option<String>) -> Result<Entry> {
     })?;
     FileStore::discover(Some(&root), &ctx.cwd)?;
     let name = name.unwrap_or_else(|| {
-        list::name_from(
+        projects::name_from(
             &root
                 .file_name()
                 .map(|n| n.to_string_lossy())

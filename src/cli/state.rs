@@ -66,20 +66,7 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
     let overdue = crate::kernel::monitor::overdue_list(&snap, now);
     let stalled = crate::kernel::breaker::held(&snap, now);
 
-    let mut text = format!(
-        "{} ({}): {}\n",
-        esc(&g.id),
-        status_word(g.status),
-        esc(&g.objective)
-    );
-    let c: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    text.push_str(&format!(
-        "todos: {}{}{} archived, {ready} ready for {}\n",
-        c.join(", "),
-        if c.is_empty() { "" } else { ", " },
-        archived,
-        ctx.agent
-    ));
+    let mut text = head_text(g, &counts, archived, ready, &ctx.agent);
     leases_text(&mut text, &snap, now);
     gates_text(&mut text, &pending, &overdue, now);
     if !done_lines.is_empty() {
@@ -105,6 +92,25 @@ pub fn status(ctx: &Ctx) -> Result<Out> {
         out.json = m;
     }
     Ok(out)
+}
+
+/// The first lines of `status`: the goal, and how many todos are in each status.
+fn head_text(
+    g: &crate::kernel::Goal,
+    counts: &BTreeMap<&str, usize>,
+    archived: usize,
+    ready: usize,
+    agent: &str,
+) -> String {
+    let c: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    format!(
+        "{} ({}): {}\ntodos: {}{}{archived} archived, {ready} ready for {agent}\n",
+        esc(&g.id),
+        status_word(g.status),
+        esc(&g.objective),
+        c.join(", "),
+        if c.is_empty() { "" } else { ", " },
+    )
 }
 
 /// Every lease, for `status --json`: its holder, fence, expiry and reservation.

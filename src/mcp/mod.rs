@@ -15,7 +15,6 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::cli::Ctx;
 use crate::kernel::{Code, Error, Result, Ts};
 
 /// The resource that holds STATE.md.
@@ -24,29 +23,51 @@ pub const STATE_URI: &str = "loopx://state";
 /// The longest request line read: far above any call's bounded arguments, far below memory.
 const LINE_MAX: usize = 1 << 20;
 
-/// The server: the session's agent and project, fixed when it starts.
-#[derive(Debug, Clone)]
+/// What the server needs of the face that starts it: the commands it is a transport of, for the
+/// session's agent and project.
+pub trait Commands: Send + Sync + 'static {
+    /// The agent the session acts as.
+    fn agent(&self) -> &str;
+
+    /// The definition of `loopx` the tools are read from.
+    fn command(&self) -> clap::Command;
+
+    /// Runs one command line at `now`, as `--json` answers it: the answer and the exit code.
+    fn call(&self, now: Ts, argv: &[String]) -> (Value, i32);
+
+    /// STATE.md as `refresh-state` writes it at `now`.
+    fn state_md(&self, now: Ts) -> Result<String>;
+
+    /// An error as a `--json` answer.
+    fn error_json(&self, e: &Error) -> Value;
+}
+
+/// The server: the commands it runs and their definition, fixed when it starts.
+#[derive(Clone)]
 pub struct Server {
-    base: Arc<Ctx>,
+    commands: Arc<dyn Commands>,
+    root: Arc<clap::Command>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("agent", &self.commands.agent())
+            .finish()
+    }
 }
 
 /// Serves MCP on stdin and stdout until the client goes; a call under way when it goes ends
 /// first (each is one transaction, so none is ever half-done).
-pub fn serve(ctx: &Ctx) -> Result<()> {
-    // No owner change is signed in this process, whatever key the environment points at.
-    let ctx = &Ctx {
-        key: crate::store::owner::KeyAt::Forbidden,
-        ..ctx.clone()
-    };
-    // Found now, so a session started outside a project (or on a store it cannot reach) says so at once.
-    ctx.open()?.journal_end()?;
+pub fn serve(commands: Arc<dyn Commands>) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)
         .build()
         .map_err(|e| Error::new(Code::Io, format!("cannot start the MCP server: {e}")))?;
     let server = Server {
-        base: Arc::new(ctx.clone()),
+        root: Arc::new(commands.command()),
+        commands,
     };
     rt.block_on(async move {
         let (read, write) = rmcp::transport::stdio();
@@ -67,38 +88,29 @@ pub fn serve(ctx: &Ctx) -> Result<()> {
 impl Server {
     /// Runs a tool's command line on a blocking thread, with the clock read now.
     async fn run(&self, argv: Vec<String>) -> (Value, i32) {
-        let base = Arc::clone(&self.base);
+        let commands = Arc::clone(&self.commands);
         let job = tokio::task::spawn_blocking(move || match Ts::checked_now() {
-            Ok(now) => {
-                let ctx = Ctx {
-                    now,
-                    ..(*base).clone()
-                };
-                crate::cli::call(&ctx, &argv)
-            }
+            Ok(now) => commands.call(now, &argv),
             Err(m) => {
                 let e = Error::new(Code::Io, m);
-                (crate::cli::error_json(&e), e.code.exit_code())
+                (commands.error_json(&e), e.code.exit_code())
             }
         });
         match job.await {
             Ok(r) => r,
             Err(e) => {
                 let e = Error::new(Code::Internal, format!("the call failed: {e}"));
-                (crate::cli::error_json(&e), e.code.exit_code())
+                (self.commands.error_json(&e), e.code.exit_code())
             }
         }
     }
 
     /// STATE.md as `refresh-state` writes it now.
     async fn state_md(&self) -> std::result::Result<String, ErrorData> {
-        let base = Arc::clone(&self.base);
+        let commands = Arc::clone(&self.commands);
         let job = tokio::task::spawn_blocking(move || {
             let now = Ts::checked_now().map_err(|m| Error::new(Code::Io, m))?;
-            crate::cli::state_md(&Ctx {
-                now,
-                ..(*base).clone()
-            })
+            commands.state_md(now)
         });
         match job.await {
             Ok(Ok(text)) => Ok(text),
@@ -109,12 +121,12 @@ impl Server {
 }
 
 /// A tool's definition, as `tools/list` gives it.
-fn tool(spec: &tools::Spec) -> Tool {
+fn tool(root: &clap::Command, spec: &tools::Spec) -> Tool {
     let mut annotations = ToolAnnotations::default();
     annotations.read_only_hint = Some(spec.read_only);
     annotations.destructive_hint = Some(false);
     annotations.open_world_hint = Some(false);
-    Tool::new(spec.name, spec.about, tools::schema(spec)).with_annotations(annotations)
+    Tool::new(spec.name, spec.about, tools::schema(root, spec)).with_annotations(annotations)
 }
 
 /// A call's result: the `--json` answer as structured content (and as text), an error when its
@@ -139,7 +151,7 @@ impl ServerHandler for Server {
             .build();
         ServerConfig::new(caps)
             .with_server_info(Implementation::new("loopx", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions(&self.base.agent))
+            .with_instructions(instructions(self.commands.agent()))
     }
 
     async fn list_tools(
@@ -148,12 +160,12 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
-            tools::TOOLS.iter().map(tool).collect(),
+            tools::TOOLS.iter().map(|t| tool(&self.root, t)).collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::find(name).map(tool)
+        tools::find(name).map(|t| tool(&self.root, t))
     }
 
     async fn call_tool(
@@ -168,9 +180,9 @@ impl ServerHandler for Server {
             ));
         };
         let given = request.arguments.unwrap_or_default();
-        let (answer, exit) = match tools::argv(spec, &given) {
+        let (answer, exit) = match tools::argv(&self.root, spec, &given) {
             Ok(line) => self.run(line).await,
-            Err(e) => (crate::cli::error_json(&e), e.code.exit_code()),
+            Err(e) => (self.commands.error_json(&e), e.code.exit_code()),
         };
         Ok(result(answer, exit).into())
     }

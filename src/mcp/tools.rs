@@ -3,10 +3,9 @@
 
 use std::any::TypeId;
 
-use clap::{Arg, ArgAction, CommandFactory};
+use clap::{Arg, ArgAction};
 use serde_json::{Map, Value, json};
 
-use crate::cli::Cli;
 use crate::kernel::{Error, Result};
 
 /// One tool: its name, the command it runs, and the arguments it leaves out.
@@ -165,18 +164,18 @@ pub fn find(name: &str) -> Option<&'static Spec> {
 /// Arguments every command has, which the server fixes for the session.
 const GLOBAL: &[&str] = &["dir", "agent", "json", "help", "version"];
 
-/// The clap command a tool runs.
-fn command(spec: &Spec) -> Option<clap::Command> {
-    let mut cmd = Cli::command();
+/// The clap command a tool runs, found in `root` (the definition of `loopx`).
+pub fn command<'a>(root: &'a clap::Command, spec: &Spec) -> Option<&'a clap::Command> {
+    let mut cmd = root;
     for p in spec.path {
-        cmd = cmd.find_subcommand(p)?.clone();
+        cmd = cmd.find_subcommand(p)?;
     }
     Some(cmd)
 }
 
 /// The clap arguments a tool offers, in definition order.
-fn args(spec: &Spec) -> Vec<Arg> {
-    let Some(cmd) = command(spec) else {
+fn args(root: &clap::Command, spec: &Spec) -> Vec<Arg> {
+    let Some(cmd) = command(root, spec) else {
         return Vec::new();
     };
     cmd.get_arguments()
@@ -227,10 +226,10 @@ fn repeats(a: &Arg) -> bool {
 }
 
 /// The tool's input schema: one property per argument, named as the CLI's flag with `_`.
-pub fn schema(spec: &Spec) -> Map<String, Value> {
+pub fn schema(root: &clap::Command, spec: &Spec) -> Map<String, Value> {
     let mut props = Map::new();
     let mut required = Vec::new();
-    for a in args(spec) {
+    for a in args(root, spec) {
         let id = key(&a);
         let mut one = match kind(&a) {
             Kind::Flag => json!({"type": "boolean"}),
@@ -277,8 +276,8 @@ const ARGS_MAX: usize = 256;
 
 /// The command line a call runs: `loopx --json PATH... --flag=value... -- POSITIONALS...`.
 /// Values go as `--flag=value` and positionals after `--`, so no value is ever read as a flag.
-pub fn argv(spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
-    let offered = args(spec);
+pub fn argv(root: &clap::Command, spec: &Spec, given: &Map<String, Value>) -> Result<Vec<String>> {
+    let offered = args(root, spec);
     let mut line: Vec<String> = vec!["loopx".into(), "--json".into()];
     line.extend(spec.path.iter().map(|p| p.to_string()));
     // Positionals in the command's order (a question before the command of `--action-cmd`).
@@ -340,53 +339,5 @@ fn values(spec: &Spec, key: &str, a: &Arg, v: &Value) -> Result<Vec<String>> {
         (_, Value::Array(_)) => Err(bad("a single value")),
         _ if repeats(a) => Ok(vec![one(v)?]),
         _ => Ok(vec![one(v)?]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_tool_names_a_command() {
-        for t in TOOLS {
-            let c = command(t).unwrap_or_else(|| panic!("{}: no such command", t.name));
-            assert!(
-                c.get_subcommands().next().is_none(),
-                "{} is not a leaf",
-                t.name
-            );
-        }
-    }
-
-    #[test]
-    fn values_never_become_flags() {
-        let t = find("todo_add").unwrap();
-        let mut m = Map::new();
-        m.insert("title".into(), json!("--json"));
-        m.insert("depends_on".into(), json!(["a", "b"]));
-        let line = argv(t, &m).unwrap();
-        assert_eq!(line[line.len() - 2..], ["--".to_string(), "--json".into()]);
-        assert!(line.contains(&"--depends-on=a".to_string()));
-        let mut bad = Map::new();
-        bad.insert("body_file".into(), json!("-"));
-        assert!(argv(t, &bad).is_err(), "stdin is the protocol's");
-    }
-
-    #[test]
-    fn schemas_type_their_arguments() {
-        let s = schema(find("todo_update").unwrap());
-        assert_eq!(s["properties"]["fence"]["type"], "integer");
-        assert_eq!(s["properties"]["evidence"]["type"], "array");
-        let c = schema(find("todo_claim").unwrap());
-        assert_eq!(c["properties"]["id"]["type"], "string");
-        assert_eq!(c["properties"]["worktree"]["type"], "boolean");
-        assert!(c["properties"]["worktree"].get("enum").is_none(), "{c:?}");
-        let g = schema(find("gate_open").unwrap());
-        assert_eq!(g["required"], json!(["question"]));
-        assert_eq!(
-            g["properties"]["option"]["type"], "array",
-            "named as the flag"
-        );
     }
 }

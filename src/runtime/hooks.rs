@@ -17,7 +17,7 @@ use crate::kernel::authority::event_proven;
 use crate::kernel::ops::{self, HookFailure};
 use crate::kernel::{Error, Event, Result, Snapshot, Ts};
 use crate::runtime::process::{self, Echo, Limits, Spec};
-use crate::store::{Store, StoreExt};
+use crate::store::{FileStore, Store, StoreExt};
 
 /// The variable that sets how long a hook may run, in seconds (hidden: for tests and slow hooks).
 pub const TIMEOUT_VAR: &str = "LOOPX_HOOK_TIMEOUT";
@@ -47,10 +47,8 @@ pub struct Place<'a> {
 
 /// The commit observer: for each committed line that is an event with a sealed hook, starts a
 /// detached `loopx hook run EVENT` with the event's JSON on its stdin. Never fails the commit.
-pub fn fire(store: &dyn Store, snap: &Snapshot, events: &[Event]) {
-    let Some(dir) = store.local_root() else {
-        return;
-    };
+pub fn fire(store: &FileStore, snap: &Snapshot, events: &[Event]) {
+    let dir = store.root();
     if store.env().by_hook.is_some() {
         return;
     }

@@ -8,7 +8,7 @@ use crate::kernel::monitor::{self, Step};
 use crate::kernel::ops::{self, Ran, Recorded};
 use crate::kernel::{Dur, Error, Result, Snapshot, Todo, Ts, bounds};
 use crate::runtime::process::{self, Echo, Limits, Spec};
-use crate::store::{Store, StoreExt};
+use crate::store::{Admin, Store, StoreExt};
 
 /// A check's time limit within its bounds (1 s to 1 h), or exit 2.
 pub fn check_timeout(timeout: Dur) -> Result<()> {
@@ -102,7 +102,7 @@ pub struct Poller<'a> {
 /// One load when nothing is due; otherwise the poll lock, a fresh load, the overdue notes, and
 /// each due check run outside the store's lock and recorded in its own transaction, as the
 /// poller's agent. Only one poll of a project runs checks at a time (the store's poll lock).
-pub fn poll(store: &dyn Store, who: Poller<'_>, now: Ts) -> Result<Poll> {
+pub fn poll(store: &dyn Admin, who: Poller<'_>, now: Ts) -> Result<Poll> {
     let agent = who.agent;
     check_timeout(who.timeout)?;
     let snap = store.load()?;

@@ -1,11 +1,11 @@
-//! What a face that stays open (the board) asks of a store beyond [`Store`]: how it names the
+//! What a face that stays open (the board) asks of a store beyond [`Admin`]: how it names the
 //! project, how it loads again after a change, and how it hears of changes.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::kernel::{Event, Result, Snapshot, Ts};
-use crate::store::Store;
+use crate::store::{Admin, Store};
 
 /// What a feed of changes says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl Feed for Silent {
 
 /// A store a face that stays open works on: the files (reloaded by changed file, heard through
 /// file events) or a database (loaded in full, heard through `LISTEN`).
-pub trait Watched: Store + Sync {
+pub trait Watched: Admin + Sync {
     /// The project as the status bar names it: its root, or the database's URL (no password).
     fn name(&self) -> String;
 

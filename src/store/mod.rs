@@ -1,19 +1,22 @@
 //! The store: where snapshots come from and where changes go, behind one trait.
 
 pub mod core;
+pub mod env;
 pub mod files;
 pub mod live;
 pub mod open;
 pub mod pg;
 pub mod port;
+pub mod projects;
 
 // The file store's modules and the shared ones, by their short paths.
-pub use self::core::{atomic, owner, parse};
-pub use files::{cache, doctor, evidence, fs, journal, lock, logs, poll, seen, tx, view, watch};
+pub use self::core::{atomic, doctor, owner, parse};
+pub use env::{Env, OnCommit};
+pub use files::{cache, evidence, fs, journal, lock, logs, poll, recover, seen, tx, view, watch};
 pub use fs::FileStore;
 pub use live::Watched;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::kernel::id::Kind;
 use crate::kernel::ops::Change;
@@ -40,7 +43,8 @@ pub trait PollLock {
 /// Which entries a scan keeps: the todo's id and the entry.
 pub type Keep<'a> = &'a dyn Fn(&str, &Evidence) -> bool;
 
-/// A place that keeps a project's state: the files of `.loopx/`, or a PostgreSQL database.
+/// A place that keeps a project's state: the files of `.loopx/`, or a PostgreSQL database. What
+/// a transaction and the commands' reads need; the rest is [`Admin`].
 ///
 /// Usable as `dyn Store`: every change goes through [`Store::begin`] and [`Transaction::commit`].
 pub trait Store {
@@ -83,9 +87,6 @@ pub trait Store {
     /// Every actor of the recent journal with the time of its latest event, and the lapsed leases.
     fn journal_seen(&self) -> Result<Seen>;
 
-    /// The whole journal's hash chain checked: its events, a torn end, the first broken link.
-    fn verify_journal(&self) -> Result<JournalCheck>;
-
     /// Where the journal's committed events end now: an opaque position to follow from.
     fn journal_end(&self) -> Result<u64>;
 
@@ -98,6 +99,20 @@ pub trait Store {
 
     /// The project's owner public key, if it has one.
     fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>>;
+
+    /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
+    fn env(&self) -> &Env;
+
+    // -- this machine --
+    /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
+    fn local_root(&self) -> Option<&Path>;
+}
+
+/// What a face asks of a store beyond the state its commands change: the owner's key, a goal's
+/// start, doctor, the poll lock, and the way to what belongs to the file store alone.
+pub trait Admin: Store {
+    /// The whole journal's hash chain checked: its events, a torn end, the first broken link.
+    fn verify_journal(&self) -> Result<JournalCheck>;
 
     /// Makes `key` the project's owner key (`owner init`), replacing `replaced` if given.
     fn install_owner(
@@ -120,9 +135,9 @@ pub trait Store {
         replacing: bool,
     ) -> Result<Option<String>>;
 
-    /// `doctor`: what is wrong with the project, and with `fix` what was repaired first (a
-    /// database is changed only by its transactions: `fix` is refused there, exit 2).
-    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)>;
+    /// `doctor`: what is wrong with the project (repairs are the file store's own:
+    /// [`FileStore::doctor_fix`]).
+    fn doctor(&self) -> Result<Vec<doctor::Finding>>;
 
     /// The worktrees live leases name, read as doctor reads (writing nothing).
     fn live_worktrees(&self) -> Result<Vec<String>>;
@@ -134,22 +149,16 @@ pub trait Store {
     /// Where a state file such as `owner.pub` is, as shown to the user.
     fn place_of(&self, file: &str) -> String;
 
-    /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
-    fn env(&self) -> &fs::Env;
-
-    // -- this machine --
-    /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
-    fn local_root(&self) -> Option<&Path>;
-
-    /// Writes STATE.md (a projection, never read back) and says where; `None`: it keeps no file.
-    fn write_projection(&self, text: &str) -> Result<Option<PathBuf>>;
-
     /// The lock one `monitor poll` holds while it runs checks (released when dropped), or
     /// `None` when another poll holds it.
     fn poll_lock(&self) -> Result<Option<Box<dyn PollLock>>>;
+
+    /// The file store, when the state is in files: what belongs to files alone (STATE.md, the
+    /// repairs of `doctor --fix`, the files' own reading); `None` for a database.
+    fn files(&self) -> Option<&FileStore>;
 }
 
-/// What starting a goal in a store means, before it starts ([`Store::plan_goal`]).
+/// What starting a goal in a store means, before it starts ([`Admin::plan_goal`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoalPlan {
     /// A goal is there and moves to history.

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{Error, Result};
-use crate::store::fs::Env;
+use crate::store::Env;
 use crate::store::parse::{self, shown};
 use crate::store::{FileStore, Watched};
 

@@ -1,7 +1,7 @@
 //! `StoreExt` on a fake in-memory store: retries on a conflict, claims reserved first.
 
 use std::cell::{Cell, RefCell};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
@@ -15,7 +15,7 @@ struct Fake {
     begun: Cell<u32>,
     committed: Cell<u32>,
     reserved: RefCell<Vec<String>>,
-    env: fs::Env,
+    env: crate::store::Env,
 }
 
 impl Fake {
@@ -26,7 +26,7 @@ impl Fake {
             begun: Cell::new(0),
             committed: Cell::new(0),
             reserved: RefCell::new(Vec::new()),
-            env: fs::Env::default(),
+            env: crate::store::Env::default(),
         }
     }
 }
@@ -60,45 +60,8 @@ impl Transaction for FakeTx<'_> {
 }
 
 impl Store for Fake {
-    fn env(&self) -> &fs::Env {
+    fn env(&self) -> &crate::store::Env {
         &self.env
-    }
-
-    fn install_owner(
-        &self,
-        _key: &owner::OwnerKey,
-        _replaced: Option<&crate::kernel::authority::OwnerPub>,
-    ) -> Result<()> {
-        Err(Error::usage("a fake has no owner"))
-    }
-
-    fn plan_goal(&self, _replace: bool) -> Result<GoalPlan> {
-        Err(Error::usage("a fake has no goal"))
-    }
-
-    fn start_goal(
-        &self,
-        _config: &Config,
-        _actor: &str,
-        _replacing: bool,
-    ) -> Result<Option<String>> {
-        Err(Error::usage("a fake has no goal"))
-    }
-
-    fn doctor(&self, _fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
-        Ok((Vec::new(), Vec::new()))
-    }
-
-    fn live_worktrees(&self) -> Result<Vec<String>> {
-        Ok(Vec::new())
-    }
-
-    fn followed(&self) -> Result<&dyn live::Followed> {
-        Err(Error::usage("a fake serves no hooks"))
-    }
-
-    fn place_of(&self, file: &str) -> String {
-        file.to_string()
     }
 
     fn load(&self) -> Result<Snapshot> {
@@ -145,13 +108,6 @@ impl Store for Fake {
     fn journal_seen(&self) -> Result<Seen> {
         Ok(Seen::default())
     }
-    fn verify_journal(&self) -> Result<logs::JournalCheck> {
-        Ok(logs::JournalCheck {
-            lines: 0,
-            torn: false,
-            broken: None,
-        })
-    }
     fn journal_end(&self) -> Result<u64> {
         Ok(0)
     }
@@ -166,12 +122,6 @@ impl Store for Fake {
     }
     fn local_root(&self) -> Option<&Path> {
         None
-    }
-    fn write_projection(&self, _text: &str) -> Result<Option<PathBuf>> {
-        Ok(None)
-    }
-    fn poll_lock(&self) -> Result<Option<Box<dyn super::poll::PollLock>>> {
-        Ok(None)
     }
 }
 

@@ -3,7 +3,6 @@
 //! project it came from. Enter opens that project's board in the same terminal (Esc comes back);
 //! a gate decided here goes through `flows::owner::perform`, as on the board.
 
-pub mod list;
 pub mod render;
 pub mod state;
 pub mod summary;
@@ -14,16 +13,16 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::Event as TermEvent;
 
-use self::list::{Entry, Place};
 use self::state::{Effect, Overview, Row};
 use crate::board::app::Live;
 use crate::board::data::{Delta, Loader};
 use crate::board::{Leave, Msg, Options, Screen, term};
 use crate::flows::owner::{self as actions, Owner};
 use crate::kernel::{Code, Error, Result, Snapshot, Ts};
-use crate::store::fs::Env;
+use crate::store::Env;
 use crate::store::live::{Feed, Signal, Watched};
 use crate::store::open::{self, Choice};
+use crate::store::projects::{Entry, Place};
 
 /// Opens an entry's store: a project root's (its files, or the database its `loopx.toml`
 /// names), or a database.

@@ -39,30 +39,45 @@ pub fn root(ctx: &Ctx, url: &str) -> Result<DbRoot> {
         Err(e) if e.code == Code::NotInitialized => None,
         Err(e) => return Err(e),
     };
-    if let Some(files) = found {
-        let root = super::absolute(files.root());
-        return match pointed_url(&files.path("loopx.toml"))? {
-            Some(u) if u == url => {
-                let old = files::read(&root, POINTER)?;
-                let pointer = files::change(POINTER, old, Vec::new(), true);
-                Ok(DbRoot {
-                    root,
-                    pointer,
-                    login,
-                })
-            }
-            Some(_) => Err(Error::usage(format!(
-                "{} points at another database than --store / LOOPX_STORE",
-                root.join(POINTER).display()
-            ))
-            .hint("run setup without --store and LOOPX_STORE to wire the database it names")),
-            None => Err(Error::usage(format!(
-                "{} holds a project on files: the wiring would reach it, not the database",
-                root.display()
-            ))
-            .hint("run setup in (or with --dir) a directory without .loopx/, or make its .loopx/loopx.toml a pointer to the database")),
-        };
+    match found {
+        Some(files) => pointing(&files, url, login),
+        None => new_pointer(ctx, &cfg, url, login),
     }
+}
+
+/// The root of the project found here: its pointer kept when it names `url`, else refused.
+fn pointing(files: &FileStore, url: &str, login: Option<String>) -> Result<DbRoot> {
+    let root = super::absolute(files.root());
+    match pointed_url(&files.path("loopx.toml"))? {
+        Some(u) if u == url => {
+            let old = files::read(&root, POINTER)?;
+            let pointer = files::change(POINTER, old, Vec::new(), true);
+            Ok(DbRoot {
+                root,
+                pointer,
+                login,
+            })
+        }
+        Some(_) => Err(Error::usage(format!(
+            "{} points at another database than --store / LOOPX_STORE",
+            root.join(POINTER).display()
+        ))
+        .hint("run setup without --store and LOOPX_STORE to wire the database it names")),
+        None => Err(Error::usage(format!(
+            "{} holds a project on files: the wiring would reach it, not the database",
+            root.display()
+        ))
+        .hint("run setup in (or with --dir) a directory without .loopx/, or make its .loopx/loopx.toml a pointer to the database")),
+    }
+}
+
+/// The work dir with a new pointer to `url`, which must hold no password.
+fn new_pointer(
+    ctx: &Ctx,
+    cfg: &postgres::Config,
+    url: &str,
+    login: Option<String>,
+) -> Result<DbRoot> {
     let root = work_root(ctx);
     if !root.is_dir() {
         return Err(

@@ -3,18 +3,18 @@
 
 use std::path::Path;
 
-use super::Change;
 use super::dirfd::{Dir, Kind, Mode};
 use super::json::Obj;
-use crate::kernel::{Code, Error, Result};
+use super::{Change, refuse};
+use crate::kernel::{Error, Result};
 use crate::store::atomic;
 
 /// The largest file `setup` reads: 1 MiB.
 pub const MAX_READ: u64 = 1 << 20;
 
-/// What happens to a file.
+/// A setup step: what happens to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum Step {
     /// The file is new.
     Created,
     /// The file changes.
@@ -23,31 +23,24 @@ pub enum Action {
     Unchanged,
 }
 
-impl Action {
+impl Step {
     /// As written in JSON and text.
     pub fn as_str(self) -> &'static str {
         match self {
-            Action::Created => "created",
-            Action::Updated => "updated",
-            Action::Unchanged => "unchanged",
+            Step::Created => "created",
+            Step::Updated => "updated",
+            Step::Unchanged => "unchanged",
         }
     }
 
     /// The verb, for "would ...".
     pub fn verb(self) -> &'static str {
         match self {
-            Action::Created => "create",
-            Action::Updated => "update",
-            Action::Unchanged => "keep",
+            Step::Created => "create",
+            Step::Updated => "update",
+            Step::Unchanged => "keep",
         }
     }
-}
-
-/// An error about a file `setup` will not touch (exit 6), naming it and the line.
-pub fn refuse(rel: &str, line: Option<usize>, what: impl Into<String>) -> Error {
-    Error::in_file(Code::InvalidState, rel, line, what).hint(format!(
-        "fix or move {rel} by hand, then run setup again; nothing was written"
-    ))
 }
 
 /// Reads a project file without following a symlink, at most [`MAX_READ`] bytes; `None` when
@@ -127,7 +120,7 @@ pub fn utf8(rel: &str, bytes: Vec<u8>) -> Result<String> {
 /// last one, so a link swapped in meanwhile is never followed. The file keeps its mode and owner;
 /// a new one gets 0o666 less the umask (0o600 when private).
 pub fn apply(root: &Path, c: &Change) -> Result<()> {
-    if c.action == Action::Unchanged {
+    if c.step == Step::Unchanged {
         return Ok(());
     }
     let Some((dir, name)) = walk(root, &c.rel, true)? else {
@@ -150,15 +143,15 @@ pub fn apply(root: &Path, c: &Change) -> Result<()> {
 
 /// A change from the old bytes (if any) to new ones, with `same` deciding "unchanged".
 pub fn change(rel: &str, old: Option<Vec<u8>>, new: Vec<u8>, same: bool) -> Change {
-    let (action, bytes) = match old {
-        None => (Action::Created, new),
-        Some(old) if same => (Action::Unchanged, old),
-        Some(_) => (Action::Updated, new),
+    let (step, bytes) = match old {
+        None => (Step::Created, new),
+        Some(old) if same => (Step::Unchanged, old),
+        Some(_) => (Step::Updated, new),
     };
     Change {
         rel: rel.to_string(),
         bytes,
-        action,
+        step,
         private: false,
     }
 }

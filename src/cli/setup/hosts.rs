@@ -3,8 +3,9 @@
 
 use serde_json::{Map, json};
 
-use super::files::{self, refuse};
+use super::files;
 use super::json::{Node, Obj};
+use super::refuse;
 use super::{Plan, Wiring};
 use crate::cli::hook::sh_word;
 use crate::cli::prompt::{self, Runtime};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::files::refuse;
+use super::refuse;
 use crate::kernel::Result;
 
 /// A JSON value: parsed where loopx edits it, else the file's own text.
@@ -58,9 +58,9 @@ fn same(a: &Node, b: &Node) -> bool {
 
 /// A raw object or array, parsed one level.
 fn expand(r: &RawValue) -> Option<Node> {
-    if starts(r, '{') {
+    if starts(r, OBJECT) {
         serde_json::from_str(r.get()).ok().map(Node::Obj)
-    } else if starts(r, '[') {
+    } else if starts(r, ARRAY) {
         let items: Vec<Box<RawValue>> = serde_json::from_str(r.get()).ok()?;
         Some(Node::Arr(items.into_iter().map(Node::Raw).collect()))
     } else {
@@ -77,7 +77,12 @@ fn to_value(n: &Node) -> Option<Value> {
     }
 }
 
-/// True when a raw value's text starts with `open` (`{` or `[`).
+/// How an object's text starts.
+const OBJECT: char = '{';
+/// How an array's text starts.
+const ARRAY: char = '[';
+
+/// True when a raw value's text starts with `open` ([`OBJECT`] or [`ARRAY`]).
 fn starts(r: &RawValue, open: char) -> bool {
     r.get().trim_start().starts_with(open)
 }
@@ -87,7 +92,7 @@ impl Obj {
     pub fn parse(rel: &str, text: &str) -> Result<Obj> {
         let raw: Box<RawValue> = serde_json::from_str(text)
             .map_err(|e| refuse(rel, Some(e.line().max(1)), format!("is not JSON: {e}")))?;
-        if !starts(&raw, '{') {
+        if !starts(&raw, OBJECT) {
             return Err(refuse(rel, Some(1), "is not a JSON object"));
         }
         serde_json::from_str(raw.get())
@@ -127,7 +132,7 @@ impl Obj {
         let not = || refuse(rel, None, format!("`{key}` is not a JSON object"));
         let n = self.slot(key, || Node::Obj(Obj::default()));
         if let Node::Raw(r) = n {
-            if !starts(r, '{') {
+            if !starts(r, OBJECT) {
                 return Err(not());
             }
             *n = Node::Obj(serde_json::from_str(r.get()).map_err(|_| not())?);
@@ -143,7 +148,7 @@ impl Obj {
         let not = || refuse(rel, None, format!("`{key}` is not a JSON array"));
         let n = self.slot(key, || Node::Arr(Vec::new()));
         if let Node::Raw(r) = n {
-            if !starts(r, '[') {
+            if !starts(r, ARRAY) {
                 return Err(not());
             }
             let items: Vec<Box<RawValue>> = serde_json::from_str(r.get()).map_err(|_| not())?;

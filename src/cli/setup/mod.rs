@@ -14,10 +14,10 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use super::{Ctx, Out};
-use crate::kernel::{Dur, Error, Result};
+use crate::kernel::{Code, Dur, Error, Result};
 use crate::text::escape as esc;
 
-pub use files::Action;
+pub use files::Step;
 
 /// The hosts `setup` wires loopx into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,7 +99,7 @@ pub struct Change {
     /// The new content (the old one when unchanged).
     pub bytes: Vec<u8>,
     /// Created, updated or unchanged.
-    pub action: Action,
+    pub step: Step,
     /// Readable and writable by its owner only (0600).
     pub private: bool,
 }
@@ -115,6 +115,13 @@ pub struct Wiring {
     pub extra: serde_json::Map<String, Value>,
 }
 
+/// An error about a file `setup` will not touch (exit 6), naming it and the line.
+pub fn refuse(rel: &str, line: Option<usize>, what: impl Into<String>) -> Error {
+    Error::in_file(Code::InvalidState, rel, line, what).hint(format!(
+        "fix or move {rel} by hand, then run setup again; nothing was written"
+    ))
+}
+
 /// The default time between scheduled turns.
 const EVERY_DEFAULT: Dur = Dur(30 * 60_000);
 
@@ -122,7 +129,7 @@ const EVERY_DEFAULT: Dur = Dur(30 * 60_000);
 pub fn run(ctx: &Ctx, a: Setup) -> Result<Out> {
     check_flags(&a)?;
     let (root, pointer, login) = match &ctx.store_url {
-        None => (absolute(ctx.store()?.root()), None, None),
+        None => (absolute(ctx.files()?.root()), None, None),
         Some(url) => {
             let d = db::root(ctx, url)?;
             (d.root, Some(d.pointer), d.login)
@@ -233,19 +240,19 @@ fn absolute(root: &Path) -> PathBuf {
 fn report(host: Host, dry_run: bool, w: Wiring) -> Out {
     let mut text = String::new();
     for c in &w.changes {
-        let verb = match (dry_run, c.action) {
-            (_, Action::Unchanged) => "unchanged".to_string(),
+        let verb = match (dry_run, c.step) {
+            (_, Step::Unchanged) => "unchanged".to_string(),
             (true, act) => format!("would {}", act.verb()),
             (false, act) => act.as_str().to_string(),
         };
         text.push_str(&format!("{verb:<16} {}\n", esc(&c.rel)));
-        if dry_run && c.action != Action::Unchanged {
+        if dry_run && c.step != Step::Unchanged {
             for line in String::from_utf8_lossy(&c.bytes).lines() {
                 text.push_str(&format!("    {line}\n"));
             }
         }
     }
-    if w.changes.iter().all(|c| c.action == Action::Unchanged) {
+    if w.changes.iter().all(|c| c.step == Step::Unchanged) {
         text.push_str("nothing to change: already set up\n");
     } else if dry_run {
         text.push_str("dry run: nothing was written\n");
@@ -257,7 +264,7 @@ fn report(host: Host, dry_run: bool, w: Wiring) -> Out {
     let files: Vec<Value> = w
         .changes
         .iter()
-        .map(|c| json!({"path": c.rel, "action": c.action.as_str()}))
+        .map(|c| json!({"path": c.rel, "action": c.step.as_str()}))
         .collect();
     let mut out = Out::new("host", json!(host.name()), text)
         .with("files", json!(files))

@@ -54,7 +54,7 @@ pub fn refresh(ctx: &Ctx) -> Result<Out> {
         next,
     };
     let md = state_md(ctx, &*store, &v)?;
-    let state_file = store.write_projection(&md)?;
+    let state_file = store.files().map(|f| f.write_projection(&md)).transpose()?;
     let j = packet_json(&v, state_file);
     let mut out = Out::new("state", j, md.trim_end().to_string());
     if let Some(Value::Object(m)) = out.json.remove("state") {

@@ -1,11 +1,11 @@
 //! What every store shares: the journal's chain, the owner's key and signatures, gate proofs,
-//! the roster's scan, the facts a face hands down, the state format, safe file access, and the
+//! the roster's scan, the state format, safe file access, and the
 //! commit protocol written once (`prepare`).
 
 pub mod atomic;
 pub mod chain;
 pub mod crash;
-pub mod env;
+pub mod doctor;
 pub mod owner;
 pub mod parse;
 pub mod prepare;
@@ -13,5 +13,4 @@ pub mod proofs;
 pub mod seal;
 pub mod seen;
 
-pub use env::{Env, OnCommit};
 pub use prepare::{Before, Prepared, prepare};

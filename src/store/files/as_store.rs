@@ -1,5 +1,5 @@
-//! The file store as a [`Store`]: the trait's methods on `.loopx/`, most delegating to the
-//! file store's own.
+//! The file store as a [`Store`] and an [`Admin`]: the traits' methods on `.loopx/`, most
+//! delegating to the file store's own, and what belongs to files alone (STATE.md, repairs).
 
 use std::path::{Path, PathBuf};
 
@@ -12,69 +12,12 @@ use crate::store::files::commit::FileTx;
 use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
 use crate::store::{
-    FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
+    Admin, FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
 };
 
 impl Store for FileStore {
-    fn env(&self) -> &crate::store::fs::Env {
+    fn env(&self) -> &crate::store::Env {
         FileStore::env(self)
-    }
-
-    fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
-        FileStore::install_owner(self, key, replaced)
-    }
-
-    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
-        let replacing = self.exists();
-        if replacing && !replace {
-            return Err(Error::new(
-                Code::GoalExists,
-                format!("{} already holds a goal", self.dir().display()),
-            )
-            .hint(
-                "see it with `loopx goal show`, or replace it with `loopx start-goal --replace`",
-            ));
-        }
-        Ok(GoalPlan {
-            replacing,
-            at: ("dir", self.dir().display().to_string()),
-            first: None,
-        })
-    }
-
-    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
-        if !replacing {
-            self.create(config, actor)?;
-            return Ok(None);
-        }
-        // The old goal moves to history/ and the new one starts in one step.
-        let to = self.replace(config, actor)?;
-        Ok(Some(to.display().to_string()))
-    }
-
-    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
-        let now = self.env().now;
-        let fixed = if fix {
-            doctor::fix(self, now)?
-        } else {
-            Vec::new()
-        };
-        Ok((fixed, doctor::check_locked(self, now)?))
-    }
-
-    fn live_worktrees(&self) -> Result<Vec<String>> {
-        doctor::live_worktrees(self, self.env().now)
-    }
-
-    fn followed(&self) -> Result<&dyn Followed> {
-        Err(Error::usage(
-            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
-        )
-        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"))
-    }
-
-    fn place_of(&self, file: &str) -> String {
-        self.path(file).display().to_string()
     }
 
     fn load(&self) -> Result<Snapshot> {
@@ -185,10 +128,6 @@ impl Store for FileStore {
         FileStore::journal_seen(self)
     }
 
-    fn verify_journal(&self) -> Result<JournalCheck> {
-        FileStore::verify_journal(self)
-    }
-
     fn journal_end(&self) -> Result<u64> {
         FileStore::journal_end(self)
     }
@@ -209,14 +148,83 @@ impl Store for FileStore {
     fn local_root(&self) -> Option<&Path> {
         Some(self.root())
     }
+}
 
-    fn write_projection(&self, text: &str) -> Result<Option<PathBuf>> {
-        let p = self.path("STATE.md");
-        atomic::write(&p, text.as_bytes()).map_err(|e| Error::io(&p, &e))?;
-        Ok(Some(p))
+impl Admin for FileStore {
+    fn install_owner(&self, key: &owner::OwnerKey, replaced: Option<&OwnerPub>) -> Result<()> {
+        FileStore::install_owner(self, key, replaced)
+    }
+
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
+        let replacing = self.exists();
+        if replacing && !replace {
+            return Err(Error::new(
+                Code::GoalExists,
+                format!("{} already holds a goal", self.dir().display()),
+            )
+            .hint(
+                "see it with `loopx goal show`, or replace it with `loopx start-goal --replace`",
+            ));
+        }
+        Ok(GoalPlan {
+            replacing,
+            at: ("dir", self.dir().display().to_string()),
+            first: None,
+        })
+    }
+
+    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
+        if !replacing {
+            self.create(config, actor)?;
+            return Ok(None);
+        }
+        // The old goal moves to history/ and the new one starts in one step.
+        let to = self.replace(config, actor)?;
+        Ok(Some(to.display().to_string()))
+    }
+
+    fn doctor(&self) -> Result<Vec<doctor::Finding>> {
+        crate::store::files::doctor::check_locked(self, self.env().now)
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        crate::store::files::doctor::live_worktrees(self, self.env().now)
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Err(Error::usage(
+            "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
+        )
+        .hint("nothing to serve here; give --store or LOOPX_STORE to serve a database's hooks"))
+    }
+
+    fn place_of(&self, file: &str) -> String {
+        self.path(file).display().to_string()
+    }
+
+    fn verify_journal(&self) -> Result<JournalCheck> {
+        FileStore::verify_journal(self)
     }
 
     fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::poll::PollLock>>> {
         crate::store::poll::files(self)
+    }
+
+    fn files(&self) -> Option<&FileStore> {
+        Some(self)
+    }
+}
+
+impl FileStore {
+    /// Writes STATE.md (a projection, never read back) and says where.
+    pub fn write_projection(&self, text: &str) -> Result<PathBuf> {
+        let p = self.path("STATE.md");
+        atomic::write(&p, text.as_bytes()).map_err(|e| Error::io(&p, &e))?;
+        Ok(p)
+    }
+
+    /// `doctor --fix`: repairs what is mechanical, and says what it did.
+    pub fn doctor_fix(&self) -> Result<Vec<String>> {
+        crate::store::files::doctor::fix(self, self.env().now)
     }
 }

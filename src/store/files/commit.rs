@@ -11,7 +11,7 @@ use crate::kernel::{Code, Error, Event, Gate, GateStatus, Result, Snapshot};
 use crate::store::cache::Refresh;
 use crate::store::core::{Before, prepare};
 use crate::store::fs::FileStore;
-use crate::store::{Transaction, journal, lock, owner, parse, tx};
+use crate::store::{Transaction, journal, lock, owner, parse, recover, tx};
 
 impl FileStore {
     /// Commits a change as one transaction (the caller holds the exclusive lock): its files are
@@ -128,7 +128,7 @@ impl FileStore {
         if !self.exists() {
             return Ok(None);
         }
-        let did = tx::recover(self.dir())?;
+        let did = recover::recover(self.dir())?;
         if let Some(what) = &did {
             self.commit_ops(
                 Vec::new(),
@@ -153,7 +153,7 @@ impl FileStore {
             self.recover()?;
             return Ok(None);
         }
-        let t = tx::tail(self.dir())?;
+        let t = recover::tail(self.dir())?;
         if t.pending || t.torn_tx.is_some() {
             self.recover()?;
             return Ok(None);
@@ -166,7 +166,7 @@ impl FileStore {
         if std::fs::symlink_metadata(self.path("retiring")).is_ok() {
             return Ok(true);
         }
-        let t = tx::tail(self.dir())?;
+        let t = recover::tail(self.dir())?;
         Ok(t.pending || t.torn_tx.is_some())
     }
 

@@ -11,8 +11,8 @@ use crate::store::owner;
 use crate::store::parse::{self, shown};
 use crate::store::{Store, atomic, journal, lock, tx};
 
+use crate::store::Env;
 use crate::store::core::seal::{new_goal_seal, seal_text};
-pub use crate::store::core::{Env, OnCommit};
 
 /// The name of the state directory.
 pub const DIR: &str = ".loopx";

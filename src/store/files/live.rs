@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::kernel::{Result, Snapshot, Ts};
-use crate::store::fs::{Env, FileStore};
 use crate::store::live::{Feed, Loaded, Sink, Target, Watched};
 use crate::store::parse::shown;
 use crate::store::watch::{self, Poller, Watch};
+use crate::store::{Env, FileStore};
 use crate::store::{Store, lock};
 
 /// How long the journal may grow without a file event before the feed polls instead.

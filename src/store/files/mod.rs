@@ -13,6 +13,7 @@ pub(crate) mod load;
 pub mod lock;
 pub mod logs;
 pub mod poll;
+pub mod recover;
 pub(crate) mod sealing;
 pub mod seen;
 pub mod tx;

@@ -1,70 +1,15 @@
-//! The database as a [`Store`]: the trait's methods on the `loopx` schema.
+//! The database as a [`Store`] and an [`Admin`]: the traits' methods on the `loopx` schema.
 
 use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
-use crate::store::core::Env;
+use crate::store::Env;
 use crate::store::live::Followed;
-use crate::store::{GoalPlan, Keep, Store, Transaction, doctor};
+use crate::store::{Admin, GoalPlan, Keep, Store, Transaction, doctor};
 
 impl Store for PgStore {
     fn env(&self) -> &Env {
         PgStore::env(self)
-    }
-
-    fn install_owner(
-        &self,
-        key: &crate::store::core::owner::OwnerKey,
-        replaced: Option<&crate::kernel::authority::OwnerPub>,
-    ) -> Result<()> {
-        PgStore::install_owner(self, key, replaced)
-    }
-
-    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
-        // No goal yet (or no schema: `create` says which): a replace starts the first, as on
-        // files. Without `replace`, `create` refuses a database that holds a goal.
-        let replacing = replace && !matches!(self.load(), Err(e) if e.code == Code::NotInitialized);
-        Ok(GoalPlan {
-            replacing,
-            at: ("store", self.shown_url()),
-            first: Some("`loopx owner init` (as the owner's login), then add todos"),
-        })
-    }
-
-    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
-        if replacing {
-            return self.replace(config, actor).map(Some);
-        }
-        self.create(config, actor)?;
-        Ok(None)
-    }
-
-    fn doctor(&self, fix: bool) -> Result<(Vec<String>, Vec<doctor::Finding>)> {
-        if fix {
-            return Err(Error::usage(
-                "doctor --fix repairs files; a database is changed only by its transactions",
-            )
-            .hint("run `loopx doctor` to see what is wrong, then act on each finding"));
-        }
-        Ok((Vec::new(), doctor::check_db(self, self.env.now)?))
-    }
-
-    fn live_worktrees(&self) -> Result<Vec<String>> {
-        let now = self.env.now;
-        let snap = self.load()?;
-        Ok(snap
-            .todos
-            .values()
-            .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
-            .collect())
-    }
-
-    fn followed(&self) -> Result<&dyn Followed> {
-        Ok(self)
-    }
-
-    fn place_of(&self, file: &str) -> String {
-        format!("{file} in {}", self.shown_url())
     }
 
     fn load(&self) -> Result<Snapshot> {
@@ -158,16 +103,6 @@ impl Store for PgStore {
         Ok(crate::store::core::seen::seen_in(&self.journal_bytes(0)?.0))
     }
 
-    fn verify_journal(&self) -> Result<crate::store::JournalCheck> {
-        let (bytes, _) = self.journal_bytes(0)?;
-        let (broken, torn) = crate::store::core::chain::verify(&bytes);
-        Ok(crate::store::JournalCheck {
-            lines: bytes.iter().filter(|b| **b == b'\n').count(),
-            torn,
-            broken,
-        })
-    }
-
     fn journal_end(&self) -> Result<u64> {
         self.count("SELECT coalesce(max(seq), 0) FROM loopx.journal", &[])
     }
@@ -201,14 +136,6 @@ impl Store for PgStore {
         None
     }
 
-    fn write_projection(&self, _text: &str) -> Result<Option<std::path::PathBuf>> {
-        Ok(None)
-    }
-
-    fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::PollLock>>> {
-        self.try_poll_lock()
-    }
-
     fn evidence_all(&self, only: Option<&str>, keep: Keep<'_>) -> Result<Vec<(String, Evidence)>> {
         let rows = self.with(|c| {
             c.client()?
@@ -229,5 +156,74 @@ impl Store for PgStore {
             }
         }
         Ok(out)
+    }
+}
+
+impl Admin for PgStore {
+    fn install_owner(
+        &self,
+        key: &crate::store::core::owner::OwnerKey,
+        replaced: Option<&crate::kernel::authority::OwnerPub>,
+    ) -> Result<()> {
+        PgStore::install_owner(self, key, replaced)
+    }
+
+    fn plan_goal(&self, replace: bool) -> Result<GoalPlan> {
+        // No goal yet (or no schema: `create` says which): a replace starts the first, as on
+        // files. Without `replace`, `create` refuses a database that holds a goal.
+        let replacing = replace && !matches!(self.load(), Err(e) if e.code == Code::NotInitialized);
+        Ok(GoalPlan {
+            replacing,
+            at: ("store", self.shown_url()),
+            first: Some("`loopx owner init` (as the owner's login), then add todos"),
+        })
+    }
+
+    fn start_goal(&self, config: &Config, actor: &str, replacing: bool) -> Result<Option<String>> {
+        if replacing {
+            return self.replace(config, actor).map(Some);
+        }
+        self.create(config, actor)?;
+        Ok(None)
+    }
+
+    fn doctor(&self) -> Result<Vec<doctor::Finding>> {
+        super::doctor::check(self, self.env.now)
+    }
+
+    fn live_worktrees(&self) -> Result<Vec<String>> {
+        let now = self.env.now;
+        let snap = self.load()?;
+        Ok(snap
+            .todos
+            .values()
+            .filter_map(|t| t.live_lease(now).and_then(|l| l.worktree.clone()))
+            .collect())
+    }
+
+    fn followed(&self) -> Result<&dyn Followed> {
+        Ok(self)
+    }
+
+    fn place_of(&self, file: &str) -> String {
+        format!("{file} in {}", self.shown_url())
+    }
+
+    fn verify_journal(&self) -> Result<crate::store::JournalCheck> {
+        let (bytes, _) = self.journal_bytes(0)?;
+        let (broken, torn) = crate::store::core::chain::verify(&bytes);
+        Ok(crate::store::JournalCheck {
+            lines: bytes.iter().filter(|b| **b == b'\n').count(),
+            torn,
+            broken,
+        })
+    }
+
+    fn poll_lock(&self) -> Result<Option<Box<dyn crate::store::PollLock>>> {
+        self.try_poll_lock()
+    }
+
+    fn files(&self) -> Option<&crate::store::FileStore> {
+        None
     }
 }

@@ -13,8 +13,9 @@ use crate::kernel::authority::OwnerPub;
 use crate::kernel::ops::{Change, Write};
 use crate::kernel::seal::Mark;
 use crate::kernel::{Code, Error, Event, Gate, Result, Snapshot, Ts};
+use crate::store::Env;
 use crate::store::Transaction;
-use crate::store::core::{Before, Env, chain, prepare};
+use crate::store::core::{Before, chain, prepare};
 use crate::store::pg::{Conn, PgStore, db_error};
 
 /// A transaction whose commit waits until every commit before it is on disk.

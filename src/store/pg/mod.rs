@@ -4,6 +4,7 @@
 mod as_store;
 mod claim;
 mod commit;
+mod doctor;
 mod fast;
 mod goal;
 pub mod history;
@@ -20,7 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::kernel::{Code, Error, Result, Snapshot};
-use crate::store::core::Env;
+use crate::store::Env;
 
 pub use load::Cached;
 pub use redact::redact;

@@ -3,9 +3,9 @@
 
 use std::os::unix::fs::MetadataExt as _;
 
-use super::Finding;
 use crate::kernel::Todo;
 use crate::store::cache::{Cache, Key, listing};
+use crate::store::core::doctor::Finding;
 use crate::store::fs::FileStore;
 use crate::store::parse;
 

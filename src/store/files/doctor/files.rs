@@ -4,43 +4,15 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Finding, is_regular};
+use super::is_regular;
 use crate::kernel::{Config, Evidence, Gate, QuotaFile, Todo};
+use crate::store::core::doctor::{Doc, Finding, State};
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, Named, shown};
 use crate::store::{atomic, journal};
 
 /// The state directories inside `.loopx/`.
 pub(super) const DIRS: [&str; 6] = ["todos", "archive", "gates", "evidence", "cache", "agents"];
-
-/// A parsed state file and where it is.
-pub(super) struct Doc<T> {
-    /// The value.
-    pub value: T,
-    /// Its path.
-    pub path: PathBuf,
-}
-
-impl<T> Doc<T> {
-    /// The path as shown in findings (`.loopx/todos/t-abc.toml`).
-    pub fn file(&self) -> String {
-        shown(&self.path)
-    }
-}
-
-/// Everything that parsed.
-pub(super) struct State {
-    /// `loopx.toml`.
-    pub config: Option<Doc<Config>>,
-    /// `todos/*.toml`.
-    pub todos: Vec<Doc<Todo>>,
-    /// `archive/*.toml`.
-    pub archived: Vec<Doc<Todo>>,
-    /// `gates/*.toml`.
-    pub gates: Vec<Doc<Gate>>,
-    /// `quota.toml`.
-    pub quota: Option<Doc<QuotaFile>>,
-}
 
 /// The entries of a directory, sorted, as (name, path); none when it cannot be read.
 pub(super) fn entries(dir: &Path) -> Vec<(String, PathBuf)> {

@@ -6,94 +6,20 @@
 //! [`fix`] repairs only what is mechanical, under the exclusive lock, and never follows a link.
 
 mod cache;
-mod db;
-pub use db::check_db;
 mod files;
 mod fix;
 mod owner;
-mod relations;
 mod seal;
 pub use seal::owner_history_cut;
 
 use std::fs;
 use std::path::Path;
 
-use serde::Serialize;
-
 use crate::kernel::{Result, Ts};
+use crate::store::core::doctor::{self as shared, Finding};
 use crate::store::fs::FileStore;
 
 pub use fix::fix;
-
-/// How far a spend may be dated ahead of this machine's clock before doctor calls it an error:
-/// agents on one machine share a clock, so 5 minutes covers skew between containers or VMs.
-pub const CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The state is wrong: exit 6.
-    Error,
-    /// Worth knowing; healthy anyway.
-    Warning,
-}
-
-/// One thing doctor found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// Error or warning.
-    pub severity: Severity,
-    /// The file, relative to the project.
-    pub file: String,
-    /// The 1-based line, when known.
-    pub line: Option<usize>,
-    /// What is wrong and what to do.
-    pub message: String,
-    /// `doctor --fix` repairs it.
-    pub fixable: bool,
-}
-
-impl Finding {
-    /// An error that `--fix` does not repair.
-    fn error(file: impl Into<String>, line: Option<usize>, message: impl Into<String>) -> Finding {
-        Finding {
-            severity: Severity::Error,
-            file: file.into(),
-            line,
-            message: message.into(),
-            fixable: false,
-        }
-    }
-
-    /// A warning that `--fix` does not repair.
-    fn warning(
-        file: impl Into<String>,
-        line: Option<usize>,
-        message: impl Into<String>,
-    ) -> Finding {
-        Finding {
-            severity: Severity::Warning,
-            ..Finding::error(file, line, message)
-        }
-    }
-
-    /// The same finding, marked as repaired by `--fix`.
-    fn fixable(self) -> Finding {
-        Finding {
-            fixable: true,
-            ..self
-        }
-    }
-
-    /// A store error as a finding, at its file and line; `fallback` names the file otherwise.
-    fn from_error(e: &crate::kernel::Error, fallback: &str) -> Finding {
-        match e.location.as_deref() {
-            Some(l) => Finding::error(l.file.clone(), l.line, l.what.clone()),
-            None => Finding::error(fallback, None, e.message.clone()),
-        }
-    }
-}
 
 /// Runs every check under the shared lock; never writes. A lock that cannot be taken is a finding.
 pub fn check(store: &FileStore, now: Ts) -> Vec<Finding> {
@@ -150,7 +76,7 @@ pub fn live_worktrees(store: &FileStore, now: Ts) -> Result<Vec<String>> {
 fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
     let mut out = Vec::new();
     let state = files::read_all(store, &mut out);
-    relations::check(&state, now, &mut out);
+    shared::check_relations(&state, now, &mut out);
     owner::check(store, &state, &mut out);
     check_network_fs(store, &mut out);
     check_unfinished(store, &mut out);
@@ -160,7 +86,7 @@ fn check_unlocked(store: &FileStore, now: Ts) -> Vec<Finding> {
 
 /// A commit a crash interrupted: fixable, and finished by the next command anyway.
 fn check_unfinished(store: &FileStore, out: &mut Vec<Finding>) {
-    let Ok(t) = crate::store::tx::tail(store.dir()) else {
+    let Ok(t) = crate::store::recover::tail(store.dir()) else {
         return;
     };
     let what = match (t.torn_tx, t.pending, t.last.and_then(|e| e.tx)) {
@@ -189,35 +115,6 @@ fn check_network_fs(store: &FileStore, out: &mut Vec<Finding>) {
             format!(".loopx/ is on {fs_type}: locks may not be shared between machines; run agents on one machine"),
         ));
     }
-}
-
-/// The 1-based line of `key = ...` in a TOML file, inside the `n`-th (0-based) table named
-/// `header` (like `[lease]` or `[[spend]]`), or at the top level when `header` is None.
-fn key_line(path: &Path, header: Option<(&str, usize)>, key: &str) -> Option<usize> {
-    let bytes = crate::store::parse::read_bytes(path).ok().flatten()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let mut seen = 0;
-    let mut inside = header.is_none();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            inside = match header {
-                Some((h, n)) if t.starts_with(h) => {
-                    seen += 1;
-                    seen == n + 1
-                }
-                _ => false,
-            };
-            continue;
-        }
-        let is_key = t
-            .strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='));
-        if inside && is_key {
-            return Some(i + 1);
-        }
-    }
-    None
 }
 
 /// True when `path` is a regular file (not a link, FIFO, socket, device or directory).

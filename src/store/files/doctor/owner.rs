@@ -1,11 +1,11 @@
 //! Owner authority: decisions proven, every owner line signed, owner.pub still the owner's,
 //! and the goal, quota and gates as the owner's signed journal left them.
 
-use super::files::{Doc, State};
-use super::{Finding, is_regular};
+use super::is_regular;
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::ops::OWNER;
 use crate::kernel::{Config, Event, Gate, GoalStatus};
+use crate::store::core::doctor::{Doc, Finding, State};
 use crate::store::fs::FileStore;
 
 /// Every owner check.

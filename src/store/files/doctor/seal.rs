@@ -1,9 +1,9 @@
 //! The owner's seal: present and signed where the project has an owner key, its sealed journal
 //! history still there, and no file disagreeing with it.
 
-use super::Finding;
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::seal::{self, Seal};
+use crate::store::core::doctor::Finding;
 use crate::store::fs::FileStore;
 
 /// Every seal check (a project without an owner key has no seal to check).

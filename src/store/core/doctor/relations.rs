@@ -3,12 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::files::{Doc, State};
-use super::{CLOCK_SKEW_MS, Finding, key_line};
+use super::{CLOCK_SKEW_MS, Doc, Finding, State, key_line};
 use crate::kernel::{Dur, Todo, Ts};
 
 /// Every relation check.
-pub(super) fn check(s: &State, now: Ts, out: &mut Vec<Finding>) {
+pub fn check(s: &State, now: Ts, out: &mut Vec<Finding>) {
     open_and_archived(s, out);
     statuses(s, out);
     references(s, out);

@@ -2,7 +2,7 @@
 //! key's place, the hook that runs it) and hands to a store, and the observer it registers.
 
 use crate::kernel::{Event, Snapshot, Ts};
-use crate::store::Store;
+use crate::store::FileStore;
 use crate::store::core::owner;
 
 /// Facts from outside the project that the face reads once and hands to the store (the
@@ -36,6 +36,7 @@ impl Default for Env {
     }
 }
 
-/// What runs after a transaction commits, with the lock released: the store, the snapshot the
-/// change was decided on, and the lines it committed (the CLI fires the owner's hooks).
-pub type OnCommit = fn(&dyn Store, &Snapshot, &[Event]);
+/// What runs after a transaction of the file store commits, with the lock released: the store,
+/// the snapshot the change was decided on, and the lines it committed (the CLI fires the owner's
+/// hooks; a database's hooks are fired by `hook serve`).
+pub type OnCommit = fn(&FileStore, &Snapshot, &[Event]);

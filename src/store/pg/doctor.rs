@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
-use super::files::{Doc, State};
-use super::{Finding, relations};
+use super::PgStore;
 use crate::kernel::{Result, Ts};
-use crate::store::Store;
-use crate::store::pg::PgStore;
+use crate::store::core::doctor::{Doc, Finding, State, check_relations};
+use crate::store::{Admin, Store};
 
 fn doc<T>(table: &str, id: &str, value: T) -> Doc<T> {
     Doc {
@@ -17,7 +16,7 @@ fn doc<T>(table: &str, id: &str, value: T) -> Doc<T> {
 }
 
 /// Every check of a database project.
-pub fn check_db(db: &PgStore, now: Ts) -> Result<Vec<Finding>> {
+pub fn check(db: &PgStore, now: Ts) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let snap = db.load()?;
     let check = db.verify_journal()?;
@@ -59,6 +58,6 @@ pub fn check_db(db: &PgStore, now: Ts) -> Result<Vec<Finding>> {
             .collect(),
         quota: Some(doc("docs", "quota", snap.quota.clone())),
     };
-    relations::check(&state, now, &mut out);
+    check_relations(&state, now, &mut out);
     Ok(out)
 }
