@@ -7,11 +7,12 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, quota::answer_out};
+use crate::flows::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
+use crate::flows::runner::{self, TurnOptions, TurnOutcome, TurnReport};
 use crate::kernel::ops::Ended;
 use crate::kernel::{Dur, Error, Result, ops::check_ttl};
-use crate::runtime::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
 use crate::runtime::process::{self, Echo, Exit};
-use crate::runtime::turn::{self, TurnOptions, TurnOutcome, TurnReport};
+use crate::runtime::turn_id::took;
 use crate::text::escape as esc;
 
 /// What `turn` and `heartbeat` share.
@@ -220,9 +221,9 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
             ));
         }
         Some(g) => {
-            let (gate, argv, journal_used) = super::run_approved::approved_argv(&*store, &g)?;
+            let (gate, argv, journal_used) = runner::approved_argv(&*store, &g)?;
             args.cmd = argv.into_iter().map(OsString::from).collect();
-            Some(turn::Approved { gate, journal_used })
+            Some(runner::Approved { gate, journal_used })
         }
         None => None,
     };
@@ -230,7 +231,7 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
     opts.turn = t.turn;
     opts.approved = approved;
     process::forward_signals();
-    match turn::run_turn(&*store, &opts)? {
+    match runner::run_turn(&*store, &opts)? {
         TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
         TurnOutcome::Replayed(id) => Ok(Out::new(
             "turn",
@@ -264,7 +265,7 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                     let _ = writeln!(err, "  hint: {}", esc(h));
                 }
             }
-            let why = match &r.proof {
+            let why = match &r.check {
                 Some(Ok(e)) => Some(e.summary.clone()),
                 Some(Err(e)) => Some(e.message.clone()),
                 None => None,
@@ -273,11 +274,7 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
             }
-            Ok(super::todo_claim::warned(
-                ctx,
-                report_out(&r),
-                r.warnings.clone(),
-            ))
+            Ok(report_out(&r).warned(r.warnings.clone()))
         }
     }
 }
@@ -305,7 +302,7 @@ fn report_out(r: &TurnReport) -> Out {
         .with("timed_out", json!(r.timed_out))
         .with("duration_ms", json!(r.duration.as_millis() as u64))
         .with("ended", json!(ended));
-    match &r.proof {
+    match &r.check {
         Some(Ok(e)) => out = out.with("check", json!(e)),
         Some(Err(e)) => {
             out = out.with(
@@ -339,7 +336,7 @@ fn report_out(r: &TurnReport) -> Out {
 }
 
 fn line(r: &TurnReport, ended: &str) -> String {
-    let t = turn::took(r.duration);
+    let t = took(r.duration);
     let how = match (r.timed_out, r.exit) {
         (true, _) => format!("timed out after {t}"),
         (false, Exit::Code(c)) => format!("exited {c} in {t}"),
@@ -375,7 +372,7 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
         let (text, value) = match b {
             Beat::Ran(r, d) => {
                 last_wait = None;
-                let mut o = super::todo_claim::warned(ctx, report_out(r), r.warnings.clone());
+                let mut o = report_out(r).warned(r.warnings.clone());
                 // As `turn --json` prints it.
                 o.json.entry("ok").or_insert(json!(true));
                 if !d.is_zero() {

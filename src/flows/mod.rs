@@ -1,3 +1,8 @@
 //! The flows: each use case once, between the faces and the store and runtime.
 
+pub mod check;
+pub mod claim;
+pub mod heartbeat;
 pub mod owner;
+pub mod runner;
+pub mod turn;

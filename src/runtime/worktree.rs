@@ -9,15 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::worktree_retire::Outcome;
 pub use super::worktree_retire::{Prepared, prepare};
-use crate::kernel::ops::{Change, Write};
-use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
+use crate::kernel::{Code, Error, Result, Todo, Ts};
 
 /// Where the worktrees are, relative to the project's root.
-pub const DIR: &str = ".loopx/worktrees";
+pub use crate::kernel::ops::WORKTREES as DIR;
 /// The prefix of a worktree's branch.
 pub const BRANCH_PREFIX: &str = "loopx/";
 /// How long making or removing a worktree may take (a FIFO or a huge checkout would block it).
@@ -28,9 +25,7 @@ pub(super) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const SCAN_MAX: usize = 10_000;
 
 /// The worktree of todo `id`, relative to the project's root.
-pub fn rel(id: &str) -> String {
-    format!("{DIR}/{id}")
-}
+pub use crate::kernel::ops::worktree_path as rel;
 
 /// Where the work of `t` is: its lease's worktree when the lease names one and it is a real
 /// directory (the path comes from the id, never from the file), else `root`.
@@ -65,24 +60,6 @@ pub fn check_target(root: &Path, id: &str) -> Result<()> {
         bounded(READ_TIMEOUT, move || reuse(&target, &id))?;
     }
     Ok(())
-}
-
-/// Names `id`'s worktree in the lease the change grants or renews, and in its journal line.
-pub fn mark(c: &mut Change, t: &mut Todo) {
-    let path = rel(&t.id);
-    if let Some(l) = t.lease.as_mut() {
-        l.worktree = Some(path.clone());
-    }
-    for w in &mut c.writes {
-        if let Write::Todo(x) = w
-            && x.id == t.id
-        {
-            *x = t.clone();
-        }
-    }
-    if let Some(e) = c.events.iter_mut().rev().find(|e| e.target == t.id) {
-        e.data["worktree"] = json!(path);
-    }
 }
 
 /// Makes todo `id`'s worktree, or reuses the one there (on its branch); its absolute path.
@@ -433,41 +410,6 @@ fn known_worktrees(root: &Path) -> Result<Vec<(PathBuf, String)>> {
         }
     }
     Ok(out)
-}
-
-/// In a claim's transaction: names `t`'s worktree in its lease when `want` (after checking its
-/// path), and gives the lease the claim replaced, for [`after_claim`].
-pub fn claimed(
-    root: &Path,
-    snap: &Snapshot,
-    want: bool,
-    c: &mut Change,
-    t: &mut Todo,
-) -> Result<Option<crate::kernel::Lease>> {
-    let prior = snap.todos.get(&t.id).and_then(|x| x.lease.clone());
-    if want {
-        check_target(root, &t.id)?;
-        mark(c, t);
-    }
-    Ok(prior)
-}
-
-/// After a claim committed: the worktree made or reused (`want`), else the warning of the
-/// retirement of the one an expired lease left.
-pub fn after_claim(
-    root: &Path,
-    want: bool,
-    prior: Option<&crate::kernel::Lease>,
-    t: &Todo,
-    now: Ts,
-) -> Result<(Option<PathBuf>, Vec<String>)> {
-    if want {
-        return Ok((Some(ensure(root, &t.id)?), Vec::new()));
-    }
-    Ok((
-        None,
-        retire_replaced(root, prior, t, now).into_iter().collect(),
-    ))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{UpdateArgs, target};
 use crate::cli::capture::{artifact, auto_evidence, git_facts, outside_warning};
 use crate::cli::{Ctx, Out, to_json};
+use crate::flows::check;
 use crate::kernel::bounds;
 use crate::kernel::ops::{self, Update};
 use crate::kernel::proof::Needed;
@@ -53,11 +54,17 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         && matches!(&done, Err(e) if e.code == Code::CheckFailed)
         && let Some((t, n)) = refused
     {
-        let e = crate::cli::todo_check::run_check(ctx, store, &t, &n, a.check_timeout)?;
+        let timeout = std::time::Duration::from_millis(a.check_timeout.0.max(0) as u64);
+        let root = ctx.work_dir(store);
+        let e = check::held(store, &root, &t, &n, (agent, now), timeout)?;
         if !crate::kernel::proof::passed(&e) {
-            return crate::cli::todo_check::record_failure(
-                ctx, store, &t.id, a.fence, evidence, &e,
-            );
+            return Err(check::failed(
+                store,
+                (agent, now),
+                (&t.id, a.fence),
+                evidence,
+                &e,
+            ));
         }
         evidence.push(e);
         evidence.extend(kept);
