@@ -167,28 +167,6 @@ pub fn held(
     run(root, t, n, (agent, now), timeout)
 }
 
-/// After a turn's command succeeded: the check todo `id` needs, run in `root` (`None` when it
-/// needs none, `Some(Err)` when it cannot run: edited, unapproved), the state read again while
-/// the store is busy unless a signal came since the count was `signals`.
-pub fn after_turn(
-    store: &dyn Store,
-    root: &Path,
-    agent: &str,
-    id: &str,
-    signals: usize,
-) -> Option<Result<Evidence>> {
-    let snap = match super::turn::retrying(signals, || store.load()) {
-        Ok(s) => s,
-        Err(e) => return Some(Err(e)),
-    };
-    let t = snap.todos.get(id)?;
-    match proof::needed(&snap, t) {
-        Ok(None) => None,
-        Ok(Some(n)) => Some(run(root, t, &n, (agent, Ts::now()), TIMEOUT_DEFAULT)),
-        Err(e) => Some(Err(e)),
-    }
-}
-
 /// Records a failed check's evidence after `evidence` (the todo stays claimed), and the error
 /// to answer: exit 9 `check_failed`.
 pub fn failed(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::ops::{self, ClaimOpts};
 use crate::kernel::{Code, Error, Lease, Result, Snapshot, Todo, Ts};
-use crate::runtime::worktree;
+use crate::runtime::{worktree, worktree_retire};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -95,7 +95,7 @@ pub fn after(
     now: Ts,
 ) -> Result<(Option<PathBuf>, Vec<String>)> {
     if !tree {
-        let retired = worktree::retire_replaced(root, prior, t, now);
+        let retired = worktree_retire::retire_replaced(root, prior, t, now);
         return Ok((None, retired.into_iter().collect()));
     }
     match worktree::ensure(root, &t.id) {

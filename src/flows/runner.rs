@@ -274,7 +274,7 @@ fn turn_end(
     let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
     let check = match done {
         true => {
-            let c = check::after_turn(store, &opts.dir, &opts.agent, &todo.id, signals);
+            let c = check_after(store, &opts.dir, &opts.agent, &todo.id, signals);
             signals = process::signal_count();
             c
         }
@@ -303,6 +303,34 @@ fn turn_end(
         progress,
     };
     (end, signals, check)
+}
+
+/// After a turn's command succeeded: the check todo `id` needs, run in `root` (`None` when it
+/// needs none, `Some(Err)` when it cannot run: edited, unapproved), the state read again while
+/// the store is busy unless a signal came since the count was `signals`.
+fn check_after(
+    store: &dyn Store,
+    root: &Path,
+    agent: &str,
+    id: &str,
+    signals: usize,
+) -> Option<Result<Evidence>> {
+    let snap = match flow::retrying(signals, || store.load()) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
+    let t = snap.todos.get(id)?;
+    match proof::needed(&snap, t) {
+        Ok(None) => None,
+        Ok(Some(n)) => Some(check::run(
+            root,
+            t,
+            &n,
+            (agent, Ts::now()),
+            check::TIMEOUT_DEFAULT,
+        )),
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// Runs the command while a second thread renews the lease every third of its length.

@@ -13,7 +13,7 @@ use crate::kernel::ops::{self, Change, ClaimOpts, Ended, Start, TurnEnd};
 use crate::kernel::{
     Action, Code, Dur, Error, Event, Evidence, EvidenceKind, Result, Snapshot, Todo, Ts, proof,
 };
-use crate::runtime::{git, process, worktree};
+use crate::runtime::{git, process, worktree, worktree_retire};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -213,7 +213,7 @@ pub fn end(
         None => record()?,
     };
     let warnings = match ended {
-        Ended::Done => worktree::retire(root, &id).into_iter().collect(),
+        Ended::Done => worktree_retire::retire(root, &id).into_iter().collect(),
         _ => Vec::new(),
     };
     Ok(Recorded {

@@ -1,4 +1,5 @@
-//! The removal of a done todo's worktree, only once it is proven to lose nothing: every entry
+//! The removal of a done todo's worktree (the branch always stays), only once it is proven to
+//! lose nothing: every entry
 //! in it is committed on its branch (no untracked or ignored file, no nested repository, no
 //! mount, no special file, nothing another process holds), and no link is ever followed.
 //!
@@ -12,9 +13,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::worktree::{bounded, branch};
+use super::worktree::{GIT_TIMEOUT, bounded, branch, git_err, open, plain, rel};
 use super::worktree_fs::{Dir, Inodes, Stat, holder};
 use super::worktree_scan::{Scan, TREE, Tree};
+use crate::kernel::{Result, Todo, Ts};
 
 /// What became of a worktree.
 #[derive(Debug, PartialEq)]
@@ -49,7 +51,7 @@ pub fn retire_proven(root: &Path, pf: Proof, id: &str) -> Outcome {
     let same_branch = read_branch(root, &pf.top, id).is_ok_and(|t| t == pf.tree);
     if !same_branch || changed(&pf, id) {
         drop(pf);
-        return retire(root, id);
+        return remove(root, id);
     }
     finish(&pf, id)
 }
@@ -85,18 +87,80 @@ impl Prepared {
 
 /// Proves todo `id`'s worktree before its done commits, touching nothing.
 pub fn prepare(root: &Path, id: &str) -> Option<Prepared> {
-    super::worktree::plain(id).then(|| Prepared {
+    plain(id).then(|| Prepared {
         id: id.to_string(),
         proof: prove(root, id),
     })
 }
 
 /// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
-pub fn retire(root: &Path, id: &str) -> Outcome {
+pub fn remove(root: &Path, id: &str) -> Outcome {
     match prove(root, id) {
         Ok(pf) => finish(&pf, id),
         Err(o) => o,
     }
+}
+
+/// After todo `id` is done or its lease reclaimed: removes its worktree only when it is proven
+/// to lose nothing (see `worktree_retire`; the branch stays); else keeps it, and the warning
+/// says why and how the user may remove it.
+pub fn retire(root: &Path, id: &str) -> Option<String> {
+    retire_with(root, id, None)
+}
+
+/// [`retire`], with the proof `prep` made before the done when it is `id`'s: a worktree that did
+/// not change since is not hashed again, and one it kept is kept for the same reason.
+pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
+    if !plain(id) {
+        return None;
+    }
+    let outcome = match prep.filter(|p| p.id() == id) {
+        Some(p) => p.retire(root),
+        None => remove(root, id),
+    };
+    let shown = rel(id);
+    match outcome {
+        Outcome::Missing => None,
+        Outcome::Removed => prune(root, id).err().map(|e| {
+            format!(
+                "worktree {shown} removed, but git still lists it: {}; run `git worktree prune`",
+                e.message
+            )
+        }),
+        Outcome::Kept(why) => Some(format!(
+            "worktree {shown} kept, nothing in it removed: {why}. Its commits stay on branch {}; \
+             to remove it yourself (losing what is listed): `git worktree remove --force {shown}`",
+            branch(id)
+        )),
+    }
+}
+
+/// Forgets a removed worktree in git (its directory is gone).
+fn prune(root: &Path, id: &str) -> Result<()> {
+    let (r, i) = (root.to_path_buf(), id.to_string());
+    bounded(GIT_TIMEOUT, move || {
+        let repo = open(&r)?;
+        if let Ok(w) = repo.find_worktree(&i) {
+            w.prune(None)
+                .map_err(|e| git_err("prune the worktree", &e))?;
+        }
+        Ok(())
+    })
+}
+
+/// The retirement due after a claim: the expired lease it replaced had a worktree the new
+/// lease does not keep (a claim without `--worktree`).
+pub fn retire_replaced(
+    root: &Path,
+    prior: Option<&crate::kernel::Lease>,
+    t: &Todo,
+    now: Ts,
+) -> Option<String> {
+    let prior = prior.filter(|p| !p.is_live(now) && p.worktree.is_some())?;
+    let kept = t.lease.as_ref().is_some_and(|l| l.worktree.is_some());
+    (prior.fence != t.fence && !kept)
+        .then(|| retire(root, &t.id))
+        .flatten()
 }
 
 /// Moves the proven worktree aside and removes it, or puts it back on any doubt.

@@ -95,7 +95,7 @@ fn a_worktree_with_refs_of_its_own_is_kept() {
     let root = project("refs");
     let at = root.join(".loopx/worktrees/t-1");
     git(&at, &["update-ref", "refs/worktree/mine", "HEAD"]);
-    let o = retire(&root, "t-1");
+    let o = remove(&root, "t-1");
     assert!(
         matches!(&o, Outcome::Kept(w) if w.contains("refs")),
         "{o:?}"

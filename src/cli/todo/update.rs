@@ -14,7 +14,7 @@ use crate::kernel::ops::{self, Update};
 use crate::kernel::proof::Needed;
 use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Status, Todo, Ts};
 use crate::runtime::git::GitFacts;
-use crate::runtime::worktree;
+use crate::runtime::{worktree, worktree_retire};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -73,7 +73,11 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     let (t, notes) = done?;
     let mut warnings: Vec<String> = c.warned.into_inner().into_iter().collect();
     if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
-        warnings.extend(worktree::retire_with(&ctx.work_dir(store), &t.id, prep));
+        warnings.extend(worktree_retire::retire_with(
+            &ctx.work_dir(store),
+            &t.id,
+            prep,
+        ));
     }
     Ok(Out::new("todo", to_json(&t), updated_text(&t, a.status))
         .noted(notes)
@@ -82,7 +86,11 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
 
 /// For a done or a cancel of a todo with a worktree: its removal's proof, made before the
 /// commit (the removal itself runs after it).
-fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktree::Prepared> {
+fn prepare_retire(
+    ctx: &Ctx,
+    store: &dyn Store,
+    a: &UpdateArgs,
+) -> Option<worktree_retire::Prepared> {
     if !matches!(a.status, Some(Status::Done | Status::Cancelled)) {
         return None;
     }
@@ -92,11 +100,11 @@ fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktr
     }
     let snap = store.load().ok()?;
     let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref()).ok()?;
-    worktree::prepare(&root, &id)
+    worktree_retire::prepare(&root, &id)
 }
 
 /// The note for the evidence when the prepared removal will keep the worktree: it and why.
-fn kept_note(ctx: &Ctx, prep: &worktree::Prepared) -> Option<Evidence> {
+fn kept_note(ctx: &Ctx, prep: &worktree_retire::Prepared) -> Option<Evidence> {
     let why = prep.kept()?;
     let mut text = format!("worktree {} kept: {why}", worktree::rel(prep.id()));
     if let Some((i, _)) = text.char_indices().nth(NOTE_MAX) {
