@@ -289,14 +289,7 @@ fn interrupted(id: &str) -> Out {
 
 /// A turn's report: JSON fields, a line for people, and the exit code.
 fn report_out(r: &TurnReport) -> Out {
-    let ended = match &r.ended {
-        Ended::Done => "done",
-        Ended::Released => "released",
-        Ended::Kept => "kept",
-        Ended::Closed => "closed",
-        Ended::Refused(_) => "refused",
-        Ended::Replayed => "replayed",
-    };
+    let ended = r.ended.word();
     // The command's last line of output may have no newline: ours starts a line of its own.
     let nl = if process::take_stdout_mid_line() {
         "\n"

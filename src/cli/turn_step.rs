@@ -147,12 +147,9 @@ fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     };
     let (todo, r) = (&e.todo, &e.recorded);
     let word = match &r.ended {
-        Ended::Done => "done",
-        Ended::Released => "released",
-        Ended::Kept => "kept",
-        Ended::Closed => "closed",
         Ended::Replayed => return Ok(replayed(&turn)),
         Ended::Refused(e) => return Err(e.clone()),
+        ended => ended.word(),
     };
     if let Some(c) = e.failed {
         return Err(Error::new(

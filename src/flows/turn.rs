@@ -209,7 +209,17 @@ pub fn end(
         })
     };
     let (ended, over_limit) = match signals {
-        Some(n) => retrying(n, record).map_err(|e| unrecorded(e, &id))?,
+        // The command ran: its record, not the lease's expiry, should free the lease.
+        Some(n) => retrying(n, record).map_err(|e| Error {
+            message: format!(
+                "the turn ran, but its record was not written: {}",
+                e.message
+            ),
+            hint: Some(format!(
+                "its lease on {id} lapses at its expiry; `loopx todo release {id}` frees it now"
+            )),
+            ..e
+        })?,
         None => record()?,
     };
     let warnings = match ended {
@@ -241,20 +251,6 @@ pub fn retrying<T>(signals: usize, f: impl Fn() -> Result<T>) -> Result<T> {
             }
             r => return r,
         }
-    }
-}
-
-/// The error of a turn that ran but whose record could not be written.
-fn unrecorded(e: Error, id: &str) -> Error {
-    Error {
-        message: format!(
-            "the turn ran, but its record was not written: {}",
-            e.message
-        ),
-        hint: Some(format!(
-            "its lease on {id} lapses at its expiry; `loopx todo release {id}` frees it now"
-        )),
-        ..e
     }
 }
 

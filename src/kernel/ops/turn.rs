@@ -168,6 +168,20 @@ pub enum Ended {
     Replayed,
 }
 
+impl Ended {
+    /// Its word in answers: `done`, `released`, `kept`, `closed`, `refused`, `replayed`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Ended::Done => "done",
+            Ended::Released => "released",
+            Ended::Kept => "kept",
+            Ended::Closed => "closed",
+            Ended::Refused(_) => "refused",
+            Ended::Replayed => "replayed",
+        }
+    }
+}
+
 /// Records a turn's end in one change: evidence under the turn's fence, done or release, and
 /// one slot spent keyed by the turn's id. A lost lease refuses the evidence but spends the slot.
 pub fn end_turn(snap: &Snapshot, agent: &str, now: Ts, end: TurnEnd) -> Result<(Change, Ended)> {
