@@ -84,7 +84,7 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         .warned(warnings))
 }
 
-/// For a done or a cancel of a todo with a worktree: its removal's proof, made before the
+/// For a done or a cancel of a todo with a worktree: its removal's survey, made before the
 /// commit (the removal itself runs after it).
 fn prepare_retire(
     ctx: &Ctx,
