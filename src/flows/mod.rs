@@ -4,5 +4,6 @@ pub mod check;
 pub mod claim;
 pub mod heartbeat;
 pub mod owner;
+pub mod progress;
 pub mod runner;
 pub mod turn;

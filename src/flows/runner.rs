@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::check;
+use super::progress::measure;
 pub use super::turn::Approved;
 use super::turn::{self as flow, StartOpts};
 use crate::kernel::gate_action::ActionKind;
@@ -16,7 +17,6 @@ use crate::kernel::should_run::Answer;
 use crate::kernel::{Action, Code, Dur, Error, Evidence, Result, Todo, Ts};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
-use crate::runtime::progress::measure;
 use crate::runtime::turn_id::{check_turn_id, command_evidence, fresh_turn_id};
 use crate::store::{Store, StoreExt};
 

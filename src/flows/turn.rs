@@ -369,7 +369,7 @@ fn progress_of(
         .unwrap_or(Ts::MAX);
     // Where the turn worked: the todo's worktree when its lease names one.
     let dir = worktree::work_of(root, t);
-    crate::runtime::progress::measure(store, &dir, t, (base, since), bad)
+    super::progress::measure(store, &dir, t, (base, since), bad)
 }
 
 /// The todo, fence and start time of `o.turn`: the lease naming it, or what `o.todo` and

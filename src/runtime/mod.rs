@@ -5,7 +5,6 @@ pub mod hook_serve;
 pub mod hooks;
 pub mod monitor;
 pub mod process;
-pub mod progress;
 pub mod turn_id;
 pub mod watch;
 pub mod worktree;
