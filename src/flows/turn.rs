@@ -91,10 +91,11 @@ pub fn start(
     })
 }
 
-/// The start's change: the same claim again for a turn this agent started already (`resume`),
-/// else should-run and the claim; whether it was resumed, and the lease before.
+/// How the start's transaction went: the start, whether it was resumed, and the lease before.
 type Begun = (Start, bool, Option<crate::kernel::Lease>);
 
+/// The start's change: the same claim again for a turn this agent started already (`resume`),
+/// else should-run and the claim (with the approved gate's use), its worktree's path checked.
 fn begin(
     snap: &Snapshot,
     root: &Path,
