@@ -7,8 +7,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Ctx, Out};
+use crate::flows::runner;
 use crate::kernel::gate_action::{ActionKind, GateAction};
-use crate::kernel::{Action, Dur, Error, Result, ops};
+use crate::kernel::{Dur, Error, Result, ops};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
@@ -33,45 +34,6 @@ pub struct RunApproved {
     out: Option<PathBuf>,
 }
 
-/// True when the journal records a use of gate `id` (the file may have lost its `used`).
-pub fn journal_used(store: &dyn Store, id: &str) -> Result<bool> {
-    let mut pos = 0;
-    loop {
-        let (events, next) = store.journal_after(pos)?;
-        if events
-            .iter()
-            .any(|e| e.action == Action::GateUse && e.target == id)
-        {
-            return Ok(true);
-        }
-        if events.is_empty() || next <= pos {
-            return Ok(false);
-        }
-        pos = next;
-    }
-}
-
-/// The gate's approved command, checked now (the turn checks it again as it claims).
-pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<String>, bool)> {
-    let snap = store.load()?;
-    let id = store.resolve_gate(&snap, input)?;
-    let used = journal_used(store, &id)?;
-    let g = snap
-        .gates
-        .get(&id)
-        .ok_or_else(|| Error::new(crate::kernel::Code::NotFound, format!("no gate {id}")))?;
-    let a = crate::kernel::gate_action::runnable(g, used)?;
-    if a.kind != ActionKind::Cmd {
-        return Err(Error::usage(format!(
-            "gate {id} holds a payload, not a command: a turn cannot run it"
-        ))
-        .hint(format!(
-            "hand it over with `loopx run-approved {id} --out FILE`"
-        )));
-    }
-    Ok((id, a.argv.clone(), used))
-}
-
 /// Runs `run-approved`.
 pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
     super::turn::check_limits(a.timeout, a.grace)?;
@@ -86,7 +48,7 @@ pub fn run(ctx: &Ctx, a: RunApproved) -> Result<Out> {
     let store = ctx.open()?;
     let snap = store.load()?;
     let id = store.resolve_gate(&snap, &a.gate)?;
-    let used = journal_used(&*store, &id)?;
+    let used = runner::journal_used(&*store, &id)?;
     // What would fail once the action runs is refused before the use spends the approval: the
     // gate's state, the program, the work tree, and the output file, made now.
     let g = snap
@@ -177,7 +139,7 @@ fn run_cmd(
         ))
     })?;
     let code = match fin.timed_out {
-        true => crate::runtime::turn::EXIT_TIMED_OUT,
+        true => runner::EXIT_TIMED_OUT,
         false => fin.exit.code(),
     };
     let text = format!(

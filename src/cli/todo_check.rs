@@ -1,8 +1,5 @@
 //! `todo check`: the check that proves a todo done (an agent proposes it, the owner approves its
-//! exact text or sets the project's default), and the run of it that `todo update --status done`
-//! makes before the lock.
-
-use std::time::Duration;
+//! exact text or sets the project's default), and what `todo show` and `status` say of it.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -11,8 +8,8 @@ use super::monitor::{self as mon, Purpose};
 use super::{Ctx, Out};
 use crate::kernel::monitor::{SHA_PREFIX_MIN, sha256_hex};
 use crate::kernel::proof::{self, tier_text};
-use crate::kernel::{Code, Error, Evidence, Result, Snapshot, Status, Todo, ops};
-use crate::runtime::{git, proof as run_proof};
+use crate::kernel::{Evidence, Result, Snapshot, Status, Todo, ops};
+use crate::runtime::git;
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -86,87 +83,6 @@ pub fn run(ctx: &Ctx, store: &dyn Store, c: CheckCmd) -> Result<Out> {
             Ok(Out::new("default_check", j, line).noted(notes))
         }
     }
-}
-
-/// For a done: the approved check `id` needs, run now in the work tree, before the lock; `None`
-/// when it needs none. A check that cannot run (edited, unapproved) is refused here, and a
-/// caller without the live lease is refused before anything runs.
-pub fn prove(
-    ctx: &Ctx,
-    store: &dyn Store,
-    snap: &Snapshot,
-    id: &str,
-    fence: Option<u64>,
-    timeout: Duration,
-) -> Result<Option<Evidence>> {
-    let Some(t) = snap.todos.get(id) else {
-        return Ok(None);
-    };
-    let Some(n) = proof::needed(snap, t)? else {
-        return Ok(None);
-    };
-    ops::check_lease(t, &ctx.agent, ctx.now, fence)?;
-    hold_for(store, &ctx.agent, t, timeout)?;
-    let root = ctx.work_dir(store);
-    run_proof::run(&root, t, &n, &ctx.agent, ctx.now, timeout).map(Some)
-}
-
-/// Renews the agent's lease on `t` when it would lapse before a check of `timeout` ends, so a
-/// passing check is never thrown away and no one claims the todo while it runs.
-fn hold_for(store: &dyn Store, agent: &str, t: &Todo, timeout: Duration) -> Result<()> {
-    let ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX / 2);
-    let need = crate::kernel::Dur(ms.saturating_add(30_000));
-    let now = crate::kernel::Ts::now();
-    let short = t
-        .live_lease(now)
-        .is_some_and(|l| l.holder == agent && l.expires_at < now.add(need));
-    if short {
-        store
-            .mutate(|snap| ops::claim(snap, agent, crate::kernel::Ts::now(), need, Some(&t.id)))?;
-    }
-    Ok(())
-}
-
-/// Runs `n`, the check `t`'s done needs, in the work tree, for at most `timeout`.
-pub fn run_check(
-    ctx: &Ctx,
-    store: &dyn Store,
-    t: &Todo,
-    n: &proof::Needed,
-    timeout: crate::kernel::Dur,
-) -> Result<Evidence> {
-    let timeout = Duration::from_millis(timeout.0.max(0) as u64);
-    hold_for(store, &ctx.agent, t, timeout)?;
-    run_proof::run(&ctx.work_dir(store), t, n, &ctx.agent, ctx.now, timeout)
-}
-
-/// Records a failed check's evidence (the todo stays claimed) and answers exit 9 `check_failed`.
-pub fn record_failure(
-    ctx: &Ctx,
-    store: &dyn Store,
-    id: &str,
-    fence: Option<u64>,
-    mut evidence: Vec<Evidence>,
-    e: &Evidence,
-) -> Result<Out> {
-    evidence.push(e.clone());
-    store.mutate(|snap| {
-        let u = ops::Update {
-            fence,
-            evidence: evidence.clone(),
-            status: None,
-            reason: None,
-        };
-        ops::update(snap, &ctx.agent, ctx.now, id, u)
-    })?;
-    Err(Error::new(
-        Code::CheckFailed,
-        format!("{id} is not done: {}; it stays claimed", e.summary),
-    )
-    .hint(format!(
-        "fix the work and run `loopx todo update {id} --status done` again; the output is in `loopx evidence list --todo {id}`"
-    ))
-    .details(json!({"evidence": e})))
 }
 
 /// What `todo show` says of a todo's proof: its check and whether the owner approved it, and

@@ -7,11 +7,12 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, quota::answer_out};
+use crate::flows::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
+use crate::flows::runner::{self, TurnOptions, TurnOutcome, TurnReport};
 use crate::kernel::ops::Ended;
 use crate::kernel::{Dur, Error, Result, ops::check_ttl};
-use crate::runtime::heartbeat::{self, Beat, HeartbeatOptions, Stopped};
 use crate::runtime::process::{self, Echo, Exit};
-use crate::runtime::turn::{self, TurnOptions, TurnOutcome, TurnReport};
+use crate::runtime::turn_id::took;
 use crate::text::escape as esc;
 
 /// What `turn` and `heartbeat` share.
@@ -220,9 +221,9 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
             ));
         }
         Some(g) => {
-            let (gate, argv, journal_used) = super::run_approved::approved_argv(&*store, &g)?;
+            let (gate, argv, journal_used) = runner::approved_argv(&*store, &g)?;
             args.cmd = argv.into_iter().map(OsString::from).collect();
-            Some(turn::Approved { gate, journal_used })
+            Some(runner::Approved { gate, journal_used })
         }
         None => None,
     };
@@ -230,68 +231,65 @@ pub fn turn(ctx: &Ctx, t: Turn) -> Result<Out> {
     opts.turn = t.turn;
     opts.approved = approved;
     process::forward_signals();
-    match turn::run_turn(&*store, &opts)? {
-        TurnOutcome::NotNow(a) => Ok(answer_out(&a)),
-        TurnOutcome::Replayed(id) => Ok(Out::new(
-            "turn",
-            json!(id),
-            format!("turn {} was recorded already; nothing ran", esc(&id)),
-        )
-        .with("replayed", json!(true))),
-        TurnOutcome::Interrupted(id) => {
-            let sig = process::signalled().unwrap_or(libc::SIGINT);
-            let mut out = Out::new(
-                "interrupted",
-                json!(true),
-                format!("interrupted before the command started; {id} released"),
-            );
-            // As a shell reports a command a signal ended: 130 for SIGINT, 143 for SIGTERM.
-            out.exit = 128 + sig;
-            Ok(out
-                .with("ok", json!(false))
-                .with("todo", json!(id))
-                .with("signal", json!(sig)))
+    Ok(outcome_out(runner::run_turn(&*store, &opts)?))
+}
+
+/// What `turn` answers for each outcome (a refused record and a failed check are told on stderr too).
+fn outcome_out(outcome: TurnOutcome) -> Out {
+    let r = match outcome {
+        TurnOutcome::NotNow(a) => return answer_out(&a),
+        TurnOutcome::Replayed(id) => {
+            return Out::new(
+                "turn",
+                json!(id),
+                format!("turn {} was recorded already; nothing ran", esc(&id)),
+            )
+            .with("replayed", json!(true));
         }
-        TurnOutcome::Ran(r) => {
-            if let Ended::Refused(e) = &r.ended {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(
-                    err,
-                    "loopx: the turn's evidence was refused: {}",
-                    esc(&e.message)
-                );
-                if let Some(h) = &e.hint {
-                    let _ = writeln!(err, "  hint: {}", esc(h));
-                }
-            }
-            let why = match &r.proof {
-                Some(Ok(e)) => Some(e.summary.clone()),
-                Some(Err(e)) => Some(e.message.clone()),
-                None => None,
-            };
-            if let Some(why) = why {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
-            }
-            Ok(super::todo_claim::warned(
-                ctx,
-                report_out(&r),
-                r.warnings.clone(),
-            ))
+        TurnOutcome::Interrupted(id) => return interrupted(&id),
+        TurnOutcome::Ran(r) => r,
+    };
+    let mut err = std::io::stderr().lock();
+    if let Ended::Refused(e) = &r.ended {
+        let _ = writeln!(
+            err,
+            "loopx: the turn's evidence was refused: {}",
+            esc(&e.message)
+        );
+        if let Some(h) = &e.hint {
+            let _ = writeln!(err, "  hint: {}", esc(h));
         }
     }
+    let why = match &r.check {
+        Some(Ok(e)) => Some(e.summary.clone()),
+        Some(Err(e)) => Some(e.message.clone()),
+        None => None,
+    };
+    if let Some(why) = why {
+        let _ = writeln!(err, "loopx: {} is not done: {}", esc(&r.todo.id), esc(&why));
+    }
+    drop(err);
+    report_out(&r).warned(r.warnings.clone())
+}
+
+/// A turn a signal stopped before its command started, its lease given back.
+fn interrupted(id: &str) -> Out {
+    let sig = process::signalled().unwrap_or(libc::SIGINT);
+    let mut out = Out::new(
+        "interrupted",
+        json!(true),
+        format!("interrupted before the command started; {id} released"),
+    );
+    // As a shell reports a command a signal ended: 130 for SIGINT, 143 for SIGTERM.
+    out.exit = 128 + sig;
+    out.with("ok", json!(false))
+        .with("todo", json!(id))
+        .with("signal", json!(sig))
 }
 
 /// A turn's report: JSON fields, a line for people, and the exit code.
 fn report_out(r: &TurnReport) -> Out {
-    let ended = match &r.ended {
-        Ended::Done => "done",
-        Ended::Released => "released",
-        Ended::Kept => "kept",
-        Ended::Closed => "closed",
-        Ended::Refused(_) => "refused",
-        Ended::Replayed => "replayed",
-    };
+    let ended = r.ended.word();
     // The command's last line of output may have no newline: ours starts a line of its own.
     let nl = if process::take_stdout_mid_line() {
         "\n"
@@ -305,7 +303,7 @@ fn report_out(r: &TurnReport) -> Out {
         .with("timed_out", json!(r.timed_out))
         .with("duration_ms", json!(r.duration.as_millis() as u64))
         .with("ended", json!(ended));
-    match &r.proof {
+    match &r.check {
         Some(Ok(e)) => out = out.with("check", json!(e)),
         Some(Err(e)) => {
             out = out.with(
@@ -339,7 +337,7 @@ fn report_out(r: &TurnReport) -> Out {
 }
 
 fn line(r: &TurnReport, ended: &str) -> String {
-    let t = turn::took(r.duration);
+    let t = took(r.duration);
     let how = match (r.timed_out, r.exit) {
         (true, _) => format!("timed out after {t}"),
         (false, Exit::Code(c)) => format!("exited {c} in {t}"),
@@ -357,6 +355,40 @@ fn line(r: &TurnReport, ended: &str) -> String {
     )
 }
 
+/// A heartbeat's line for one step, for people and as JSON; `None` for a wait said already.
+fn beat_line(b: Beat<'_>, last_wait: &mut Option<String>) -> Option<(String, Value)> {
+    Some(match b {
+        Beat::Ran(r, d) => {
+            *last_wait = None;
+            let mut o = report_out(r).warned(r.warnings.clone());
+            // As `turn --json` prints it.
+            o.json.entry("ok").or_insert(json!(true));
+            if !d.is_zero() {
+                o.text.push_str(&format!("; next turn in {d}"));
+                o.json.insert("sleep".into(), json!(d));
+            }
+            (o.text, Value::Object(o.json))
+        }
+        Beat::Waits(a, d) => {
+            let said = format!("{:?}:{}", a.decision, a.reason);
+            if last_wait.as_deref() == Some(said.as_str()) {
+                return None;
+            }
+            *last_wait = Some(said);
+            let o = answer_out(a);
+            let first = o.text.lines().next().unwrap_or("").to_string();
+            (
+                format!("{first}; sleeping {d}"),
+                json!({"wait": o.json, "sleep": d}),
+            )
+        }
+        Beat::Error(e, d) => (
+            format!("{}; trying again in {d}", esc(&e.message)),
+            json!({"error": e.code.as_str(), "sleep": d}),
+        ),
+    })
+}
+
 /// Runs `heartbeat`: one line per turn (and per new wait) on stdout as it goes.
 pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
     let store = ctx.open()?;
@@ -372,35 +404,8 @@ pub fn heartbeat(ctx: &Ctx, h: Heartbeat) -> Result<Out> {
     let json = ctx.json;
     let mut last_wait: Option<String> = None;
     let (stopped, ran) = heartbeat::heartbeat(&*store, &opts, |b| {
-        let (text, value) = match b {
-            Beat::Ran(r, d) => {
-                last_wait = None;
-                let mut o = super::todo_claim::warned(ctx, report_out(r), r.warnings.clone());
-                // As `turn --json` prints it.
-                o.json.entry("ok").or_insert(json!(true));
-                if !d.is_zero() {
-                    o.text.push_str(&format!("; next turn in {d}"));
-                    o.json.insert("sleep".into(), json!(d));
-                }
-                (o.text, Value::Object(o.json))
-            }
-            Beat::Waits(a, d) => {
-                let said = format!("{:?}:{}", a.decision, a.reason);
-                if last_wait.as_deref() == Some(said.as_str()) {
-                    return;
-                }
-                last_wait = Some(said);
-                let o = answer_out(a);
-                let first = o.text.lines().next().unwrap_or("").to_string();
-                (
-                    format!("{first}; sleeping {d}"),
-                    json!({"wait": o.json, "sleep": d}),
-                )
-            }
-            Beat::Error(e, d) => (
-                format!("{}; trying again in {d}", esc(&e.message)),
-                json!({"error": e.code.as_str(), "sleep": d}),
-            ),
+        let Some((text, value)) = beat_line(b, &mut last_wait) else {
+            return;
         };
         let mut out = std::io::stdout().lock();
         let _ = if json {

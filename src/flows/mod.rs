@@ -1,3 +1,9 @@
 //! The flows: each use case once, between the faces and the store and runtime.
 
+pub mod check;
+pub mod claim;
+pub mod heartbeat;
 pub mod owner;
+pub mod progress;
+pub mod runner;
+pub mod turn;

@@ -147,28 +147,7 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     let Some((prog, args)) = spec.argv.split_first() else {
         return Err(Error::usage("no command given"));
     };
-    let mut cmd = Command::new(prog);
-    cmd.args(args)
-        // What loopx runs is never handed the owner's key by name (docs/security.md).
-        .env_remove("LOOPX_OWNER_KEY")
-        // Only a hook's own command keeps its commits from firing hooks (it sets this in `env`).
-        .env_remove("LOOPX_EVENT")
-        // Only a `--worktree` turn names a worktree (it sets this in `env`): never an outer one's.
-        .env_remove("LOOPX_WORKTREE")
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(d) = &spec.cwd {
-        cmd.current_dir(d);
-    }
-    watch::die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| {
+    let mut child = command(prog, args, spec).spawn().map_err(|e| {
         Error::new(
             Code::Io,
             format!("cannot run `{}`: {e}", prog.to_string_lossy()),
@@ -209,6 +188,52 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
         readers,
         n_readers,
         watch,
+    })
+}
+
+/// The command `spec` names, in a process group of its own, its output piped, dying with us.
+fn command(prog: &OsString, args: &[OsString], spec: &Spec) -> Command {
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        // What loopx runs is never handed the owner's key by name (docs/security.md).
+        .env_remove("LOOPX_OWNER_KEY")
+        // Only a hook's own command keeps its commits from firing hooks (it sets this in `env`).
+        .env_remove("LOOPX_EVENT")
+        // Only a `--worktree` turn names a worktree (it sets this in `env`): never an outer one's.
+        .env_remove("LOOPX_WORKTREE")
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(d) = &spec.cwd {
+        cmd.current_dir(d);
+    }
+    watch::die_with_parent(&mut cmd);
+    cmd
+}
+
+/// The timeout's thread: at `limits.timeout` it sets `flag` and sends the group SIGTERM, then
+/// SIGKILL after the grace; the command's exit (`exited` closing) ends it.
+fn timer(
+    pid: i32,
+    limits: Limits,
+    flag: Arc<AtomicBool>,
+    exited: mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        if exited.recv_timeout(limits.timeout) != Err(mpsc::RecvTimeoutError::Timeout) {
+            return;
+        }
+        flag.store(true, Ordering::SeqCst);
+        signal_group(pid, libc::SIGTERM);
+        if exited.recv_timeout(limits.grace) == Err(mpsc::RecvTimeoutError::Timeout) {
+            signal_group(pid, libc::SIGKILL);
+        }
     })
 }
 
@@ -288,19 +313,7 @@ impl Running {
         let pid = self.child.id() as i32;
         let timed_out = Arc::new(AtomicBool::new(false));
         let (exited_tx, exited_rx) = mpsc::channel::<()>();
-        let timer = {
-            let (limits, flag) = (self.limits, Arc::clone(&timed_out));
-            std::thread::spawn(move || {
-                if exited_rx.recv_timeout(limits.timeout) != Err(mpsc::RecvTimeoutError::Timeout) {
-                    return;
-                }
-                flag.store(true, Ordering::SeqCst);
-                signal_group(pid, libc::SIGTERM);
-                if exited_rx.recv_timeout(limits.grace) == Err(mpsc::RecvTimeoutError::Timeout) {
-                    signal_group(pid, libc::SIGKILL);
-                }
-            })
-        };
+        let timer = timer(pid, self.limits, Arc::clone(&timed_out), exited_rx);
         let waited = wait_exited(pid);
         let signals_at_exit = signal_count();
         drop(exited_tx);

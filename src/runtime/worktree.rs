@@ -1,7 +1,6 @@
 //! Per-lease git worktrees (`--worktree`): one at `.loopx/worktrees/<todo>` on branch
 //! `loopx/<todo>`, made with libgit2 (git itself would run the repository's hooks and filters,
-//! see `runtime::git`), and removed only once proven to lose nothing (`worktree_retire`); the
-//! branch is always kept.
+//! see `runtime::git`); its removal is `worktree_retire`'s.
 
 use std::fs;
 use std::io::Write as _;
@@ -9,28 +8,21 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use serde_json::json;
-
-use super::worktree_retire::Outcome;
-pub use super::worktree_retire::{Prepared, prepare};
-use crate::kernel::ops::{Change, Write};
-use crate::kernel::{Code, Error, Result, Snapshot, Todo, Ts};
+use crate::kernel::{Code, Error, Result, Todo};
 
 /// Where the worktrees are, relative to the project's root.
-pub const DIR: &str = ".loopx/worktrees";
+pub use crate::kernel::ops::WORKTREES as DIR;
 /// The prefix of a worktree's branch.
 pub const BRANCH_PREFIX: &str = "loopx/";
 /// How long making or removing a worktree may take (a FIFO or a huge checkout would block it).
-const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a read may take (one runs inside the claim's transaction).
 pub(super) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most entries of `.loopx/worktrees/` (and of libgit2's worktrees) doctor reads.
 const SCAN_MAX: usize = 10_000;
 
 /// The worktree of todo `id`, relative to the project's root.
-pub fn rel(id: &str) -> String {
-    format!("{DIR}/{id}")
-}
+pub use crate::kernel::ops::worktree_path as rel;
 
 /// Where the work of `t` is: its lease's worktree when the lease names one and it is a real
 /// directory (the path comes from the id, never from the file), else `root`.
@@ -67,24 +59,6 @@ pub fn check_target(root: &Path, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Names `id`'s worktree in the lease the change grants or renews, and in its journal line.
-pub fn mark(c: &mut Change, t: &mut Todo) {
-    let path = rel(&t.id);
-    if let Some(l) = t.lease.as_mut() {
-        l.worktree = Some(path.clone());
-    }
-    for w in &mut c.writes {
-        if let Write::Todo(x) = w
-            && x.id == t.id
-        {
-            *x = t.clone();
-        }
-    }
-    if let Some(e) = c.events.iter_mut().rev().find(|e| e.target == t.id) {
-        e.data["worktree"] = json!(path);
-    }
-}
-
 /// Makes todo `id`'s worktree, or reuses the one there (on its branch); its absolute path.
 /// A missing branch is made at HEAD; an existing one is checked out as it is.
 pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
@@ -105,68 +79,6 @@ pub fn ensure(root: &Path, id: &str) -> Result<PathBuf> {
         }
     })?;
     Ok(target.canonicalize().unwrap_or(target))
-}
-
-/// After todo `id` is done or its lease reclaimed: removes its worktree only when it is proven
-/// to lose nothing (see `worktree_retire`; the branch stays); else keeps it, and the warning
-/// says why and how the user may remove it.
-pub fn retire(root: &Path, id: &str) -> Option<String> {
-    retire_with(root, id, None)
-}
-
-/// [`retire`], with the proof `prep` made before the done when it is `id`'s: a worktree that did
-/// not change since is not hashed again, and one it kept is kept for the same reason.
-pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
-    if !plain(id) {
-        return None;
-    }
-    let outcome = match prep.filter(|p| p.id() == id) {
-        Some(p) => p.retire(root),
-        None => super::worktree_retire::retire(root, id),
-    };
-    let shown = rel(id);
-    match outcome {
-        Outcome::Missing => None,
-        Outcome::Removed => prune(root, id).err().map(|e| {
-            format!(
-                "worktree {shown} removed, but git still lists it: {}; run `git worktree prune`",
-                e.message
-            )
-        }),
-        Outcome::Kept(why) => Some(format!(
-            "worktree {shown} kept, nothing in it removed: {why}. Its commits stay on branch {}; \
-             to remove it yourself (losing what is listed): `git worktree remove --force {shown}`",
-            branch(id)
-        )),
-    }
-}
-
-/// Forgets a removed worktree in git (its directory is gone).
-fn prune(root: &Path, id: &str) -> Result<()> {
-    let (r, i) = (root.to_path_buf(), id.to_string());
-    bounded(GIT_TIMEOUT, move || {
-        let repo = open(&r)?;
-        if let Ok(w) = repo.find_worktree(&i) {
-            w.prune(None)
-                .map_err(|e| git_err("prune the worktree", &e))?;
-        }
-        Ok(())
-    })
-}
-
-/// The retirement due after a claim: the expired lease it replaced had a worktree the new
-/// lease does not keep (a claim without `--worktree`).
-pub fn retire_replaced(
-    root: &Path,
-    prior: Option<&crate::kernel::Lease>,
-    t: &Todo,
-    now: Ts,
-) -> Option<String> {
-    let prior = prior.filter(|p| !p.is_live(now) && p.worktree.is_some())?;
-    let kept = t.lease.as_ref().is_some_and(|l| l.worktree.is_some());
-    (prior.fence != t.fence && !kept)
-        .then(|| retire(root, &t.id))
-        .flatten()
 }
 
 /// One orphaned worktree: its path (relative to the root) and what to do.
@@ -268,12 +180,12 @@ pub(super) fn bounded<T: Send + 'static>(
     })
 }
 
-fn git_err(what: &str, e: &git2::Error) -> Error {
+pub(super) fn git_err(what: &str, e: &git2::Error) -> Error {
     Error::new(Code::Io, format!("cannot {what}: {}", e.message()))
 }
 
 /// The work tree's repository, with a first commit; refused (usage) otherwise.
-fn open(root: &Path) -> Result<git2::Repository> {
+pub(super) fn open(root: &Path) -> Result<git2::Repository> {
     let outside = || {
         Error::usage(format!(
             "--worktree needs a git work tree; {} is not in one",
@@ -433,41 +345,6 @@ fn known_worktrees(root: &Path) -> Result<Vec<(PathBuf, String)>> {
         }
     }
     Ok(out)
-}
-
-/// In a claim's transaction: names `t`'s worktree in its lease when `want` (after checking its
-/// path), and gives the lease the claim replaced, for [`after_claim`].
-pub fn claimed(
-    root: &Path,
-    snap: &Snapshot,
-    want: bool,
-    c: &mut Change,
-    t: &mut Todo,
-) -> Result<Option<crate::kernel::Lease>> {
-    let prior = snap.todos.get(&t.id).and_then(|x| x.lease.clone());
-    if want {
-        check_target(root, &t.id)?;
-        mark(c, t);
-    }
-    Ok(prior)
-}
-
-/// After a claim committed: the worktree made or reused (`want`), else the warning of the
-/// retirement of the one an expired lease left.
-pub fn after_claim(
-    root: &Path,
-    want: bool,
-    prior: Option<&crate::kernel::Lease>,
-    t: &Todo,
-    now: Ts,
-) -> Result<(Option<PathBuf>, Vec<String>)> {
-    if want {
-        return Ok((Some(ensure(root, &t.id)?), Vec::new()));
-    }
-    Ok((
-        None,
-        retire_replaced(root, prior, t, now).into_iter().collect(),
-    ))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! The removal of a done todo's worktree, only once it is proven to lose nothing: every entry
-//! in it is committed on its branch (no untracked or ignored file, no nested repository, no
-//! mount, no special file, nothing another process holds), and no link is ever followed.
+//! The removal of a done todo's worktree (the branch always stays), only once a survey shows it
+//! would lose nothing: every entry in it is committed on its branch (no untracked or ignored
+//! file, no nested repository, no mount, no special file, nothing another process holds), and
+//! no link is ever followed.
 //!
 //! The order: open `.loopx/worktrees/ID` with `O_NOFOLLOW` from the root down; read the
 //! branch's commit (libgit2, bounded); walk it, hashing every file against the commit; move it
@@ -12,9 +13,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::worktree::{bounded, branch};
+use super::worktree::{GIT_TIMEOUT, bounded, branch, git_err, open, plain, rel};
 use super::worktree_fs::{Dir, Inodes, Stat, holder};
 use super::worktree_scan::{Scan, TREE, Tree};
+use crate::kernel::{Result, Todo, Ts};
 
 /// What became of a worktree.
 #[derive(Debug, PartialEq)]
@@ -32,8 +34,8 @@ pub fn aside(id: &str) -> String {
     format!(".{id}.removing")
 }
 
-/// A worktree proven to lose nothing if removed: what was walked, as it was.
-pub struct Proof {
+/// A worktree surveyed and found to lose nothing if removed: what was walked, as it was.
+pub struct Survey {
     wts: Dir,
     top: Dir,
     tree: Tree,
@@ -43,21 +45,21 @@ pub struct Proof {
     since: i128,
 }
 
-/// Removes the worktree proven earlier (before a done committed) when nothing in it, its
-/// branch or its index changed since, else proves it again.
-pub fn retire_proven(root: &Path, pf: Proof, id: &str) -> Outcome {
+/// Removes the worktree surveyed earlier (before a done committed) when nothing in it, its
+/// branch or its index changed since, else surveys it again.
+pub fn retire_surveyed(root: &Path, pf: Survey, id: &str) -> Outcome {
     let same_branch = read_branch(root, &pf.top, id).is_ok_and(|t| t == pf.tree);
     if !same_branch || changed(&pf, id) {
         drop(pf);
-        return retire(root, id);
+        return remove(root, id);
     }
     finish(&pf, id)
 }
 
-/// A worktree's removal prepared before a done commits: its proof, or why it will be kept.
+/// A worktree's removal prepared before a done commits: its survey, or why it will be kept.
 pub struct Prepared {
     id: String,
-    proof: std::result::Result<Proof, Outcome>,
+    survey: std::result::Result<Survey, Outcome>,
 }
 
 impl Prepared {
@@ -66,41 +68,103 @@ impl Prepared {
         &self.id
     }
 
-    /// Removes the worktree as [`retire_proven`] (a kept one stays kept).
+    /// Removes the worktree as [`retire_surveyed`] (a kept one stays kept).
     pub fn retire(self, root: &Path) -> Outcome {
-        match self.proof {
-            Ok(pf) => retire_proven(root, pf, &self.id),
+        match self.survey {
+            Ok(pf) => retire_surveyed(root, pf, &self.id),
             Err(o) => o,
         }
     }
 
     /// Why the worktree will be kept, if it will.
     pub fn kept(&self) -> Option<&str> {
-        match &self.proof {
+        match &self.survey {
             Err(Outcome::Kept(why)) => Some(why),
             _ => None,
         }
     }
 }
 
-/// Proves todo `id`'s worktree before its done commits, touching nothing.
+/// Surveys todo `id`'s worktree before its done commits, touching nothing.
 pub fn prepare(root: &Path, id: &str) -> Option<Prepared> {
-    super::worktree::plain(id).then(|| Prepared {
+    plain(id).then(|| Prepared {
         id: id.to_string(),
-        proof: prove(root, id),
+        survey: survey(root, id),
     })
 }
 
-/// Removes todo `id`'s worktree when the proof holds, else keeps it and says why.
-pub fn retire(root: &Path, id: &str) -> Outcome {
-    match prove(root, id) {
+/// Removes todo `id`'s worktree when the survey finds it loses nothing, else keeps it and says why.
+pub fn remove(root: &Path, id: &str) -> Outcome {
+    match survey(root, id) {
         Ok(pf) => finish(&pf, id),
         Err(o) => o,
     }
 }
 
-/// Moves the proven worktree aside and removes it, or puts it back on any doubt.
-fn finish(pf: &Proof, id: &str) -> Outcome {
+/// After todo `id` is done or its lease reclaimed: removes its worktree only when a survey shows it
+/// to lose nothing (see `worktree_retire`; the branch stays); else keeps it, and the warning
+/// says why and how the user may remove it.
+pub fn retire(root: &Path, id: &str) -> Option<String> {
+    retire_with(root, id, None)
+}
+
+/// [`retire`], with the survey `prep` made before the done when it is `id`'s: a worktree that did
+/// not change since is not hashed again, and one it kept is kept for the same reason.
+pub fn retire_with(root: &Path, id: &str, prep: Option<Prepared>) -> Option<String> {
+    if !plain(id) {
+        return None;
+    }
+    let outcome = match prep.filter(|p| p.id() == id) {
+        Some(p) => p.retire(root),
+        None => remove(root, id),
+    };
+    let shown = rel(id);
+    match outcome {
+        Outcome::Missing => None,
+        Outcome::Removed => prune(root, id).err().map(|e| {
+            format!(
+                "worktree {shown} removed, but git still lists it: {}; run `git worktree prune`",
+                e.message
+            )
+        }),
+        Outcome::Kept(why) => Some(format!(
+            "worktree {shown} kept, nothing in it removed: {why}. Its commits stay on branch {}; \
+             to remove it yourself (losing what is listed): `git worktree remove --force {shown}`",
+            branch(id)
+        )),
+    }
+}
+
+/// Forgets a removed worktree in git (its directory is gone).
+fn prune(root: &Path, id: &str) -> Result<()> {
+    let (r, i) = (root.to_path_buf(), id.to_string());
+    bounded(GIT_TIMEOUT, move || {
+        let repo = open(&r)?;
+        if let Ok(w) = repo.find_worktree(&i) {
+            w.prune(None)
+                .map_err(|e| git_err("prune the worktree", &e))?;
+        }
+        Ok(())
+    })
+}
+
+/// The retirement due after a claim: the expired lease it replaced had a worktree the new
+/// lease does not keep (a claim without `--worktree`).
+pub fn retire_replaced(
+    root: &Path,
+    prior: Option<&crate::kernel::Lease>,
+    t: &Todo,
+    now: Ts,
+) -> Option<String> {
+    let prior = prior.filter(|p| !p.is_live(now) && p.worktree.is_some())?;
+    let kept = t.lease.as_ref().is_some_and(|l| l.worktree.is_some());
+    (prior.fence != t.fence && !kept)
+        .then(|| retire(root, &t.id))
+        .flatten()
+}
+
+/// Moves the surveyed worktree aside and removes it, or puts it back on any doubt.
+fn finish(pf: &Survey, id: &str) -> Outcome {
     let (name, moved) = (OsString::from(id), OsString::from(aside(id)));
     let ours = |n: &OsStr| {
         let (a, b) = (pf.wts.stat(Some(n)), pf.top.stat(None));
@@ -130,8 +194,8 @@ fn finish(pf: &Proof, id: &str) -> Outcome {
     }
 }
 
-/// The proof, walked in place (nothing moved): `Err` with what to answer when it fails.
-pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
+/// The survey, walked in place (nothing moved): `Err` with what to answer when it fails.
+pub fn survey(root: &Path, id: &str) -> Result<Survey, Outcome> {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
@@ -161,7 +225,7 @@ pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
         return Err(Outcome::Kept(why));
     }
     let seen = scan.seen;
-    Ok(Proof {
+    Ok(Survey {
         wts,
         top,
         tree,
@@ -171,8 +235,8 @@ pub fn prove(root: &Path, id: &str) -> Result<Proof, Outcome> {
     })
 }
 
-/// True when a walk now does not see what the proof saw (files changed since it are hashed).
-fn changed(pf: &Proof, id: &str) -> bool {
+/// True when a walk now does not see what the survey saw (files changed since it are hashed).
+fn changed(pf: &Survey, id: &str) -> bool {
     let mut again = Scan::new(&pf.tree, pf.mnt, pf.since, branch(id));
     again.dir(&pf.top, Path::new(""));
     !again.doubts.is_empty() || again.seen != pf.seen
@@ -342,7 +406,7 @@ fn staged_all_committed(wt: &git2::Repository, map: &Tree) -> Result<(), String>
 
 /// After the move: nothing holds it and nothing changed since `seen` was walked; then each
 /// entry is removed, children first, each as it was seen, the worktree's `.git` file last.
-fn remove_seen(pf: &Proof, moved: &OsStr, id: &str) -> Result<(), String> {
+fn remove_seen(pf: &Survey, moved: &OsStr, id: &str) -> Result<(), String> {
     let (top, seen) = (&pf.top, &pf.seen);
     if let Some(why) = held(top, seen) {
         return Err(why);

@@ -1,4 +1,4 @@
-//! What the removal does when the worktree changes after its proof (a race no command can
+//! What the removal does when the worktree changes after its survey (a race no command can
 //! time): the new or changed file is kept and the worktree put back where it was.
 
 use super::*;
@@ -39,15 +39,15 @@ fn project(tag: &str) -> PathBuf {
 }
 
 fn kept_after(root: &Path, change: impl FnOnce(&Path)) -> Outcome {
-    let Ok(pf) = prove(root, "t-1") else {
-        panic!("a clean worktree was not proven");
+    let Ok(pf) = survey(root, "t-1") else {
+        panic!("a clean worktree was not surveyed as clean");
     };
     change(&root.join(".loopx/worktrees/t-1"));
     finish(&pf, "t-1")
 }
 
 #[test]
-fn a_file_made_after_the_proof_is_kept_and_the_worktree_put_back() {
+fn a_file_made_after_the_survey_is_kept_and_the_worktree_put_back() {
     let root = project("late");
     let o = kept_after(&root, |at| {
         std::fs::write(at.join("late.txt"), "late\n").unwrap()
@@ -67,7 +67,7 @@ fn a_file_made_after_the_proof_is_kept_and_the_worktree_put_back() {
 }
 
 #[test]
-fn a_file_changed_after_the_proof_is_kept() {
+fn a_file_changed_after_the_survey_is_kept() {
     let root = project("changed");
     let o = kept_after(&root, |at| {
         std::fs::write(at.join("f.txt"), "HELLO\n").unwrap()
@@ -82,7 +82,7 @@ fn a_file_changed_after_the_proof_is_kept() {
 }
 
 #[test]
-fn an_unchanged_proven_worktree_is_removed() {
+fn an_unchanged_surveyed_worktree_is_removed() {
     let root = project("clean");
     assert_eq!(kept_after(&root, |_| {}), Outcome::Removed);
     assert!(!root.join(".loopx/worktrees/t-1").exists());
@@ -95,7 +95,7 @@ fn a_worktree_with_refs_of_its_own_is_kept() {
     let root = project("refs");
     let at = root.join(".loopx/worktrees/t-1");
     git(&at, &["update-ref", "refs/worktree/mine", "HEAD"]);
-    let o = retire(&root, "t-1");
+    let o = remove(&root, "t-1");
     assert!(
         matches!(&o, Outcome::Kept(w) if w.contains("refs")),
         "{o:?}"

@@ -8,12 +8,13 @@ use serde_json::Value;
 use super::{UpdateArgs, target};
 use crate::cli::capture::{artifact, auto_evidence, git_facts, outside_warning};
 use crate::cli::{Ctx, Out, to_json};
+use crate::flows::check;
 use crate::kernel::bounds;
 use crate::kernel::ops::{self, Update};
 use crate::kernel::proof::Needed;
 use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Status, Todo, Ts};
 use crate::runtime::git::GitFacts;
-use crate::runtime::worktree;
+use crate::runtime::{worktree, worktree_retire};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -53,11 +54,17 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
         && matches!(&done, Err(e) if e.code == Code::CheckFailed)
         && let Some((t, n)) = refused
     {
-        let e = crate::cli::todo_check::run_check(ctx, store, &t, &n, a.check_timeout)?;
+        let timeout = std::time::Duration::from_millis(a.check_timeout.0.max(0) as u64);
+        let root = ctx.work_dir(store);
+        let e = check::held(store, &root, &t, &n, (agent, now), timeout)?;
         if !crate::kernel::proof::passed(&e) {
-            return crate::cli::todo_check::record_failure(
-                ctx, store, &t.id, a.fence, evidence, &e,
-            );
+            return Err(check::failed(
+                store,
+                (agent, now),
+                (&t.id, a.fence),
+                evidence,
+                &e,
+            ));
         }
         evidence.push(e);
         evidence.extend(kept);
@@ -66,16 +73,24 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
     let (t, notes) = done?;
     let mut warnings: Vec<String> = c.warned.into_inner().into_iter().collect();
     if matches!(a.status, Some(Status::Done | Status::Cancelled)) {
-        warnings.extend(worktree::retire_with(&ctx.work_dir(store), &t.id, prep));
+        warnings.extend(worktree_retire::retire_with(
+            &ctx.work_dir(store),
+            &t.id,
+            prep,
+        ));
     }
     Ok(Out::new("todo", to_json(&t), updated_text(&t, a.status))
         .noted(notes)
         .warned(warnings))
 }
 
-/// For a done or a cancel of a todo with a worktree: its removal's proof, made before the
+/// For a done or a cancel of a todo with a worktree: its removal's survey, made before the
 /// commit (the removal itself runs after it).
-fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktree::Prepared> {
+fn prepare_retire(
+    ctx: &Ctx,
+    store: &dyn Store,
+    a: &UpdateArgs,
+) -> Option<worktree_retire::Prepared> {
     if !matches!(a.status, Some(Status::Done | Status::Cancelled)) {
         return None;
     }
@@ -85,11 +100,11 @@ fn prepare_retire(ctx: &Ctx, store: &dyn Store, a: &UpdateArgs) -> Option<worktr
     }
     let snap = store.load().ok()?;
     let id = target(store, &snap, &ctx.agent, ctx.now, a.id.as_deref()).ok()?;
-    worktree::prepare(&root, &id)
+    worktree_retire::prepare(&root, &id)
 }
 
 /// The note for the evidence when the prepared removal will keep the worktree: it and why.
-fn kept_note(ctx: &Ctx, prep: &worktree::Prepared) -> Option<Evidence> {
+fn kept_note(ctx: &Ctx, prep: &worktree_retire::Prepared) -> Option<Evidence> {
     let why = prep.kept()?;
     let mut text = format!("worktree {} kept: {why}", worktree::rel(prep.id()));
     if let Some((i, _)) = text.char_indices().nth(NOTE_MAX) {

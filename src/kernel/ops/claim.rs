@@ -37,6 +37,30 @@ pub(super) fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> 
     Ok(())
 }
 
+/// Where todo worktrees live, relative to the project's root (`--worktree`).
+pub const WORKTREES: &str = ".loopx/worktrees";
+
+/// The git worktree of todo `id`, relative to the project's root.
+pub fn worktree_path(id: &str) -> String {
+    format!("{WORKTREES}/{id}")
+}
+
+/// What a claim asks besides who and when: the kernel decides its whole change from it.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimOpts {
+    /// The todo's full id; `None`: the best ready todo.
+    pub id: Option<String>,
+    /// The lease's length; `None`: the project's.
+    pub ttl: Option<Dur>,
+    /// The files the lease reserves instead of the todo's own (normalised here, see
+    /// `kernel::reserve`); one that may overlap another agent's live reservation is refused.
+    pub paths: Option<Vec<String>>,
+    /// Name the todo's git worktree ([`worktree_path`]) in the lease and its journal line.
+    pub worktree: bool,
+    /// The turn the lease is for, and the work tree's state as the turn begins.
+    pub turn: Option<(String, Option<Base>)>,
+}
+
 /// Claims `id`, or the best ready todo: a lease with a new fence (or a renewal of one's own).
 pub fn claim(
     snap: &Snapshot,
@@ -45,41 +69,65 @@ pub fn claim(
     ttl: Dur,
     id: Option<&str>,
 ) -> Result<(Change, Todo)> {
-    claim_reserving(snap, agent, now, ttl, id, None)
+    let want = ClaimOpts {
+        id: id.map(str::to_string),
+        ttl: Some(ttl),
+        ..ClaimOpts::default()
+    };
+    claim_with(snap, agent, now, &want)
 }
 
-/// `claim`, reserving `paths` (normalised, see `kernel::reserve`) with the lease instead of
-/// the todo's own; a reservation that may overlap another agent's live one is refused.
-pub fn claim_reserving(
+/// Claims as `want` asks, in one change: the lease (granted or renewed) with its reservation,
+/// worktree and turn, and the journal line naming them.
+pub fn claim_with(
     snap: &Snapshot,
     agent: &str,
     now: Ts,
-    ttl: Dur,
-    id: Option<&str>,
-    paths: Option<&[String]>,
+    want: &ClaimOpts,
 ) -> Result<(Change, Todo)> {
-    let (c, mut t) = claim_inner(snap, agent, now, ttl, id, paths)?;
-    let Some(paths) = paths else {
-        return Ok((c, t));
+    let ttl = check_ttl(want.ttl.unwrap_or(snap.config.lease.ttl))?;
+    let paths = want.paths.as_deref();
+    let paths = paths
+        .map(|p| reserve::normalise("--paths", p))
+        .transpose()?;
+    let own = paths.is_some();
+    let cur = match want.id.as_deref() {
+        Some(id) => claimable(snap, agent, now, id, own)?,
+        None => best(snap, agent, now, own)?,
     };
-    let paths = reserve::normalise("--paths", paths)?;
-    if let Some(b) = reserve::conflict(snap, &t.id, agent, &paths, now) {
-        return Err(reserved_error(&t.id, &b));
+    if let Some(b) = paths
+        .as_ref()
+        .and_then(|p| reserve::conflict(snap, &cur.id, agent, p, now))
+    {
+        return Err(reserved_error(&cur.id, &b));
     }
-    let mut c = c;
+    let mut t = cur.clone();
+    let (action, mut data) = lease(&mut t, agent, now, ttl)?;
+    let worktree = want.worktree.then(|| worktree_path(&t.id));
     if let Some(l) = t.lease.as_mut() {
-        l.paths = paths;
-    }
-    for w in &mut c.writes {
-        if let Write::Todo(x) = w
-            && x.id == t.id
-        {
-            *x = t.clone();
+        if let Some((turn, base)) = &want.turn {
+            l.turn = Some(turn.clone());
+            l.base = Some(Base {
+                at: Some(now),
+                ..base.clone().unwrap_or_default()
+            });
+            // The claim names its turn, so the turn's end finds its todo after the lease is gone.
+            if action == Action::TodoClaim {
+                data["turn"] = json!(turn);
+            }
+        }
+        if let Some(p) = paths {
+            data["paths"] = json!(p);
+            l.paths = p;
+        }
+        if let Some(w) = worktree {
+            data["worktree"] = json!(w);
+            l.worktree = Some(w);
         }
     }
-    if let Some(e) = c.events.last_mut() {
-        e.data["paths"] = json!(t.lease.as_ref().map(|l| &l.paths));
-    }
+    let mut c = Change::default();
+    c.event(now, agent, action, &t.id, data);
+    c.writes.push(Write::Todo(t.clone()));
     Ok((c, t))
 }
 
@@ -95,45 +143,44 @@ fn reserved_error(id: &str, b: &Blocker) -> Error {
         .details(json!({ "reasons": [b] }))
 }
 
-fn claim_inner(
-    snap: &Snapshot,
+/// The todo a claim without an id takes: the one handed to `agent`, else the best ready one
+/// its own slot cap lets it take.
+fn best<'a>(snap: &'a Snapshot, agent: &str, now: Ts, own_paths: bool) -> Result<&'a Todo> {
+    // A todo handed to this agent comes first: the claim takes it up (teams).
+    let best = match readiness::pick(snap, agent, now) {
+        Some((t, true)) => return claimable(snap, agent, now, &t.id, own_paths),
+        Some((t, false)) => Some(t),
+        None => None,
+    };
+    debug_assert_eq!(
+        best.map(|t| &t.id),
+        handed_to(snap, agent, now)
+            .is_none()
+            .then(|| readiness::best(snap, agent, now).map(|t| &t.id))
+            .flatten()
+    );
+    let Some(best) = best else {
+        let (why, hint) = readiness::why_none_ready(snap, agent, now);
+        return Err(Error::new(Code::NothingReady, why).hint(hint));
+    };
+    // Routing is in the pick already; the agent's own slot cap is not.
+    if let Some(b) = readiness::may_take(snap, best, agent, now).first() {
+        return Err(Error::new(Code::NothingReady, b.describe())
+            .hint("see when to try again with `loopx quota should-run`")
+            .details(json!({"reasons": [b]})));
+    }
+    Ok(best)
+}
+
+/// Todo `id`, when `agent` may claim it now (`own_paths`: the claim names its own reservation,
+/// so the todo's is not the one that counts).
+fn claimable<'a>(
+    snap: &'a Snapshot,
     agent: &str,
     now: Ts,
-    ttl: Dur,
-    id: Option<&str>,
-    paths: Option<&[String]>,
-) -> Result<(Change, Todo)> {
-    let ttl = check_ttl(ttl)?;
-    let mut c = Change::default();
-    let Some(id) = id else {
-        // A todo handed to this agent comes first: the claim takes it up (teams).
-        let best = match readiness::pick(snap, agent, now) {
-            Some((t, true)) => return claim_inner(snap, agent, now, ttl, Some(&t.id), paths),
-            Some((t, false)) => Some(t),
-            None => None,
-        };
-        debug_assert_eq!(
-            best.map(|t| &t.id),
-            handed_to(snap, agent, now)
-                .is_none()
-                .then(|| readiness::best(snap, agent, now).map(|t| &t.id))
-                .flatten()
-        );
-        let Some(best) = best else {
-            let (why, hint) = readiness::why_none_ready(snap, agent, now);
-            return Err(Error::new(Code::NothingReady, why).hint(hint));
-        };
-        // Routing is in the pick already; the agent's own slot cap is not.
-        if let Some(b) = readiness::may_take(snap, best, agent, now).first() {
-            return Err(Error::new(Code::NothingReady, b.describe())
-                .hint("see when to try again with `loopx quota should-run`")
-                .details(json!({"reasons": [b]})));
-        }
-        let mut t = best.clone();
-        grant_claim(&mut c, &mut t, agent, now, ttl)?;
-        c.writes.push(Write::Todo(t.clone()));
-        return Ok((c, t));
-    };
+    id: &str,
+    own_paths: bool,
+) -> Result<&'a Todo> {
     let cur = todo(snap, id)?;
     if let Some(l) = cur.live_lease(now)
         && l.holder != agent
@@ -146,8 +193,7 @@ fn claim_inner(
         .details(json!({"holder": l.holder, "expires_at": l.expires_at})));
     }
     let mut b = readiness::blockers(snap, cur, agent, now, true);
-    if paths.is_some() {
-        // The claim names its own reservation: the todo's is not the one that counts.
+    if own_paths {
         b.retain(|x| !matches!(x, Blocker::Reserved { .. }));
     } else if let Some(r) = b.iter().find(|x| matches!(x, Blocker::Reserved { .. })) {
         return Err(reserved_error(id, r));
@@ -160,7 +206,12 @@ fn claim_inner(
     if !b.is_empty() {
         return Err(not_ready_error(id, &b));
     }
-    let mut t = cur.clone();
+    Ok(cur)
+}
+
+/// Gives `t` its lease: renews `agent`'s live one, else grants a new one (and fence), naming
+/// any expired lease it replaces; the journal's action and data.
+fn lease(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<(Action, serde_json::Value)> {
     if let Some(l) = t.lease.as_mut().filter(|l| l.is_live(now)) {
         l.expires_at = now.add(ttl);
         let mut data = json!({"fence": t.fence, "expires_at": l.expires_at});
@@ -168,26 +219,11 @@ fn claim_inner(
             data["handoff_from"] = json!(from);
         }
         t.updated_at = now;
-        c.event(now, agent, Action::TodoRenew, &t.id, data);
-    } else {
-        grant_claim(&mut c, &mut t, agent, now, ttl)?;
+        return Ok((Action::TodoRenew, data));
     }
-    c.writes.push(Write::Todo(t.clone()));
-    Ok((c, t))
-}
-
-/// Grants a new lease (and fence) on `t` and journals the claim, naming any expired lease it replaces.
-fn grant_claim(c: &mut Change, t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
     let expired = t.lease.clone();
     grant(t, agent, now, ttl)?;
-    c.event(
-        now,
-        agent,
-        Action::TodoClaim,
-        &t.id,
-        claim_data(t, expired.as_ref()),
-    );
-    Ok(())
+    Ok((Action::TodoClaim, claim_data(t, expired.as_ref())))
 }
 
 fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {

@@ -7,7 +7,8 @@ use crate::kernel::action::Action;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::*;
 use crate::kernel::ops::{
-    Change, Progress, Update, Write, check_lease, claim, release, renew, spend, update,
+    Change, ClaimOpts, Progress, Update, Write, check_lease, claim_with, release, renew, spend,
+    update,
 };
 use crate::kernel::quota;
 use crate::kernel::should_run::{self, Answer, Decision};
@@ -25,9 +26,7 @@ pub enum Start {
 }
 
 /// Asks should-run for `agent` and, when it says run, claims its todo for `turn` (the lease
-/// names the turn). `turn` already spent by `agent` in the window means the turn was recorded:
-/// nothing is claimed (another agent's spend under the same id is another turn). A live lease
-/// another running turn holds is never run a second time.
+/// names the turn): [`turn_todo`], then the claim.
 pub fn start_turn(
     snap: &Snapshot,
     agent: &str,
@@ -35,8 +34,32 @@ pub fn start_turn(
     ttl: Dur,
     (turn, base): (&str, Option<Base>),
 ) -> Result<(Change, Start)> {
+    let id = match turn_todo(snap, agent, now, turn)? {
+        Ok(id) => id,
+        Err(s) => return Ok((Change::default(), s)),
+    };
+    let want = ClaimOpts {
+        id: Some(id),
+        ttl: Some(ttl),
+        turn: Some((turn.to_string(), base)),
+        ..ClaimOpts::default()
+    };
+    let (c, t) = claim_with(snap, agent, now, &want)?;
+    Ok((c, Start::Claimed(Box::new(t))))
+}
+
+/// The todo a turn of `agent`'s claims now, or how the turn starts without one. `turn` already
+/// spent by `agent` in the window means the turn was recorded: nothing is claimed (another
+/// agent's spend under the same id is another turn). A live lease another running turn holds
+/// is never run a second time.
+pub fn turn_todo(
+    snap: &Snapshot,
+    agent: &str,
+    now: Ts,
+    turn: &str,
+) -> Result<std::result::Result<String, Start>> {
     if quota::has_turn(&snap.quota, &snap.config.quota, now, agent, turn) {
-        return Ok((Change::default(), Start::Replayed));
+        return Ok(Err(Start::Replayed));
     }
     if let Some(t) = running(snap, now, turn) {
         return Err(Error::new(
@@ -52,7 +75,7 @@ pub fn start_turn(
     let answer = should_run::decide(snap, agent, now);
     let id = match (&answer.decision, &answer.todo) {
         (Decision::Run, Some(t)) => t.id.clone(),
-        _ => return Ok((Change::default(), Start::NotNow(Box::new(answer)))),
+        _ => return Ok(Err(Start::NotNow(Box::new(answer)))),
     };
     if let Some(l) = snap.todos.get(&id).and_then(|t| t.live_lease(now))
         && let Some(other) = &l.turn
@@ -68,31 +91,10 @@ pub fn start_turn(
             "one runner per agent id; if that runner is gone, `loopx todo release {id}`"
         )));
     }
-    if let Some(held) = slots_held(snap, now, &answer) {
-        return Ok((Change::default(), Start::NotNow(Box::new(held))));
+    match slots_held(snap, now, &answer) {
+        Some(held) => Ok(Err(Start::NotNow(Box::new(held)))),
+        None => Ok(Ok(id)),
     }
-    let (mut c, mut t) = claim(snap, agent, now, ttl, Some(&id))?;
-    if let Some(l) = t.lease.as_mut() {
-        l.turn = Some(turn.to_string());
-        l.base = Some(crate::kernel::Base {
-            at: Some(now),
-            ..base.unwrap_or_default()
-        });
-    }
-    for w in &mut c.writes {
-        if let Write::Todo(w) = w
-            && w.id == t.id
-        {
-            *w = t.clone();
-        }
-    }
-    // The claim names its turn, so the turn's end finds its todo after the lease is gone.
-    for e in &mut c.events {
-        if e.action == Action::TodoClaim && e.target == t.id {
-            e.data["turn"] = json!(turn);
-        }
-    }
-    Ok((c, Start::Claimed(Box::new(t))))
 }
 
 /// A turn's slot is spent at its end, so turns running now (live leases naming a turn not yet
@@ -164,6 +166,20 @@ pub enum Ended {
     Refused(Error),
     /// This turn id was recorded already: nothing recorded twice.
     Replayed,
+}
+
+impl Ended {
+    /// Its word in answers: `done`, `released`, `kept`, `closed`, `refused`, `replayed`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Ended::Done => "done",
+            Ended::Released => "released",
+            Ended::Kept => "kept",
+            Ended::Closed => "closed",
+            Ended::Refused(_) => "refused",
+            Ended::Replayed => "replayed",
+        }
+    }
 }
 
 /// Records a turn's end in one change: evidence under the turn's fence, done or release, and

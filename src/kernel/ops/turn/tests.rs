@@ -1,7 +1,7 @@
 //! Tests of a turn's start and end.
 
 use super::*;
-use crate::kernel::ops::{NewTodo, add_todo};
+use crate::kernel::ops::{NewTodo, add_todo, claim};
 
 const AGENT: &str = "a1";
 
@@ -268,16 +268,13 @@ fn a_lapsed_lease_is_lost_to_a_reservation_made_meanwhile() {
     let later = now.add(Dur::from_mins(10));
     let ttl = Dur::from_mins(5);
     // While the lease lapsed, bob reserved files it reserves.
-    let paths = ["src/store/**".to_string()];
-    let (c, _) = crate::kernel::ops::claim_reserving(
-        &snap,
-        "bob",
-        later,
-        ttl,
-        Some("t-bbbbbb"),
-        Some(&paths),
-    )
-    .unwrap();
+    let want = crate::kernel::ops::ClaimOpts {
+        id: Some("t-bbbbbb".into()),
+        ttl: Some(ttl),
+        paths: Some(vec!["src/store/**".to_string()]),
+        ..Default::default()
+    };
+    let (c, _) = crate::kernel::ops::claim_with(&snap, "bob", later, &want).unwrap();
     let taken = snap.after(&c.writes);
     let e = renew_turn(&taken, AGENT, later, ttl, (&t.id, t.fence, "u-1")).unwrap_err();
     assert_eq!(e.code, Code::LeaseConflict, "{e:?}");

@@ -1,23 +1,23 @@
-//! One bounded turn: should-run and the claim, the command run with its lease renewed, then its
-//! evidence, done or release, and one slot, recorded together.
+//! The turn runner: one bounded turn, its start and end (`flows::turn`) around the command,
+//! run with its lease renewed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::check;
+use super::progress::measure;
+pub use super::turn::Approved;
+use super::turn::{self as flow, StartOpts};
+use crate::kernel::gate_action::ActionKind;
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
 use crate::kernel::proof;
 use crate::kernel::should_run::Answer;
-use crate::kernel::{Code, Dur, Error, Evidence, Result, Todo, Ts};
+use crate::kernel::{Action, Code, Dur, Error, Evidence, Result, Todo, Ts};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
-use crate::runtime::progress::measure;
-use crate::runtime::proof as run_proof;
-use crate::runtime::turn_id::command_evidence;
-pub use crate::runtime::turn_id::{check_turn_id, fresh_turn_id, shell_join, took};
-use crate::runtime::turn_store::{load_retrying, record_end, release, renew_until};
-use crate::runtime::worktree;
+use crate::runtime::turn_id::{check_turn_id, command_evidence, fresh_turn_id};
 use crate::store::{Store, StoreExt};
 
 /// The default timeout of a turn's command.
@@ -54,15 +54,6 @@ pub struct TurnOptions {
     pub approved: Option<Approved>,
     /// Run in a git worktree of the todo's own, given as `LOOPX_WORKTREE` (`turn --worktree`).
     pub worktree: bool,
-}
-
-/// A turn that runs a gate's approved action.
-#[derive(Debug, Clone)]
-pub struct Approved {
-    /// The gate's id.
-    pub gate: String,
-    /// The journal holds a use of it already.
-    pub journal_used: bool,
 }
 
 impl TurnOptions {
@@ -121,7 +112,7 @@ pub struct TurnReport {
     pub over_limit: Vec<String>,
     /// Why a successful command did not make the todo done: its check failed (the evidence) or
     /// could not run (the error).
-    pub proof: Option<Result<Evidence>>,
+    pub check: Option<Result<Evidence>>,
     /// The todo's worktree, when the turn ran in one.
     pub worktree: Option<PathBuf>,
     /// What went wrong without failing the turn (a worktree kept or not removed).
@@ -133,7 +124,7 @@ impl TurnReport {
     pub fn exit_code(&self) -> i32 {
         match (&self.ended, self.timed_out) {
             (Ended::Refused(e), _) => e.code.exit_code(),
-            (_, false) if self.proof.is_some() => match &self.proof {
+            (_, false) if self.check.is_some() => match &self.check {
                 Some(Err(e)) => e.code.exit_code(),
                 _ => Code::CheckFailed.exit_code(),
             },
@@ -143,12 +134,51 @@ impl TurnReport {
     }
 }
 
+/// True when the journal records a use of gate `id` (the file may have lost its `used`).
+pub fn journal_used(store: &dyn Store, id: &str) -> Result<bool> {
+    let mut pos = 0;
+    loop {
+        let (events, next) = store.journal_after(pos)?;
+        if events
+            .iter()
+            .any(|e| e.action == Action::GateUse && e.target == id)
+        {
+            return Ok(true);
+        }
+        if events.is_empty() || next <= pos {
+            return Ok(false);
+        }
+        pos = next;
+    }
+}
+
+/// The gate's approved command, checked now (the turn checks it again as it claims).
+pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<String>, bool)> {
+    let snap = store.load()?;
+    let id = store.resolve_gate(&snap, input)?;
+    let used = journal_used(store, &id)?;
+    let g = snap
+        .gates
+        .get(&id)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")))?;
+    let a = crate::kernel::gate_action::runnable(g, used)?;
+    if a.kind != ActionKind::Cmd {
+        return Err(Error::usage(format!(
+            "gate {id} holds a payload, not a command: a turn cannot run it"
+        ))
+        .hint(format!(
+            "hand it over with `loopx run-approved {id} --out FILE`"
+        )));
+    }
+    Ok((id, a.argv.clone(), used))
+}
+
 /// Runs one turn: should-run, claim, the command (lease renewed, stopped at the timeout), then
 /// its evidence, done (when asked and it succeeded) or release, and one slot keyed by the turn.
 ///
 /// ```
 /// use loopx::kernel::{Config, Ts, id::Kind, ops};
-/// use loopx::runtime::turn::{TurnOptions, TurnOutcome, run_turn};
+/// use loopx::flows::runner::{TurnOptions, TurnOutcome, run_turn};
 /// use loopx::store::{FileStore, Store, StoreExt};
 ///
 /// # fn main() -> loopx::kernel::Result<()> {
@@ -178,22 +208,18 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         None => fresh_turn_id()?,
     };
     let now = Ts::now();
-    if opts.worktree {
-        worktree::preflight(&opts.dir)?;
-    }
-    let (start, ttl, breaker, prior) = claim(store, opts, &turn, now)?;
-    let todo = match start {
+    let o = StartOpts {
+        turn: turn.clone(),
+        ttl: opts.ttl,
+        worktree: opts.worktree,
+        approved: opts.approved.clone().map(|a| (a, opts.argv.clone())),
+        ..StartOpts::default()
+    };
+    let s = flow::start(store, &opts.dir, (&opts.agent, now), &o)?;
+    let todo = match s.start {
         Start::NotNow(a) => return Ok(TurnOutcome::NotNow(a)),
         Start::Replayed => return Ok(TurnOutcome::Replayed(turn)),
         Start::Claimed(t) => *t,
-    };
-    let claimed = worktree::after_claim(&opts.dir, opts.worktree, prior.as_ref(), &todo, now);
-    let (tree, mut warnings) = match claimed {
-        Ok(x) => x,
-        Err(e) => {
-            release(store, &opts.agent, &todo.id)?;
-            return Err(e);
-        }
     };
     if process::signalled().is_some() {
         release(store, &opts.agent, &todo.id)?;
@@ -201,33 +227,22 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     }
     // The work tree as the turn begins, for the breaker (nothing ran since the claim): the
     // todo's worktree when the turn runs in one, where its work is.
-    let work = tree.clone().unwrap_or_else(|| opts.dir.clone());
-    let base = breaker.then(|| git::base(&work)).flatten();
-    let fin = run_renewed(store, opts, &todo, (ttl, tree.as_deref()), &turn);
-    let fin = match fin {
+    let work = s.worktree.clone().unwrap_or_else(|| opts.dir.clone());
+    let base = s.breaker.then(|| git::base(&work)).flatten();
+    let run = run_renewed(store, opts, &todo, (s.ttl, s.worktree.as_deref()), &turn);
+    let fin = match run {
         Ok(f) => f,
         Err(e) => {
             release(store, &opts.agent, &todo.id)?;
             return Err(e);
         }
     };
-    // A signal after the command exited comes while the turn is recorded: it stops the retries
-    // of a busy end.
-    let mut signals = fin.signals_at_exit;
     let signalled = process::signalled();
-    let (done, proof) = prove_done(store, opts, &todo, &fin, &mut signals);
-    let end = turn_end(
-        store,
-        opts,
-        (&todo, &turn),
-        &fin,
-        (done, &proof),
-        (&work, base, now, breaker),
-    );
-    let (ended, over_limit) = record_end(store, &opts.agent, end, signals)?;
-    if matches!(ended, Ended::Done) {
-        warnings.extend(worktree::retire(&opts.dir, &todo.id));
-    }
+    let at = (work.as_path(), base, now, s.breaker);
+    let (end, signals, check) = turn_end(store, opts, (&todo, &turn), &fin, at);
+    let r = flow::end(store, &opts.dir, (&opts.agent, now), end, Some(signals))?;
+    let mut warnings = s.warnings;
+    warnings.extend(r.warnings);
     Ok(TurnOutcome::Ran(Box::new(TurnReport {
         turn,
         todo,
@@ -235,76 +250,40 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         timed_out: fin.timed_out,
         duration: fin.duration,
         output: fin.tail,
-        ended,
+        ended: r.ended,
         signalled,
-        over_limit,
-        proof: proof.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
-        worktree: tree,
+        over_limit: r.over_limit,
+        check: check.filter(|p| !p.as_ref().is_ok_and(proof::passed)),
+        worktree: s.worktree,
         warnings,
     })))
 }
 
-/// The turn's start, committed: should-run and the claim (with the approved action's use and
-/// the worktree's lease), the lease's length, whether the breaker is on, and the lease before.
-fn claim(
-    store: &(dyn Store + Sync),
-    opts: &TurnOptions,
-    turn: &str,
-    now: Ts,
-) -> Result<(Start, Dur, bool, Option<crate::kernel::Lease>)> {
-    store.mutate_claim(&opts.agent, now, |snap| {
-        let ttl = opts.ttl.unwrap_or(snap.config.lease.ttl);
-        let (mut c, mut s) = ops::start_turn(snap, &opts.agent, now, ttl, (turn, None))?;
-        if let (Some(a), Start::Claimed(_)) = (&opts.approved, &s) {
-            use_approval(snap, opts, a, now, turn, &mut c)?;
-        }
-        let prior = match &mut s {
-            Start::Claimed(t) => worktree::claimed(&opts.dir, snap, opts.worktree, &mut c, t)?,
-            _ => None,
-        };
-        Ok((c, (s, ttl, snap.config.breaker.turns() > 0, prior)))
-    })
-}
-
-/// Whether the turn makes its todo done (asked, the command succeeded, and its check, if any,
-/// passed), and the check's run. A check run moves `signals` on.
-fn prove_done(
-    store: &(dyn Store + Sync),
-    opts: &TurnOptions,
-    todo: &Todo,
-    fin: &Finished,
-    signals: &mut usize,
-) -> (bool, Option<Result<Evidence>>) {
-    let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
-    let proof = if done {
-        let p = prove(store, opts, todo, *signals);
-        *signals = process::signal_count();
-        p
-    } else {
-        None
-    };
-    let done = done
-        && proof
-            .as_ref()
-            .is_none_or(|p| p.as_ref().is_ok_and(proof::passed));
-    (done, proof)
-}
-
-/// What the turn's end records: its evidence, done or not, the check, and the breaker's facts
-/// (the work tree `work` measured from `base` at `now` when the breaker is on and the todo is
-/// not done).
+/// What the turn's end records: its evidence, done (asked, the command succeeded, and its check,
+/// if any, passed) or not, the check's run, and the breaker's facts (the work tree `work`
+/// measured from `base` at `now` when the breaker is on and the todo is not done); and the
+/// signal count the record's retries go by (a check run moves it on).
 fn turn_end(
     store: &(dyn Store + Sync),
     opts: &TurnOptions,
     (todo, turn): (&Todo, &str),
     fin: &Finished,
-    (done, proof): (bool, &Option<Result<Evidence>>),
     (work, base, now, breaker): (&Path, Option<crate::kernel::Base>, Ts, bool),
-) -> TurnEnd {
-    let closed_fence = match store.archived_todo(&todo.id) {
-        Ok(Some(t)) => Some(t.fence),
-        _ => None,
+) -> (TurnEnd, usize, Option<Result<Evidence>>) {
+    let mut signals = fin.signals_at_exit;
+    let done = opts.complete_on_success && fin.exit.success() && !fin.timed_out;
+    let check = match done {
+        true => {
+            let c = check_after(store, &opts.dir, &opts.agent, &todo.id, signals);
+            signals = process::signal_count();
+            c
+        }
+        false => None,
     };
+    let done = done
+        && check
+            .as_ref()
+            .is_none_or(|p| p.as_ref().is_ok_and(proof::passed));
     let failed = !fin.exit.success() || fin.timed_out;
     let progress = match (done, breaker) {
         (false, true) => measure(store, work, todo, (base, now), failed),
@@ -313,76 +292,43 @@ fn turn_end(
             ..ops::Progress::default()
         },
     };
-    TurnEnd {
+    let end = TurnEnd {
         todo: todo.id.clone(),
         fence: todo.fence,
         turn: turn.to_string(),
         evidence: command_evidence(&opts.agent, todo, turn, &opts.argv, fin),
         done,
-        check: proof.clone().and_then(|p| p.ok()),
-        closed_fence,
+        check: check.clone().and_then(|p| p.ok()),
+        closed_fence: None,
         progress,
-    }
+    };
+    (end, signals, check)
 }
 
-/// Adds the one use of the gate's approved action to the turn's claim: the same transaction, so
-/// the action runs at most once, and only under the lease. The action must be `opts.argv`.
-fn use_approval(
-    snap: &crate::kernel::Snapshot,
-    opts: &TurnOptions,
-    a: &Approved,
-    now: Ts,
-    turn: &str,
-    c: &mut ops::Change,
-) -> Result<()> {
-    let (used, g) = ops::use_gate(snap, &opts.agent, now, &a.gate, Some(turn), a.journal_used)?;
-    let same = g.action.as_ref().is_some_and(|x| {
-        x.kind == crate::kernel::gate_action::ActionKind::Cmd
-            && x.argv
-                .iter()
-                .map(OsString::from)
-                .eq(opts.argv.iter().cloned())
-    });
-    if !same {
-        return Err(Error::new(
-            Code::Denied,
-            format!(
-                "gate {}'s action is not the command this turn was given",
-                a.gate
-            ),
-        ));
-    }
-    c.writes.extend(used.writes);
-    c.events.extend(used.events);
-    Ok(())
-}
-
-/// The check that proves `todo` done, run after a successful command: `None` when there is
-/// none, `Some(Err)` when it cannot run (edited, unapproved).
-fn prove(
-    store: &(dyn Store + Sync),
-    opts: &TurnOptions,
-    todo: &Todo,
+/// After a turn's command succeeded: the check todo `id` needs, run in `root` (`None` when it
+/// needs none, `Some(Err)` when it cannot run: edited, unapproved), the state read again while
+/// the store is busy unless a signal came since the count was `signals`.
+fn check_after(
+    store: &dyn Store,
+    root: &Path,
+    agent: &str,
+    id: &str,
     signals: usize,
 ) -> Option<Result<Evidence>> {
-    let snap = match load_retrying(store, signals) {
+    let snap = match flow::retrying(signals, || store.load()) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let t = snap.todos.get(&todo.id)?;
+    let t = snap.todos.get(id)?;
     match proof::needed(&snap, t) {
         Ok(None) => None,
-        Ok(Some(n)) => {
-            let timeout = run_proof::TIMEOUT_DEFAULT;
-            Some(run_proof::run(
-                &opts.dir,
-                t,
-                &n,
-                &opts.agent,
-                Ts::now(),
-                timeout,
-            ))
-        }
+        Ok(Some(n)) => Some(check::run(
+            root,
+            t,
+            &n,
+            (agent, Ts::now()),
+            check::TIMEOUT_DEFAULT,
+        )),
         Err(e) => Some(Err(e)),
     }
 }
@@ -437,4 +383,41 @@ fn run_renewed(
 
 fn to_std(d: Dur) -> Duration {
     Duration::from_millis(u64::try_from(d.0).unwrap_or(0))
+}
+
+/// Renews the lease until told to stop, or until it is lost (then the end's record says so).
+fn renew_until(
+    store: &(dyn Store + Sync),
+    opts: &TurnOptions,
+    todo: &Todo,
+    (ttl, turn): (Dur, &str),
+    every: Duration,
+    stop: &mpsc::Receiver<()>,
+) {
+    while stop.recv_timeout(every) == Err(mpsc::RecvTimeoutError::Timeout) {
+        let r = store.mutate(|snap| {
+            let this = (todo.id.as_str(), todo.fence, turn);
+            Ok((
+                ops::renew_turn(snap, &opts.agent, Ts::now(), ttl, this)?,
+                (),
+            ))
+        });
+        // A lost lease is final; a busy lock or a passing I/O error is tried again.
+        if let Err(e) = r
+            && matches!(
+                e.code,
+                Code::StaleFence | Code::LeaseConflict | Code::NotFound
+            )
+        {
+            return;
+        }
+    }
+}
+
+/// Gives the turn's lease back (the command did not run).
+fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
+    store.mutate(|snap| {
+        let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
+        Ok((c, ()))
+    })
 }

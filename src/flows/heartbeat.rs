@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::flows::runner::{TurnOptions, TurnOutcome, TurnReport, run_turn};
 use crate::kernel::should_run::{Answer, Decision};
 use crate::kernel::{Dur, Result};
 use crate::runtime::process;
-use crate::runtime::turn::{TurnOptions, TurnOutcome, TurnReport, run_turn};
 use crate::store::Store;
 
 /// The wait when should-run names none and `--every` is not given.
