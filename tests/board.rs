@@ -8,7 +8,7 @@ mod common;
 use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
 use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
-use loopx::board::keymap::{self, Action, KEYMAP, Scope};
+use loopx::board::keymap::{self, Intent, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
 use loopx::board::view::{self, ViewModel};
@@ -1051,16 +1051,16 @@ fn help_is_generated_from_the_keymap() {
     }
     // Every action the board handles has a key.
     for act in [
-        Action::Approve,
-        Action::Reject,
-        Action::Reassign,
-        Action::Release,
-        Action::TogglePause,
+        Intent::Approve,
+        Intent::Reject,
+        Intent::Reassign,
+        Intent::Release,
+        Intent::TogglePause,
     ] {
-        assert!(KEYMAP.iter().any(|b| b.action == act && b.changes));
+        assert!(KEYMAP.iter().any(|b| b.intent == act && b.changes));
     }
     assert!(
-        keymap::lookup(&[Scope::Gates], &key(KeyCode::Char('a')), false) == Some(Action::Approve)
+        keymap::lookup(&[Scope::Gates], &key(KeyCode::Char('a')), false) == Some(Intent::Approve)
     );
 }
 

@@ -9,7 +9,7 @@ use ratatui::layout::{Position, Rect};
 
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
-use crate::board::keymap::{self, Action, Scope};
+use crate::board::keymap::{self, Intent, Scope};
 use crate::board::layout;
 use crate::board::metrics::Metrics;
 pub use crate::board::panes::Pane;
@@ -359,33 +359,33 @@ impl App {
             return Vec::new();
         }
         let scopes = self.scopes();
-        let Some(action) = keymap::lookup(&scopes, &key, false) else {
+        let Some(intent) = keymap::lookup(&scopes, &key, false) else {
             self.on_text(key);
             return Vec::new();
         };
         if self.readonly
             && keymap::KEYMAP
                 .iter()
-                .any(|b| b.action == action && b.changes)
+                .any(|b| b.intent == intent && b.changes)
         {
             self.say("read-only board (--readonly): changes are off", true);
             return Vec::new();
         }
         if matches!(self.mode, Mode::Normal | Mode::Detail { .. })
-            && keymap::needs_owner(action)
+            && keymap::needs_owner(intent)
             && !self.owner.verified
         {
             let why = self.owner.note.trim_start_matches("owner: ").to_string();
             self.say(format!("only the owner can do this; {why}"), true);
             return Vec::new();
         }
-        match action {
-            Action::Quit => {
+        match intent {
+            Intent::Quit => {
                 self.quit = true;
                 vec![Effect::Quit]
             }
-            Action::Suspend => vec![Effect::Suspend],
-            _ => self.dispatch(action),
+            Intent::Suspend => vec![Effect::Suspend],
+            _ => self.dispatch(intent),
         }
     }
 

@@ -3,19 +3,19 @@
 use super::*;
 
 impl App {
-    pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn normal(&mut self, intent: Intent) -> Vec<Effect> {
         let focus = self.focus;
-        if let Some(fx) = self.route(focus, action) {
+        if let Some(fx) = self.route(focus, intent) {
             return fx;
         }
-        match action {
-            Action::Help => self.mode = Mode::Help { scroll: 0 },
-            Action::Agents => self.mode = Mode::Agents { scroll: 0 },
-            Action::Metrics => self.open_chart(),
-            Action::NextPane | Action::PrevPane => {
+        match intent {
+            Intent::Help => self.mode = Mode::Help { scroll: 0 },
+            Intent::Agents => self.mode = Mode::Agents { scroll: 0 },
+            Intent::Metrics => self.open_chart(),
+            Intent::NextPane | Intent::PrevPane => {
                 let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = Pane::ALL.len();
-                let j = if action == Action::NextPane {
+                let j = if intent == Intent::NextPane {
                     (i + 1) % n
                 } else {
                     (i + n - 1) % n
@@ -23,7 +23,7 @@ impl App {
                 self.focus = Pane::ALL[j];
                 return self.selection_changed();
             }
-            Action::Open => {
+            Intent::Open => {
                 if self.focus == Pane::Gates && self.selected_gate().is_some()
                     || self.focus != Pane::Gates && self.selected_todo().is_some()
                 {
@@ -32,8 +32,8 @@ impl App {
                     self.say("nothing selected", false);
                 }
             }
-            Action::Filter => self.mode = Mode::Filter,
-            Action::Back => {
+            Intent::Filter => self.mode = Mode::Filter,
+            Intent::Back => {
                 if !self.filter.is_empty() {
                     self.filter.clear();
                     self.derive();
@@ -44,8 +44,8 @@ impl App {
                 }
                 self.message = None;
             }
-            Action::Reload => return vec![Effect::Reload],
-            Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
+            Intent::Reload => return vec![Effect::Reload],
+            Intent::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
                 Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAct::Pause),
                 Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAct::Resume),
                 Some(GoalStatus::Complete) => {
@@ -53,13 +53,13 @@ impl App {
                 }
                 None => self.say("no goal loaded", true),
             },
-            Action::AddTodo => self.open_input(InputFor::TodoTitle),
-            Action::NextGate => self.next_gate(),
-            Action::Copy => return self.copy_id(),
-            Action::Sort => return self.toggle_sort(),
-            Action::Times => self.toggle_times(),
-            Action::Errors => self.show_errors(),
-            Action::Edit => return self.edit_problem(0),
+            Intent::AddTodo => self.open_input(InputFor::TodoTitle),
+            Intent::NextGate => self.next_gate(),
+            Intent::Copy => return self.copy_id(),
+            Intent::Sort => return self.toggle_sort(),
+            Intent::Times => self.toggle_times(),
+            Intent::Errors => self.show_errors(),
+            Intent::Edit => return self.edit_problem(0),
             _ => {}
         }
         Vec::new()
@@ -72,7 +72,7 @@ impl App {
     }
 
     /// Offers a key's action to a pane; `None` when the pane does not own it.
-    pub(super) fn route(&mut self, pane: Pane, action: Action) -> Option<Vec<Effect>> {
+    pub(super) fn route(&mut self, pane: Pane, intent: Intent) -> Option<Vec<Effect>> {
         let cx = Ctx {
             snap: self.snap.as_ref(),
             columns: &self.columns,
@@ -81,10 +81,10 @@ impl App {
             deciding: &self.decisions.deciding,
         };
         let out = match pane {
-            Pane::Gates => self.gates.handle(action, &cx),
-            Pane::Todos => self.todos.handle(action, &cx),
-            Pane::Evidence => self.evidence.handle(action, &cx),
-            Pane::Activity => self.activity.handle(action, &cx),
+            Pane::Gates => self.gates.handle(intent, &cx),
+            Pane::Todos => self.todos.handle(intent, &cx),
+            Pane::Evidence => self.evidence.handle(intent, &cx),
+            Pane::Activity => self.activity.handle(intent, &cx),
         };
         self.outcome(out)
     }
@@ -108,8 +108,8 @@ impl App {
 
     /// Moves the focused pane's selection a row down (`1`) or up (`-1`).
     pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
-        let action = if by > 0 { Action::Down } else { Action::Up };
-        self.route(self.focus, action).unwrap_or_default()
+        let intent = if by > 0 { Intent::Down } else { Intent::Up };
+        self.route(self.focus, intent).unwrap_or_default()
     }
 
     pub(super) fn selection_changed(&mut self) -> Vec<Effect> {

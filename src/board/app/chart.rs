@@ -13,9 +13,9 @@ impl App {
     }
 
     /// A key in the metric chart.
-    pub(super) fn in_chart(&mut self, action: Action, mut c: ChartView) -> Vec<Effect> {
-        match action {
-            Action::Right | Action::Left => {
+    pub(super) fn in_chart(&mut self, intent: Intent, mut c: ChartView) -> Vec<Effect> {
+        match intent {
+            Intent::Right | Intent::Left => {
                 let sel = self.selected_todo();
                 let names = self.metrics.names(c.todo(sel.as_deref()));
                 let n = names.len();
@@ -24,7 +24,7 @@ impl App {
                         .metric(&names)
                         .and_then(|m| names.iter().position(|(x, _)| x == m))
                         .unwrap_or(0);
-                    let j = if action == Action::Right {
+                    let j = if intent == Intent::Right {
                         (i + 1) % n
                     } else {
                         (i + n - 1) % n
@@ -32,12 +32,12 @@ impl App {
                     c.metric = Some(names[j].0.clone());
                 }
             }
-            Action::FlipBest => c.flip = !c.flip,
-            Action::MetricScope if c.goal && self.selected_todo().is_none() => {
+            Intent::FlipBest => c.flip = !c.flip,
+            Intent::MetricScope if c.goal && self.selected_todo().is_none() => {
                 self.say("no todo selected: the chart shows the whole goal", false)
             }
-            Action::MetricScope => c.goal = !c.goal,
-            Action::Back => {
+            Intent::MetricScope => c.goal = !c.goal,
+            Intent::Back => {
                 self.mode = Mode::Normal;
                 return Vec::new();
             }

@@ -141,29 +141,29 @@ impl App {
     }
 
     /// A key of the text input: move, erase, submit or cancel.
-    pub(super) fn input_action(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn input_action(&mut self, intent: Intent) -> Vec<Effect> {
         let Some((purpose, text, cursor, note)) = self.input_parts() else {
             return Vec::new();
         };
         let n = text.chars().count();
-        match action {
-            Action::Left => *cursor = cursor.saturating_sub(1),
-            Action::Right => *cursor = (*cursor + 1).min(n),
-            Action::Top => *cursor = 0,
-            Action::Bottom => *cursor = n,
-            Action::Erase if *cursor > 0 => {
+        match intent {
+            Intent::Left => *cursor = cursor.saturating_sub(1),
+            Intent::Right => *cursor = (*cursor + 1).min(n),
+            Intent::Top => *cursor = 0,
+            Intent::Bottom => *cursor = n,
+            Intent::Erase if *cursor > 0 => {
                 let at = byte_at(text, *cursor - 1);
                 text.remove(at);
                 *cursor -= 1;
                 *note = None;
             }
-            Action::EraseForward if *cursor < n => {
+            Intent::EraseForward if *cursor < n => {
                 let at = byte_at(text, *cursor);
                 text.remove(at);
                 *note = None;
             }
-            Action::Erase | Action::EraseForward => {}
-            Action::Submit => {
+            Intent::Erase | Intent::EraseForward => {}
+            Intent::Submit => {
                 let (p, t) = (purpose.clone(), text.clone());
                 self.submit_input(p, t);
             }

@@ -5,40 +5,40 @@ use super::*;
 
 impl App {
     /// Runs an action in the current mode.
-    pub(super) fn dispatch(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn dispatch(&mut self, intent: Intent) -> Vec<Effect> {
         match self.mode.clone() {
-            Mode::Normal => self.normal(action),
+            Mode::Normal => self.normal(intent),
             Mode::Help { scroll } => {
                 self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Help { scroll: s });
+                    overlay(intent, scroll).map_or(Mode::Normal, |s| Mode::Help { scroll: s });
                 Vec::new()
             }
-            Mode::Detail { scroll } => self.in_detail(action, scroll),
+            Mode::Detail { scroll } => self.in_detail(intent, scroll),
             Mode::Agents { scroll } => {
                 self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Agents { scroll: s });
+                    overlay(intent, scroll).map_or(Mode::Normal, |s| Mode::Agents { scroll: s });
                 Vec::new()
             }
-            Mode::Filter => self.in_filter(action),
-            Mode::Input { .. } => self.input_action(action),
-            Mode::Picker { .. } => self.picked(action),
-            Mode::Confirm(a) => self.in_confirm(action, a),
-            Mode::Errors { sel } => self.errors_key(action, sel),
-            Mode::Chart(c) => self.in_chart(action, c),
+            Mode::Filter => self.in_filter(intent),
+            Mode::Input { .. } => self.input_action(intent),
+            Mode::Picker { .. } => self.picked(intent),
+            Mode::Confirm(a) => self.in_confirm(intent, a),
+            Mode::Errors { sel } => self.errors_key(intent, sel),
+            Mode::Chart(c) => self.in_chart(intent, c),
         }
     }
 
-    fn in_filter(&mut self, action: Action) -> Vec<Effect> {
-        match action {
-            Action::Erase => {
+    fn in_filter(&mut self, intent: Intent) -> Vec<Effect> {
+        match intent {
+            Intent::Erase => {
                 self.filter.pop();
                 self.derive();
                 return Vec::new();
             }
-            Action::Left | Action::Right | Action::Top | Action::Bottom | Action::EraseForward => {
+            Intent::Left | Intent::Right | Intent::Top | Intent::Bottom | Intent::EraseForward => {
                 return Vec::new();
             }
-            Action::Cancel => {
+            Intent::Cancel => {
                 self.filter.clear();
                 self.derive();
             }
@@ -49,42 +49,42 @@ impl App {
     }
 
     /// The detail view acts on what it shows: a gate's decision, a todo's lease.
-    fn in_detail(&mut self, action: Action, scroll: u16) -> Vec<Effect> {
+    fn in_detail(&mut self, intent: Intent, scroll: u16) -> Vec<Effect> {
         let on_gate = self.focus == Pane::Gates;
-        match action {
-            Action::Approve | Action::Reject if !on_gate => {
+        match intent {
+            Intent::Approve | Intent::Reject if !on_gate => {
                 self.say(
                     "approve and reject act on a gate: open one from the Gates pane",
                     true,
                 );
                 Vec::new()
             }
-            Action::Reassign | Action::Release if on_gate => {
+            Intent::Reassign | Intent::Release if on_gate => {
                 self.say(
                     "reassign and release act on a todo: open one from the Todos pane",
                     true,
                 );
                 Vec::new()
             }
-            Action::Approve | Action::Reject | Action::Reassign | Action::Release => {
+            Intent::Approve | Intent::Reject | Intent::Reassign | Intent::Release => {
                 self.mode = Mode::Normal;
                 let pane = if on_gate { Pane::Gates } else { Pane::Todos };
-                let fx = self.route(pane, action).unwrap_or_default();
+                let fx = self.route(pane, intent).unwrap_or_default();
                 if self.mode == Mode::Normal {
                     // Refused: the detail stays open with the reason in the status bar.
                     self.mode = Mode::Detail { scroll };
                 }
                 fx
             }
-            Action::Copy => self.copy_id(),
-            Action::NextGate => {
+            Intent::Copy => self.copy_id(),
+            Intent::NextGate => {
                 self.next_gate();
                 self.mode = Mode::Detail { scroll: 0 };
                 Vec::new()
             }
             _ => {
                 self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
+                    overlay(intent, scroll).map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
                 Vec::new()
             }
         }
@@ -97,9 +97,9 @@ impl App {
             .map_or(0, |x| x.shown().lines().count())
     }
 
-    fn in_confirm(&mut self, action: Action, a: OwnerAct) -> Vec<Effect> {
-        match action {
-            Action::Confirm => {
+    fn in_confirm(&mut self, intent: Intent, a: OwnerAct) -> Vec<Effect> {
+        match intent {
+            Intent::Confirm => {
                 self.mode = Mode::Normal;
                 self.say(format!("working: {}", a.describe()), false);
                 self.drop_drafts(&a);
@@ -107,14 +107,14 @@ impl App {
                 self.decisions.performing = Some(a.clone());
                 vec![Effect::Perform(a)]
             }
-            Action::EditReason => {
+            Intent::EditReason => {
                 self.edit_reason(a);
                 Vec::new()
             }
-            Action::Down | Action::Up => {
+            Intent::Down | Intent::Up => {
                 let n = self.action_len(&a);
-                self.action_scroll = match action {
-                    Action::Down => (self.action_scroll + 1).min(n.saturating_sub(1)),
+                self.action_scroll = match intent {
+                    Intent::Down => (self.action_scroll + 1).min(n.saturating_sub(1)),
                     _ => self.action_scroll.saturating_sub(1),
                 };
                 self.mode = Mode::Confirm(a);
@@ -129,12 +129,12 @@ impl App {
     }
 }
 
-fn overlay(action: Action, scroll: u16) -> Option<u16> {
-    match action {
-        Action::Down => Some(scroll.saturating_add(1)),
-        Action::Up => Some(scroll.saturating_sub(1)),
-        Action::PageDown => Some(scroll.saturating_add(10)),
-        Action::PageUp => Some(scroll.saturating_sub(10)),
+fn overlay(intent: Intent, scroll: u16) -> Option<u16> {
+    match intent {
+        Intent::Down => Some(scroll.saturating_add(1)),
+        Intent::Up => Some(scroll.saturating_sub(1)),
+        Intent::PageDown => Some(scroll.saturating_add(10)),
+        Intent::PageUp => Some(scroll.saturating_sub(10)),
         _ => None,
     }
 }

@@ -23,7 +23,7 @@ impl App {
         }
     }
 
-    pub(super) fn picked(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn picked(&mut self, intent: Intent) -> Vec<Effect> {
         let Mode::Picker {
             purpose,
             choices,
@@ -34,12 +34,12 @@ impl App {
             return Vec::new();
         };
         let n = choices.len().max(1);
-        match action {
-            Action::Up => *sel = (*sel + n - 1) % n,
-            Action::Down => *sel = (*sel + 1) % n,
-            Action::ShowAll | Action::Erase => {
+        match intent {
+            Intent::Up => *sel = (*sel + n - 1) % n,
+            Intent::Down => *sel = (*sel + 1) % n,
+            Intent::ShowAll | Intent::Erase => {
                 if let Some(p) = agents {
-                    if action == Action::ShowAll {
+                    if intent == Intent::ShowAll {
                         p.show_all = !p.show_all;
                     } else {
                         p.typed.pop();
@@ -48,7 +48,7 @@ impl App {
                     *sel = 0;
                 }
             }
-            Action::Submit => {
+            Intent::Submit => {
                 let Some(choice) = choices.get(*sel).cloned() else {
                     self.say("nothing to choose: type an agent id, or Esc", true);
                     return Vec::new();

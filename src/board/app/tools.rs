@@ -96,16 +96,16 @@ impl App {
     }
 
     /// A key in the file-errors overlay.
-    pub(super) fn errors_key(&mut self, action: Action, sel: usize) -> Vec<Effect> {
+    pub(super) fn errors_key(&mut self, intent: Intent, sel: usize) -> Vec<Effect> {
         let n = self.file_problems().len().max(1);
-        match action {
-            Action::Down => self.mode = Mode::Errors { sel: (sel + 1) % n },
-            Action::Up => {
+        match intent {
+            Intent::Down => self.mode = Mode::Errors { sel: (sel + 1) % n },
+            Intent::Up => {
                 self.mode = Mode::Errors {
                     sel: (sel + n - 1) % n,
                 }
             }
-            Action::Edit => return self.edit_problem(sel),
+            Intent::Edit => return self.edit_problem(sel),
             _ => self.mode = Mode::Normal,
         }
         Vec::new()

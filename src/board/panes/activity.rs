@@ -30,8 +30,8 @@ impl ActivityPane {
     }
 
     /// Reacts to the keys this pane owns: scrolling the journal.
-    pub fn handle(&mut self, action: crate::board::keymap::Action, cx: &Ctx) -> Outcome {
-        match super::moves(action) {
+    pub fn handle(&mut self, intent: crate::board::keymap::Intent, cx: &Ctx) -> Outcome {
+        match super::moves(intent) {
             Some(by) => {
                 self.step(by, cx.journal.len());
                 Outcome::Done

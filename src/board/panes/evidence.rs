@@ -9,7 +9,7 @@ use super::Pane;
 use super::ViewModel;
 use super::keys::{Ctx, Outcome};
 use super::{block, mid_trunc, scroll_marks, title, trunc};
-use crate::board::keymap::Action;
+use crate::board::keymap::Intent;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::kernel::{Evidence, EvidenceKind, Problem};
@@ -41,8 +41,8 @@ impl EvidencePane {
     }
 
     /// Reacts to the keys this pane owns: scrolling.
-    pub fn handle(&mut self, action: Action, _cx: &Ctx) -> Outcome {
-        match super::moves(action) {
+    pub fn handle(&mut self, intent: Intent, _cx: &Ctx) -> Outcome {
+        match super::moves(intent) {
             Some(by) => {
                 self.step(by);
                 Outcome::Done

@@ -13,7 +13,7 @@ use super::keys::{Ctx, Outcome};
 use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc, wrap_words};
 use crate::board::derive::tampered;
-use crate::board::keymap::{Action, Scope};
+use crate::board::keymap::{Intent, Scope};
 use crate::board::layout::{gate_offset, inner};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
@@ -92,19 +92,19 @@ impl GatesPane {
     }
 
     /// Reacts to the keys this pane owns: moving the selection, approving and rejecting.
-    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
-        if let Some(by) = super::moves(action) {
+    pub fn handle(&mut self, intent: Intent, cx: &Ctx) -> Outcome {
+        if let Some(by) = super::moves(intent) {
             self.step(by);
             return Outcome::Done;
         }
-        match action {
-            Action::Approve | Action::Reject => self.decide(action, cx),
+        match intent {
+            Intent::Approve | Intent::Reject => self.decide(intent, cx),
             _ => Outcome::Ignored,
         }
     }
 
     /// Approve or reject the selected gate: a reason to type, an option to pick, or the confirm.
-    fn decide(&self, action: Action, cx: &Ctx) -> Outcome {
+    fn decide(&self, intent: Intent, cx: &Ctx) -> Outcome {
         let Some(g) = self.selected().and_then(|id| cx.snap?.gates.get(id)) else {
             return Outcome::error("no gate selected");
         };
@@ -116,8 +116,8 @@ impl GatesPane {
             let msg = format!("{id} is decided already (the next load shows it); N: next gate");
             return Outcome::error(msg);
         }
-        match action {
-            Action::Reject => Outcome::Ask(InputFor::RejectReason(id)),
+        match intent {
+            Intent::Reject => Outcome::Ask(InputFor::RejectReason(id)),
             _ if !g.options.is_empty() => Outcome::Open(Mode::Picker {
                 purpose: PickFor::GateOption(id),
                 choices: g.options.clone(),

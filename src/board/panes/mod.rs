@@ -32,15 +32,15 @@ pub fn step(cur: usize, by: i64, len: usize) -> usize {
 }
 
 /// The rows a movement key moves the selection by, if it is one.
-pub fn moves(action: crate::board::keymap::Action) -> Option<i64> {
-    use crate::board::keymap::Action;
-    match action {
-        Action::Up => Some(-1),
-        Action::Down => Some(1),
-        Action::PageUp => Some(-10),
-        Action::PageDown => Some(10),
-        Action::Top => Some(i64::MIN / 2),
-        Action::Bottom => Some(i64::MAX / 2),
+pub fn moves(intent: crate::board::keymap::Intent) -> Option<i64> {
+    use crate::board::keymap::Intent;
+    match intent {
+        Intent::Up => Some(-1),
+        Intent::Down => Some(1),
+        Intent::PageUp => Some(-10),
+        Intent::PageDown => Some(10),
+        Intent::Top => Some(i64::MIN / 2),
+        Intent::Bottom => Some(i64::MAX / 2),
         _ => None,
     }
 }

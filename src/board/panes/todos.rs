@@ -16,7 +16,7 @@ use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
-use crate::board::keymap::{Action, Scope};
+use crate::board::keymap::{Intent, Scope};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
@@ -96,18 +96,18 @@ impl TodosPane {
 
     /// Reacts to the keys this pane owns: moving the selection and the column, reassigning and
     /// releasing the selected todo's lease (the sort is the board's: it orders every column).
-    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
-        if let Some(by) = super::moves(action) {
+    pub fn handle(&mut self, intent: Intent, cx: &Ctx) -> Outcome {
+        if let Some(by) = super::moves(intent) {
             self.step(by, cx.columns);
             return Outcome::Moved;
         }
-        match action {
-            Action::Left | Action::Right => {
-                self.shift(if action == Action::Left { -1 } else { 1 });
+        match intent {
+            Intent::Left | Intent::Right => {
+                self.shift(if intent == Intent::Left { -1 } else { 1 });
                 Outcome::Moved
             }
-            Action::Reassign => self.reassign(cx),
-            Action::Release => self.release(cx),
+            Intent::Reassign => self.reassign(cx),
+            Intent::Release => self.release(cx),
             _ => Outcome::Ignored,
         }
     }
