@@ -352,15 +352,7 @@ fn perform(
             pending.extend(app.on_event(AppEvent::Evidence(id, r)));
         }
         Effect::Perform(a) => {
-            // The key may have been created since the board started.
-            if !app.owner.verified {
-                app.owner = Owner::detect(loader.store());
-            }
-            let r = crate::flows::owner::perform(loader.store(), &app.owner, &a, Ts::now())
-                .map_err(|e| match e.hint {
-                    Some(h) => format!("{} ({h})", e.message),
-                    None => e.message,
-                });
+            let r = crate::flows::owner::act(loader.store(), &mut app.owner, &a, Ts::now());
             pending.extend(app.on_event(AppEvent::ActionDone(r)));
         }
     }
