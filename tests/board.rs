@@ -5,7 +5,9 @@ use std::path::Path;
 
 mod common;
 
-use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
+use loopx::board::app::{
+    App, AppEvent, Confirm, Effect, Help, InputFor, Mode, Pane, PickFor, Picker, TextInput,
+};
 use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
 use loopx::board::keymap::{self, Intent, KEYMAP, Scope};
@@ -563,7 +565,7 @@ fn screens_parse_error_banner() {
 fn screens_help_overlay() {
     let mut a = app(Variant::Normal);
     press(&mut a, KeyCode::Char('?'));
-    assert_eq!(a.mode, Mode::Help { scroll: 0 });
+    assert_eq!(a.mode, Mode::Help(Help { scroll: 0 }));
     snap!("screen_help_80x24", screen(&a, 80, 24));
     snap!("screen_help_120x40", screen(&a, 120, 40));
 }
@@ -573,7 +575,13 @@ fn screens_confirm_dialog() {
     let mut a = app(Variant::Gates);
     press(&mut a, KeyCode::Char('a'));
     press(&mut a, KeyCode::Enter);
-    assert!(matches!(a.mode, Mode::Confirm(OwnerAct::Approve { .. })));
+    assert!(matches!(
+        a.mode,
+        Mode::Confirm(Confirm {
+            act: OwnerAct::Approve { .. },
+            ..
+        })
+    ));
     snap!("screen_confirm_80x24", screen(&a, 80, 24));
     snap!("screen_confirm_120x40", screen(&a, 120, 40));
 }
@@ -693,7 +701,7 @@ fn approve_with_options_picks_then_confirms() {
     );
     press(&mut a, KeyCode::Char('a'));
     assert!(
-        matches!(&a.mode, Mode::Picker { purpose: PickFor::GateOption(g), .. } if g == "g-gate01")
+        matches!(&a.mode, Mode::Picker(Picker { purpose: PickFor::GateOption(g), .. }) if g == "g-gate01")
     );
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Enter);
@@ -703,7 +711,7 @@ fn approve_with_options_picks_then_confirms() {
         reason: None,
         sha: None,
     };
-    assert_eq!(a.mode, Mode::Confirm(want.clone()));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(want.clone())));
     assert_eq!(
         press(&mut a, KeyCode::Char('y')),
         vec![Effect::Perform(want)]
@@ -720,12 +728,12 @@ fn approve_without_options_confirms_directly() {
     press(&mut a, KeyCode::Char('a'));
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::Approve {
+        Mode::Confirm(Confirm::new(OwnerAct::Approve {
             gate: "g-gate02".into(),
             option: None,
             reason: None,
             sha: None,
-        })
+        }))
     );
     assert!(press(&mut a, KeyCode::Char('n')).is_empty());
     assert_eq!(a.mode, Mode::Normal);
@@ -737,14 +745,14 @@ fn reject_asks_a_reason_and_needs_one() {
     press(&mut a, KeyCode::Char('x'));
     assert!(matches!(
         &a.mode,
-        Mode::Input {
+        Mode::Input(TextInput {
             purpose: InputFor::RejectReason(_),
             ..
-        }
+        })
     ));
     press(&mut a, KeyCode::Enter);
     assert!(
-        matches!(&a.mode, Mode::Input { .. }),
+        matches!(&a.mode, Mode::Input(_)),
         "an empty reason is refused"
     );
     typ(&mut a, "use sqlx");
@@ -755,7 +763,7 @@ fn reject_asks_a_reason_and_needs_one() {
         gate: "g-gate01".into(),
         reason: "use sqlx".into(),
     };
-    assert_eq!(a.mode, Mode::Confirm(want.clone()));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(want.clone())));
     assert_eq!(press(&mut a, KeyCode::Enter), vec![Effect::Perform(want)]);
 }
 
@@ -809,7 +817,7 @@ fn reassign_picks_a_known_agent_other_than_the_holder() {
         "soonest expiry first"
     );
     press(&mut a, KeyCode::Char('r'));
-    let Mode::Picker { choices, .. } = &a.mode else {
+    let Mode::Picker(Picker { choices, .. }) = &a.mode else {
         panic!("{:?}", a.mode)
     };
     assert_eq!(choices, &vec!["agent-b".to_string(), "agent-c".to_string()]);
@@ -817,10 +825,10 @@ fn reassign_picks_a_known_agent_other_than_the_holder() {
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::Reassign {
+        Mode::Confirm(Confirm::new(OwnerAct::Reassign {
             todo: "t-bbbbb1".into(),
             to: "agent-c".into()
-        })
+        }))
     );
 }
 
@@ -829,7 +837,7 @@ fn release_names_the_holder() {
     let mut a = app(Variant::Normal);
     on_claimed(&mut a);
     press(&mut a, KeyCode::Char('u'));
-    let Mode::Confirm(act) = &a.mode else {
+    let Mode::Confirm(Confirm { act, .. }) = &a.mode else {
         panic!()
     };
     assert_eq!(
@@ -846,17 +854,17 @@ fn release_names_the_holder() {
 fn pause_and_add_todo() {
     let mut a = app(Variant::Normal);
     press(&mut a, KeyCode::Char('p'));
-    assert_eq!(a.mode, Mode::Confirm(OwnerAct::Pause));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(OwnerAct::Pause)));
     press(&mut a, KeyCode::Esc);
     press(&mut a, KeyCode::Char('n'));
     typ(&mut a, "P1 fix the flaky test");
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::AddTodo {
+        Mode::Confirm(Confirm::new(OwnerAct::AddTodo {
             title: "fix the flaky test".into(),
             priority: Priority::P1
-        })
+        }))
     );
 }
 
@@ -889,7 +897,7 @@ fn quit_keys() {
     press(&mut a, KeyCode::Char('x'));
     // In a text input q is text, but Ctrl-C still quits.
     press(&mut a, KeyCode::Char('q'));
-    assert!(matches!(&a.mode, Mode::Input { text, .. } if text == "q"));
+    assert!(matches!(&a.mode, Mode::Input(TextInput { text, .. }) if text == "q"));
     let fx = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert_eq!(fx, vec![Effect::Quit]);
     let fx = a.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));

@@ -78,7 +78,7 @@ fn the_detail_view_shows_body_and_links_and_w_shows_the_roster() {
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::Right);
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(app.mode, Mode::Detail { .. }), "{:?}", app.mode);
+    assert!(matches!(app.mode, Mode::Detail(_)), "{:?}", app.mode);
     let s = text(&app);
     assert!(s.contains("First line of the body"), "{s}");
     assert!(s.contains("\\x1b[31m line"), "{s}");
@@ -87,7 +87,7 @@ fn the_detail_view_shows_body_and_links_and_w_shows_the_roster() {
 
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('w'));
-    assert!(matches!(app.mode, Mode::Agents { .. }), "{:?}", app.mode);
+    assert!(matches!(app.mode, Mode::Agents(_)), "{:?}", app.mode);
     let s = text(&app);
     let bob = s.lines().find(|l| l.contains("bob")).expect("bob listed");
     assert!(bob.contains("working") && bob.contains("t-aaaaaa"), "{bob}");

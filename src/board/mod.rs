@@ -6,6 +6,7 @@ pub mod app;
 pub mod data;
 pub mod demo;
 pub mod derive;
+pub mod dialogs;
 pub mod edit;
 pub mod keymap;
 pub mod layout;

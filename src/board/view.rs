@@ -32,7 +32,9 @@ pub fn draw(f: &mut Frame, vm: &ViewModel) {
     f.render_widget(Block::new().style(vm.theme.base()), area);
     let areas = layout::areas(area, &vm.layout);
     draw_areas(f, vm, &areas);
-    panes::overlay::render(f, area, vm);
+    if let Some(o) = vm.overlay {
+        o.draw(f, area, vm);
+    }
 }
 
 fn draw_areas(f: &mut Frame, vm: &ViewModel, a: &Areas) {

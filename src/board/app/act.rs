@@ -9,9 +9,12 @@ impl App {
             return fx;
         }
         match intent {
-            Intent::Help => self.mode = Mode::Help { scroll: 0 },
-            Intent::Agents => self.mode = Mode::Agents { scroll: 0 },
-            Intent::Metrics => self.open_chart(),
+            Intent::Help => self.mode = Mode::Help(Help { scroll: 0 }),
+            Intent::Agents => self.mode = Mode::Agents(Roster { scroll: 0 }),
+            Intent::Metrics => {
+                let sel = self.selected_todo();
+                self.mode = Mode::Chart(MetricChart::open(&self.metrics, sel.as_deref()));
+            }
             Intent::NextPane | Intent::PrevPane => {
                 let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let n = Pane::ALL.len();
@@ -27,7 +30,7 @@ impl App {
                 if self.focus == Pane::Gates && self.selected_gate().is_some()
                     || self.focus != Pane::Gates && self.selected_todo().is_some()
                 {
-                    self.mode = Mode::Detail { scroll: 0 };
+                    self.mode = Mode::Detail(Detail { scroll: 0 });
                 } else {
                     self.say("nothing selected", false);
                 }
@@ -46,8 +49,12 @@ impl App {
             }
             Intent::Reload => return vec![Effect::Reload],
             Intent::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
-                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAct::Pause),
-                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAct::Resume),
+                Some(GoalStatus::Active) => {
+                    self.mode = Mode::Confirm(Confirm::new(OwnerAct::Pause))
+                }
+                Some(GoalStatus::Paused) => {
+                    self.mode = Mode::Confirm(Confirm::new(OwnerAct::Resume))
+                }
                 Some(GoalStatus::Complete) => {
                     self.say("the goal is complete; nothing to pause", true)
                 }
@@ -65,15 +72,9 @@ impl App {
         Vec::new()
     }
 
-    /// The sha256 of the action gate `id` holds in the snapshot on screen.
-    pub(super) fn action_sha(&self, id: &str) -> Option<String> {
-        let g = self.snap.as_ref()?.gates.get(id)?;
-        g.action.as_ref().map(|a| a.sha256.clone())
-    }
-
     /// Offers a key's action to a pane; `None` when the pane does not own it.
     pub(super) fn route(&mut self, pane: Pane, intent: Intent) -> Option<Vec<Effect>> {
-        let cx = Ctx {
+        let on = OnScreen {
             snap: self.snap.as_ref(),
             columns: &self.columns,
             journal: &self.journal,
@@ -81,10 +82,10 @@ impl App {
             deciding: &self.decisions.deciding,
         };
         let out = match pane {
-            Pane::Gates => self.gates.handle(intent, &cx),
-            Pane::Todos => self.todos.handle(intent, &cx),
-            Pane::Evidence => self.evidence.handle(intent, &cx),
-            Pane::Activity => self.activity.handle(intent, &cx),
+            Pane::Gates => self.gates.handle(intent, &on),
+            Pane::Todos => self.todos.handle(intent, &on),
+            Pane::Evidence => self.evidence.handle(intent, &on),
+            Pane::Activity => self.activity.handle(intent, &on),
         };
         self.outcome(out)
     }
@@ -95,11 +96,14 @@ impl App {
             Outcome::Ignored => return None,
             Outcome::Done => {}
             Outcome::Moved => return Some(self.selection_changed()),
-            Outcome::Open(mode) => self.mode = mode,
-            Outcome::Confirm(a) => {
-                self.action_scroll = 0;
-                self.mode = Mode::Confirm(a);
+            Outcome::PickOption(gate, options) => {
+                self.mode = Mode::Picker(Picker::options(gate, options));
             }
+            Outcome::PickAgent(todo, holder) => {
+                let p = Picker::agents(todo, holder.as_deref(), &self.on_screen());
+                self.mode = Mode::Picker(p);
+            }
+            Outcome::Confirm(a) => self.mode = Mode::Confirm(Confirm::new(a)),
             Outcome::Ask(purpose) => self.open_input(purpose),
             Outcome::Say(text, error) => self.say(text, error),
         }

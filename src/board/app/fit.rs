@@ -11,10 +11,8 @@ impl App {
             keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
             self.snap.as_ref().map(|s| s.config.goal.status),
         );
-        if let Mode::Confirm(a) = &self.mode
-            && a.gate().is_none()
-        {
-            hints.retain(|(_, h, _)| *h != "reason");
+        if let Mode::Confirm(c) = &self.mode {
+            c.fit_hints(&mut hints);
         }
         hints
     }

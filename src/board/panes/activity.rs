@@ -7,7 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
-use super::keys::{Ctx, Outcome};
+use super::keys::{OnScreen, Outcome};
 use super::{block, clock, scroll_marks, title, trunc};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
@@ -30,10 +30,10 @@ impl ActivityPane {
     }
 
     /// Reacts to the keys this pane owns: scrolling the journal.
-    pub fn handle(&mut self, intent: crate::board::keymap::Intent, cx: &Ctx) -> Outcome {
+    pub fn handle(&mut self, intent: crate::board::keymap::Intent, on: &OnScreen) -> Outcome {
         match super::moves(intent) {
             Some(by) => {
-                self.step(by, cx.journal.len());
+                self.step(by, on.journal.len());
                 Outcome::Done
             }
             None => Outcome::Ignored,

@@ -7,7 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
-use super::keys::{Ctx, Outcome};
+use super::keys::{OnScreen, Outcome};
 use super::{block, mid_trunc, scroll_marks, title, trunc};
 use crate::board::keymap::Intent;
 use crate::board::layout::inner;
@@ -41,7 +41,7 @@ impl EvidencePane {
     }
 
     /// Reacts to the keys this pane owns: scrolling.
-    pub fn handle(&mut self, intent: Intent, _cx: &Ctx) -> Outcome {
+    pub fn handle(&mut self, intent: Intent, _on: &OnScreen) -> Outcome {
         match super::moves(intent) {
             Some(by) => {
                 self.step(by);

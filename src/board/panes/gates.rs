@@ -8,9 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
-use super::dialog::{InputFor, PickFor};
-use super::keys::{Ctx, Outcome};
-use super::overlay::Mode;
+use super::keys::{InputFor, OnScreen, Outcome};
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc, wrap_words};
 use crate::board::derive::tampered;
 use crate::board::keymap::{Intent, Scope};
@@ -92,38 +90,33 @@ impl GatesPane {
     }
 
     /// Reacts to the keys this pane owns: moving the selection, approving and rejecting.
-    pub fn handle(&mut self, intent: Intent, cx: &Ctx) -> Outcome {
+    pub fn handle(&mut self, intent: Intent, on: &OnScreen) -> Outcome {
         if let Some(by) = super::moves(intent) {
             self.step(by);
             return Outcome::Done;
         }
         match intent {
-            Intent::Approve | Intent::Reject => self.decide(intent, cx),
+            Intent::Approve | Intent::Reject => self.decide(intent, on),
             _ => Outcome::Ignored,
         }
     }
 
     /// Approve or reject the selected gate: a reason to type, an option to pick, or the confirm.
-    fn decide(&self, intent: Intent, cx: &Ctx) -> Outcome {
-        let Some(g) = self.selected().and_then(|id| cx.snap?.gates.get(id)) else {
+    fn decide(&self, intent: Intent, on: &OnScreen) -> Outcome {
+        let Some(g) = self.selected().and_then(|id| on.snap?.gates.get(id)) else {
             return Outcome::error("no gate selected");
         };
         if g.effective_status() != GateStatus::Pending {
             return Outcome::error(format!("{} is {} already", g.id, g.status.as_str()));
         }
         let id = g.id.clone();
-        if !cx.actionable(&id) {
+        if !on.actionable(&id) {
             let msg = format!("{id} is decided already (the next load shows it); N: next gate");
             return Outcome::error(msg);
         }
         match intent {
             Intent::Reject => Outcome::Ask(InputFor::RejectReason(id)),
-            _ if !g.options.is_empty() => Outcome::Open(Mode::Picker {
-                purpose: PickFor::GateOption(id),
-                choices: g.options.clone(),
-                sel: 0,
-                agents: None,
-            }),
+            _ if !g.options.is_empty() => Outcome::PickOption(id, g.options.clone()),
             _ => Outcome::Confirm(OwnerAct::Approve {
                 sha: g.action.as_ref().map(|a| a.sha256.clone()),
                 gate: id,

@@ -1,16 +1,13 @@
 //! One file per pane, plus the shared helpers for borders, selection and truncation.
 
 pub mod activity;
-pub mod agents;
-pub mod chart;
-pub mod dialog;
 pub mod evidence;
 pub mod gates;
+pub mod headline;
 pub mod keys;
-mod model;
 pub mod objective;
-pub mod overlay;
 pub mod quota;
+mod scene;
 pub mod status;
 pub mod text;
 pub mod todos;
@@ -21,7 +18,7 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 pub use crate::board::layout::Pane;
 use crate::board::theme::{Role, Theme};
-pub use model::ViewModel;
+pub use scene::{Overlay, ViewModel};
 
 /// `cur` moved by `by` rows within `len` rows (0 when there are none).
 pub fn step(cur: usize, by: i64, len: usize) -> usize {

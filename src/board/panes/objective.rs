@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::ViewModel;
-use super::chart::Headline;
+use super::headline::Headline;
 use super::trunc;
 use crate::board::alerts::Broken;
 use crate::board::derive::Column;

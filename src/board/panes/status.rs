@@ -7,7 +7,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::ViewModel;
-use super::overlay::Mode;
 use super::{clock, trunc, wrap_words};
 use crate::board::theme::Role;
 use crate::kernel::Ts;
@@ -144,7 +143,7 @@ fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
 pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
     let mut spans = Vec::new();
-    if *vm.mode == Mode::Filter {
+    if vm.filtering {
         spans.push(Span::styled(
             " / ",
             t.fg(Role::Key).add_modifier(Modifier::BOLD),

@@ -9,10 +9,8 @@ use ratatui::widgets::Paragraph;
 
 use super::Pane;
 use super::ViewModel;
-use super::dialog::{AgentPick, PickFor};
-use super::keys::{Ctx, Outcome};
+use super::keys::{OnScreen, Outcome};
 use super::objective::column_role;
-use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
@@ -96,9 +94,9 @@ impl TodosPane {
 
     /// Reacts to the keys this pane owns: moving the selection and the column, reassigning and
     /// releasing the selected todo's lease (the sort is the board's: it orders every column).
-    pub fn handle(&mut self, intent: Intent, cx: &Ctx) -> Outcome {
+    pub fn handle(&mut self, intent: Intent, on: &OnScreen) -> Outcome {
         if let Some(by) = super::moves(intent) {
-            self.step(by, cx.columns);
+            self.step(by, on.columns);
             return Outcome::Moved;
         }
         match intent {
@@ -106,18 +104,18 @@ impl TodosPane {
                 self.shift(if intent == Intent::Left { -1 } else { 1 });
                 Outcome::Moved
             }
-            Intent::Reassign => self.reassign(cx),
-            Intent::Release => self.release(cx),
+            Intent::Reassign => self.reassign(on),
+            Intent::Release => self.release(on),
             _ => Outcome::Ignored,
         }
     }
 
     /// The reassign picker for the selected todo: only an open agent todo takes a lease.
-    fn reassign(&self, cx: &Ctx) -> Outcome {
-        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+    fn reassign(&self, on: &OnScreen) -> Outcome {
+        let Some(id) = self.selected(on.columns).map(|c| c.id.clone()) else {
             return Outcome::error("no todo selected");
         };
-        let Some(snap) = cx.snap else {
+        let Some(snap) = on.snap else {
             return Outcome::Done;
         };
         let Some(t) = snap.todos.get(&id) else {
@@ -128,33 +126,24 @@ impl TodosPane {
                 "{id} is not an open agent todo; only those take a lease"
             ));
         }
-        let holder = t.lease.as_ref().map(|l| l.holder.as_str());
-        let pick = AgentPick {
-            known: super::agents::candidates(snap, cx.journal, cx.now, holder),
-            ..AgentPick::default()
-        };
-        Outcome::Open(Mode::Picker {
-            purpose: PickFor::Agent(id),
-            choices: pick.rows(),
-            sel: 0,
-            agents: Some(pick),
-        })
+        let holder = t.lease.as_ref().map(|l| l.holder.clone());
+        Outcome::PickAgent(id, holder)
     }
 
     /// Asks before releasing the selected todo's lease.
-    fn release(&self, cx: &Ctx) -> Outcome {
-        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+    fn release(&self, on: &OnScreen) -> Outcome {
+        let Some(id) = self.selected(on.columns).map(|c| c.id.clone()) else {
             return Outcome::error("no todo selected");
         };
-        let lease = cx
+        let lease = on
             .snap
             .and_then(|s| s.todos.get(&id))
             .and_then(|t| t.lease.clone());
         match lease {
-            Some(l) => Outcome::Open(Mode::Confirm(OwnerAct::Release {
+            Some(l) => Outcome::Confirm(OwnerAct::Release {
                 todo: id,
                 holder: l.holder,
-            })),
+            }),
             None => Outcome::error(format!("{id} has no lease to release")),
         }
     }

@@ -1,25 +1,28 @@
 //! The metric chart over the board: one metric's points over time (the selected todo's, or the
-//! whole goal's), the best one marked and named, the other metrics listed to switch to; and the
-//! header's headline (a sparkline of the goal's most recorded metric and its best so far).
+//! whole goal's), the best one marked and named, the other metrics listed to switch to; its keys
+//! switch the metric, flip the best end, and show the todo's or the goal's.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph, Sparkline};
+use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph};
 
-use super::overlay::centered;
-use super::text::{ago, hhmm};
-use super::{ViewModel, block, title, trunc};
+use super::frame::centered;
+use super::reply::Reply;
+use crate::board::keymap::{Intent, Scope};
 use crate::board::metrics::{self, Best, Metrics, Point};
+use crate::board::panes::headline::num;
+use crate::board::panes::text::{ago, hhmm};
+use crate::board::panes::{Overlay, ViewModel, block, title, trunc};
 use crate::board::theme::Role;
 use crate::kernel::Ts;
 use crate::text::escape as esc;
 
 /// What the metric chart shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChartView {
+pub struct MetricChart {
     /// The metric shown (`None`: the most recorded).
     pub metric: Option<String>,
     /// The whole goal's points, not the selected todo's.
@@ -28,7 +31,56 @@ pub struct ChartView {
     pub flip: bool,
 }
 
-impl ChartView {
+impl MetricChart {
+    /// The chart of the selected todo's points when it has any, else the goal's.
+    pub fn open(metrics: &Metrics, selected: Option<&str>) -> MetricChart {
+        MetricChart {
+            goal: selected.is_none_or(|id| !metrics.has(id)),
+            ..MetricChart::default()
+        }
+    }
+
+    /// The keymap's scopes of its keys (the help and the hints).
+    pub fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Chart, Scope::Always]
+    }
+
+    /// A key: the next or previous metric, the best end, the todo's or the goal's, or close.
+    pub fn on_intent(
+        &mut self,
+        intent: Intent,
+        metrics: &Metrics,
+        selected: Option<&str>,
+    ) -> Reply {
+        match intent {
+            Intent::Right | Intent::Left => {
+                let names = metrics.names(self.todo(selected));
+                let n = names.len();
+                if n > 0 {
+                    let i = self
+                        .metric(&names)
+                        .and_then(|m| names.iter().position(|(x, _)| x == m))
+                        .unwrap_or(0);
+                    let j = if intent == Intent::Right {
+                        (i + 1) % n
+                    } else {
+                        (i + n - 1) % n
+                    };
+                    self.metric = Some(names[j].0.clone());
+                }
+            }
+            Intent::FlipBest => self.flip = !self.flip,
+            Intent::MetricScope if self.goal && selected.is_none() => {
+                let why = "no todo selected: the chart shows the whole goal";
+                return Reply::Say(why.into(), false);
+            }
+            Intent::MetricScope => self.goal = !self.goal,
+            Intent::Back => return Reply::Close,
+            _ => {}
+        }
+        Reply::Stay
+    }
+
     /// The todo whose points are shown (`None`: the whole goal's).
     pub fn todo<'a>(&self, selected: Option<&'a str>) -> Option<&'a str> {
         if self.goal { None } else { selected }
@@ -50,62 +102,58 @@ impl ChartView {
     }
 }
 
-/// A value for people: at most four decimals, no trailing zeros.
-pub fn num(v: f64) -> String {
-    let s = format!("{v:.4}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.into() }
-}
-
-/// Draws the metric chart over the board.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, c: &ChartView) {
-    let t = vm.theme;
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).max(20),
-        area.height.saturating_sub(4).max(8),
-    );
-    f.render_widget(Clear, r);
-    let todo = c.todo(vm.selected_card().map(|c| c.id.as_str()));
-    let whose = todo.map_or("the whole goal".to_string(), |id| esc(id).into_owned());
-    let names = vm.metrics.names(todo);
-    let Some(name) = c.metric(&names) else {
-        let why = match (todo, &vm.metrics.error) {
-            (_, Some(e)) => format!(" cannot read metrics: {}", esc(e)),
-            (Some(id), None) => format!(" {} has no metric evidence: g shows the goal's", esc(id)),
-            (None, None) => {
-                " no metric evidence yet: `loopx todo update ID --metric NAME=VALUE` records one"
-                    .into()
-            }
+impl Overlay for MetricChart {
+    /// Draws the metric chart over the board.
+    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+        let c = self;
+        let t = vm.theme;
+        let r = centered(
+            area,
+            area.width.saturating_sub(4).max(20),
+            area.height.saturating_sub(4).max(8),
+        );
+        f.render_widget(Clear, r);
+        let todo = c.todo(vm.selected_card().map(|c| c.id.as_str()));
+        let whose = todo.map_or("the whole goal".to_string(), |id| esc(id).into_owned());
+        let names = vm.metrics.names(todo);
+        let Some(name) = c.metric(&names) else {
+            let why = match (todo, &vm.metrics.error) {
+                        (_, Some(e)) => format!(" cannot read metrics: {}", esc(e)),
+                        (Some(id), None) => format!(" {} has no metric evidence: g shows the goal's", esc(id)),
+                        (None, None) => {
+                                " no metric evidence yet: `loopx todo update ID --metric NAME=VALUE` records one"
+                                        .into()
+                        }
+                };
+            let b = block(title("Metrics · Esc closes", t), true, t);
+            let w = r.width.saturating_sub(2) as usize;
+            let p = Paragraph::new(Span::styled(trunc(&why, w), t.dim()));
+            f.render_widget(p.block(b).style(t.base()), r);
+            return;
         };
-        let b = block(title("Metrics · Esc closes", t), true, t);
-        let w = r.width.saturating_sub(2) as usize;
-        let p = Paragraph::new(Span::styled(trunc(&why, w), t.dim()));
-        f.render_widget(p.block(b).style(t.base()), r);
-        return;
-    };
-    let series = vm.metrics.series(name, todo);
-    let dir = c.best(name);
-    let head = format!(
-        "Metrics · {} · {whose} · {} point{}",
-        esc(name),
-        series.len(),
-        if series.len() == 1 { "" } else { "s" }
-    );
-    let b = block(title(head, t), true, t);
-    let inner = b.inner(r);
-    f.render_widget(b.style(t.base()), r);
-    let [pick, best, plot] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Min(3),
-    ])
-    .areas(inner);
-    f.render_widget(Paragraph::new(picker(vm, &names, name)), pick);
-    let bi = metrics::best(&series, dir);
-    let w = best.width as usize;
-    f.render_widget(Paragraph::new(best_line(vm, &series, bi, dir, w)), best);
-    draw_plot(f, plot, vm, &series, bi);
+        let series = vm.metrics.series(name, todo);
+        let dir = c.best(name);
+        let head = format!(
+            "Metrics · {} · {whose} · {} point{}",
+            esc(name),
+            series.len(),
+            if series.len() == 1 { "" } else { "s" }
+        );
+        let b = block(title(head, t), true, t);
+        let inner = b.inner(r);
+        f.render_widget(b.style(t.base()), r);
+        let [pick, best, plot] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Min(3),
+        ])
+        .areas(inner);
+        f.render_widget(Paragraph::new(picker(vm, &names, name)), pick);
+        let bi = metrics::best(&series, dir);
+        let w = best.width as usize;
+        f.render_widget(Paragraph::new(best_line(vm, &series, bi, dir, w)), best);
+        draw_plot(f, plot, vm, &series, bi);
+    }
 }
 
 /// The metric names, the shown one reversed, with their counts.
@@ -233,82 +281,5 @@ fn when(at: Ts, long: bool) -> String {
     match (long, s.get(5..10)) {
         (true, Some(day)) => format!("{day} {}", hhmm(at)),
         _ => hhmm(at),
-    }
-}
-
-/// The header's headline: the goal's most recorded metric, a sparkline of its last values and
-/// its best so far; `None` when the goal has no metric evidence.
-pub struct Headline {
-    /// The metric's name, escaped and cut.
-    pub name: String,
-    /// The last values, scaled 1 to 8.
-    pub bars: Vec<u64>,
-    /// `best 0.9733`.
-    pub best: String,
-}
-
-impl Headline {
-    /// The headline of these metrics with at most `n` bars.
-    pub fn of(m: &Metrics, n: usize) -> Option<Headline> {
-        let name = m.headline()?;
-        let series = m.series(&name, None);
-        let best = metrics::best(&series, Best::of(&name)).map(|i| series[i].value)?;
-        let tail = &series[series.len().saturating_sub(n)..];
-        let lo = tail.iter().map(|p| p.value).fold(f64::INFINITY, f64::min);
-        let hi = tail
-            .iter()
-            .map(|p| p.value)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let bars = tail
-            .iter()
-            .map(|p| {
-                if hi > lo {
-                    1 + ((p.value - lo) / (hi - lo) * 7.0).round() as u64
-                } else {
-                    4
-                }
-            })
-            .collect();
-        Some(Headline {
-            name: trunc(&esc(&name), 16),
-            bars,
-            best: format!("best {}", num(best)),
-        })
-    }
-
-    /// The cells it takes: ` name ▂▄▆█ best 0.97 `.
-    pub fn width(&self) -> u16 {
-        (self.name.chars().count() + self.bars.len() + self.best.chars().count() + 4) as u16
-    }
-
-    /// Draws it in one row.
-    pub fn render(&self, f: &mut Frame, row: Rect, vm: &ViewModel) {
-        let t = vm.theme;
-        let n = self.name.chars().count() as u16 + 2;
-        let bars = self.bars.len() as u16;
-        let [name, spark, best] = Layout::horizontal([
-            Constraint::Length(n),
-            Constraint::Length(bars),
-            Constraint::Min(0),
-        ])
-        .areas(row);
-        f.render_widget(
-            Paragraph::new(Span::styled(format!(" {} ", self.name), t.dim())),
-            name,
-        );
-        f.render_widget(
-            Sparkline::default()
-                .data(&self.bars)
-                .max(8)
-                .style(t.fg(Role::Spark)),
-            spark,
-        );
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                format!(" {}", self.best),
-                t.fg(Role::Ok).add_modifier(Modifier::BOLD),
-            )),
-            best,
-        );
     }
 }

@@ -1,183 +1,79 @@
-//! Overlays over the board: help (from the keymap) and the detail view; dispatch to the dialogs.
+//! The detail view of the selected gate or todo: every field, a todo's lease and evidence; the
+//! keys that act on what it shows are the panes' own.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::Pane;
-use super::ViewModel;
-pub use super::chart::ChartView;
-use super::dialog::{AgentPick, InputFor, PickFor};
-use super::text::countdown;
-use super::{block, title};
+use super::frame::{centered, scrolled_by};
 use crate::board::derive::{Column, place, tampered};
-use crate::board::keymap;
+use crate::board::keymap::{Intent, Scope};
+use crate::board::panes::text::countdown;
+use crate::board::panes::{Overlay, Pane, ViewModel, block, title};
 use crate::board::theme::{Role, Theme};
-use crate::flows::owner::OwnerAct;
 use crate::text::escape as esc;
 
-/// The board's mode: the board itself, or a dialog or overlay over it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    /// The board.
-    Normal,
-    /// The help overlay.
-    Help {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The detail view of the selection.
-    Detail {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// The agents' roster (teams).
-    Agents {
-        /// Lines scrolled.
-        scroll: u16,
-    },
-    /// Typing the filter.
-    Filter,
-    /// A text input.
-    Input {
-        /// What for.
-        purpose: InputFor,
-        /// The text so far.
-        text: String,
-        /// The cursor, in characters from the start.
-        cursor: usize,
-        /// Why Enter was refused, shown in the dialog.
-        note: Option<String>,
-    },
-    /// A picker.
-    Picker {
-        /// What for.
-        purpose: PickFor,
-        /// The rows listed.
-        choices: Vec<String>,
-        /// The chosen row.
-        sel: usize,
-        /// The reassign picker's agents and typed text (none for a gate's options).
-        agents: Option<AgentPick>,
-    },
-    /// Every file error in full, one selected (to open in `$EDITOR`).
-    Errors {
-        /// The selected error.
-        sel: usize,
-    },
-    /// Asking before an owner action.
-    Confirm(OwnerAct),
-    /// The metric chart.
-    Chart(ChartView),
+/// The detail view of the selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detail {
+    /// Lines scrolled.
+    pub scroll: u16,
 }
 
-/// A centered rectangle of at most `w` x `h`.
-pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let [r] = Layout::horizontal([Constraint::Length(w.min(area.width))])
-        .flex(Flex::Center)
-        .areas(area);
-    let [r] = Layout::vertical([Constraint::Length(h.min(area.height))])
-        .flex(Flex::Center)
-        .areas(r);
-    r
-}
+impl Detail {
+    /// The keymap's scopes of its keys (the help and the hints).
+    pub fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Detail, Scope::Overlay, Scope::Always]
+    }
 
-/// Draws whatever the mode puts over the board.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    match vm.mode {
-        Mode::Normal | Mode::Filter => {}
-        Mode::Help { scroll } => help(f, area, vm, *scroll),
-        Mode::Detail { scroll } => detail(f, area, vm, *scroll),
-        Mode::Agents { scroll } => super::agents::render(f, area, vm, *scroll),
-        Mode::Confirm(a) => super::dialog::confirm(f, area, vm, a),
-        Mode::Input {
-            purpose,
-            text,
-            cursor,
-            note,
-        } => super::dialog::input(f, area, vm, purpose, text, *cursor, note.as_deref()),
-        Mode::Picker {
-            purpose,
-            choices,
-            sel,
-            agents,
-        } => super::dialog::picker(f, area, vm, purpose, choices, *sel, agents.as_ref()),
-        Mode::Errors { sel } => super::dialog::errors(f, area, vm, *sel),
-        Mode::Chart(c) => super::chart::render(f, area, vm, c),
+    /// A key that scrolls, or `false` when it closes the view.
+    pub fn on_intent(&mut self, intent: Intent) -> bool {
+        scrolled_by(intent, self.scroll)
+            .map(|s| self.scroll = s)
+            .is_some()
     }
 }
 
-/// The help overlay, generated from the keymap.
-pub fn help(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
-    let t = vm.theme;
-    let r = centered(area, 64, area.height.saturating_sub(2));
-    f.render_widget(Clear, r);
-    let mut lines = Vec::new();
-    for (keys, text) in keymap::help_lines(vm.readonly) {
-        match keys {
-            None => {
-                if !lines.is_empty() {
-                    lines.push(Line::raw(""));
-                }
-                lines.push(Line::from(Span::styled(
-                    text,
-                    t.fg(Role::Accent).add_modifier(Modifier::BOLD),
-                )));
+impl Overlay for Detail {
+    /// The detail view of the selected gate or todo.
+    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+        let scroll = self.scroll;
+        let t = vm.theme;
+        let r = centered(
+            area,
+            area.width.saturating_sub(8).max(20),
+            area.height.saturating_sub(4).max(6),
+        );
+        f.render_widget(Clear, r);
+        let mut lines = Vec::new();
+        let mut name = "Details".to_string();
+        if vm.focus == Pane::Gates {
+            if let Some(g) = vm.gates.get(vm.gate_pane.sel) {
+                name = format!("Gate {}", esc(&g.id));
+                gate_lines(&mut lines, g, vm);
             }
-            Some(k) => lines.push(Line::from(vec![
-                Span::styled(
-                    format!("  {k:<18}"),
-                    t.fg(Role::Key).add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(text, t.fg(Role::Fg)),
-            ])),
+        } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
+            name = format!("Todo {}", esc(&card.id));
+            todo_lines(&mut lines, card, snap, vm);
         }
+        let keys = if vm.focus == Pane::Gates {
+            "a approve · x reject · N next"
+        } else {
+            "r reassign · u release"
+        };
+        let name = format!("{name} · {keys} · y copy · Esc closes");
+        let b = block(title(name, t), true, t);
+        f.render_widget(
+            Paragraph::new(lines)
+                .block(b)
+                .style(t.base())
+                .wrap(Wrap { trim: false })
+                .scroll((scroll, 0)),
+            r,
+        );
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::from(Span::styled(
-        "New todo titles may start with a priority: \"P1 fix the build\".",
-        t.dim(),
-    )));
-    super::scrolled(f, r, ("Help · ↑↓ scroll · Esc closes", lines), scroll, t);
-}
-
-/// The detail view of the selected gate or todo.
-pub fn detail(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
-    let t = vm.theme;
-    let r = centered(
-        area,
-        area.width.saturating_sub(8).max(20),
-        area.height.saturating_sub(4).max(6),
-    );
-    f.render_widget(Clear, r);
-    let mut lines = Vec::new();
-    let mut name = "Details".to_string();
-    if vm.focus == Pane::Gates {
-        if let Some(g) = vm.gates.get(vm.gate_pane.sel) {
-            name = format!("Gate {}", esc(&g.id));
-            gate_lines(&mut lines, g, vm);
-        }
-    } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
-        name = format!("Todo {}", esc(&card.id));
-        todo_lines(&mut lines, card, snap, vm);
-    }
-    let keys = if vm.focus == Pane::Gates {
-        "a approve · x reject · N next"
-    } else {
-        "r reassign · u release"
-    };
-    let name = format!("{name} · {keys} · y copy · Esc closes");
-    let b = block(title(name, t), true, t);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(b)
-            .style(t.base())
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
-        r,
-    );
 }
 
 /// A detail row: the key dimmed, then the value. Every value shown here may come from a file:
@@ -206,7 +102,7 @@ fn gate_lines(lines: &mut Vec<Line<'static>>, g: &crate::kernel::Gate, vm: &View
     if !g.options.is_empty() {
         lines.push(kv("options", g.options.join(" | ")));
     }
-    lines.push(kv("effect", super::gates::blocks_text(g)));
+    lines.push(kv("effect", crate::board::panes::gates::blocks_text(g)));
     lines.push(kv(
         "asked by",
         format!(
@@ -297,7 +193,7 @@ fn todo_lines(
         for e in ev {
             lines.push(Line::from(vec![
                 Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
-                Span::styled(super::evidence::entry_text(e), t.fg(Role::Fg)),
+                Span::styled(crate::board::panes::evidence::entry_text(e), t.fg(Role::Fg)),
             ]));
         }
     }
@@ -309,7 +205,7 @@ fn lease_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &Vi
     if let Some(l) = &td.lease {
         let left = l.expires_at.since(vm.now).0;
         let state = if left > 0 && vm.absolute {
-            format!("until {}", super::text::hhmm(l.expires_at))
+            format!("until {}", crate::board::panes::text::hhmm(l.expires_at))
         } else if left > 0 {
             format!("{} left", countdown(left))
         } else {
