@@ -15,17 +15,8 @@ impl App {
                 let sel = self.selected_todo();
                 self.mode = Mode::Chart(MetricChart::open(&self.metrics, sel.as_deref()));
             }
-            Intent::NextPane | Intent::PrevPane => {
-                let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
-                let n = Pane::ALL.len();
-                let j = if intent == Intent::NextPane {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
-                };
-                self.focus = Pane::ALL[j];
-                return self.selection_changed();
-            }
+            Intent::NextPane => return self.focus_by(1),
+            Intent::PrevPane => return self.focus_by(Pane::ALL.len() - 1),
             Intent::Open => {
                 if self.focus == Pane::Gates && self.selected_gate().is_some()
                     || self.focus != Pane::Gates && self.selected_todo().is_some()
@@ -48,18 +39,7 @@ impl App {
                 self.message = None;
             }
             Intent::Reload => return vec![Effect::Reload],
-            Intent::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
-                Some(GoalStatus::Active) => {
-                    self.mode = Mode::Confirm(Confirm::new(OwnerAct::Pause))
-                }
-                Some(GoalStatus::Paused) => {
-                    self.mode = Mode::Confirm(Confirm::new(OwnerAct::Resume))
-                }
-                Some(GoalStatus::Complete) => {
-                    self.say("the goal is complete; nothing to pause", true)
-                }
-                None => self.say("no goal loaded", true),
-            },
+            Intent::TogglePause => self.toggle_pause(),
             Intent::AddTodo => self.open_input(InputFor::TodoTitle),
             Intent::NextGate => self.next_gate(),
             Intent::Copy => return self.copy_id(),
@@ -70,6 +50,23 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Focus the pane `by` places on (wrapping).
+    fn focus_by(&mut self, by: usize) -> Vec<Effect> {
+        let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
+        self.focus = Pane::ALL[(i + by) % Pane::ALL.len()];
+        self.selection_changed()
+    }
+
+    /// `p`: ask before pausing an active goal, or resuming a paused one.
+    fn toggle_pause(&mut self) {
+        match self.snap.as_ref().map(|s| s.config.goal.status) {
+            Some(GoalStatus::Active) => self.mode = Mode::Confirm(Confirm::new(OwnerAct::Pause)),
+            Some(GoalStatus::Paused) => self.mode = Mode::Confirm(Confirm::new(OwnerAct::Resume)),
+            Some(GoalStatus::Complete) => self.say("the goal is complete; nothing to pause", true),
+            None => self.say("no goal loaded", true),
+        }
     }
 
     /// Offers a key's action to a pane; `None` when the pane does not own it.

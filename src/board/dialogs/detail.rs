@@ -151,16 +151,7 @@ fn todo_lines(
         if !td.depends_on.is_empty() {
             lines.push(kv("depends on", td.depends_on.join(", ")));
         }
-        // Routing: who may take it.
-        if !td.requires.is_empty() {
-            lines.push(kv("requires", td.requires.join(", ")));
-        }
-        if let Some(r) = &td.reviews {
-            lines.push(kv("reviews", r.clone()));
-        }
-        if !td.exclude_agents.is_empty() {
-            lines.push(kv("excluded", td.exclude_agents.join(", ")));
-        }
+        routing_lines(lines, td, vm.theme);
         lease_lines(lines, td, vm);
         if !td.paths.is_empty() && td.lease.as_ref().is_none_or(|l| l.paths != td.paths) {
             lines.push(kv("paths", td.paths.join(" ")));
@@ -182,20 +173,41 @@ fn todo_lines(
     } else {
         lines.push(kv("state", vm.why(&card.why)));
     }
-    if let Some((id, Ok(ev))) = &vm.evidence.shown
-        && *id == card.id
-    {
-        lines.push(Line::raw(""));
-        lines.push(Line::from(Span::styled(
-            format!("Evidence ({})", ev.len()),
-            t.fg(Role::Accent),
-        )));
-        for e in ev {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
-                Span::styled(crate::board::panes::evidence::entry_text(e), t.fg(Role::Fg)),
-            ]));
-        }
+    evidence_lines(lines, &card.id, vm);
+}
+
+/// The evidence read for this todo, if it is the one shown.
+fn evidence_lines(lines: &mut Vec<Line<'static>>, id: &str, vm: &ViewModel) {
+    let t = vm.theme;
+    let Some((shown, Ok(ev))) = &vm.evidence.shown else {
+        return;
+    };
+    if shown != id {
+        return;
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(
+        format!("Evidence ({})", ev.len()),
+        t.fg(Role::Accent),
+    )));
+    for e in ev {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {} {} ", e.at, esc(&e.agent)), t.dim()),
+            Span::styled(crate::board::panes::evidence::entry_text(e), t.fg(Role::Fg)),
+        ]));
+    }
+}
+
+/// A todo's routing: who may take it.
+fn routing_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, t: &Theme) {
+    if !td.requires.is_empty() {
+        lines.push(kv_line(t, "requires", td.requires.join(", ")));
+    }
+    if let Some(r) = &td.reviews {
+        lines.push(kv_line(t, "reviews", r.clone()));
+    }
+    if !td.exclude_agents.is_empty() {
+        lines.push(kv_line(t, "excluded", td.exclude_agents.join(", ")));
     }
 }
 

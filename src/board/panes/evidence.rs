@@ -77,6 +77,26 @@ pub fn entry_text(e: &Evidence) -> String {
     esc(&s).into_owned()
 }
 
+/// The evidence rows shown: when, who and what, scrolled, `h` rows of `w` cells.
+fn entry_lines(list: &[Evidence], vm: &ViewModel, h: usize, w: usize) -> Vec<Line<'static>> {
+    let t = vm.theme;
+    if list.is_empty() {
+        return vec![Line::from(Span::styled(" no evidence yet", t.dim()))];
+    }
+    list.iter()
+        .skip(vm.evidence.scroll)
+        .take(h)
+        .map(|e| {
+            let head = format!("{:>3} {:<8} ", vm.ago(e.at), mid_trunc(&esc(&e.agent), 8));
+            let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
+            Line::from(vec![
+                Span::styled(head, t.dim()),
+                Span::styled(rest, t.fg(Role::Fg)),
+            ])
+        })
+        .collect()
+}
+
 /// Draws the evidence pane.
 pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let t = vm.theme;
@@ -113,23 +133,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.dim(),
         ))],
         (Some(c), Some((id, Ok(list)))) if id == c.id => {
-            if list.is_empty() {
-                vec![Line::from(Span::styled(" no evidence yet", t.dim()))]
-            } else {
-                list.iter()
-                    .skip(vm.evidence.scroll)
-                    .take(i.height as usize)
-                    .map(|e| {
-                        let head =
-                            format!("{:>3} {:<8} ", vm.ago(e.at), mid_trunc(&esc(&e.agent), 8));
-                        let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
-                        Line::from(vec![
-                            Span::styled(head, t.dim()),
-                            Span::styled(rest, t.fg(Role::Fg)),
-                        ])
-                    })
-                    .collect()
-            }
+            entry_lines(list, vm, i.height as usize, w)
         }
         (Some(c), Some((id, Err(p)))) if id == c.id => {
             vec![Line::from(Span::styled(

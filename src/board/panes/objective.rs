@@ -2,7 +2,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -29,20 +29,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         return;
     };
     let g = &snap.config.goal;
-    let refused = t
-        .fg(Role::Error)
-        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let (status, st) = match g.status {
-        // Active on paper, but no agent gets work while a file is broken.
-        _ if vm.broken() == Broken::Refused => ("⚠ REFUSED", refused),
-        GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
-        GoalStatus::Paused => (
-            "‖ PAUSED",
-            t.fg(Role::Warn)
-                .add_modifier(Modifier::BOLD | Modifier::REVERSED),
-        ),
-        GoalStatus::Complete => ("✓ complete", t.fg(Role::Done).add_modifier(Modifier::BOLD)),
-    };
+    let (status, st) = goal_state(g.status, vm);
     let age = format!(" {} old ", ago(vm.now.since(g.created_at).0));
     let right = status.chars().count() + age.len() + 1;
     let obj_w = w.saturating_sub(8 + right);
@@ -64,19 +51,11 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         .flatten();
     let head_w = head.as_ref().map_or(0, |h| usize::from(h.width()));
     if !narrow && area.height >= 2 {
-        let crit = if g.success_criteria.is_empty() {
-            "no success criteria written".to_string()
-        } else {
-            g.success_criteria
-                .iter()
-                .map(|c| format!("☐ {}", esc(c)))
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        lines.push(Line::from(vec![
-            Span::styled(" success: ", t.dim()),
-            Span::styled(trunc(&crit, w.saturating_sub(11 + head_w)), t.fg(Role::Fg)),
-        ]));
+        lines.push(success_line(
+            &g.success_criteria,
+            w.saturating_sub(11 + head_w),
+            vm,
+        ));
     }
     if !narrow && area.height >= 3 {
         lines.push(counts(vm));
@@ -92,6 +71,36 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         };
         h.render(f, row, vm);
     }
+}
+
+/// The goal's state as shown, and its style: refused while a file is broken, as agents are
+/// (active on paper, but no agent gets work).
+fn goal_state(status: GoalStatus, vm: &ViewModel) -> (&'static str, Style) {
+    let t = vm.theme;
+    let loud = Modifier::BOLD | Modifier::REVERSED;
+    match status {
+        _ if vm.broken() == Broken::Refused => ("⚠ REFUSED", t.fg(Role::Error).add_modifier(loud)),
+        GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
+        GoalStatus::Paused => ("‖ PAUSED", t.fg(Role::Warn).add_modifier(loud)),
+        GoalStatus::Complete => ("✓ complete", t.fg(Role::Done).add_modifier(Modifier::BOLD)),
+    }
+}
+
+/// The success line: the criteria, each with a box, cut to `w`.
+fn success_line(criteria: &[String], w: usize, vm: &ViewModel) -> Line<'static> {
+    let crit = if criteria.is_empty() {
+        "no success criteria written".to_string()
+    } else {
+        criteria
+            .iter()
+            .map(|c| format!("☐ {}", esc(c)))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    Line::from(vec![
+        Span::styled(" success: ", vm.theme.dim()),
+        Span::styled(trunc(&crit, w), vm.theme.fg(Role::Fg)),
+    ])
 }
 
 /// The counts line: todos per column, then the pending gates.

@@ -360,6 +360,39 @@ fn card<'a>(
     out
 }
 
+/// A leased card's note: the holder, the time left or over, the fence and the paths reserved;
+/// the todo's id first where the holder and the time still fit after it.
+fn lease_line(
+    c: &Card,
+    (holder, fence, expires_at): (&str, u64, crate::kernel::Ts),
+    vm: &ViewModel,
+    w: usize,
+) -> String {
+    let left = expires_at.since(vm.now).0;
+    let when = if left <= 0 {
+        vm.over(expires_at)
+    } else {
+        vm.left(expires_at)
+    };
+    let id = esc(&c.id);
+    let lease = |w: usize| {
+        let note = lease_note(holder, fence, (left <= 0, &when), w);
+        match reserved(vm, &c.id) {
+            Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
+            None => note,
+        }
+    };
+    let w = w.saturating_sub(2);
+    let after = lease(w.saturating_sub(id.chars().count() + 1));
+    let whole = lease_note(holder, fence, (left <= 0, &when), usize::MAX);
+    let timed = whole.rsplit_once(" #").map_or(whole.as_str(), |(a, _)| a);
+    if after.starts_with(timed) {
+        format!("{id} {after}")
+    } else {
+        lease(w)
+    }
+}
+
 /// A card's note line and its style: the lease or why, marked when overdue, parked or backed off.
 fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
     let t = vm.theme;
@@ -370,32 +403,7 @@ fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
             holder,
             fence,
             expires_at,
-        } => {
-            let left = expires_at.since(vm.now).0;
-            let when = if left <= 0 {
-                vm.over(*expires_at)
-            } else {
-                vm.left(*expires_at)
-            };
-            // The todo's id first where the holder and the time still fit after it.
-            let id = esc(&c.id);
-            let lease = |w: usize| {
-                let note = lease_note(holder, *fence, (left <= 0, &when), w);
-                match reserved(vm, &c.id) {
-                    Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
-                    None => note,
-                }
-            };
-            let w = w.saturating_sub(2);
-            let after = lease(w.saturating_sub(id.chars().count() + 1));
-            let whole = lease_note(holder, *fence, (left <= 0, &when), usize::MAX);
-            let timed = whole.rsplit_once(" #").map_or(whole.as_str(), |(a, _)| a);
-            if after.starts_with(timed) {
-                format!("{id} {after}")
-            } else {
-                lease(w)
-            }
-        }
+        } => lease_line(c, (holder, *fence, *expires_at), vm, w),
         other => esc(&vm.why(other)).into_owned(),
     };
     // An overdue monitor is marked before its note, in the warning color.
