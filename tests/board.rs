@@ -10,10 +10,10 @@ use loopx::board::app::{
 };
 use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
+use loopx::board::draw::{self, Scene};
 use loopx::board::keymap::{self, Intent, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
-use loopx::board::view::{self, ViewModel};
 use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
@@ -451,7 +451,7 @@ fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut a = app.clone();
     a.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
+    t.draw(|f| draw::frame(f, &a.scene())).unwrap();
     t
 }
 
@@ -612,22 +612,22 @@ fn screens_narrow_fallback() {
 #[test]
 fn panes_each() {
     let mut a = app(Variant::Gates);
-    let vm = a.view();
+    let vm = a.scene();
     snap!(
         "pane_objective",
-        pane(120, 3, |f, r| panes::objective::render(f, r, &vm, false))
+        pane(120, 3, |f, r| panes::objective::draw(f, r, &vm, false))
     );
     snap!(
         "pane_gates",
-        pane(110, 7, |f, r| panes::gates::render(f, r, &vm))
+        pane(110, 7, |f, r| panes::gates::draw(f, r, &vm))
     );
     snap!(
         "pane_quota",
-        pane(30, 8, |f, r| panes::quota::render(f, r, &vm))
+        pane(30, 8, |f, r| panes::quota::draw(f, r, &vm))
     );
     snap!(
         "pane_activity",
-        pane(60, 11, |f, r| panes::activity::render(f, r, &vm))
+        pane(60, 11, |f, r| panes::activity::draw(f, r, &vm))
     );
     snap!(
         "pane_status",
@@ -639,14 +639,14 @@ fn panes_each() {
     );
     drop(vm);
     on_claimed(&mut a);
-    let vm = a.view();
+    let vm = a.scene();
     snap!(
         "pane_todos",
-        pane(110, 14, |f, r| panes::todos::render(f, r, &vm))
+        pane(110, 14, |f, r| panes::todos::draw(f, r, &vm))
     );
     snap!(
         "pane_evidence",
-        pane(60, 6, |f, r| panes::evidence::render(f, r, &vm))
+        pane(60, 6, |f, r| panes::evidence::draw(f, r, &vm))
     );
 }
 
@@ -1170,7 +1170,7 @@ fn poller_sees_changes() {
 #[test]
 fn view_model_is_a_pure_function_of_state() {
     let a = app(Variant::Gates);
-    let vm: ViewModel = a.view();
+    let vm: Scene = a.scene();
     assert_eq!(vm.gates.len(), 4);
     assert_eq!(vm.now, now());
     let one = screen(&a, 100, 30);
@@ -1265,13 +1265,13 @@ fn a_new_pending_gate_rings_the_bell_and_the_title_counts_them() {
 #[test]
 fn the_quota_view_names_a_spent_token_budget() {
     let mut s = snapshot(Variant::Gates);
-    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    let q = loopx::board::derive::quota_now(&s, now(), 20);
     assert!(!q.throttled && q.spent.is_none());
     s.config.quota.tokens = Some(10);
     for sp in &mut s.quota.spends {
         sp.tokens = Some(1);
     }
-    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    let q = loopx::board::derive::quota_now(&s, now(), 20);
     assert!(q.throttled);
     assert_eq!(q.spent, Some("tokens"));
 }

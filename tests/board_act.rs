@@ -13,8 +13,8 @@ use loopx::board::app::{
 use loopx::board::data::Delta;
 use loopx::board::derive::Column;
 use loopx::board::dialogs::input::window;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{Code, Event, Gate, Problem, Snapshot, Todo, Ts};
 use ratatui::Terminal;
@@ -218,7 +218,7 @@ fn text_of(app: &App, w: u16, h: u16) -> String {
     let mut a = app.clone();
     a.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
+    t.draw(|f| draw::frame(f, &a.scene())).unwrap();
     t.backend().to_string()
 }
 

@@ -176,7 +176,8 @@ fn draws_everywhere(app: &App, what: &str) {
         a.on_event(AppEvent::Resize(w, h));
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            t.draw(|f| loopx::board::view::draw(f, &a.view())).unwrap();
+            t.draw(|f| loopx::board::draw::frame(f, &a.scene()))
+                .unwrap();
         }));
         assert!(r.is_ok(), "{what} panicked at {w}x{h}");
     }

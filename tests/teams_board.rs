@@ -3,8 +3,8 @@
 
 use loopx::board::app::{App, AppEvent, Mode};
 use loopx::board::data::Delta;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::kernel::{Action, Config, Event, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -38,7 +38,7 @@ fn event(seq: u64, actor: &str, mins_ago: i64) -> Event {
 
 fn text(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    t.draw(|f| view::draw(f, &app.view())).unwrap();
+    t.draw(|f| draw::frame(f, &app.scene())).unwrap();
     let buf = t.backend().buffer();
     let mut s = String::new();
     for y in 0..buf.area.height {

@@ -22,7 +22,7 @@ use crate::board::keymap::{self, Intent, Scope};
 use crate::board::layout;
 use crate::board::metrics::Metrics;
 pub use crate::board::panes::Pane;
-use crate::board::panes::ViewModel;
+use crate::board::panes::Scene;
 use crate::board::panes::activity::ActivityPane;
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
@@ -406,8 +406,8 @@ impl App {
         }
     }
 
-    /// The view of this state at its clock, for [`crate::board::view::draw`].
-    pub fn view(&self) -> ViewModel<'_> {
+    /// The view of this state at its clock, for [`crate::board::draw::frame`].
+    pub fn scene(&self) -> Scene<'_> {
         let gates = self
             .snap
             .as_ref()
@@ -419,7 +419,7 @@ impl App {
                     .collect()
             })
             .unwrap_or_default();
-        ViewModel {
+        Scene {
             now: self.now,
             theme: &self.theme,
             project: &self.project,

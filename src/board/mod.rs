@@ -7,6 +7,7 @@ pub mod data;
 pub mod demo;
 pub mod derive;
 pub mod dialogs;
+pub mod draw;
 pub mod edit;
 pub mod keymap;
 pub mod layout;
@@ -17,7 +18,6 @@ pub mod panes;
 pub mod sealer;
 pub mod term;
 pub mod theme;
-pub mod view;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -15,7 +15,7 @@ use crate::board::keymap::{Intent, Scope};
 use crate::board::metrics::{self, Best, Metrics, Point};
 use crate::board::panes::headline::num;
 use crate::board::panes::text::{ago, hhmm};
-use crate::board::panes::{Overlay, ViewModel, block, title, trunc};
+use crate::board::panes::{Overlay, Scene, block, title, trunc};
 use crate::board::theme::Role;
 use crate::kernel::Ts;
 use crate::text::escape as esc;
@@ -104,20 +104,20 @@ impl MetricChart {
 
 impl Overlay for MetricChart {
     /// Draws the metric chart over the board.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let c = self;
-        let t = vm.theme;
+        let t = sc.theme;
         let r = centered(
             area,
             area.width.saturating_sub(4).max(20),
             area.height.saturating_sub(4).max(8),
         );
         f.render_widget(Clear, r);
-        let todo = c.todo(vm.selected_card().map(|c| c.id.as_str()));
+        let todo = c.todo(sc.selected_card().map(|c| c.id.as_str()));
         let whose = todo.map_or("the whole goal".to_string(), |id| esc(id).into_owned());
-        let names = vm.metrics.names(todo);
+        let names = sc.metrics.names(todo);
         let Some(name) = c.metric(&names) else {
-            let why = match (todo, &vm.metrics.error) {
+            let why = match (todo, &sc.metrics.error) {
                         (_, Some(e)) => format!(" cannot read metrics: {}", esc(e)),
                         (Some(id), None) => format!(" {} has no metric evidence: g shows the goal's", esc(id)),
                         (None, None) => {
@@ -131,7 +131,7 @@ impl Overlay for MetricChart {
             f.render_widget(p.block(b).style(t.base()), r);
             return;
         };
-        let series = vm.metrics.series(name, todo);
+        let series = sc.metrics.series(name, todo);
         let dir = c.best(name);
         let head = format!(
             "Metrics · {} · {whose} · {} point{}",
@@ -148,17 +148,17 @@ impl Overlay for MetricChart {
             Constraint::Min(3),
         ])
         .areas(inner);
-        f.render_widget(Paragraph::new(picker(vm, &names, name)), pick);
+        f.render_widget(Paragraph::new(picker(sc, &names, name)), pick);
         let bi = metrics::best(&series, dir);
         let w = best.width as usize;
-        f.render_widget(Paragraph::new(best_line(vm, &series, bi, dir, w)), best);
-        draw_plot(f, plot, vm, &series, bi);
+        f.render_widget(Paragraph::new(best_line(sc, &series, bi, dir, w)), best);
+        draw_plot(f, plot, sc, &series, bi);
     }
 }
 
 /// The metric names, the shown one reversed, with their counts.
-fn picker<'a>(vm: &ViewModel, names: &[(String, usize)], shown: &str) -> Line<'a> {
-    let t = vm.theme;
+fn picker<'a>(sc: &Scene, names: &[(String, usize)], shown: &str) -> Line<'a> {
+    let t = sc.theme;
     let mut spans = vec![Span::styled(" metric ", t.dim())];
     for (n, count) in names {
         let style = if n == shown {
@@ -175,13 +175,13 @@ fn picker<'a>(vm: &ViewModel, names: &[(String, usize)], shown: &str) -> Line<'a
 
 /// `█ best (max) 0.9733 · t-… · 09:12 UTC, 12m ago · last 0.95`.
 fn best_line<'a>(
-    vm: &ViewModel,
+    sc: &Scene,
     series: &[&Point],
     bi: Option<usize>,
     dir: Best,
     w: usize,
 ) -> Line<'a> {
-    let t = vm.theme;
+    let t = sc.theme;
     let Some(p) = bi.map(|i| series[i]) else {
         return Line::default();
     };
@@ -190,7 +190,7 @@ fn best_line<'a>(
         num(p.value),
         esc(&p.todo),
         hhmm(p.at),
-        ago(vm.now.since(p.at).0)
+        ago(sc.now.since(p.at).0)
     );
     if let Some(last) = series.last() {
         rest.push_str(&format!(" · last {}", num(last.value)));
@@ -204,8 +204,8 @@ fn best_line<'a>(
 }
 
 /// The chart: the points joined over time, the best one a block.
-fn draw_plot(f: &mut Frame, area: Rect, vm: &ViewModel, series: &[&Point], bi: Option<usize>) {
-    let t = vm.theme;
+fn draw_plot(f: &mut Frame, area: Rect, sc: &Scene, series: &[&Point], bi: Option<usize>) {
+    let t = sc.theme;
     let (Some(first), Some(last)) = (series.first(), series.last()) else {
         return;
     };

@@ -11,7 +11,7 @@ use super::frame::{frame_box, gate_of, inner_w, keys_line, question_lines, style
 use super::reply::Reply;
 use crate::board::keymap::{Intent, Scope};
 use crate::board::panes::keys::{InputFor, OnScreen};
-use crate::board::panes::{Overlay, ViewModel, trunc};
+use crate::board::panes::{Overlay, Scene, trunc};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
 use crate::text::escape as esc;
@@ -91,8 +91,8 @@ fn action_len(a: &OwnerAct, on: &OnScreen) -> usize {
 
 impl Overlay for Confirm {
     /// Exactly what will happen, the gate's question and the reason, and as whom.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
-        let (t, a) = (vm.theme, &self.act);
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
+        let (t, a) = (sc.theme, &self.act);
         let w = inner_w(area);
         let mut body: Vec<Line> = styled(
             wrap(&esc(&a.describe()), w, 3),
@@ -101,9 +101,9 @@ impl Overlay for Confirm {
         .collect();
         let mut keys = vec![("y", "yes, do it"), ("n", "no")];
         if let Some(g) = a.gate() {
-            body.extend(question_lines(vm, g, w, 3));
+            body.extend(question_lines(sc, g, w, 3));
             if matches!(a, OwnerAct::Approve { .. }) {
-                body.extend(action_lines(vm, g, w, self.scroll));
+                body.extend(action_lines(sc, g, w, self.scroll));
             }
             let reason = match (a, a.reason()) {
                 (_, Some(r)) => format!("reason: {}", esc(r)),
@@ -113,14 +113,14 @@ impl Overlay for Confirm {
             body.extend(styled(wrap(&reason, w, 3), t.fg(Role::Fg)));
             keys.push(("r", "reason"));
         }
-        let who = if vm.owner.verified {
+        let who = if sc.owner.verified {
             "signed with the owner's key"
         } else {
             "owner authority unverified: the store refuses this without the owner's key"
         };
         body.extend(styled(wrap(who, w, 2), t.dim()));
         body.push(Line::raw(""));
-        frame_box(f, area, vm, "Confirm".into(), body, keys_line(&keys, t));
+        frame_box(f, area, sc, "Confirm".into(), body, keys_line(&keys, t));
     }
 }
 
@@ -128,11 +128,11 @@ impl Overlay for Confirm {
 pub const ACTION_LINES: usize = 8;
 
 /// The action a gate holds, as the owner approves it: kind, digest and the text, scrolled.
-fn action_lines(vm: &ViewModel, id: &str, w: usize, scroll: usize) -> Vec<Line<'static>> {
-    let Some(a) = gate_of(vm, id).and_then(|g| g.action.as_ref()) else {
+fn action_lines(sc: &Scene, id: &str, w: usize, scroll: usize) -> Vec<Line<'static>> {
+    let Some(a) = gate_of(sc, id).and_then(|g| g.action.as_ref()) else {
         return Vec::new();
     };
-    let t = vm.theme;
+    let t = sc.theme;
     let short: String = a.sha256.chars().take(16).collect();
     let head = format!("action ({}), sha256 {short}…", a.kind.as_str());
     let mut out = vec![Line::styled(trunc(&head, w), t.fg(Role::Warn))];

@@ -11,7 +11,7 @@ use super::frame::{centered, scrolled_by};
 use crate::board::derive::{Column, place, tampered};
 use crate::board::keymap::{Intent, Scope};
 use crate::board::panes::text::countdown;
-use crate::board::panes::{Overlay, Pane, ViewModel, block, title};
+use crate::board::panes::{Overlay, Pane, Scene, block, title};
 use crate::board::theme::{Role, Theme};
 use crate::text::escape as esc;
 
@@ -38,9 +38,9 @@ impl Detail {
 
 impl Overlay for Detail {
     /// The detail view of the selected gate or todo.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;
-        let t = vm.theme;
+        let t = sc.theme;
         let r = centered(
             area,
             area.width.saturating_sub(8).max(20),
@@ -49,16 +49,16 @@ impl Overlay for Detail {
         f.render_widget(Clear, r);
         let mut lines = Vec::new();
         let mut name = "Details".to_string();
-        if vm.focus == Pane::Gates {
-            if let Some(g) = vm.gates.get(vm.gate_pane.sel) {
+        if sc.focus == Pane::Gates {
+            if let Some(g) = sc.gates.get(sc.gate_pane.sel) {
                 name = format!("Gate {}", esc(&g.id));
-                gate_lines(&mut lines, g, vm);
+                gate_lines(&mut lines, g, sc);
             }
-        } else if let (Some(card), Some(snap)) = (vm.selected_card(), vm.snap) {
+        } else if let (Some(card), Some(snap)) = (sc.selected_card(), sc.snap) {
             name = format!("Todo {}", esc(&card.id));
-            todo_lines(&mut lines, card, snap, vm);
+            todo_lines(&mut lines, card, snap, sc);
         }
-        let keys = if vm.focus == Pane::Gates {
+        let keys = if sc.focus == Pane::Gates {
             "a approve · x reject · N next"
         } else {
             "r reassign · u release"
@@ -86,8 +86,8 @@ fn kv_line(t: &Theme, k: &str, v: String) -> Line<'static> {
 }
 
 /// The detail of a gate.
-fn gate_lines(lines: &mut Vec<Line<'static>>, g: &crate::kernel::Gate, vm: &ViewModel) {
-    let t = vm.theme;
+fn gate_lines(lines: &mut Vec<Line<'static>>, g: &crate::kernel::Gate, sc: &Scene) {
+    let t = sc.theme;
     let kv = |k: &str, v: String| kv_line(t, k, v);
     lines.push(Line::from(Span::styled(
         esc(&g.question).into_owned(),
@@ -108,7 +108,7 @@ fn gate_lines(lines: &mut Vec<Line<'static>>, g: &crate::kernel::Gate, vm: &View
         format!(
             "{} {} ({})",
             g.opened_by,
-            since(vm, g.opened_at),
+            since(sc, g.opened_at),
             g.opened_at
         ),
     ));
@@ -129,9 +129,9 @@ fn todo_lines(
     lines: &mut Vec<Line<'static>>,
     card: &crate::board::derive::Card,
     snap: &crate::kernel::Snapshot,
-    vm: &ViewModel,
+    sc: &Scene,
 ) {
-    let t = vm.theme;
+    let t = sc.theme;
     let kv = |k: &str, v: String| kv_line(t, k, v);
     lines.push(Line::from(Span::styled(
         esc(&card.title).into_owned(),
@@ -139,9 +139,9 @@ fn todo_lines(
     )));
     lines.push(Line::raw(""));
     if let Some(td) = snap.todos.get(&card.id) {
-        let (col, why) = place(snap, td, vm.now);
+        let (col, why) = place(snap, td, sc.now);
         lines.push(kv("column", format!("{} {}", col.symbol(), col.title())));
-        let w = vm.why(&why);
+        let w = sc.why(&why);
         if !w.is_empty() && col != Column::Ready {
             lines.push(kv("why", w));
         }
@@ -151,8 +151,8 @@ fn todo_lines(
         if !td.depends_on.is_empty() {
             lines.push(kv("depends on", td.depends_on.join(", ")));
         }
-        routing_lines(lines, td, vm.theme);
-        lease_lines(lines, td, vm);
+        routing_lines(lines, td, sc.theme);
+        lease_lines(lines, td, sc);
         if !td.paths.is_empty() && td.lease.as_ref().is_none_or(|l| l.paths != td.paths) {
             lines.push(kv("paths", td.paths.join(" ")));
         }
@@ -169,17 +169,17 @@ fn todo_lines(
             "created",
             format!("by {} at {}", td.created_by, td.created_at),
         ));
-        context_lines(lines, td, vm);
+        context_lines(lines, td, sc);
     } else {
-        lines.push(kv("state", vm.why(&card.why)));
+        lines.push(kv("state", sc.why(&card.why)));
     }
-    evidence_lines(lines, &card.id, vm);
+    evidence_lines(lines, &card.id, sc);
 }
 
 /// The evidence read for this todo, if it is the one shown.
-fn evidence_lines(lines: &mut Vec<Line<'static>>, id: &str, vm: &ViewModel) {
-    let t = vm.theme;
-    let Some((shown, Ok(ev))) = &vm.evidence.shown else {
+fn evidence_lines(lines: &mut Vec<Line<'static>>, id: &str, sc: &Scene) {
+    let t = sc.theme;
+    let Some((shown, Ok(ev))) = &sc.evidence.shown else {
         return;
     };
     if shown != id {
@@ -212,11 +212,11 @@ fn routing_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, t: &T
 }
 
 /// A todo's lease in the detail view, or its fence when none.
-fn lease_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &ViewModel) {
-    let kv = |k: &str, v: String| kv_line(vm.theme, k, v);
+fn lease_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, sc: &Scene) {
+    let kv = |k: &str, v: String| kv_line(sc.theme, k, v);
     if let Some(l) = &td.lease {
-        let left = l.expires_at.since(vm.now).0;
-        let state = if left > 0 && vm.absolute {
+        let left = l.expires_at.since(sc.now).0;
+        let state = if left > 0 && sc.absolute {
             format!("until {}", crate::board::panes::text::hhmm(l.expires_at))
         } else if left > 0 {
             format!("{} left", countdown(left))
@@ -239,17 +239,17 @@ fn lease_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &Vi
 }
 
 /// `3m ago`, or the clock time with absolute times on.
-fn since(vm: &ViewModel, at: crate::kernel::Ts) -> String {
-    if vm.absolute {
-        format!("at {}", vm.ago(at))
+fn since(sc: &Scene, at: crate::kernel::Ts) -> String {
+    if sc.absolute {
+        format!("at {}", sc.ago(at))
     } else {
-        format!("{} ago", vm.ago(at))
+        format!("{} ago", sc.ago(at))
     }
 }
 
 /// A todo's hand-off, links and body in the detail view (escaped: they come from files).
-fn context_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, vm: &ViewModel) {
-    let t = vm.theme;
+fn context_lines(lines: &mut Vec<Line<'static>>, td: &crate::kernel::Todo, sc: &Scene) {
+    let t = sc.theme;
     if let Some(f) = td.lease.as_ref().and_then(|l| l.handoff_from.as_deref()) {
         lines.push(Line::from(vec![
             Span::styled(format!("{:>12}  ", "handed by"), t.dim()),

@@ -10,7 +10,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::frame::{centered, indent, styled, wrap};
 use super::reply::Reply;
 use crate::board::keymap::{Intent, Scope};
-use crate::board::panes::{Overlay, ViewModel, block, gutter, row_style, title};
+use crate::board::panes::{Overlay, Scene, block, gutter, row_style, title};
 use crate::board::theme::Role;
 use crate::kernel::Problem;
 use crate::text::escape as esc;
@@ -42,12 +42,12 @@ impl FileErrors {
 }
 
 /// What a file error stops, for people.
-fn effect(vm: &ViewModel, p: &Problem) -> &'static str {
-    let q = vm
+fn effect(sc: &Scene, p: &Problem) -> &'static str {
+    let q = sc
         .snap
         .and_then(|s| s.quarantined.iter().find(|(_, q)| q.file == p.file));
     match q {
-        Some((id, _)) if vm.snap.is_some_and(|s| s.gates.contains_key(id)) => {
+        Some((id, _)) if sc.snap.is_some_and(|s| s.gates.contains_key(id)) => {
             "unreadable gate: it counts as pending on every todo"
         }
         Some(_) => "quarantined: no agent can claim this todo",
@@ -59,12 +59,12 @@ fn effect(vm: &ViewModel, p: &Problem) -> &'static str {
 
 impl Overlay for FileErrors {
     /// Every file error in full: file and line, what it stops, the message, the hint.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
-        let (t, sel) = (vm.theme, self.sel);
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
+        let (t, sel) = (sc.theme, self.sel);
         let w = usize::from(area.width.min(96).saturating_sub(4));
         let mut lines: Vec<Line> = Vec::new();
         let mut sel_at = 0;
-        let problems = vm.problems();
+        let problems = sc.problems();
         for (i, p) in problems.iter().enumerate() {
             if i == sel {
                 sel_at = lines.len();
@@ -82,7 +82,7 @@ impl Overlay for FileErrors {
                     t.fg(Role::Error).add_modifier(Modifier::BOLD),
                 ),
             ));
-            lines.extend(styled(wrap(effect(vm, p), w, 3), t.fg(Role::Warn)).map(indent));
+            lines.extend(styled(wrap(effect(sc, p), w, 3), t.fg(Role::Warn)).map(indent));
             lines.extend(styled(wrap(&esc(&p.message), w, 12), t.fg(Role::Fg)).map(indent));
             if let Some(h) = &p.hint {
                 lines.extend(styled(wrap(&format!("hint: {}", esc(h)), w, 3), t.dim()).map(indent));

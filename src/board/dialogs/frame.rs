@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use crate::board::keymap::Intent;
-use crate::board::panes::{ViewModel, block, title};
+use crate::board::panes::{Scene, block, title};
 use crate::board::theme::{Role, Theme};
 use crate::kernel::Gate;
 use crate::text::escape as esc;
@@ -82,12 +82,12 @@ pub fn wrap(text: &str, w: usize, max: usize) -> Vec<String> {
 pub fn frame_box(
     f: &mut Frame,
     area: Rect,
-    vm: &ViewModel,
+    sc: &Scene,
     name: String,
     body: Vec<Line<'static>>,
     keys: Line<'static>,
 ) {
-    let t = vm.theme;
+    let t = sc.theme;
     let h = (body.len() as u16).saturating_add(3);
     let r = centered(area, DIALOG_W, h);
     f.render_widget(Clear, r);
@@ -131,17 +131,17 @@ pub fn styled(lines: Vec<String>, style: Style) -> impl Iterator<Item = Line<'st
 }
 
 /// The gate of this id on screen.
-pub fn gate_of<'a>(vm: &ViewModel<'a>, id: &str) -> Option<&'a Gate> {
-    vm.snap.and_then(|s| s.gates.get(id))
+pub fn gate_of<'a>(sc: &Scene<'a>, id: &str) -> Option<&'a Gate> {
+    sc.snap.and_then(|s| s.gates.get(id))
 }
 
 /// The gate's question and who asked, as dialog lines.
-pub fn question_lines(vm: &ViewModel, id: &str, w: usize, max: usize) -> Vec<Line<'static>> {
-    let Some(g) = gate_of(vm, id) else {
+pub fn question_lines(sc: &Scene, id: &str, w: usize, max: usize) -> Vec<Line<'static>> {
+    let Some(g) = gate_of(sc, id) else {
         return Vec::new();
     };
     let text = format!("“{}” asked by {}", esc(&g.question), esc(&g.opened_by));
-    styled(wrap(&text, w, max), vm.theme.fg(Role::Accent)).collect()
+    styled(wrap(&text, w, max), sc.theme.fg(Role::Accent)).collect()
 }
 
 /// A line indented by two cells.

@@ -8,7 +8,7 @@ use ratatui::widgets::Clear;
 
 use super::frame::{centered, scrolled_by};
 use crate::board::keymap::{self, Intent, Scope};
-use crate::board::panes::{Overlay, ViewModel, scrolled};
+use crate::board::panes::{Overlay, Scene, scrolled};
 use crate::board::theme::Role;
 
 /// The help overlay.
@@ -34,13 +34,13 @@ impl Help {
 
 impl Overlay for Help {
     /// The help overlay, generated from the keymap.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;
-        let t = vm.theme;
+        let t = sc.theme;
         let r = centered(area, 64, area.height.saturating_sub(2));
         f.render_widget(Clear, r);
         let mut lines = Vec::new();
-        for (keys, text) in keymap::help_lines(vm.readonly) {
+        for (keys, text) in keymap::help_lines(sc.readonly) {
             match keys {
                 None => {
                     if !lines.is_empty() {

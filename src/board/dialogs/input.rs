@@ -13,7 +13,7 @@ use super::reply::Reply;
 use crate::board::keymap::{Intent, Scope};
 use crate::board::panes::keys::{InputFor, OnScreen};
 use crate::board::panes::text::split_priority;
-use crate::board::panes::{Overlay, ViewModel, trunc};
+use crate::board::panes::{Overlay, Scene, trunc};
 use crate::board::theme::{Role, Theme};
 use crate::flows::owner::OwnerAct;
 use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
@@ -200,8 +200,8 @@ impl TextInput {
 
 impl Overlay for TextInput {
     /// One line that scrolls sideways with the cursor, and why Enter was refused.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
-        let (t, purpose, text, cursor) = (vm.theme, &self.purpose, &self.text, self.cursor);
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
+        let (t, purpose, text, cursor) = (sc.theme, &self.purpose, &self.text, self.cursor);
         let w = inner_w(area);
         let (name, help, gate) = match purpose {
             InputFor::RejectReason(g) => (
@@ -220,7 +220,7 @@ impl Overlay for TextInput {
                 None,
             ),
         };
-        let mut body: Vec<Line> = gate.map_or_else(Vec::new, |g| question_lines(vm, g, w, 1));
+        let mut body: Vec<Line> = gate.map_or_else(Vec::new, |g| question_lines(sc, g, w, 1));
         body.push(Line::styled(trunc(help, w), t.dim()));
         body.push(text_line(text, cursor, w, t));
         let n = text.chars().count();
@@ -232,7 +232,7 @@ impl Overlay for TextInput {
             None => Line::styled(format!("{n}/{} characters", max_chars(purpose)), t.dim()),
         });
         let keys = keys_line(&[("Enter", "next"), ("Esc", "cancel"), ("←→", "move")], t);
-        frame_box(f, area, vm, name, body, keys);
+        frame_box(f, area, sc, name, body, keys);
     }
 }
 

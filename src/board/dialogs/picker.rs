@@ -12,7 +12,7 @@ use super::roster::Candidate;
 use crate::board::keymap::{Intent, Scope};
 use crate::board::layout::offset;
 use crate::board::panes::keys::OnScreen;
-use crate::board::panes::{Overlay, ViewModel, gutter, row_style, trunc};
+use crate::board::panes::{Overlay, Scene, gutter, row_style, trunc};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
 use crate::kernel::bounds::AGENT_MAX;
@@ -179,9 +179,9 @@ impl Picker {
 
 impl Overlay for Picker {
     /// A gate's options, or the agents to reassign to.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, purpose, choices, sel, agents) = (
-            vm.theme,
+            sc.theme,
             &self.purpose,
             &self.choices,
             self.sel,
@@ -202,7 +202,7 @@ impl Overlay for Picker {
                 format!("Reassign {} to", esc(todo))
             }
             PickFor::GateOption(g) => {
-                body.extend(question_lines(vm, g, w, 2));
+                body.extend(question_lines(sc, g, w, 2));
                 format!("Approve {} with", esc(g))
             }
         };
@@ -224,7 +224,7 @@ impl Overlay for Picker {
         if hidden > 0 {
             keys.insert(0, ("Tab", more.as_str()));
         }
-        frame_box(f, area, vm, name, body, keys_line(&keys, t));
+        frame_box(f, area, sc, name, body, keys_line(&keys, t));
     }
 }
 

@@ -10,7 +10,7 @@ use ratatui::widgets::Clear;
 use super::frame::{centered, scrolled_by};
 use crate::board::keymap::{Intent, Scope};
 use crate::board::panes::text::ago;
-use crate::board::panes::{Overlay, ViewModel, mid_trunc, scrolled, wrap_words};
+use crate::board::panes::{Overlay, Scene, mid_trunc, scrolled, wrap_words};
 use crate::board::theme::Role;
 use crate::kernel::roster::{self, AgentState, Seen};
 use crate::kernel::{Event, Snapshot, Ts};
@@ -108,16 +108,16 @@ pub fn candidates(
 
 impl Overlay for Roster {
     /// Draws the roster: state, agent, last seen, leases, turns in the window.
-    fn draw(&self, f: &mut Frame, area: Rect, vm: &ViewModel) {
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;
-        let t = vm.theme;
+        let t = sc.theme;
         let r = centered(area, 96, area.height.saturating_sub(4).max(6));
         f.render_widget(Clear, r);
         let mut lines = Vec::new();
-        match vm.snap {
+        match sc.snap {
             None => lines.push(Line::raw("no state loaded")),
             Some(snap) => {
-                let rows = roster::roster(snap, &seen(vm.journal), vm.now);
+                let rows = roster::roster(snap, &seen(sc.journal), sc.now);
                 if rows.is_empty() {
                     lines.push(Line::styled("no agents seen yet", t.dim()));
                 }
@@ -128,7 +128,7 @@ impl Overlay for Roster {
                 let name_w = width(&|r| esc(&r.agent).chars().count(), 22);
                 let lease_w = width(&|r| r.leases.join(",").chars().count().max(1), 20);
                 for row in &rows {
-                    lines.extend(agent_lines(row, vm, (name_w, lease_w), w));
+                    lines.extend(agent_lines(row, sc, (name_w, lease_w), w));
                 }
             }
         }
@@ -142,7 +142,7 @@ impl Overlay for Roster {
             r,
             ("Agents · ↑↓ scroll · Esc closes", lines),
             scroll,
-            vm.theme,
+            sc.theme,
         );
     }
 }
@@ -151,11 +151,11 @@ impl Overlay for Roster {
 /// indented, when the overlay is too narrow for one.
 fn agent_lines(
     row: &roster::AgentRow,
-    vm: &ViewModel,
+    sc: &Scene,
     (name_w, lease_w): (usize, usize),
     w: usize,
 ) -> Vec<Line<'static>> {
-    let t = vm.theme;
+    let t = sc.theme;
     let role = match row.state {
         AgentState::Working => Role::Claimed,
         AgentState::Stale => Role::Warn,
@@ -163,7 +163,7 @@ fn agent_lines(
     };
     let seen = row.last_seen.map_or_else(
         || "never".to_string(),
-        |s| format!("{} ago", ago(vm.now.since(s).0)),
+        |s| format!("{} ago", ago(sc.now.since(s).0)),
     );
     let leases = if row.leases.is_empty() {
         "-".to_string()

@@ -6,7 +6,7 @@ use ratatui::style::Modifier;
 use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, Sparkline};
 
-use super::{ViewModel, trunc};
+use super::{Scene, trunc};
 use crate::board::metrics::{self, Best, Metrics};
 use crate::board::theme::Role;
 use crate::text::escape as esc;
@@ -64,8 +64,8 @@ impl Headline {
     }
 
     /// Draws it in one row.
-    pub fn render(&self, f: &mut Frame, row: Rect, vm: &ViewModel) {
-        let t = vm.theme;
+    pub fn draw(&self, f: &mut Frame, row: Rect, sc: &Scene) {
+        let t = sc.theme;
         let n = self.name.chars().count() as u16 + 2;
         let bars = self.bars.len() as u16;
         let [name, spark, best] = Layout::horizontal([

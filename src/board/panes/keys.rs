@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 
 use crate::board::derive::Columns;
-use crate::board::keymap::{self, Scope};
 use crate::flows::owner::OwnerAct;
 use crate::kernel::{Event, GateStatus, Snapshot, Ts};
 
@@ -82,9 +81,4 @@ impl Outcome {
     pub fn error(text: impl Into<String>) -> Outcome {
         Outcome::Say(text.into(), true)
     }
-}
-
-/// The help lines of one scope's keys: `(keys, what it does)`.
-pub fn help(scope: Scope, readonly: bool) -> Vec<(String, String)> {
-    keymap::scope_lines(scope, readonly)
 }

@@ -18,7 +18,7 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 pub use crate::board::layout::Pane;
 use crate::board::theme::{Role, Theme};
-pub use scene::{Overlay, ViewModel};
+pub use scene::{Overlay, Scene};
 
 /// `cur` moved by `by` rows within `len` rows (0 when there are none).
 pub fn step(cur: usize, by: i64, len: usize) -> usize {

@@ -6,24 +6,24 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
-use super::ViewModel;
+use super::Scene;
 use super::text::countdown;
 use super::{block, title, trunc};
-use crate::board::derive::{QuotaView, quota_view};
+use crate::board::derive::{QuotaNow, quota_now};
 use crate::board::layout::inner;
 use crate::board::theme::{Role, Theme};
 use crate::kernel::Ts;
 
 /// Draws the quota pane.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
     f.render_widget(block(title("Quota", t), false, t), area);
     let i = inner(area);
-    let Some(snap) = vm.snap else {
+    let Some(snap) = sc.snap else {
         return;
     };
     let w = i.width as usize;
-    let q = quota_view(snap, vm.now, w.max(1));
+    let q = quota_now(snap, sc.now, w.max(1));
     let used_style = used_style(&q, t);
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{}/{}", q.used, q.limit), used_style),
@@ -35,7 +35,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.dim(),
         ),
     ])];
-    let next = first_fit(&next_tries(&q, vm.now), w);
+    let next = first_fit(&next_tries(&q, sc.now), w);
     lines.push(Line::from(Span::styled(
         trunc(&next, w),
         if q.throttled {
@@ -68,7 +68,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
 }
 
 /// The count's style: reversed when throttled, warning from four fifths of the limit.
-fn used_style(q: &QuotaView, t: &Theme) -> Style {
+fn used_style(q: &QuotaNow, t: &Theme) -> Style {
     if q.throttled {
         t.fg(Role::Error)
             .add_modifier(Modifier::BOLD | Modifier::REVERSED)
@@ -81,7 +81,7 @@ fn used_style(q: &QuotaView, t: &Theme) -> Style {
 
 /// When the next slot frees, in wordings from the longest to the shortest: whole words at every
 /// width, shorter wordings before a cut.
-fn next_tries(q: &QuotaView, now: Ts) -> Vec<String> {
+fn next_tries(q: &QuotaNow, now: Ts) -> Vec<String> {
     match q.next_free {
         Some(at) if q.throttled => {
             let (what, short) = match q.spent {

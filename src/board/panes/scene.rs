@@ -1,4 +1,4 @@
-//! The view model: what one frame shows, borrowed from the board's state at one instant, and
+//! The scene: what one frame shows, borrowed from the board's state at one instant, and
 //! the overlay drawn over it.
 
 use std::collections::BTreeMap;
@@ -19,15 +19,15 @@ use super::status::{Live, Message};
 use super::todos::TodosPane;
 
 /// A dialog or overlay drawn over the board: it owns its state and draws it from the frame's
-/// view model.
+/// scene.
 pub trait Overlay: std::fmt::Debug {
     /// Draws it over `area` (the whole screen).
-    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, vm: &ViewModel);
+    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, sc: &Scene);
 }
 
 /// Everything one frame shows, borrowed from the app at one instant.
 #[derive(Debug, Clone)]
-pub struct ViewModel<'a> {
+pub struct Scene<'a> {
     /// The clock of this frame.
     pub now: Ts,
     /// The colors.
@@ -82,7 +82,7 @@ pub struct ViewModel<'a> {
     pub absolute: bool,
 }
 
-impl<'a> ViewModel<'a> {
+impl<'a> Scene<'a> {
     /// The pending gates among those listed (the filter applies).
     pub fn pending(&self) -> usize {
         self.gates
