@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use loopx::board::app::{App, AppEvent, Effect};
 use loopx::board::data::Loader;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::kernel::Ts;
 use loopx::store::FileStore;
 use loopx::store::live::Signal;
@@ -222,7 +222,7 @@ fn main() {
         for k in 0..200 {
             app.on_event(AppEvent::Tick(Ts(now.0 + k * 1000)));
             let t = Instant::now();
-            term.draw(|f| view::draw(f, &app.view())).unwrap();
+            term.draw(|f| draw::frame(f, &app.scene())).unwrap();
             frames.push(t.elapsed());
         }
         if (w, h) == (80, 24) {

@@ -5,13 +5,15 @@ use std::path::Path;
 
 mod common;
 
-use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor};
+use loopx::board::app::{
+    App, AppEvent, Confirm, Effect, Help, InputFor, Mode, Pane, PickFor, Picker, TextInput,
+};
 use loopx::board::data::{Delta, DoneItem};
 use loopx::board::derive::Column;
-use loopx::board::keymap::{self, Action, KEYMAP, Scope};
+use loopx::board::draw::{self, Scene};
+use loopx::board::keymap::{self, Intent, KEYMAP, Scope};
 use loopx::board::panes;
 use loopx::board::theme::{Role, Theme, role_name};
-use loopx::board::view::{self, ViewModel};
 use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
@@ -449,7 +451,7 @@ fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut a = app.clone();
     a.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
+    t.draw(|f| draw::frame(f, &a.scene())).unwrap();
     t
 }
 
@@ -563,7 +565,7 @@ fn screens_parse_error_banner() {
 fn screens_help_overlay() {
     let mut a = app(Variant::Normal);
     press(&mut a, KeyCode::Char('?'));
-    assert_eq!(a.mode, Mode::Help { scroll: 0 });
+    assert_eq!(a.mode, Mode::Help(Help { scroll: 0 }));
     snap!("screen_help_80x24", screen(&a, 80, 24));
     snap!("screen_help_120x40", screen(&a, 120, 40));
 }
@@ -573,7 +575,13 @@ fn screens_confirm_dialog() {
     let mut a = app(Variant::Gates);
     press(&mut a, KeyCode::Char('a'));
     press(&mut a, KeyCode::Enter);
-    assert!(matches!(a.mode, Mode::Confirm(OwnerAct::Approve { .. })));
+    assert!(matches!(
+        a.mode,
+        Mode::Confirm(Confirm {
+            act: OwnerAct::Approve { .. },
+            ..
+        })
+    ));
     snap!("screen_confirm_80x24", screen(&a, 80, 24));
     snap!("screen_confirm_120x40", screen(&a, 120, 40));
 }
@@ -604,22 +612,22 @@ fn screens_narrow_fallback() {
 #[test]
 fn panes_each() {
     let mut a = app(Variant::Gates);
-    let vm = a.view();
+    let vm = a.scene();
     snap!(
         "pane_objective",
-        pane(120, 3, |f, r| panes::objective::render(f, r, &vm, false))
+        pane(120, 3, |f, r| panes::objective::draw(f, r, &vm, false))
     );
     snap!(
         "pane_gates",
-        pane(110, 7, |f, r| panes::gates::render(f, r, &vm))
+        pane(110, 7, |f, r| panes::gates::draw(f, r, &vm))
     );
     snap!(
         "pane_quota",
-        pane(30, 8, |f, r| panes::quota::render(f, r, &vm))
+        pane(30, 8, |f, r| panes::quota::draw(f, r, &vm))
     );
     snap!(
         "pane_activity",
-        pane(60, 11, |f, r| panes::activity::render(f, r, &vm))
+        pane(60, 11, |f, r| panes::activity::draw(f, r, &vm))
     );
     snap!(
         "pane_status",
@@ -631,14 +639,14 @@ fn panes_each() {
     );
     drop(vm);
     on_claimed(&mut a);
-    let vm = a.view();
+    let vm = a.scene();
     snap!(
         "pane_todos",
-        pane(110, 14, |f, r| panes::todos::render(f, r, &vm))
+        pane(110, 14, |f, r| panes::todos::draw(f, r, &vm))
     );
     snap!(
         "pane_evidence",
-        pane(60, 6, |f, r| panes::evidence::render(f, r, &vm))
+        pane(60, 6, |f, r| panes::evidence::draw(f, r, &vm))
     );
 }
 
@@ -693,7 +701,7 @@ fn approve_with_options_picks_then_confirms() {
     );
     press(&mut a, KeyCode::Char('a'));
     assert!(
-        matches!(&a.mode, Mode::Picker { purpose: PickFor::GateOption(g), .. } if g == "g-gate01")
+        matches!(&a.mode, Mode::Picker(Picker { purpose: PickFor::GateOption(g), .. }) if g == "g-gate01")
     );
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Enter);
@@ -703,7 +711,7 @@ fn approve_with_options_picks_then_confirms() {
         reason: None,
         sha: None,
     };
-    assert_eq!(a.mode, Mode::Confirm(want.clone()));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(want.clone())));
     assert_eq!(
         press(&mut a, KeyCode::Char('y')),
         vec![Effect::Perform(want)]
@@ -720,12 +728,12 @@ fn approve_without_options_confirms_directly() {
     press(&mut a, KeyCode::Char('a'));
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::Approve {
+        Mode::Confirm(Confirm::new(OwnerAct::Approve {
             gate: "g-gate02".into(),
             option: None,
             reason: None,
             sha: None,
-        })
+        }))
     );
     assert!(press(&mut a, KeyCode::Char('n')).is_empty());
     assert_eq!(a.mode, Mode::Normal);
@@ -737,14 +745,14 @@ fn reject_asks_a_reason_and_needs_one() {
     press(&mut a, KeyCode::Char('x'));
     assert!(matches!(
         &a.mode,
-        Mode::Input {
+        Mode::Input(TextInput {
             purpose: InputFor::RejectReason(_),
             ..
-        }
+        })
     ));
     press(&mut a, KeyCode::Enter);
     assert!(
-        matches!(&a.mode, Mode::Input { .. }),
+        matches!(&a.mode, Mode::Input(_)),
         "an empty reason is refused"
     );
     typ(&mut a, "use sqlx");
@@ -755,7 +763,7 @@ fn reject_asks_a_reason_and_needs_one() {
         gate: "g-gate01".into(),
         reason: "use sqlx".into(),
     };
-    assert_eq!(a.mode, Mode::Confirm(want.clone()));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(want.clone())));
     assert_eq!(press(&mut a, KeyCode::Enter), vec![Effect::Perform(want)]);
 }
 
@@ -809,7 +817,7 @@ fn reassign_picks_a_known_agent_other_than_the_holder() {
         "soonest expiry first"
     );
     press(&mut a, KeyCode::Char('r'));
-    let Mode::Picker { choices, .. } = &a.mode else {
+    let Mode::Picker(Picker { choices, .. }) = &a.mode else {
         panic!("{:?}", a.mode)
     };
     assert_eq!(choices, &vec!["agent-b".to_string(), "agent-c".to_string()]);
@@ -817,10 +825,10 @@ fn reassign_picks_a_known_agent_other_than_the_holder() {
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::Reassign {
+        Mode::Confirm(Confirm::new(OwnerAct::Reassign {
             todo: "t-bbbbb1".into(),
             to: "agent-c".into()
-        })
+        }))
     );
 }
 
@@ -829,7 +837,7 @@ fn release_names_the_holder() {
     let mut a = app(Variant::Normal);
     on_claimed(&mut a);
     press(&mut a, KeyCode::Char('u'));
-    let Mode::Confirm(act) = &a.mode else {
+    let Mode::Confirm(Confirm { act, .. }) = &a.mode else {
         panic!()
     };
     assert_eq!(
@@ -846,17 +854,17 @@ fn release_names_the_holder() {
 fn pause_and_add_todo() {
     let mut a = app(Variant::Normal);
     press(&mut a, KeyCode::Char('p'));
-    assert_eq!(a.mode, Mode::Confirm(OwnerAct::Pause));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(OwnerAct::Pause)));
     press(&mut a, KeyCode::Esc);
     press(&mut a, KeyCode::Char('n'));
     typ(&mut a, "P1 fix the flaky test");
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::AddTodo {
+        Mode::Confirm(Confirm::new(OwnerAct::AddTodo {
             title: "fix the flaky test".into(),
             priority: Priority::P1
-        })
+        }))
     );
 }
 
@@ -889,7 +897,7 @@ fn quit_keys() {
     press(&mut a, KeyCode::Char('x'));
     // In a text input q is text, but Ctrl-C still quits.
     press(&mut a, KeyCode::Char('q'));
-    assert!(matches!(&a.mode, Mode::Input { text, .. } if text == "q"));
+    assert!(matches!(&a.mode, Mode::Input(TextInput { text, .. }) if text == "q"));
     let fx = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert_eq!(fx, vec![Effect::Quit]);
     let fx = a.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));
@@ -1051,16 +1059,16 @@ fn help_is_generated_from_the_keymap() {
     }
     // Every action the board handles has a key.
     for act in [
-        Action::Approve,
-        Action::Reject,
-        Action::Reassign,
-        Action::Release,
-        Action::TogglePause,
+        Intent::Approve,
+        Intent::Reject,
+        Intent::Reassign,
+        Intent::Release,
+        Intent::TogglePause,
     ] {
-        assert!(KEYMAP.iter().any(|b| b.action == act && b.changes));
+        assert!(KEYMAP.iter().any(|b| b.intent == act && b.changes));
     }
     assert!(
-        keymap::lookup(&[Scope::Gates], &key(KeyCode::Char('a')), false) == Some(Action::Approve)
+        keymap::lookup(&[Scope::Gates], &key(KeyCode::Char('a')), false) == Some(Intent::Approve)
     );
 }
 
@@ -1162,7 +1170,7 @@ fn poller_sees_changes() {
 #[test]
 fn view_model_is_a_pure_function_of_state() {
     let a = app(Variant::Gates);
-    let vm: ViewModel = a.view();
+    let vm: Scene = a.scene();
     assert_eq!(vm.gates.len(), 4);
     assert_eq!(vm.now, now());
     let one = screen(&a, 100, 30);
@@ -1257,13 +1265,13 @@ fn a_new_pending_gate_rings_the_bell_and_the_title_counts_them() {
 #[test]
 fn the_quota_view_names_a_spent_token_budget() {
     let mut s = snapshot(Variant::Gates);
-    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    let q = loopx::board::derive::quota_now(&s, now(), 20);
     assert!(!q.throttled && q.spent.is_none());
     s.config.quota.tokens = Some(10);
     for sp in &mut s.quota.spends {
         sp.tokens = Some(1);
     }
-    let q = loopx::board::derive::quota_view(&s, now(), 20);
+    let q = loopx::board::derive::quota_now(&s, now(), 20);
     assert!(q.throttled);
     assert_eq!(q.spent, Some("tokens"));
 }

@@ -269,7 +269,7 @@ fn help_at_80x24() {
 fn the_agents_overlay_wraps_at_80x24() {
     let mut a = board();
     press(&mut a, KeyCode::Char('w'));
-    assert!(matches!(a.mode, Mode::Agents { .. }));
+    assert!(matches!(a.mode, Mode::Agents(_)));
     snap("small_agents", &a);
     let t = text(&a, 80, 24);
     for want in ["turns 0", "leases t-gxd7i4", "the whole journal."] {

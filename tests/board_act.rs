@@ -6,12 +6,15 @@ use std::path::Path;
 
 mod common;
 
-use loopx::board::app::input::window;
-use loopx::board::app::{App, AppEvent, Effect, InputFor, Mode, Pane, PickFor, SortBy};
+use loopx::board::app::{
+    App, AppEvent, Confirm, Effect, FileErrors, InputFor, Mode, Pane, PickFor, Picker, SortBy,
+    TextInput,
+};
 use loopx::board::data::Delta;
 use loopx::board::derive::Column;
+use loopx::board::dialogs::input::window;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{Code, Event, Gate, Problem, Snapshot, Todo, Ts};
 use ratatui::Terminal;
@@ -215,7 +218,7 @@ fn text_of(app: &App, w: u16, h: u16) -> String {
     let mut a = app.clone();
     a.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
+    t.draw(|f| draw::frame(f, &a.scene())).unwrap();
     t.backend().to_string()
 }
 
@@ -311,7 +314,7 @@ fn the_last_pending_gate_decided_leaves_nothing_to_jump_to() {
         ch(&mut a, 'N');
         let id = a.selected_gate().unwrap();
         ch(&mut a, 'a');
-        if matches!(a.mode, Mode::Picker { .. }) {
+        if matches!(a.mode, Mode::Picker(_)) {
             press(&mut a, KeyCode::Enter);
         }
         let fx = ch(&mut a, 'y');
@@ -364,7 +367,7 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
     ch(&mut a, 'r');
     assert!(matches!(
         &a.mode,
-        Mode::Input { purpose: InputFor::ApproveReason { gate, option: None }, .. } if gate == "g-gate02"
+        Mode::Input(TextInput { purpose: InputFor::ApproveReason { gate, option: None }, .. }) if gate == "g-gate02"
     ));
     snap_both("approve_reason", &a);
     typ(&mut a, "fine, it is small");
@@ -375,7 +378,7 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
         reason: Some("fine, it is small".into()),
         sha: None,
     };
-    assert_eq!(a.mode, Mode::Confirm(want.clone()));
+    assert_eq!(a.mode, Mode::Confirm(Confirm::new(want.clone())));
     assert!(text_of(&a, 80, 24).contains("reason: fine, it is small"));
     assert_eq!(ch(&mut a, 'y'), vec![Effect::Perform(want)]);
     // Empty: no reason.
@@ -387,7 +390,10 @@ fn approve_takes_an_optional_reason_from_the_confirm_dialog() {
     press(&mut a, KeyCode::Enter);
     assert!(matches!(
         &a.mode,
-        Mode::Confirm(OwnerAct::Approve { reason: None, .. })
+        Mode::Confirm(Confirm {
+            act: OwnerAct::Approve { reason: None, .. },
+            ..
+        })
     ));
 }
 
@@ -398,7 +404,7 @@ fn an_empty_rejection_says_why_in_the_dialog() {
     typ(&mut a, "   ");
     press(&mut a, KeyCode::Enter);
     assert!(
-        matches!(&a.mode, Mode::Input { note: Some(n), .. } if n.contains("reason is required"))
+        matches!(&a.mode, Mode::Input(TextInput { note: Some(n), .. }) if n.contains("reason is required"))
     );
     assert!(a.message.as_ref().is_some_and(|m| m.error));
     let text = text_of(&a, 80, 24);
@@ -409,7 +415,7 @@ fn an_empty_rejection_says_why_in_the_dialog() {
     snap_both("reject_empty", &a);
     ch(&mut a, 'n');
     assert!(
-        matches!(&a.mode, Mode::Input { note: None, .. }),
+        matches!(&a.mode, Mode::Input(TextInput { note: None, .. })),
         "typing clears it"
     );
 }
@@ -425,22 +431,22 @@ fn a_dismissed_reason_comes_back_for_the_same_gate_only() {
     ch(&mut a, 'j');
     ch(&mut a, 'x');
     assert!(
-        matches!(&a.mode, Mode::Input { text, .. } if text.is_empty()),
+        matches!(&a.mode, Mode::Input(TextInput { text, .. }) if text.is_empty()),
         "another gate"
     );
     press(&mut a, KeyCode::Esc);
     ch(&mut a, 'k');
     ch(&mut a, 'x');
-    assert!(matches!(&a.mode, Mode::Input { text, cursor: 7, .. } if text == "not now"));
+    assert!(matches!(&a.mode, Mode::Input(TextInput { text, cursor: 7, .. }) if text == "not now"));
     // `n` at the confirm keeps it too; doing it forgets it.
     press(&mut a, KeyCode::Enter);
     ch(&mut a, 'n');
     ch(&mut a, 'x');
-    assert!(matches!(&a.mode, Mode::Input { text, .. } if text == "not now"));
+    assert!(matches!(&a.mode, Mode::Input(TextInput { text, .. }) if text == "not now"));
     press(&mut a, KeyCode::Enter);
     ch(&mut a, 'r');
     assert!(
-        matches!(&a.mode, Mode::Input { purpose: InputFor::RejectReason(_), text, .. } if text == "not now")
+        matches!(&a.mode, Mode::Input(TextInput { purpose: InputFor::RejectReason(_), text, .. }) if text == "not now")
     );
     press(&mut a, KeyCode::Enter);
     assert!(matches!(
@@ -465,7 +471,7 @@ fn the_cursor_moves_and_edits_in_the_middle() {
     press(&mut a, KeyCode::End);
     ch(&mut a, '!');
     assert!(
-        matches!(&a.mode, Mode::Input { text, cursor: 9, .. } if text == "Use sQlx!"),
+        matches!(&a.mode, Mode::Input(TextInput { text, cursor: 9, .. }) if text == "Use sQlx!"),
         "{:?}",
         a.mode
     );
@@ -521,20 +527,19 @@ fn gates_are_decided_from_the_detail_view() {
     let mut a = board();
     ch(&mut a, 'j');
     press(&mut a, KeyCode::Enter);
-    assert!(matches!(a.mode, Mode::Detail { .. }));
+    assert!(matches!(a.mode, Mode::Detail(_)));
     ch(&mut a, 'N');
-    assert!(
-        matches!(a.mode, Mode::Detail { .. }),
-        "N keeps the detail open"
-    );
+    assert!(matches!(a.mode, Mode::Detail(_)), "N keeps the detail open");
     assert_eq!(a.selected_gate().as_deref(), Some("g-gate03"));
     ch(&mut a, 'a');
-    assert!(matches!(&a.mode, Mode::Confirm(OwnerAct::Approve { gate, .. }) if gate == "g-gate03"));
+    assert!(
+        matches!(&a.mode, Mode::Confirm(Confirm { act: OwnerAct::Approve { gate, .. }, .. }) if gate == "g-gate03")
+    );
     ch(&mut a, 'n');
     press(&mut a, KeyCode::Enter);
     ch(&mut a, 'x');
     assert!(
-        matches!(&a.mode, Mode::Input { purpose: InputFor::RejectReason(g), .. } if g == "g-gate03")
+        matches!(&a.mode, Mode::Input(TextInput { purpose: InputFor::RejectReason(g), .. }) if g == "g-gate03")
     );
     // A todo's detail refuses gate keys, and reassigns.
     press(&mut a, KeyCode::Esc);
@@ -542,15 +547,15 @@ fn gates_are_decided_from_the_detail_view() {
     press(&mut a, KeyCode::Right);
     press(&mut a, KeyCode::Enter);
     ch(&mut a, 'a');
-    assert!(matches!(a.mode, Mode::Detail { .. }));
+    assert!(matches!(a.mode, Mode::Detail(_)));
     assert!(message(&a).contains("act on a gate"), "{}", message(&a));
     ch(&mut a, 'r');
     assert!(matches!(
         &a.mode,
-        Mode::Picker {
+        Mode::Picker(Picker {
             purpose: PickFor::Agent(_),
             ..
-        }
+        })
     ));
 }
 
@@ -572,11 +577,11 @@ fn the_reassign_picker_lists_live_agents_first_and_hides_stale_ones() {
         "agent-z's lease ends first"
     );
     ch(&mut a, 'r');
-    let Mode::Picker {
+    let Mode::Picker(Picker {
         choices,
         agents: Some(p),
         ..
-    } = &a.mode
+    }) = &a.mode
     else {
         panic!("{:?}", a.mode)
     };
@@ -588,7 +593,7 @@ fn the_reassign_picker_lists_live_agents_first_and_hides_stale_ones() {
     assert_eq!(p.hidden(), 2);
     snap_both("reassign_picker", &a);
     press(&mut a, KeyCode::Tab);
-    let Mode::Picker { choices, .. } = &a.mode else {
+    let Mode::Picker(Picker { choices, .. }) = &a.mode else {
         panic!()
     };
     assert_eq!(choices, &["agent-a", "agent-b", "agent-old", "agent-never"]);
@@ -603,7 +608,7 @@ fn the_reassign_picker_takes_a_typed_id_checked_as_agent_is() {
     on_claimed(&mut a);
     ch(&mut a, 'r');
     typ(&mut a, "old");
-    let Mode::Picker { choices, .. } = &a.mode else {
+    let Mode::Picker(Picker { choices, .. }) = &a.mode else {
         panic!()
     };
     assert_eq!(
@@ -617,7 +622,7 @@ fn the_reassign_picker_takes_a_typed_id_checked_as_agent_is() {
     typ(&mut a, "owner");
     press(&mut a, KeyCode::Enter);
     assert!(
-        matches!(a.mode, Mode::Picker { .. }),
+        matches!(a.mode, Mode::Picker(_)),
         "a reserved name is refused"
     );
     assert!(message(&a).contains("reserved"), "{}", message(&a));
@@ -629,10 +634,10 @@ fn the_reassign_picker_takes_a_typed_id_checked_as_agent_is() {
     press(&mut a, KeyCode::Enter);
     assert_eq!(
         a.mode,
-        Mode::Confirm(OwnerAct::Reassign {
+        Mode::Confirm(Confirm::new(OwnerAct::Reassign {
             todo: "t-aaaaa5".into(),
             to: "agent-new".into()
-        })
+        }))
     );
 }
 
@@ -740,7 +745,7 @@ fn e_shows_the_full_error_and_shift_e_edits_the_file() {
     assert!(ch(&mut a, 'E').is_empty());
     let mut a = quarantined();
     ch(&mut a, 'e');
-    assert_eq!(a.mode, Mode::Errors { sel: 0 });
+    assert_eq!(a.mode, Mode::Errors(FileErrors { sel: 0 }));
     let text = text_of(&a, 120, 40);
     assert!(text.contains(".loopx/todos/t-aaaaa1.toml line 4"), "{text}");
     assert!(
@@ -860,7 +865,7 @@ fn every_dialog_draws_at_any_size() {
 fn the_errors_overlay_closes_when_every_file_reads() {
     let mut a = quarantined();
     ch(&mut a, 'e');
-    assert_eq!(a.mode, Mode::Errors { sel: 0 });
+    assert_eq!(a.mode, Mode::Errors(FileErrors { sel: 0 }));
     load(&mut a, snapshot());
     assert_eq!(a.mode, Mode::Normal);
 }
@@ -881,7 +886,7 @@ fn the_confirm_dialog_shows_the_action_and_binds_its_digest() {
     ch(&mut a, 'j');
     ch(&mut a, 'a');
     assert!(
-        matches!(&a.mode, Mode::Confirm(OwnerAct::Approve { sha: Some(x), .. }) if *x == sha),
+        matches!(&a.mode, Mode::Confirm(Confirm { act: OwnerAct::Approve { sha: Some(x), .. }, .. }) if *x == sha),
         "{:?}",
         a.mode
     );

@@ -6,7 +6,7 @@ mod common;
 
 use common::Project;
 use common::frames::{snap_both, text};
-use loopx::board::app::{App, AppEvent, ChartView, Mode};
+use loopx::board::app::{App, AppEvent, MetricChart, Mode};
 use loopx::board::data::{Delta, Loader};
 use loopx::board::keymap;
 use loopx::board::metrics::{self, Best, GOAL_POINTS, Metrics, MetricsDelta, Point};
@@ -116,9 +116,9 @@ fn the_goal_chart_marks_the_best_run() {
     // The ready todo selected has no metrics: the whole goal's, its most recorded metric.
     assert_eq!(
         a.mode,
-        Mode::Chart(ChartView {
+        Mode::Chart(MetricChart {
             goal: true,
-            ..ChartView::default()
+            ..MetricChart::default()
         })
     );
     snap_both("chart_goal", &a);

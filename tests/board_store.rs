@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 use common::{Project, TempDir};
 use loopx::board::app::{App, AppEvent};
 use loopx::board::data::Loader;
+use loopx::board::draw;
 use loopx::board::sealer::Sealer;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::flows::owner::Owner;
 use loopx::kernel::{Dur, Snapshot, Ts};
 use loopx::store::FileStore;
@@ -100,7 +100,7 @@ fn shape(s: &Snapshot) -> String {
 
 fn screen(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    t.draw(|f| view::draw(f, &app.view())).expect("draw");
+    t.draw(|f| draw::frame(f, &app.scene())).expect("draw");
     t.backend().to_string()
 }
 

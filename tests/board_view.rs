@@ -5,7 +5,7 @@
 mod common;
 
 use common::frames::{snap_both, text};
-use loopx::board::app::{App, AppEvent, Mode};
+use loopx::board::app::{App, AppEvent, Help, Mode};
 use loopx::board::data::Delta;
 use loopx::board::panes;
 use loopx::board::theme::Theme;
@@ -298,7 +298,7 @@ fn the_filter_applies_to_the_pending_gate_count() {
 fn the_help_says_keys_are_below_the_fold() {
     let mut a = board(crowded(true), true);
     press(&mut a, KeyCode::Char('?'));
-    assert_eq!(a.mode, Mode::Help { scroll: 0 });
+    assert_eq!(a.mode, Mode::Help(Help { scroll: 0 }));
     let t = text(&a, 80, 24);
     assert!(t.contains(" more ┛"), "{t}");
     // Scrolled to the end, nothing is below.

@@ -71,11 +71,11 @@ fn an_overdue_monitor_is_marked_in_the_todos_pane() {
         at: now(),
         ..Delta::default()
     }));
-    let vm = app.view();
+    let vm = app.scene();
     let mut term = Terminal::new(TestBackend::new(110, 10)).unwrap();
     term.draw(|f| {
         let a = f.area();
-        panes::todos::render(f, a, &vm)
+        panes::todos::draw(f, a, &vm)
     })
     .unwrap();
     let shown = format!("{}", term.backend());
@@ -122,11 +122,11 @@ fn the_breakers_parked_and_backed_off_todos_are_marked() {
         at: now(),
         ..Delta::default()
     }));
-    let vm = app.view();
+    let vm = app.scene();
     let mut term = Terminal::new(TestBackend::new(110, 14)).unwrap();
     term.draw(|f| {
         let a = f.area();
-        panes::todos::render(f, a, &vm)
+        panes::todos::draw(f, a, &vm)
     })
     .unwrap();
     let shown = format!("{}", term.backend());

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::tmux::{BIN, Tmux, loopx, owned_project, skip_without_tmux};
-use loopx::board::app::{App, AppEvent, InputFor, Mode};
+use loopx::board::app::{App, AppEvent, InputFor, Mode, TextInput};
 use loopx::board::data::Delta;
 use loopx::board::theme::Theme;
 use loopx::flows::owner::Owner;
@@ -68,7 +68,7 @@ fn ch(app: &mut App, c: char) {
 
 fn input_text(app: &App) -> String {
     match &app.mode {
-        Mode::Input { text, .. } => text.clone(),
+        Mode::Input(TextInput { text, .. }) => text.clone(),
         m => panic!("not in an input: {m:?}"),
     }
 }
@@ -82,10 +82,10 @@ fn a_pasted_newline_never_submits_the_reason_nor_confirms() {
     ch(&mut a, 'x');
     assert!(matches!(
         a.mode,
-        Mode::Input {
+        Mode::Input(TextInput {
             purpose: InputFor::RejectReason(_),
             ..
-        }
+        })
     ));
     let fx = a.on_event(AppEvent::Paste("too risky\r\n\ry\x1b[31m".into()));
     assert!(fx.is_empty(), "a paste performs nothing: {fx:?}");
@@ -102,7 +102,7 @@ fn a_huge_paste_is_cut_at_the_field_limit_and_says_so() {
         input_text(&a).chars().count(),
         loopx::kernel::bounds::TEXT_MAX
     );
-    let Mode::Input { note, cursor, .. } = &a.mode else {
+    let Mode::Input(TextInput { note, cursor, .. }) = &a.mode else {
         unreachable!()
     };
     assert_eq!(*cursor, loopx::kernel::bounds::TEXT_MAX);
@@ -176,7 +176,8 @@ fn draws_everywhere(app: &App, what: &str) {
         a.on_event(AppEvent::Resize(w, h));
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            t.draw(|f| loopx::board::view::draw(f, &a.view())).unwrap();
+            t.draw(|f| loopx::board::draw::frame(f, &a.scene()))
+                .unwrap();
         }));
         assert!(r.is_ok(), "{what} panicked at {w}x{h}");
     }
@@ -210,7 +211,7 @@ fn every_new_dialog_draws_on_tiny_terminals() {
     a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     ch(&mut a, 'l');
     ch(&mut a, 'r');
-    assert!(matches!(a.mode, Mode::Picker { .. }), "{:?}", a.mode);
+    assert!(matches!(a.mode, Mode::Picker(_)), "{:?}", a.mode);
     a.on_event(AppEvent::Paste("agent-".repeat(20)));
     draws_everywhere(&a, "the reassign picker with a typed id");
     a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
@@ -227,7 +228,7 @@ fn every_new_dialog_draws_on_tiny_terminals() {
     }));
     draws_everywhere(&a, "the broken-file banner");
     ch(&mut a, 'e');
-    assert!(matches!(a.mode, Mode::Errors { .. }), "{:?}", a.mode);
+    assert!(matches!(a.mode, Mode::Errors(_)), "{:?}", a.mode);
     draws_everywhere(&a, "the file errors");
 }
 

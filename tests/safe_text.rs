@@ -8,8 +8,8 @@ use std::process::Stdio;
 use common::Project;
 use loopx::board::app::{App, AppEvent};
 use loopx::board::data::Delta;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::store::{FileStore, Store};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -223,7 +223,7 @@ fn the_board_shows_stored_text_escaped() {
     let evidence = store.evidence_tail(&a, 10).unwrap();
     app.on_event(AppEvent::Evidence(a.clone(), Ok(evidence)));
     let mut t = Terminal::new(TestBackend::new(160, 50)).unwrap();
-    t.draw(|f| view::draw(f, &app.view())).unwrap();
+    t.draw(|f| draw::frame(f, &app.scene())).unwrap();
     let buf = t.backend().buffer().clone();
     let mut screen = String::new();
     for y in 0..buf.area.height {

@@ -3,8 +3,8 @@
 
 use loopx::board::app::{App, AppEvent, Mode};
 use loopx::board::data::Delta;
+use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::board::view;
 use loopx::kernel::{Action, Config, Event, Snapshot, Todo, Ts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -38,7 +38,7 @@ fn event(seq: u64, actor: &str, mins_ago: i64) -> Event {
 
 fn text(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    t.draw(|f| view::draw(f, &app.view())).unwrap();
+    t.draw(|f| draw::frame(f, &app.scene())).unwrap();
     let buf = t.backend().buffer();
     let mut s = String::new();
     for y in 0..buf.area.height {
@@ -78,7 +78,7 @@ fn the_detail_view_shows_body_and_links_and_w_shows_the_roster() {
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::Right);
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(app.mode, Mode::Detail { .. }), "{:?}", app.mode);
+    assert!(matches!(app.mode, Mode::Detail(_)), "{:?}", app.mode);
     let s = text(&app);
     assert!(s.contains("First line of the body"), "{s}");
     assert!(s.contains("\\x1b[31m line"), "{s}");
@@ -87,7 +87,7 @@ fn the_detail_view_shows_body_and_links_and_w_shows_the_roster() {
 
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('w'));
-    assert!(matches!(app.mode, Mode::Agents { .. }), "{:?}", app.mode);
+    assert!(matches!(app.mode, Mode::Agents(_)), "{:?}", app.mode);
     let s = text(&app);
     let bob = s.lines().find(|l| l.contains("bob")).expect("bob listed");
     assert!(bob.contains("working") && bob.contains("t-aaaaaa"), "{bob}");

@@ -9,30 +9,38 @@ use ratatui::layout::{Position, Rect};
 
 use crate::board::data::{Delta, DoneItem, JOURNAL_FILE};
 use crate::board::derive::{self, Columns};
-use crate::board::keymap::{self, Action, Scope};
+pub use crate::board::dialogs::chart::MetricChart;
+pub use crate::board::dialogs::confirm::Confirm;
+pub use crate::board::dialogs::detail::Detail;
+pub use crate::board::dialogs::errors::FileErrors;
+pub use crate::board::dialogs::help::Help;
+pub use crate::board::dialogs::input::{Drafts, TextInput};
+pub use crate::board::dialogs::picker::{AgentPick, PickFor, Picker};
+use crate::board::dialogs::reply::Reply;
+pub use crate::board::dialogs::roster::{Candidate, Roster};
+use crate::board::keymap::{self, Intent, Scope};
 use crate::board::layout;
 use crate::board::metrics::Metrics;
 pub use crate::board::panes::Pane;
-use crate::board::panes::ViewModel;
+use crate::board::panes::Scene;
 use crate::board::panes::activity::ActivityPane;
-pub use crate::board::panes::dialog::{AgentPick, Candidate, InputFor, PickFor};
 use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
-use crate::board::panes::keys::{Ctx, Outcome};
-pub use crate::board::panes::overlay::{ChartView, Mode};
+pub use crate::board::panes::keys::InputFor;
+use crate::board::panes::keys::{OnScreen, Outcome};
 pub use crate::board::panes::status::{Live, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 use crate::flows::owner::{Owner, OwnerAct};
 mod act;
-mod chart;
 mod fit;
-pub mod input;
+mod input;
+mod mode;
 mod modes;
 mod mouse;
-pub mod pick;
 mod tools;
 mod triage;
+pub use mode::Mode;
 
 pub use crate::board::derive::sort::{self, SortBy};
 pub use crate::board::panes::text::{ago, countdown, hhmm, split_priority, why_text, why_text_at};
@@ -137,8 +145,6 @@ pub struct App {
     pub evidence: EvidencePane,
     /// The goal's metric points (the newest), for the chart and the headline.
     pub metrics: Metrics,
-    /// The gate's action scrolled, in the confirm dialog.
-    pub action_scroll: usize,
     /// The activity pane.
     pub activity: ActivityPane,
     /// Set when the board should stop.
@@ -154,7 +160,7 @@ pub struct App {
     /// Clock times (UTC) instead of relative ones.
     pub absolute: bool,
     /// Text typed and dismissed, by gate and purpose, offered again when the input reopens.
-    pub drafts: BTreeMap<String, String>,
+    pub drafts: Drafts,
     /// Gate decisions asked of the store that the loads do not show yet.
     decisions: triage::Decisions,
 }
@@ -184,7 +190,6 @@ impl App {
             todos: TodosPane::default(),
             evidence: EvidencePane::default(),
             metrics: Metrics::default(),
-            action_scroll: 0,
             activity: ActivityPane::default(),
             quit: false,
             nested: false,
@@ -192,7 +197,7 @@ impl App {
             attention: Default::default(),
             sort: SortBy::default(),
             absolute: false,
-            drafts: BTreeMap::new(),
+            drafts: Drafts::default(),
             decisions: triage::Decisions::default(),
         }
     }
@@ -334,23 +339,13 @@ impl App {
 
     /// The scopes whose keys apply now, in order.
     pub fn scopes(&self) -> Vec<Scope> {
-        match &self.mode {
-            Mode::Normal => keymap::board_scopes(match self.focus {
+        self.mode.scopes().unwrap_or_else(|| {
+            keymap::board_scopes(match self.focus {
                 Pane::Gates => Some(GatesPane::SCOPE),
                 Pane::Todos => Some(TodosPane::SCOPE),
                 Pane::Evidence | Pane::Activity => None,
-            }),
-            Mode::Detail { .. } => vec![Scope::Detail, Scope::Overlay, Scope::Always],
-            Mode::Help { .. } | Mode::Agents { .. } => vec![Scope::Overlay, Scope::Always],
-            Mode::Filter | Mode::Input { .. } => vec![Scope::Input, Scope::Always],
-            Mode::Picker {
-                agents: Some(_), ..
-            } => vec![Scope::AgentPicker, Scope::Always],
-            Mode::Picker { .. } => vec![Scope::Picker, Scope::Always],
-            Mode::Confirm(_) => vec![Scope::Confirm, Scope::Always],
-            Mode::Errors { .. } => vec![Scope::Errors, Scope::Always],
-            Mode::Chart(_) => vec![Scope::Chart, Scope::Always],
-        }
+            })
+        })
     }
 
     /// Reacts to a key press (releases and repeats of other kinds are ignored).
@@ -359,54 +354,33 @@ impl App {
             return Vec::new();
         }
         let scopes = self.scopes();
-        let Some(action) = keymap::lookup(&scopes, &key, false) else {
+        let Some(intent) = keymap::lookup(&scopes, &key, false) else {
             self.on_text(key);
             return Vec::new();
         };
         if self.readonly
             && keymap::KEYMAP
                 .iter()
-                .any(|b| b.action == action && b.changes)
+                .any(|b| b.intent == intent && b.changes)
         {
             self.say("read-only board (--readonly): changes are off", true);
             return Vec::new();
         }
-        if matches!(self.mode, Mode::Normal | Mode::Detail { .. })
-            && keymap::needs_owner(action)
+        if matches!(self.mode, Mode::Normal | Mode::Detail(_))
+            && keymap::needs_owner(intent)
             && !self.owner.verified
         {
             let why = self.owner.note.trim_start_matches("owner: ").to_string();
             self.say(format!("only the owner can do this; {why}"), true);
             return Vec::new();
         }
-        match action {
-            Action::Quit => {
+        match intent {
+            Intent::Quit => {
                 self.quit = true;
                 vec![Effect::Quit]
             }
-            Action::Suspend => vec![Effect::Suspend],
-            _ => self.dispatch(action),
-        }
-    }
-
-    fn on_text(&mut self, key: KeyEvent) {
-        let KeyCode::Char(c) = key.code else { return };
-        if key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-        {
-            return;
-        }
-        match &mut self.mode {
-            Mode::Filter
-                if !crate::text::is_unsafe(c) && self.filter.chars().count() < FILTER_MAX =>
-            {
-                self.filter.push(c);
-                self.derive();
-            }
-            Mode::Input { .. } => self.input_char(c),
-            Mode::Picker { .. } => self.picker_char(c),
-            _ => {}
+            Intent::Suspend => vec![Effect::Suspend],
+            _ => self.dispatch(intent),
         }
     }
 
@@ -432,8 +406,8 @@ impl App {
         }
     }
 
-    /// The view of this state at its clock, for [`crate::board::view::draw`].
-    pub fn view(&self) -> ViewModel<'_> {
+    /// The view of this state at its clock, for [`crate::board::draw::frame`].
+    pub fn scene(&self) -> Scene<'_> {
         let gates = self
             .snap
             .as_ref()
@@ -445,7 +419,7 @@ impl App {
                     .collect()
             })
             .unwrap_or_default();
-        ViewModel {
+        Scene {
             now: self.now,
             theme: &self.theme,
             project: &self.project,
@@ -455,11 +429,11 @@ impl App {
             gate_pane: &self.gates,
             todos: &self.todos,
             focus: self.focus,
-            mode: &self.mode,
+            filtering: self.mode == Mode::Filter,
+            overlay: self.mode.overlay(),
             filter: &self.filter,
             evidence: &self.evidence,
             metrics: &self.metrics,
-            action_scroll: self.action_scroll,
             journal: &self.journal,
             activity: &self.activity,
             failed: &self.problems,

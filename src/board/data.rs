@@ -3,7 +3,7 @@
 //! the Done column.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::board::metrics;
 use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
@@ -276,8 +276,7 @@ impl Loader {
         if !done.iter().any(checked) {
             return;
         }
-        let root = self.store.local_root().map(Path::to_path_buf);
-        let head = root.and_then(|r| crate::runtime::git::head(&r).ok().flatten());
+        let head = crate::flows::stale::head(self.store.as_ref());
         for d in done.iter_mut() {
             if let Some((tier, s)) = d.proof.as_mut() {
                 *s = stale(tier, head.as_deref());

@@ -64,28 +64,7 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
     std::fs::create_dir_all(root).map_err(|e| Error::io(root, &e))?;
     let store = FileStore::at(root);
     store.create(&config(now), "demo")?;
-    let mut ids: Vec<String> = Vec::new();
-    for (i, (title, p)) in TODOS.iter().enumerate() {
-        let id = store.fresh_id(Kind::Todo)?;
-        let depends_on: Vec<String> = if i == 6 {
-            vec![ids[3].clone()]
-        } else {
-            Vec::new()
-        };
-        store.mutate(|s| {
-            ops::add_todo(
-                s,
-                "demo",
-                now.sub(Dur::from_mins(120 - i as i64)),
-                NewTodo {
-                    priority: *p,
-                    depends_on: depends_on.clone(),
-                    ..NewTodo::new(id.clone(), title.to_string())
-                },
-            )
-        })?;
-        ids.push(id);
-    }
+    let ids = add_todos(&store, now)?;
     let uid = store.fresh_id(Kind::Todo)?;
     store.mutate(|s| {
         ops::add_todo(
@@ -120,6 +99,33 @@ pub fn create(root: &Path, now: Ts) -> Result<FileStore> {
         store.mutate(|s| ops::spend(s, agent, at, 1, None, Some(1000 + rng.below(9000)), None))?;
     }
     Ok(store)
+}
+
+/// The demo's agent todos, the seventh depending on the fourth; their ids in order.
+fn add_todos(store: &FileStore, now: Ts) -> Result<Vec<String>> {
+    let mut ids: Vec<String> = Vec::new();
+    for (i, (title, p)) in TODOS.iter().enumerate() {
+        let id = store.fresh_id(Kind::Todo)?;
+        let depends_on: Vec<String> = if i == 6 {
+            vec![ids[3].clone()]
+        } else {
+            Vec::new()
+        };
+        store.mutate(|s| {
+            ops::add_todo(
+                s,
+                "demo",
+                now.sub(Dur::from_mins(120 - i as i64)),
+                NewTodo {
+                    priority: *p,
+                    depends_on: depends_on.clone(),
+                    ..NewTodo::new(id.clone(), title.to_string())
+                },
+            )
+        })?;
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 /// The demo's goal, quota, lease and three simulated agents.

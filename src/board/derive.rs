@@ -280,7 +280,7 @@ pub fn tampered(g: &Gate) -> bool {
 
 /// The quota pane's figures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuotaView {
+pub struct QuotaNow {
     /// Slots spent in the window.
     pub used: u64,
     /// Slots per window.
@@ -298,7 +298,7 @@ pub struct QuotaView {
 }
 
 /// The quota at `now`, with `n` sparkline buckets across the window.
-pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
+pub fn quota_now(snap: &Snapshot, now: Ts, n: usize) -> QuotaNow {
     let p = &snap.config.quota;
     let u = quota::usage(&snap.quota, p, now);
     let thr = quota::throttled(&snap.quota, p, now);
@@ -313,7 +313,7 @@ pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
             *b += u64::from(s.slots);
         }
     }
-    QuotaView {
+    QuotaNow {
         used: u.used,
         limit: u.limit,
         window: u.window,
@@ -322,27 +322,4 @@ pub fn quota_view(snap: &Snapshot, now: Ts, n: usize) -> QuotaView {
         spent: thr.map(|(l, _)| l.as_str()),
         buckets,
     }
-}
-
-/// Agents the owner may reassign to: configured ones, declared ones (`agents/`), lease holders,
-/// and agents seen in the journal.
-///
-/// Only valid agent ids: reserved names (`owner`, `gate:ID`, ...) are never offered.
-pub fn known_agents(snap: &Snapshot, journal: &[crate::kernel::Event]) -> Vec<String> {
-    let mut v: Vec<String> = snap.config.agents.keys().cloned().collect();
-    v.extend(snap.agents.keys().cloned());
-    for t in snap.todos.values() {
-        if let Some(l) = &t.lease {
-            v.push(l.holder.clone());
-        }
-    }
-    for e in journal {
-        if e.action.is_todo() {
-            v.push(e.actor.clone());
-        }
-    }
-    v.retain(|a| crate::kernel::id::check_agent(a).is_ok());
-    v.sort();
-    v.dedup();
-    v
 }

@@ -4,7 +4,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// What a key asks the board to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
+pub enum Intent {
     /// Leave the board.
     Quit,
     /// Suspend to the shell (Ctrl-Z).
@@ -174,7 +174,7 @@ pub struct Binding {
     /// The keys, the first shown in hints.
     pub keys: &'static [Key],
     /// What it does.
-    pub action: Action,
+    pub intent: Intent,
     /// A line for the help overlay.
     pub help: &'static str,
     /// A word for the key-hint bar, if it belongs there.
@@ -186,7 +186,7 @@ pub struct Binding {
 const fn b(
     scope: Scope,
     keys: &'static [Key],
-    action: Action,
+    intent: Intent,
     help: &'static str,
     hint: Option<&'static str>,
     changes: bool,
@@ -194,7 +194,7 @@ const fn b(
     Binding {
         scope,
         keys,
-        action,
+        intent,
         help,
         hint,
         changes,
@@ -204,81 +204,81 @@ const fn b(
 /// The keymap, in help order.
 #[rustfmt::skip]
 pub const KEYMAP: &[Binding] = &[
-    b(Scope::Always, &[ctrl('c')], Action::Quit, "quit the board", None, false),
-    b(Scope::Always, &[ctrl('z')], Action::Suspend, "suspend to the shell (fg to come back)", None, false),
-    b(Scope::Global, &[k('q')], Action::Quit, "quit", Some("quit"), false),
-    b(Scope::Global, &[k('?')], Action::Help, "this help", Some("help"), false),
-    b(Scope::Global, &[code(KeyCode::Tab)], Action::NextPane, "focus the next pane (or click it)", Some("pane"), false),
-    b(Scope::Global, &[code(KeyCode::BackTab)], Action::PrevPane, "focus the previous pane", None, false),
-    b(Scope::Global, &[code(KeyCode::Down), k('j')], Action::Down, "move down (or the mouse wheel)", None, false),
-    b(Scope::Global, &[code(KeyCode::Up), k('k')], Action::Up, "move up", None, false),
-    b(Scope::Global, &[code(KeyCode::PageDown), ctrl('d')], Action::PageDown, "a page down", None, false),
-    b(Scope::Global, &[code(KeyCode::PageUp), ctrl('u')], Action::PageUp, "a page up", None, false),
-    b(Scope::Global, &[code(KeyCode::Home), k('g')], Action::Top, "the first row", None, false),
-    b(Scope::Global, &[code(KeyCode::End), k('G')], Action::Bottom, "the last row", None, false),
-    b(Scope::Global, &[code(KeyCode::Enter)], Action::Open, "details of the selection", Some("details"), false),
-    b(Scope::Global, &[k('w')], Action::Agents, "the agents: working, idle or stale", None, false),
-    b(Scope::Global, &[k('m')], Action::Metrics, "metric chart of the todo, or the goal", None, false),
-    b(Scope::Global, &[k('/')], Action::Filter, "filter todos and gates by text", Some("filter"), false),
-    b(Scope::Global, &[code(KeyCode::Esc)], Action::Back, "clear the filter or the message", None, false),
-    b(Scope::Global, &[ctrl('r')], Action::Reload, "reload every file now", None, false),
-    b(Scope::Global, &[k('N')], Action::NextGate, "the next pending gate, from any pane", None, false),
-    b(Scope::Global, &[k('y')], Action::Copy, "copy the selected id (OSC 52 clipboard)", None, false),
-    b(Scope::Global, &[k('t')], Action::Times, "relative times or clock times (UTC)", None, false),
-    b(Scope::Global, &[k('e')], Action::Errors, "file errors in full: file, line, message", None, false),
-    b(Scope::Global, &[k('E')], Action::Edit, "edit the broken file in $EDITOR, reload", None, true),
-    b(Scope::Global, &[k('p')], Action::TogglePause, "pause or resume the goal", Some("pause"), true),
-    b(Scope::Global, &[k('n')], Action::AddTodo, "add a todo", Some("add"), true),
-    b(Scope::Gates, &[k('a')], Action::Approve, "approve the selected gate", Some("approve"), true),
-    b(Scope::Gates, &[k('x')], Action::Reject, "reject the selected gate (asks a reason)", Some("reject"), true),
-    b(Scope::Todos, &[code(KeyCode::Left), k('h')], Action::Left, "the column to the left", None, false),
-    b(Scope::Todos, &[code(KeyCode::Right), k('l')], Action::Right, "the column to the right", Some("column"), false),
-    b(Scope::Todos, &[k('r')], Action::Reassign, "reassign the lease to an agent", Some("reassign"), true),
-    b(Scope::Todos, &[k('u')], Action::Release, "release the lease", Some("release"), true),
-    b(Scope::Todos, &[k('s')], Action::Sort, "sort: pick order, priority, age, holder", None, false),
-    b(Scope::Detail, &[k('a')], Action::Approve, "approve the gate shown", None, true),
-    b(Scope::Detail, &[k('x')], Action::Reject, "reject the gate shown (asks a reason)", None, true),
-    b(Scope::Detail, &[k('r')], Action::Reassign, "reassign the todo shown", None, true),
-    b(Scope::Detail, &[k('u')], Action::Release, "release the todo's lease", None, true),
-    b(Scope::Detail, &[k('y')], Action::Copy, "copy the id shown (OSC 52)", None, false),
-    b(Scope::Detail, &[k('N')], Action::NextGate, "the next pending gate", None, false),
-    b(Scope::Confirm, &[k('y'), code(KeyCode::Enter)], Action::Confirm, "do it", Some("yes"), false),
-    b(Scope::Confirm, &[k('n'), code(KeyCode::Esc)], Action::Cancel, "do nothing", Some("no"), false),
-    b(Scope::Confirm, &[k('r')], Action::EditReason, "a reason (optional on approve)", Some("reason"), false),
-    b(Scope::Confirm, &[code(KeyCode::Down), k('j')], Action::Down, "scroll the gate's action down", None, false),
-    b(Scope::Confirm, &[code(KeyCode::Up), k('k')], Action::Up, "scroll the gate's action up", None, false),
-    b(Scope::Input, &[code(KeyCode::Enter)], Action::Submit, "on to the confirm (a filter: keep it)", Some("next"), false),
-    b(Scope::Input, &[code(KeyCode::Esc)], Action::Cancel, "cancel (the text is kept for next time)", Some("cancel"), false),
-    b(Scope::Input, &[code(KeyCode::Left)], Action::Left, "move the cursor left", None, false),
-    b(Scope::Input, &[code(KeyCode::Right)], Action::Right, "move the cursor right", None, false),
-    b(Scope::Input, &[code(KeyCode::Home), ctrl('a')], Action::Top, "to the start", None, false),
-    b(Scope::Input, &[code(KeyCode::End), ctrl('e')], Action::Bottom, "to the end", None, false),
-    b(Scope::Input, &[code(KeyCode::Backspace)], Action::Erase, "delete before the cursor", None, false),
-    b(Scope::Input, &[code(KeyCode::Delete)], Action::EraseForward, "delete at the cursor", None, false),
-    b(Scope::Picker, &[code(KeyCode::Down), k('j')], Action::Down, "next choice", None, false),
-    b(Scope::Picker, &[code(KeyCode::Up), k('k')], Action::Up, "previous choice", None, false),
-    b(Scope::Picker, &[code(KeyCode::Enter)], Action::Submit, "choose", Some("choose"), false),
-    b(Scope::Picker, &[code(KeyCode::Esc)], Action::Cancel, "cancel", Some("cancel"), false),
-    b(Scope::AgentPicker, &[code(KeyCode::Down)], Action::Down, "next agent", None, false),
-    b(Scope::AgentPicker, &[code(KeyCode::Up)], Action::Up, "previous agent", None, false),
-    b(Scope::AgentPicker, &[code(KeyCode::Enter)], Action::Submit, "choose; a typed id is checked as --agent", Some("choose"), false),
-    b(Scope::AgentPicker, &[code(KeyCode::Tab)], Action::ShowAll, "list stale and never-seen agents too", Some("stale"), false),
-    b(Scope::AgentPicker, &[code(KeyCode::Backspace)], Action::Erase, "delete a typed character", None, false),
-    b(Scope::AgentPicker, &[code(KeyCode::Esc)], Action::Cancel, "cancel", Some("cancel"), false),
-    b(Scope::Errors, &[code(KeyCode::Down), k('j')], Action::Down, "next error", None, false),
-    b(Scope::Errors, &[code(KeyCode::Up), k('k')], Action::Up, "previous error", None, false),
-    b(Scope::Errors, &[k('E'), code(KeyCode::Enter)], Action::Edit, "edit its file in $EDITOR, reload", Some("edit"), true),
-    b(Scope::Errors, &[code(KeyCode::Esc), k('q'), k('e')], Action::Back, "close", Some("close"), false),
-    b(Scope::Chart, &[code(KeyCode::Tab), code(KeyCode::Right), k('l')], Action::Right, "the next metric", Some("metric"), false),
-    b(Scope::Chart, &[code(KeyCode::BackTab), code(KeyCode::Left), k('h')], Action::Left, "the previous metric", None, false),
-    b(Scope::Chart, &[k('b')], Action::FlipBest, "best is the highest value or the lowest", Some("best"), false),
-    b(Scope::Chart, &[k('g')], Action::MetricScope, "the selected todo's or the goal's points", Some("todo/goal"), false),
-    b(Scope::Chart, &[code(KeyCode::Esc), k('q'), k('m')], Action::Back, "close", Some("close"), false),
-    b(Scope::Overlay, &[code(KeyCode::Down), k('j')], Action::Down, "scroll down", None, false),
-    b(Scope::Overlay, &[code(KeyCode::Up), k('k')], Action::Up, "scroll up", None, false),
-    b(Scope::Overlay, &[code(KeyCode::PageDown)], Action::PageDown, "a page down", None, false),
-    b(Scope::Overlay, &[code(KeyCode::PageUp)], Action::PageUp, "a page up", None, false),
-    b(Scope::Overlay, &[code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::Enter)], Action::Back, "close", Some("close"), false),
+    b(Scope::Always, &[ctrl('c')], Intent::Quit, "quit the board", None, false),
+    b(Scope::Always, &[ctrl('z')], Intent::Suspend, "suspend to the shell (fg to come back)", None, false),
+    b(Scope::Global, &[k('q')], Intent::Quit, "quit", Some("quit"), false),
+    b(Scope::Global, &[k('?')], Intent::Help, "this help", Some("help"), false),
+    b(Scope::Global, &[code(KeyCode::Tab)], Intent::NextPane, "focus the next pane (or click it)", Some("pane"), false),
+    b(Scope::Global, &[code(KeyCode::BackTab)], Intent::PrevPane, "focus the previous pane", None, false),
+    b(Scope::Global, &[code(KeyCode::Down), k('j')], Intent::Down, "move down (or the mouse wheel)", None, false),
+    b(Scope::Global, &[code(KeyCode::Up), k('k')], Intent::Up, "move up", None, false),
+    b(Scope::Global, &[code(KeyCode::PageDown), ctrl('d')], Intent::PageDown, "a page down", None, false),
+    b(Scope::Global, &[code(KeyCode::PageUp), ctrl('u')], Intent::PageUp, "a page up", None, false),
+    b(Scope::Global, &[code(KeyCode::Home), k('g')], Intent::Top, "the first row", None, false),
+    b(Scope::Global, &[code(KeyCode::End), k('G')], Intent::Bottom, "the last row", None, false),
+    b(Scope::Global, &[code(KeyCode::Enter)], Intent::Open, "details of the selection", Some("details"), false),
+    b(Scope::Global, &[k('w')], Intent::Agents, "the agents: working, idle or stale", None, false),
+    b(Scope::Global, &[k('m')], Intent::Metrics, "metric chart of the todo, or the goal", None, false),
+    b(Scope::Global, &[k('/')], Intent::Filter, "filter todos and gates by text", Some("filter"), false),
+    b(Scope::Global, &[code(KeyCode::Esc)], Intent::Back, "clear the filter or the message", None, false),
+    b(Scope::Global, &[ctrl('r')], Intent::Reload, "reload every file now", None, false),
+    b(Scope::Global, &[k('N')], Intent::NextGate, "the next pending gate, from any pane", None, false),
+    b(Scope::Global, &[k('y')], Intent::Copy, "copy the selected id (OSC 52 clipboard)", None, false),
+    b(Scope::Global, &[k('t')], Intent::Times, "relative times or clock times (UTC)", None, false),
+    b(Scope::Global, &[k('e')], Intent::Errors, "file errors in full: file, line, message", None, false),
+    b(Scope::Global, &[k('E')], Intent::Edit, "edit the broken file in $EDITOR, reload", None, true),
+    b(Scope::Global, &[k('p')], Intent::TogglePause, "pause or resume the goal", Some("pause"), true),
+    b(Scope::Global, &[k('n')], Intent::AddTodo, "add a todo", Some("add"), true),
+    b(Scope::Gates, &[k('a')], Intent::Approve, "approve the selected gate", Some("approve"), true),
+    b(Scope::Gates, &[k('x')], Intent::Reject, "reject the selected gate (asks a reason)", Some("reject"), true),
+    b(Scope::Todos, &[code(KeyCode::Left), k('h')], Intent::Left, "the column to the left", None, false),
+    b(Scope::Todos, &[code(KeyCode::Right), k('l')], Intent::Right, "the column to the right", Some("column"), false),
+    b(Scope::Todos, &[k('r')], Intent::Reassign, "reassign the lease to an agent", Some("reassign"), true),
+    b(Scope::Todos, &[k('u')], Intent::Release, "release the lease", Some("release"), true),
+    b(Scope::Todos, &[k('s')], Intent::Sort, "sort: pick order, priority, age, holder", None, false),
+    b(Scope::Detail, &[k('a')], Intent::Approve, "approve the gate shown", None, true),
+    b(Scope::Detail, &[k('x')], Intent::Reject, "reject the gate shown (asks a reason)", None, true),
+    b(Scope::Detail, &[k('r')], Intent::Reassign, "reassign the todo shown", None, true),
+    b(Scope::Detail, &[k('u')], Intent::Release, "release the todo's lease", None, true),
+    b(Scope::Detail, &[k('y')], Intent::Copy, "copy the id shown (OSC 52)", None, false),
+    b(Scope::Detail, &[k('N')], Intent::NextGate, "the next pending gate", None, false),
+    b(Scope::Confirm, &[k('y'), code(KeyCode::Enter)], Intent::Confirm, "do it", Some("yes"), false),
+    b(Scope::Confirm, &[k('n'), code(KeyCode::Esc)], Intent::Cancel, "do nothing", Some("no"), false),
+    b(Scope::Confirm, &[k('r')], Intent::EditReason, "a reason (optional on approve)", Some("reason"), false),
+    b(Scope::Confirm, &[code(KeyCode::Down), k('j')], Intent::Down, "scroll the gate's action down", None, false),
+    b(Scope::Confirm, &[code(KeyCode::Up), k('k')], Intent::Up, "scroll the gate's action up", None, false),
+    b(Scope::Input, &[code(KeyCode::Enter)], Intent::Submit, "on to the confirm (a filter: keep it)", Some("next"), false),
+    b(Scope::Input, &[code(KeyCode::Esc)], Intent::Cancel, "cancel (the text is kept for next time)", Some("cancel"), false),
+    b(Scope::Input, &[code(KeyCode::Left)], Intent::Left, "move the cursor left", None, false),
+    b(Scope::Input, &[code(KeyCode::Right)], Intent::Right, "move the cursor right", None, false),
+    b(Scope::Input, &[code(KeyCode::Home), ctrl('a')], Intent::Top, "to the start", None, false),
+    b(Scope::Input, &[code(KeyCode::End), ctrl('e')], Intent::Bottom, "to the end", None, false),
+    b(Scope::Input, &[code(KeyCode::Backspace)], Intent::Erase, "delete before the cursor", None, false),
+    b(Scope::Input, &[code(KeyCode::Delete)], Intent::EraseForward, "delete at the cursor", None, false),
+    b(Scope::Picker, &[code(KeyCode::Down), k('j')], Intent::Down, "next choice", None, false),
+    b(Scope::Picker, &[code(KeyCode::Up), k('k')], Intent::Up, "previous choice", None, false),
+    b(Scope::Picker, &[code(KeyCode::Enter)], Intent::Submit, "choose", Some("choose"), false),
+    b(Scope::Picker, &[code(KeyCode::Esc)], Intent::Cancel, "cancel", Some("cancel"), false),
+    b(Scope::AgentPicker, &[code(KeyCode::Down)], Intent::Down, "next agent", None, false),
+    b(Scope::AgentPicker, &[code(KeyCode::Up)], Intent::Up, "previous agent", None, false),
+    b(Scope::AgentPicker, &[code(KeyCode::Enter)], Intent::Submit, "choose; a typed id is checked as --agent", Some("choose"), false),
+    b(Scope::AgentPicker, &[code(KeyCode::Tab)], Intent::ShowAll, "list stale and never-seen agents too", Some("stale"), false),
+    b(Scope::AgentPicker, &[code(KeyCode::Backspace)], Intent::Erase, "delete a typed character", None, false),
+    b(Scope::AgentPicker, &[code(KeyCode::Esc)], Intent::Cancel, "cancel", Some("cancel"), false),
+    b(Scope::Errors, &[code(KeyCode::Down), k('j')], Intent::Down, "next error", None, false),
+    b(Scope::Errors, &[code(KeyCode::Up), k('k')], Intent::Up, "previous error", None, false),
+    b(Scope::Errors, &[k('E'), code(KeyCode::Enter)], Intent::Edit, "edit its file in $EDITOR, reload", Some("edit"), true),
+    b(Scope::Errors, &[code(KeyCode::Esc), k('q'), k('e')], Intent::Back, "close", Some("close"), false),
+    b(Scope::Chart, &[code(KeyCode::Tab), code(KeyCode::Right), k('l')], Intent::Right, "the next metric", Some("metric"), false),
+    b(Scope::Chart, &[code(KeyCode::BackTab), code(KeyCode::Left), k('h')], Intent::Left, "the previous metric", None, false),
+    b(Scope::Chart, &[k('b')], Intent::FlipBest, "best is the highest value or the lowest", Some("best"), false),
+    b(Scope::Chart, &[k('g')], Intent::MetricScope, "the selected todo's or the goal's points", Some("todo/goal"), false),
+    b(Scope::Chart, &[code(KeyCode::Esc), k('q'), k('m')], Intent::Back, "close", Some("close"), false),
+    b(Scope::Overlay, &[code(KeyCode::Down), k('j')], Intent::Down, "scroll down", None, false),
+    b(Scope::Overlay, &[code(KeyCode::Up), k('k')], Intent::Up, "scroll up", None, false),
+    b(Scope::Overlay, &[code(KeyCode::PageDown)], Intent::PageDown, "a page down", None, false),
+    b(Scope::Overlay, &[code(KeyCode::PageUp)], Intent::PageUp, "a page up", None, false),
+    b(Scope::Overlay, &[code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::Enter)], Intent::Back, "close", Some("close"), false),
 ];
 
 /// True when a key event is this key (Shift is ignored; Control and Alt must match).
@@ -298,14 +298,14 @@ pub fn matches(key: &Key, ev: &KeyEvent) -> bool {
 }
 
 /// The action of a key in these scopes (searched in order), if any.
-pub fn lookup(scopes: &[Scope], ev: &KeyEvent, readonly: bool) -> Option<Action> {
+pub fn lookup(scopes: &[Scope], ev: &KeyEvent, readonly: bool) -> Option<Intent> {
     for s in scopes {
         for bind in KEYMAP.iter().filter(|bd| bd.scope == *s) {
             if readonly && bind.changes {
                 continue;
             }
             if bind.keys.iter().any(|key| matches(key, ev)) {
-                return Some(bind.action);
+                return Some(bind.intent);
             }
         }
     }
@@ -351,7 +351,7 @@ pub fn hints(scopes: &[Scope], readonly: bool, owner: bool) -> Vec<(String, &'st
                 continue;
             }
             if let (Some(h), Some(key)) = (bind.hint, bind.keys.first()) {
-                out.push((label(key), h, owner || !needs_owner(bind.action)));
+                out.push((label(key), h, owner || !needs_owner(bind.intent)));
             }
         }
     }
@@ -361,15 +361,15 @@ pub fn hints(scopes: &[Scope], readonly: bool, owner: bool) -> Vec<(String, &'st
 /// True for the actions only the owner may take (the store signs them, or refuses them).
 ///
 /// Adding a todo is one: the board acts as `owner`, and no line says `owner` unsigned.
-pub fn needs_owner(action: Action) -> bool {
+pub fn needs_owner(intent: Intent) -> bool {
     matches!(
-        action,
-        Action::Approve
-            | Action::Reject
-            | Action::Reassign
-            | Action::Release
-            | Action::TogglePause
-            | Action::AddTodo
+        intent,
+        Intent::Approve
+            | Intent::Reject
+            | Intent::Reassign
+            | Intent::Release
+            | Intent::TogglePause
+            | Intent::AddTodo
     )
 }
 

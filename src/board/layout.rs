@@ -152,6 +152,29 @@ impl Areas {
     }
 }
 
+impl Areas {
+    /// The areas of a frame: the rows around the panes, the panes, the todo columns and their
+    /// card lines, and the quota box (none when narrow).
+    fn of(
+        (header, banner, status, hints): (Rect, Option<Rect>, Rect, Rect),
+        panes: Vec<(Pane, Rect)>,
+        (todo_cols, card_lines): ([Rect; 5], usize),
+        quota: Option<Rect>,
+    ) -> Areas {
+        Areas {
+            header,
+            banner,
+            panes,
+            card_lines,
+            todo_cols,
+            narrow: quota.is_none(),
+            quota,
+            status,
+            hints,
+        }
+    }
+}
+
 /// Lays out a frame.
 pub fn areas(area: Rect, input: &Input) -> Areas {
     let narrow = area.width < MIN_WIDTH || area.height < MIN_HEIGHT;
@@ -182,28 +205,17 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
         } else {
             [Rect::default(); 5]
         };
-        return Areas {
-            header,
-            banner,
-            panes: vec![(input.focus, body)],
-            card_lines: card_lines(&todo_cols, &input.todos),
-            todo_cols,
-            quota: None,
-            status,
-            hints,
-            narrow,
-        };
+        let card_lines = card_lines(&todo_cols, &input.todos);
+        let panes = vec![(input.focus, body)];
+        return Areas::of(
+            (header, banner, status, hints),
+            panes,
+            (todo_cols, card_lines),
+            None,
+        );
     }
     let bottom_h: u16 = (body.height / 3).clamp(6, 14);
-    let rest = body.height.saturating_sub(bottom_h);
-    // The selected gate is shown whole, even when that takes rows from the todos.
-    let extra = input.gate_rows.max(1) - 1;
-    let need = 2 + input.gates.max(1) as u16 + extra;
-    let cap = (rest * 2 / 5)
-        .max(3 + extra)
-        .min(rest.saturating_sub(4))
-        .max(3);
-    let gates_h = need.clamp(3, cap);
+    let gates_h = gates_height(body.height.saturating_sub(bottom_h), input);
     let [gates, todos, bottom] = Layout::vertical([
         Constraint::Length(gates_h),
         Constraint::Min(4),
@@ -216,22 +228,32 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
         Constraint::Percentage(25),
     ])
     .areas(bottom);
-    Areas {
-        header,
-        banner,
-        panes: vec![
-            (Pane::Gates, gates),
-            (Pane::Todos, todos),
-            (Pane::Evidence, evidence),
-            (Pane::Activity, activity),
-        ],
-        card_lines: card_lines(&todo_columns(todos, &input.todos), &input.todos),
-        todo_cols: todo_columns(todos, &input.todos),
-        quota: Some(quota),
-        status,
-        hints,
-        narrow,
-    }
+    let panes = vec![
+        (Pane::Gates, gates),
+        (Pane::Todos, todos),
+        (Pane::Evidence, evidence),
+        (Pane::Activity, activity),
+    ];
+    let cols = todo_columns(todos, &input.todos);
+    let lines = card_lines(&cols, &input.todos);
+    Areas::of(
+        (header, banner, status, hints),
+        panes,
+        (cols, lines),
+        Some(quota),
+    )
+}
+
+/// The gates pane's height out of `rest` rows: the selected gate is shown whole, even when that
+/// takes rows from the todos.
+fn gates_height(rest: u16, input: &Input) -> u16 {
+    let extra = input.gate_rows.max(1) - 1;
+    let need = 2 + input.gates.max(1) as u16 + extra;
+    let cap = (rest * 2 / 5)
+        .max(3 + extra)
+        .min(rest.saturating_sub(4))
+        .max(3);
+    need.clamp(3, cap)
 }
 
 /// The inside of a bordered pane.

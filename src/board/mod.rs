@@ -6,6 +6,8 @@ pub mod app;
 pub mod data;
 pub mod demo;
 pub mod derive;
+pub mod dialogs;
+pub mod draw;
 pub mod edit;
 pub mod keymap;
 pub mod layout;
@@ -16,7 +18,6 @@ pub mod panes;
 pub mod sealer;
 pub mod term;
 pub mod theme;
-pub mod view;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -180,19 +181,10 @@ pub(crate) fn board_loop_among(
             dirty = false;
         }
         let wait = next_tick.saturating_duration_since(Instant::now());
-        let mut news = News::default();
-        match screen.rx.recv_timeout(wait) {
-            Ok(m) => {
-                news.handle(m, me, app, &mut pending);
-                // Fold whatever else is queued into this round.
-                while let Ok(m) = screen.rx.try_recv() {
-                    news.handle(m, me, app, &mut pending);
-                }
-                dirty = true;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Leave::Quit),
-        }
+        let Some((mut news, heard)) = receive(screen, wait, (me, app), &mut pending) else {
+            return Ok(Leave::Quit);
+        };
+        dirty |= heard;
         for (i, s) in news.others.drain(..) {
             others(i, s);
         }
@@ -207,6 +199,28 @@ pub(crate) fn board_loop_among(
             pending.extend(app.on_event(AppEvent::Loaded(d)));
             dirty = true;
         }
+    }
+}
+
+/// Waits up to `wait` for a message, then takes whatever else is queued in the same round;
+/// `None` when every sender is gone. True when something came.
+fn receive(
+    screen: &mut Screen,
+    wait: Duration,
+    (me, app): (usize, &mut App),
+    pending: &mut Vec<Effect>,
+) -> Option<(News, bool)> {
+    let mut news = News::default();
+    match screen.rx.recv_timeout(wait) {
+        Ok(m) => {
+            news.handle(m, me, app, pending);
+            while let Ok(m) = screen.rx.try_recv() {
+                news.handle(m, me, app, pending);
+            }
+            Some((news, true))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Some((news, false)),
+        Err(mpsc::RecvTimeoutError::Disconnected) => None,
     }
 }
 
@@ -352,15 +366,7 @@ fn perform(
             pending.extend(app.on_event(AppEvent::Evidence(id, r)));
         }
         Effect::Perform(a) => {
-            // The key may have been created since the board started.
-            if !app.owner.verified {
-                app.owner = Owner::detect(loader.store());
-            }
-            let r = crate::flows::owner::perform(loader.store(), &app.owner, &a, Ts::now())
-                .map_err(|e| match e.hint {
-                    Some(h) => format!("{} ({h})", e.message),
-                    None => e.message,
-                });
+            let r = crate::flows::owner::act(loader.store(), &mut app.owner, &a, Ts::now());
             pending.extend(app.on_event(AppEvent::ActionDone(r)));
         }
     }

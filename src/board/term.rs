@@ -17,7 +17,7 @@ use ratatui::crossterm::terminal::{
 };
 
 use crate::board::app::App;
-use crate::board::view;
+use crate::board::draw;
 
 static TERMINATED: AtomicBool = AtomicBool::new(false);
 static CONTINUED: AtomicBool = AtomicBool::new(false);
@@ -214,7 +214,7 @@ impl Term {
 
     /// Draws the app's view.
     pub fn draw(&mut self, app: &App) -> io::Result<()> {
-        self.terminal.draw(|f| view::draw(f, &app.view()))?;
+        self.terminal.draw(|f| draw::frame(f, &app.scene()))?;
         Ok(())
     }
 

@@ -6,4 +6,5 @@ pub mod heartbeat;
 pub mod owner;
 pub mod progress;
 pub mod runner;
+pub mod stale;
 pub mod turn;

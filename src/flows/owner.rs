@@ -152,9 +152,27 @@ impl Owner {
     }
 }
 
+/// Performs an owner action for a face that stays open: the owner's key is looked for again
+/// when it was missing (it may have been made since), and an error becomes one line for people.
+pub fn act(
+    store: &dyn Store,
+    owner: &mut Owner,
+    action: &OwnerAct,
+    now: Ts,
+) -> Result<String, String> {
+    if !owner.verified {
+        *owner = Owner::detect(store);
+    }
+    perform(store, owner, action, now).map_err(|e| match e.hint {
+        Some(h) => format!("{} ({h})", e.message),
+        None => e.message,
+    })
+}
+
 /// Performs an owner action through the store and the kernel; returns a line for the status bar.
 ///
-/// This is the only function of the board that changes state. Owner signatures plug in here.
+/// This is the only function of the faces that changes state for the owner. Owner signatures
+/// plug in here.
 pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAct, now: Ts) -> Result<String> {
     let who = owner.actor.as_str();
     match action {
@@ -164,26 +182,20 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAct, now: Ts) -> 
             reason,
             sha,
         } => {
-            let g = store.mutate(|s| {
-                let d = ops::Decision {
-                    option: option.clone(),
-                    reason: reason.clone(),
-                    sha: sha.clone(),
-                    ..ops::Decision::new(GateStatus::Approved)
-                };
-                ops::decide_gate(s, who, now, gate, d)
-            })?;
-            Ok(format!("approved {}", g.id))
+            let d = ops::Decision {
+                option: option.clone(),
+                reason: reason.clone(),
+                sha: sha.clone(),
+                ..ops::Decision::new(GateStatus::Approved)
+            };
+            decide(store, (who, now), gate, d, "approved")
         }
         OwnerAct::Reject { gate, reason } => {
-            let g = store.mutate(|s| {
-                let d = ops::Decision {
-                    reason: Some(reason.clone()),
-                    ..ops::Decision::new(GateStatus::Rejected)
-                };
-                ops::decide_gate(s, who, now, gate, d)
-            })?;
-            Ok(format!("rejected {}", g.id))
+            let d = ops::Decision {
+                reason: Some(reason.clone()),
+                ..ops::Decision::new(GateStatus::Rejected)
+            };
+            decide(store, (who, now), gate, d, "rejected")
         }
         OwnerAct::Reassign { todo, to } => {
             crate::kernel::id::check_agent(to)?;
@@ -209,17 +221,25 @@ pub fn perform(store: &dyn Store, owner: &Owner, action: &OwnerAct, now: Ts) -> 
             let id = store.fresh_id(Kind::Todo)?;
             // The actor is the owner, so the change is the owner's: signed, or refused (exit 7).
             let t = store.mutate(|s| {
-                ops::add_todo(
-                    s,
-                    who,
-                    now,
-                    ops::NewTodo {
-                        priority: *priority,
-                        ..ops::NewTodo::new(id.clone(), title.clone())
-                    },
-                )
+                let new = ops::NewTodo {
+                    priority: *priority,
+                    ..ops::NewTodo::new(id.clone(), title.clone())
+                };
+                ops::add_todo(s, who, now, new)
             })?;
             Ok(format!("added {}", t.id))
         }
     }
+}
+
+/// A gate's decision, approve or reject; `done` says which in the line returned.
+fn decide(
+    store: &dyn Store,
+    (who, now): (&str, Ts),
+    gate: &str,
+    d: ops::Decision,
+    done: &str,
+) -> Result<String> {
+    let g = store.mutate(|s| ops::decide_gate(s, who, now, gate, d.clone()))?;
+    Ok(format!("{done} {}", g.id))
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use loopx::board::app::App;
-use loopx::board::view;
+use loopx::board::draw;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -13,7 +13,7 @@ pub fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut a = app.clone();
     a.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| view::draw(f, &a.view())).unwrap();
+    t.draw(|f| draw::frame(f, &a.scene())).unwrap();
     t
 }
 

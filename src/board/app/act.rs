@@ -3,37 +3,31 @@
 use super::*;
 
 impl App {
-    pub(super) fn normal(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn normal(&mut self, intent: Intent) -> Vec<Effect> {
         let focus = self.focus;
-        if let Some(fx) = self.route(focus, action) {
+        if let Some(fx) = self.route(focus, intent) {
             return fx;
         }
-        match action {
-            Action::Help => self.mode = Mode::Help { scroll: 0 },
-            Action::Agents => self.mode = Mode::Agents { scroll: 0 },
-            Action::Metrics => self.open_chart(),
-            Action::NextPane | Action::PrevPane => {
-                let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
-                let n = Pane::ALL.len();
-                let j = if action == Action::NextPane {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
-                };
-                self.focus = Pane::ALL[j];
-                return self.selection_changed();
+        match intent {
+            Intent::Help => self.mode = Mode::Help(Help { scroll: 0 }),
+            Intent::Agents => self.mode = Mode::Agents(Roster { scroll: 0 }),
+            Intent::Metrics => {
+                let sel = self.selected_todo();
+                self.mode = Mode::Chart(MetricChart::open(&self.metrics, sel.as_deref()));
             }
-            Action::Open => {
+            Intent::NextPane => return self.focus_by(1),
+            Intent::PrevPane => return self.focus_by(Pane::ALL.len() - 1),
+            Intent::Open => {
                 if self.focus == Pane::Gates && self.selected_gate().is_some()
                     || self.focus != Pane::Gates && self.selected_todo().is_some()
                 {
-                    self.mode = Mode::Detail { scroll: 0 };
+                    self.mode = Mode::Detail(Detail { scroll: 0 });
                 } else {
                     self.say("nothing selected", false);
                 }
             }
-            Action::Filter => self.mode = Mode::Filter,
-            Action::Back => {
+            Intent::Filter => self.mode = Mode::Filter,
+            Intent::Back => {
                 if !self.filter.is_empty() {
                     self.filter.clear();
                     self.derive();
@@ -44,36 +38,40 @@ impl App {
                 }
                 self.message = None;
             }
-            Action::Reload => return vec![Effect::Reload],
-            Action::TogglePause => match self.snap.as_ref().map(|s| s.config.goal.status) {
-                Some(GoalStatus::Active) => self.mode = Mode::Confirm(OwnerAct::Pause),
-                Some(GoalStatus::Paused) => self.mode = Mode::Confirm(OwnerAct::Resume),
-                Some(GoalStatus::Complete) => {
-                    self.say("the goal is complete; nothing to pause", true)
-                }
-                None => self.say("no goal loaded", true),
-            },
-            Action::AddTodo => self.open_input(InputFor::TodoTitle),
-            Action::NextGate => self.next_gate(),
-            Action::Copy => return self.copy_id(),
-            Action::Sort => return self.toggle_sort(),
-            Action::Times => self.toggle_times(),
-            Action::Errors => self.show_errors(),
-            Action::Edit => return self.edit_problem(0),
+            Intent::Reload => return vec![Effect::Reload],
+            Intent::TogglePause => self.toggle_pause(),
+            Intent::AddTodo => self.open_input(InputFor::TodoTitle),
+            Intent::NextGate => self.next_gate(),
+            Intent::Copy => return self.copy_id(),
+            Intent::Sort => return self.toggle_sort(),
+            Intent::Times => self.toggle_times(),
+            Intent::Errors => self.show_errors(),
+            Intent::Edit => return self.edit_problem(0),
             _ => {}
         }
         Vec::new()
     }
 
-    /// The sha256 of the action gate `id` holds in the snapshot on screen.
-    pub(super) fn action_sha(&self, id: &str) -> Option<String> {
-        let g = self.snap.as_ref()?.gates.get(id)?;
-        g.action.as_ref().map(|a| a.sha256.clone())
+    /// Focus the pane `by` places on (wrapping).
+    fn focus_by(&mut self, by: usize) -> Vec<Effect> {
+        let i = Pane::ALL.iter().position(|p| *p == self.focus).unwrap_or(0);
+        self.focus = Pane::ALL[(i + by) % Pane::ALL.len()];
+        self.selection_changed()
+    }
+
+    /// `p`: ask before pausing an active goal, or resuming a paused one.
+    fn toggle_pause(&mut self) {
+        match self.snap.as_ref().map(|s| s.config.goal.status) {
+            Some(GoalStatus::Active) => self.mode = Mode::Confirm(Confirm::new(OwnerAct::Pause)),
+            Some(GoalStatus::Paused) => self.mode = Mode::Confirm(Confirm::new(OwnerAct::Resume)),
+            Some(GoalStatus::Complete) => self.say("the goal is complete; nothing to pause", true),
+            None => self.say("no goal loaded", true),
+        }
     }
 
     /// Offers a key's action to a pane; `None` when the pane does not own it.
-    pub(super) fn route(&mut self, pane: Pane, action: Action) -> Option<Vec<Effect>> {
-        let cx = Ctx {
+    pub(super) fn route(&mut self, pane: Pane, intent: Intent) -> Option<Vec<Effect>> {
+        let on = OnScreen {
             snap: self.snap.as_ref(),
             columns: &self.columns,
             journal: &self.journal,
@@ -81,10 +79,10 @@ impl App {
             deciding: &self.decisions.deciding,
         };
         let out = match pane {
-            Pane::Gates => self.gates.handle(action, &cx),
-            Pane::Todos => self.todos.handle(action, &cx),
-            Pane::Evidence => self.evidence.handle(action, &cx),
-            Pane::Activity => self.activity.handle(action, &cx),
+            Pane::Gates => self.gates.handle(intent, &on),
+            Pane::Todos => self.todos.handle(intent, &on),
+            Pane::Evidence => self.evidence.handle(intent, &on),
+            Pane::Activity => self.activity.handle(intent, &on),
         };
         self.outcome(out)
     }
@@ -95,11 +93,14 @@ impl App {
             Outcome::Ignored => return None,
             Outcome::Done => {}
             Outcome::Moved => return Some(self.selection_changed()),
-            Outcome::Open(mode) => self.mode = mode,
-            Outcome::Confirm(a) => {
-                self.action_scroll = 0;
-                self.mode = Mode::Confirm(a);
+            Outcome::PickOption(gate, options) => {
+                self.mode = Mode::Picker(Picker::options(gate, options));
             }
+            Outcome::PickAgent(todo, holder) => {
+                let p = Picker::agents(todo, holder.as_deref(), &self.on_screen());
+                self.mode = Mode::Picker(p);
+            }
+            Outcome::Confirm(a) => self.mode = Mode::Confirm(Confirm::new(a)),
             Outcome::Ask(purpose) => self.open_input(purpose),
             Outcome::Say(text, error) => self.say(text, error),
         }
@@ -108,8 +109,8 @@ impl App {
 
     /// Moves the focused pane's selection a row down (`1`) or up (`-1`).
     pub(super) fn move_sel(&mut self, by: i64) -> Vec<Effect> {
-        let action = if by > 0 { Action::Down } else { Action::Up };
-        self.route(self.focus, action).unwrap_or_default()
+        let intent = if by > 0 { Intent::Down } else { Intent::Up };
+        self.route(self.focus, intent).unwrap_or_default()
     }
 
     pub(super) fn selection_changed(&mut self) -> Vec<Effect> {

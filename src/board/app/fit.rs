@@ -1,4 +1,4 @@
-//! What the view and the layout read of the board's state fitted to the screen: the key hints
+//! What drawing and the layout read of the board's state fitted to the screen: the key hints
 //! of the mode, and the rows the selected gate takes.
 
 use super::*;
@@ -7,14 +7,12 @@ impl App {
     /// The key hints of the mode, fitted to the goal's state; a confirm without a gate (reassign,
     /// release, pause, add) takes no reason, so `r` is not hinted there.
     pub(super) fn hints(&self) -> Vec<(String, &'static str, bool)> {
-        let mut hints = crate::board::view::fit_state(
+        let mut hints = crate::board::draw::fit_state(
             keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
             self.snap.as_ref().map(|s| s.config.goal.status),
         );
-        if let Mode::Confirm(a) = &self.mode
-            && a.gate().is_none()
-        {
-            hints.retain(|(_, h, _)| *h != "reason");
+        if let Mode::Confirm(c) = &self.mode {
+            c.fit_hints(&mut hints);
         }
         hints
     }

@@ -1,44 +1,83 @@
-//! What a key's action does in each mode: the board, overlays, the filter, inputs, pickers, the
-//! confirm dialog and the file errors.
+//! What a key's intent does in each mode: the board's own keys, the filter and the detail view
+//! here; a dialog's keys go to the dialog, and its reply is carried out here.
 
 use super::*;
 
 impl App {
-    /// Runs an action in the current mode.
-    pub(super) fn dispatch(&mut self, action: Action) -> Vec<Effect> {
-        match self.mode.clone() {
-            Mode::Normal => self.normal(action),
-            Mode::Help { scroll } => {
-                self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Help { scroll: s });
-                Vec::new()
+    /// Runs an intent in the current mode.
+    pub(super) fn dispatch(&mut self, intent: Intent) -> Vec<Effect> {
+        let mut mode = std::mem::replace(&mut self.mode, Mode::Normal);
+        let reply = match &mut mode {
+            Mode::Normal => return self.normal(intent),
+            Mode::Filter => {
+                self.mode = mode;
+                return self.in_filter(intent);
             }
-            Mode::Detail { scroll } => self.in_detail(action, scroll),
-            Mode::Agents { scroll } => {
-                self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Agents { scroll: s });
-                Vec::new()
+            Mode::Detail(d) => {
+                let d = *d;
+                self.mode = mode;
+                return self.in_detail(intent, d);
             }
-            Mode::Filter => self.in_filter(action),
-            Mode::Input { .. } => self.input_action(action),
-            Mode::Picker { .. } => self.picked(action),
-            Mode::Confirm(a) => self.in_confirm(action, a),
-            Mode::Errors { sel } => self.errors_key(action, sel),
-            Mode::Chart(c) => self.in_chart(action, c),
-        }
+            Mode::Help(o) => closes(o.on_intent(intent)),
+            Mode::Agents(o) => closes(o.on_intent(intent)),
+            Mode::Input(o) => {
+                let mut drafts = std::mem::take(&mut self.drafts);
+                let r = o.on_intent(intent, &self.on_screen(), &mut drafts);
+                self.drafts = drafts;
+                r
+            }
+            Mode::Picker(o) => o.on_intent(intent, &self.on_screen()),
+            Mode::Confirm(o) => o.on_intent(intent, &self.on_screen()),
+            Mode::Errors(o) => o.on_intent(intent, self.file_problems().len()),
+            Mode::Chart(o) => {
+                let sel = self.selected_todo();
+                o.on_intent(intent, &self.metrics, sel.as_deref())
+            }
+        };
+        self.reply(mode, reply)
     }
 
-    fn in_filter(&mut self, action: Action) -> Vec<Effect> {
-        match action {
-            Action::Erase => {
+    /// Carries out a dialog's reply; `mode` is the dialog as its key left it.
+    fn reply(&mut self, mode: Mode, reply: Reply) -> Vec<Effect> {
+        match reply {
+            Reply::Stay => self.mode = mode,
+            Reply::Say(text, error) => {
+                self.mode = mode;
+                self.say(text, error);
+            }
+            Reply::Close => {}
+            Reply::CloseSaying(text) => self.say(text, false),
+            Reply::Confirm(act, scroll) => self.mode = Mode::Confirm(Confirm { act, scroll }),
+            Reply::Ask(purpose, text, back) => {
+                let text = text.or_else(|| self.drafts.get(&purpose));
+                self.mode = Mode::Input(TextInput::new(purpose, text.unwrap_or_default(), back));
+            }
+            Reply::Perform(a) => {
+                self.say(format!("working: {}", a.describe()), false);
+                self.drafts.drop_for(&a);
+                self.decided(&a);
+                self.decisions.performing = Some(a.clone());
+                return vec![Effect::Perform(a)];
+            }
+            Reply::Edit(n) => {
+                self.mode = mode;
+                return self.edit_problem(n);
+            }
+        }
+        Vec::new()
+    }
+
+    fn in_filter(&mut self, intent: Intent) -> Vec<Effect> {
+        match intent {
+            Intent::Erase => {
                 self.filter.pop();
                 self.derive();
                 return Vec::new();
             }
-            Action::Left | Action::Right | Action::Top | Action::Bottom | Action::EraseForward => {
+            Intent::Left | Intent::Right | Intent::Top | Intent::Bottom | Intent::EraseForward => {
                 return Vec::new();
             }
-            Action::Cancel => {
+            Intent::Cancel => {
                 self.filter.clear();
                 self.derive();
             }
@@ -49,92 +88,52 @@ impl App {
     }
 
     /// The detail view acts on what it shows: a gate's decision, a todo's lease.
-    fn in_detail(&mut self, action: Action, scroll: u16) -> Vec<Effect> {
+    fn in_detail(&mut self, intent: Intent, mut d: Detail) -> Vec<Effect> {
         let on_gate = self.focus == Pane::Gates;
-        match action {
-            Action::Approve | Action::Reject if !on_gate => {
+        match intent {
+            Intent::Approve | Intent::Reject if !on_gate => {
                 self.say(
                     "approve and reject act on a gate: open one from the Gates pane",
                     true,
                 );
                 Vec::new()
             }
-            Action::Reassign | Action::Release if on_gate => {
+            Intent::Reassign | Intent::Release if on_gate => {
                 self.say(
                     "reassign and release act on a todo: open one from the Todos pane",
                     true,
                 );
                 Vec::new()
             }
-            Action::Approve | Action::Reject | Action::Reassign | Action::Release => {
+            Intent::Approve | Intent::Reject | Intent::Reassign | Intent::Release => {
                 self.mode = Mode::Normal;
                 let pane = if on_gate { Pane::Gates } else { Pane::Todos };
-                let fx = self.route(pane, action).unwrap_or_default();
+                let fx = self.route(pane, intent).unwrap_or_default();
                 if self.mode == Mode::Normal {
                     // Refused: the detail stays open with the reason in the status bar.
-                    self.mode = Mode::Detail { scroll };
+                    self.mode = Mode::Detail(d);
                 }
                 fx
             }
-            Action::Copy => self.copy_id(),
-            Action::NextGate => {
+            Intent::Copy => self.copy_id(),
+            Intent::NextGate => {
                 self.next_gate();
-                self.mode = Mode::Detail { scroll: 0 };
+                self.mode = Mode::Detail(Detail { scroll: 0 });
                 Vec::new()
             }
             _ => {
-                self.mode =
-                    overlay(action, scroll).map_or(Mode::Normal, |s| Mode::Detail { scroll: s });
-                Vec::new()
-            }
-        }
-    }
-
-    /// The lines of the action the gate of `a` holds (0 when none).
-    fn action_len(&self, a: &OwnerAct) -> usize {
-        let g = a.gate().and_then(|g| self.snap.as_ref()?.gates.get(g));
-        g.and_then(|g| g.action.as_ref())
-            .map_or(0, |x| x.shown().lines().count())
-    }
-
-    fn in_confirm(&mut self, action: Action, a: OwnerAct) -> Vec<Effect> {
-        match action {
-            Action::Confirm => {
-                self.mode = Mode::Normal;
-                self.say(format!("working: {}", a.describe()), false);
-                self.drop_drafts(&a);
-                self.decided(&a);
-                self.decisions.performing = Some(a.clone());
-                vec![Effect::Perform(a)]
-            }
-            Action::EditReason => {
-                self.edit_reason(a);
-                Vec::new()
-            }
-            Action::Down | Action::Up => {
-                let n = self.action_len(&a);
-                self.action_scroll = match action {
-                    Action::Down => (self.action_scroll + 1).min(n.saturating_sub(1)),
-                    _ => self.action_scroll.saturating_sub(1),
-                };
-                self.mode = Mode::Confirm(a);
-                Vec::new()
-            }
-            _ => {
-                self.mode = Mode::Normal;
-                self.say("cancelled: nothing changed", false);
+                if d.on_intent(intent) {
+                    self.mode = Mode::Detail(d);
+                } else {
+                    self.mode = Mode::Normal;
+                }
                 Vec::new()
             }
         }
     }
 }
 
-fn overlay(action: Action, scroll: u16) -> Option<u16> {
-    match action {
-        Action::Down => Some(scroll.saturating_add(1)),
-        Action::Up => Some(scroll.saturating_sub(1)),
-        Action::PageDown => Some(scroll.saturating_add(10)),
-        Action::PageUp => Some(scroll.saturating_sub(10)),
-        _ => None,
-    }
+/// An overlay's reply: it stays while its keys scroll it.
+fn closes(stays: bool) -> Reply {
+    if stays { Reply::Stay } else { Reply::Close }
 }

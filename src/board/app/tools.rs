@@ -58,7 +58,7 @@ impl App {
         if self.file_problems().is_empty() {
             self.say("no file errors: every file reads", false);
         } else {
-            self.mode = Mode::Errors { sel: 0 };
+            self.mode = Mode::Errors(FileErrors { sel: 0 });
         }
     }
 
@@ -83,31 +83,15 @@ impl App {
     /// After a load: the file-errors overlay closes when every file reads, and keeps its
     /// selection in range.
     pub(super) fn clamp_errors(&mut self) {
-        if let Mode::Errors { sel } = self.mode {
+        if let Mode::Errors(e) = self.mode {
             let n = self.file_problems().len();
             self.mode = if n == 0 {
                 Mode::Normal
             } else {
-                Mode::Errors {
-                    sel: sel.min(n - 1),
-                }
+                Mode::Errors(FileErrors {
+                    sel: e.sel.min(n - 1),
+                })
             };
         }
-    }
-
-    /// A key in the file-errors overlay.
-    pub(super) fn errors_key(&mut self, action: Action, sel: usize) -> Vec<Effect> {
-        let n = self.file_problems().len().max(1);
-        match action {
-            Action::Down => self.mode = Mode::Errors { sel: (sel + 1) % n },
-            Action::Up => {
-                self.mode = Mode::Errors {
-                    sel: (sel + n - 1) % n,
-                }
-            }
-            Action::Edit => return self.edit_problem(sel),
-            _ => self.mode = Mode::Normal,
-        }
-        Vec::new()
     }
 }

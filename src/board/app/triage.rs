@@ -15,12 +15,12 @@ pub struct Decisions {
 impl App {
     /// True for a gate the owner can still decide: pending, and not just decided on this board.
     pub fn actionable(&self, id: &str) -> bool {
-        self.cx().actionable(id)
+        self.on_screen().actionable(id)
     }
 
     /// What the panes' keys read.
-    pub(super) fn cx(&self) -> Ctx<'_> {
-        Ctx {
+    pub(super) fn on_screen(&self) -> OnScreen<'_> {
+        OnScreen {
             snap: self.snap.as_ref(),
             columns: &self.columns,
             journal: &self.journal,

@@ -302,11 +302,7 @@ impl Run<'_> {
         let Some(loader) = slot.loader.as_ref() else {
             return o.done(i, a.gate(), Err("the project is not open".into()));
         };
-        // The key may have been created since the overview started.
-        if !o.rows[i].owner.verified {
-            o.rows[i].owner = Owner::detect(loader.store());
-        }
-        let r = actions::perform(loader.store(), &o.rows[i].owner, a, Ts::now()).map_err(line_of);
+        let r = actions::act(loader.store(), &mut o.rows[i].owner, a, Ts::now());
         o.done(i, a.gate(), r);
         slot.rescan = true;
     }

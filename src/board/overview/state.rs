@@ -464,8 +464,8 @@ impl Overview {
     }
 
     fn reason(&mut self, code: KeyCode, row: usize, gate: GateBrief, mut text: String) {
-        let max = crate::board::panes::dialog::max_chars(
-            &crate::board::panes::dialog::InputFor::RejectReason(gate.id.clone()),
+        let max = crate::board::dialogs::input::max_chars(
+            &crate::board::panes::keys::InputFor::RejectReason(gate.id.clone()),
         );
         match code {
             KeyCode::Esc => {

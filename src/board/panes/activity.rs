@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
-use super::ViewModel;
-use super::keys::{Ctx, Outcome};
+use super::Scene;
+use super::keys::{OnScreen, Outcome};
 use super::{block, clock, scroll_marks, title, trunc};
 use crate::board::layout::inner;
 use crate::board::theme::Role;
@@ -30,10 +30,10 @@ impl ActivityPane {
     }
 
     /// Reacts to the keys this pane owns: scrolling the journal.
-    pub fn handle(&mut self, action: crate::board::keymap::Action, cx: &Ctx) -> Outcome {
-        match super::moves(action) {
+    pub fn handle(&mut self, intent: crate::board::keymap::Intent, on: &OnScreen) -> Outcome {
+        match super::moves(intent) {
             Some(by) => {
-                self.step(by, cx.journal.len());
+                self.step(by, on.journal.len());
                 Outcome::Done
             }
             None => Outcome::Ignored,
@@ -124,18 +124,18 @@ pub fn fit_event(e: &Event, w: usize) -> String {
 }
 
 /// Draws the activity pane.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
-    let focused = vm.focus == Pane::Activity;
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
+    let focused = sc.focus == Pane::Activity;
     let i = inner(area);
     let w = i.width as usize;
     let h = i.height as usize;
-    let end = vm.journal.len().saturating_sub(vm.activity.scroll);
+    let end = sc.journal.len().saturating_sub(sc.activity.scroll);
     let start = end.saturating_sub(h);
     // Older lines above, newer ones below (when scrolled back).
     let b = scroll_marks(
         block(title("Activity", t), focused, t),
-        vm.journal.len(),
+        sc.journal.len(),
         start,
         end - start,
         t,
@@ -143,10 +143,10 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     f.render_widget(b, area);
     // A narrow pane shows minutes, not seconds.
     let short = w < 40;
-    let shown = &vm.journal[start..end];
+    let shown = &sc.journal[start..end];
     let time_w = if short { 6 } else { 9 };
     let with_time = times_fit(shown, time_w, w);
-    let lines: Vec<Line> = if vm.journal.is_empty() {
+    let lines: Vec<Line> = if sc.journal.is_empty() {
         vec![Line::from(Span::styled(" no activity yet", t.dim()))]
     } else {
         shown

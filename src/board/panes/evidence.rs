@@ -6,10 +6,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
-use super::ViewModel;
-use super::keys::{Ctx, Outcome};
+use super::Scene;
+use super::keys::{OnScreen, Outcome};
 use super::{block, mid_trunc, scroll_marks, title, trunc};
-use crate::board::keymap::Action;
+use crate::board::keymap::Intent;
 use crate::board::layout::inner;
 use crate::board::theme::Role;
 use crate::kernel::{Evidence, EvidenceKind, Problem};
@@ -41,8 +41,8 @@ impl EvidencePane {
     }
 
     /// Reacts to the keys this pane owns: scrolling.
-    pub fn handle(&mut self, action: Action, _cx: &Ctx) -> Outcome {
-        match super::moves(action) {
+    pub fn handle(&mut self, intent: Intent, _on: &OnScreen) -> Outcome {
+        match super::moves(intent) {
             Some(by) => {
                 self.step(by);
                 Outcome::Done
@@ -77,30 +77,50 @@ pub fn entry_text(e: &Evidence) -> String {
     esc(&s).into_owned()
 }
 
+/// The evidence rows shown: when, who and what, scrolled, `h` rows of `w` cells.
+fn entry_lines(list: &[Evidence], sc: &Scene, h: usize, w: usize) -> Vec<Line<'static>> {
+    let t = sc.theme;
+    if list.is_empty() {
+        return vec![Line::from(Span::styled(" no evidence yet", t.dim()))];
+    }
+    list.iter()
+        .skip(sc.evidence.scroll)
+        .take(h)
+        .map(|e| {
+            let head = format!("{:>3} {:<8} ", sc.ago(e.at), mid_trunc(&esc(&e.agent), 8));
+            let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
+            Line::from(vec![
+                Span::styled(head, t.dim()),
+                Span::styled(rest, t.fg(Role::Fg)),
+            ])
+        })
+        .collect()
+}
+
 /// Draws the evidence pane.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
-    let focused = vm.focus == Pane::Evidence;
-    let name = match vm.selected_card() {
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
+    let focused = sc.focus == Pane::Evidence;
+    let name = match sc.selected_card() {
         Some(c) => format!("Evidence · {}", esc(&c.id)),
         None => "Evidence".into(),
     };
     let i = inner(area);
     let w = i.width as usize;
-    let shown = vm.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r));
-    let total = match (vm.selected_card(), shown) {
+    let shown = sc.evidence.shown.as_ref().map(|(id, r)| (id.as_str(), r));
+    let total = match (sc.selected_card(), shown) {
         (Some(c), Some((id, Ok(list)))) if id == c.id => list.len(),
         _ => 0,
     };
     let b = scroll_marks(
         block(title(name, t), focused, t),
         total,
-        vm.evidence.scroll.min(total),
+        sc.evidence.scroll.min(total),
         i.height as usize,
         t,
     );
     f.render_widget(b, area);
-    let lines: Vec<Line> = match (vm.selected_card(), shown) {
+    let lines: Vec<Line> = match (sc.selected_card(), shown) {
         (None, _) => vec![Line::from(Span::styled(
             trunc(
                 if w >= 34 {
@@ -113,23 +133,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.dim(),
         ))],
         (Some(c), Some((id, Ok(list)))) if id == c.id => {
-            if list.is_empty() {
-                vec![Line::from(Span::styled(" no evidence yet", t.dim()))]
-            } else {
-                list.iter()
-                    .skip(vm.evidence.scroll)
-                    .take(i.height as usize)
-                    .map(|e| {
-                        let head =
-                            format!("{:>3} {:<8} ", vm.ago(e.at), mid_trunc(&esc(&e.agent), 8));
-                        let rest = trunc(&entry_text(e), w.saturating_sub(head.chars().count()));
-                        Line::from(vec![
-                            Span::styled(head, t.dim()),
-                            Span::styled(rest, t.fg(Role::Fg)),
-                        ])
-                    })
-                    .collect()
-            }
+            entry_lines(list, sc, i.height as usize, w)
         }
         (Some(c), Some((id, Err(p)))) if id == c.id => {
             vec![Line::from(Span::styled(

@@ -7,13 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
-use super::ViewModel;
-use super::dialog::{InputFor, PickFor};
-use super::keys::{Ctx, Outcome};
-use super::overlay::Mode;
+use super::Scene;
+use super::keys::{InputFor, OnScreen, Outcome};
 use super::{block, gutter, mid_trunc, row_style, scroll_marks, title, trunc, wrap_words};
 use crate::board::derive::tampered;
-use crate::board::keymap::{Action, Scope};
+use crate::board::keymap::{Intent, Scope};
 use crate::board::layout::{gate_offset, inner};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
@@ -86,44 +84,34 @@ impl GatesPane {
     /// The scope of this pane's own keys.
     pub const SCOPE: Scope = Scope::Gates;
 
-    /// The help lines of this pane's keys.
-    pub fn help(readonly: bool) -> Vec<(String, String)> {
-        super::keys::help(Self::SCOPE, readonly)
-    }
-
     /// Reacts to the keys this pane owns: moving the selection, approving and rejecting.
-    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
-        if let Some(by) = super::moves(action) {
+    pub fn handle(&mut self, intent: Intent, on: &OnScreen) -> Outcome {
+        if let Some(by) = super::moves(intent) {
             self.step(by);
             return Outcome::Done;
         }
-        match action {
-            Action::Approve | Action::Reject => self.decide(action, cx),
+        match intent {
+            Intent::Approve | Intent::Reject => self.decide(intent, on),
             _ => Outcome::Ignored,
         }
     }
 
     /// Approve or reject the selected gate: a reason to type, an option to pick, or the confirm.
-    fn decide(&self, action: Action, cx: &Ctx) -> Outcome {
-        let Some(g) = self.selected().and_then(|id| cx.snap?.gates.get(id)) else {
+    fn decide(&self, intent: Intent, on: &OnScreen) -> Outcome {
+        let Some(g) = self.selected().and_then(|id| on.snap?.gates.get(id)) else {
             return Outcome::error("no gate selected");
         };
         if g.effective_status() != GateStatus::Pending {
             return Outcome::error(format!("{} is {} already", g.id, g.status.as_str()));
         }
         let id = g.id.clone();
-        if !cx.actionable(&id) {
+        if !on.actionable(&id) {
             let msg = format!("{id} is decided already (the next load shows it); N: next gate");
             return Outcome::error(msg);
         }
-        match action {
-            Action::Reject => Outcome::Ask(InputFor::RejectReason(id)),
-            _ if !g.options.is_empty() => Outcome::Open(Mode::Picker {
-                purpose: PickFor::GateOption(id),
-                choices: g.options.clone(),
-                sel: 0,
-                agents: None,
-            }),
+        match intent {
+            Intent::Reject => Outcome::Ask(InputFor::RejectReason(id)),
+            _ if !g.options.is_empty() => Outcome::PickOption(id, g.options.clone()),
             _ => Outcome::Confirm(OwnerAct::Approve {
                 sha: g.action.as_ref().map(|a| a.sha256.clone()),
                 gate: id,
@@ -135,10 +123,10 @@ impl GatesPane {
 }
 
 /// Draws the gates pane.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
-    let focused = vm.focus == Pane::Gates;
-    let pending = vm.pending();
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
+    let focused = sc.focus == Pane::Gates;
+    let pending = sc.pending();
     let mut head = vec![title("Gates", t)];
     if pending > 0 {
         head.push(Span::styled(
@@ -150,22 +138,22 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
     let i = inner(area);
     let visible = i.height as usize;
     let w = i.width as usize;
-    let sel_rows = vm
+    let sel_rows = sc
         .gates
-        .get(vm.gate_pane.sel)
-        .map_or(1, |g| selected_rows(g, &|at| vm.ago(at), w, visible));
-    let off = gate_offset(vm.gate_pane.sel, sel_rows, visible);
+        .get(sc.gate_pane.sel)
+        .map_or(1, |g| selected_rows(g, &|at| sc.ago(at), w, visible));
+    let off = gate_offset(sc.gate_pane.sel, sel_rows, visible);
     let shown = visible.saturating_sub(sel_rows - 1).max(1);
     let b = scroll_marks(
         block(Line::from(head), focused, t),
-        vm.gates.len(),
+        sc.gates.len(),
         off,
         shown,
         t,
     );
     f.render_widget(b, area);
-    if vm.gates.is_empty() {
-        let msg = if vm.filter.is_empty() {
+    if sc.gates.is_empty() {
+        let msg = if sc.filter.is_empty() {
             " no gates: nothing waits on the owner"
         } else {
             " no gate matches the filter"
@@ -174,9 +162,9 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
         return;
     }
     let mut lines = Vec::new();
-    for (n, g) in vm.gates.iter().enumerate().skip(off).take(shown) {
-        let sel = n == vm.gate_pane.sel;
-        lines.extend(gate_lines(g, vm, (sel, focused), w, sel_rows));
+    for (n, g) in sc.gates.iter().enumerate().skip(off).take(shown) {
+        let sel = n == sc.gate_pane.sel;
+        lines.extend(gate_lines(g, sc, (sel, focused), w, sel_rows));
     }
     f.render_widget(Paragraph::new(lines), i);
 }
@@ -257,12 +245,12 @@ pub fn selected_rows(
 /// One gate's lines: its gutter and text, cut to one line, or, selected, wrapped over `rows`.
 fn gate_lines(
     g: &Gate,
-    vm: &ViewModel,
+    sc: &Scene,
     (sel, focused): (bool, bool),
     w: usize,
     rows: usize,
 ) -> Vec<Line<'static>> {
-    let t = vm.theme;
+    let t = sc.theme;
     let pend = g.effective_status() == GateStatus::Pending;
     let base = if tampered(g) {
         t.fg(Role::Error).add_modifier(Modifier::BOLD)
@@ -272,7 +260,7 @@ fn gate_lines(
         t.fg(Role::GateDecided)
     };
     let style = row_style(t, sel, focused, base);
-    let text = gate_text(g, &|at| vm.ago(at));
+    let text = gate_text(g, &|at| sc.ago(at));
     if !sel {
         let row = format!("{} {}", gutter(false), text);
         return vec![Line::from(Span::styled(

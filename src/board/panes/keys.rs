@@ -1,18 +1,31 @@
-//! What a pane's keys read and what they ask of the board: the context and the outcome.
+//! What a pane's keys read and what they ask of the board: what is on screen, the outcome, and
+//! the purposes of the text inputs a pane asks for.
 
 use std::collections::BTreeSet;
 
 use crate::board::derive::Columns;
-use crate::board::keymap::{self, Scope};
 use crate::flows::owner::OwnerAct;
 use crate::kernel::{Event, GateStatus, Snapshot, Ts};
 
-use super::dialog::InputFor;
-use super::overlay::Mode;
+/// What a text input is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFor {
+    /// The reason to reject this gate.
+    RejectReason(String),
+    /// The reason (optional) to approve this gate, with the option chosen.
+    ApproveReason {
+        /// The gate.
+        gate: String,
+        /// The option chosen.
+        option: Option<String>,
+    },
+    /// The title of a new todo.
+    TodoTitle,
+}
 
-/// What a pane's keys read besides the pane itself: the state on screen and the clock.
+/// What a key reads besides its pane or dialog: the state on screen and the clock.
 #[derive(Debug, Clone, Copy)]
-pub struct Ctx<'a> {
+pub struct OnScreen<'a> {
     /// The last good state, if any.
     pub snap: Option<&'a Snapshot>,
     /// The todo columns.
@@ -25,7 +38,13 @@ pub struct Ctx<'a> {
     pub deciding: &'a BTreeSet<String>,
 }
 
-impl Ctx<'_> {
+impl OnScreen<'_> {
+    /// The sha256 of the action gate `id` holds in the snapshot on screen.
+    pub fn action_sha(&self, id: &str) -> Option<String> {
+        let g = self.snap?.gates.get(id)?;
+        g.action.as_ref().map(|a| a.sha256.clone())
+    }
+
     /// True for a gate the owner can still decide: pending, and not just decided on this board.
     pub fn actionable(&self, id: &str) -> bool {
         !self.deciding.contains(id)
@@ -45,9 +64,11 @@ pub enum Outcome {
     Done,
     /// The todo selection moved (its evidence may need reading).
     Moved,
-    /// Open this dialog.
-    Open(Mode),
-    /// Ask before this owner action, the gate's action scrolled to its top.
+    /// Pick one of this gate's options to approve it with.
+    PickOption(String, Vec<String>),
+    /// Pick an agent to reassign this todo to (its holder now, if any, is left out).
+    PickAgent(String, Option<String>),
+    /// Ask before this owner action.
     Confirm(OwnerAct),
     /// Open a text input for this, with its draft.
     Ask(InputFor),
@@ -60,9 +81,4 @@ impl Outcome {
     pub fn error(text: impl Into<String>) -> Outcome {
         Outcome::Say(text.into(), true)
     }
-}
-
-/// The help lines of one scope's keys: `(keys, what it does)`.
-pub fn help(scope: Scope, readonly: bool) -> Vec<(String, String)> {
-    keymap::scope_lines(scope, readonly)
 }

@@ -1,16 +1,13 @@
 //! One file per pane, plus the shared helpers for borders, selection and truncation.
 
 pub mod activity;
-pub mod agents;
-pub mod chart;
-pub mod dialog;
 pub mod evidence;
 pub mod gates;
+pub mod headline;
 pub mod keys;
-mod model;
 pub mod objective;
-pub mod overlay;
 pub mod quota;
+mod scene;
 pub mod status;
 pub mod text;
 pub mod todos;
@@ -21,7 +18,7 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 pub use crate::board::layout::Pane;
 use crate::board::theme::{Role, Theme};
-pub use model::ViewModel;
+pub use scene::{Overlay, Scene};
 
 /// `cur` moved by `by` rows within `len` rows (0 when there are none).
 pub fn step(cur: usize, by: i64, len: usize) -> usize {
@@ -32,15 +29,15 @@ pub fn step(cur: usize, by: i64, len: usize) -> usize {
 }
 
 /// The rows a movement key moves the selection by, if it is one.
-pub fn moves(action: crate::board::keymap::Action) -> Option<i64> {
-    use crate::board::keymap::Action;
-    match action {
-        Action::Up => Some(-1),
-        Action::Down => Some(1),
-        Action::PageUp => Some(-10),
-        Action::PageDown => Some(10),
-        Action::Top => Some(i64::MIN / 2),
-        Action::Bottom => Some(i64::MAX / 2),
+pub fn moves(intent: crate::board::keymap::Intent) -> Option<i64> {
+    use crate::board::keymap::Intent;
+    match intent {
+        Intent::Up => Some(-1),
+        Intent::Down => Some(1),
+        Intent::PageUp => Some(-10),
+        Intent::PageDown => Some(10),
+        Intent::Top => Some(i64::MIN / 2),
+        Intent::Bottom => Some(i64::MAX / 2),
         _ => None,
     }
 }

@@ -2,12 +2,12 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::ViewModel;
-use super::chart::Headline;
+use super::Scene;
+use super::headline::Headline;
 use super::trunc;
 use crate::board::alerts::Broken;
 use crate::board::derive::Column;
@@ -17,10 +17,10 @@ use crate::kernel::GoalStatus;
 use crate::text::escape as esc;
 
 /// Draws the header.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
-    let t = vm.theme;
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene, narrow: bool) {
+    let t = sc.theme;
     let w = area.width as usize;
-    let Some(snap) = vm.snap else {
+    let Some(snap) = sc.snap else {
         let line = Line::from(vec![
             Span::styled(" loopx ", t.fg(Role::Accent).add_modifier(Modifier::BOLD)),
             Span::styled("no good state loaded yet", t.dim()),
@@ -29,21 +29,8 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
         return;
     };
     let g = &snap.config.goal;
-    let refused = t
-        .fg(Role::Error)
-        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let (status, st) = match g.status {
-        // Active on paper, but no agent gets work while a file is broken.
-        _ if vm.broken() == Broken::Refused => ("⚠ REFUSED", refused),
-        GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
-        GoalStatus::Paused => (
-            "‖ PAUSED",
-            t.fg(Role::Warn)
-                .add_modifier(Modifier::BOLD | Modifier::REVERSED),
-        ),
-        GoalStatus::Complete => ("✓ complete", t.fg(Role::Done).add_modifier(Modifier::BOLD)),
-    };
-    let age = format!(" {} old ", ago(vm.now.since(g.created_at).0));
+    let (status, st) = goal_state(g.status, sc);
+    let age = format!(" {} old ", ago(sc.now.since(g.created_at).0));
     let right = status.chars().count() + age.len() + 1;
     let obj_w = w.saturating_sub(8 + right);
     let mut first = vec![
@@ -60,26 +47,18 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
     let mut lines = vec![Line::from(first)];
     // The goal's headline metric at the success line's end, where there is room for it.
     let head = (!narrow && area.height >= 2 && w >= 60)
-        .then(|| Headline::of(vm.metrics, if w >= 100 { 20 } else { 10 }))
+        .then(|| Headline::of(sc.metrics, if w >= 100 { 20 } else { 10 }))
         .flatten();
     let head_w = head.as_ref().map_or(0, |h| usize::from(h.width()));
     if !narrow && area.height >= 2 {
-        let crit = if g.success_criteria.is_empty() {
-            "no success criteria written".to_string()
-        } else {
-            g.success_criteria
-                .iter()
-                .map(|c| format!("☐ {}", esc(c)))
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        lines.push(Line::from(vec![
-            Span::styled(" success: ", t.dim()),
-            Span::styled(trunc(&crit, w.saturating_sub(11 + head_w)), t.fg(Role::Fg)),
-        ]));
+        lines.push(success_line(
+            &g.success_criteria,
+            w.saturating_sub(11 + head_w),
+            sc,
+        ));
     }
     if !narrow && area.height >= 3 {
-        lines.push(counts(vm));
+        lines.push(counts(sc));
     }
     f.render_widget(Paragraph::new(lines), area);
     if let Some(h) = head {
@@ -90,16 +69,46 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, narrow: bool) {
             width: hw,
             height: 1,
         };
-        h.render(f, row, vm);
+        h.draw(f, row, sc);
     }
 }
 
+/// The goal's state as shown, and its style: refused while a file is broken, as agents are
+/// (active on paper, but no agent gets work).
+fn goal_state(status: GoalStatus, sc: &Scene) -> (&'static str, Style) {
+    let t = sc.theme;
+    let loud = Modifier::BOLD | Modifier::REVERSED;
+    match status {
+        _ if sc.broken() == Broken::Refused => ("⚠ REFUSED", t.fg(Role::Error).add_modifier(loud)),
+        GoalStatus::Active => ("▶ active", t.fg(Role::Ok)),
+        GoalStatus::Paused => ("‖ PAUSED", t.fg(Role::Warn).add_modifier(loud)),
+        GoalStatus::Complete => ("✓ complete", t.fg(Role::Done).add_modifier(Modifier::BOLD)),
+    }
+}
+
+/// The success line: the criteria, each with a box, cut to `w`.
+fn success_line(criteria: &[String], w: usize, sc: &Scene) -> Line<'static> {
+    let crit = if criteria.is_empty() {
+        "no success criteria written".to_string()
+    } else {
+        criteria
+            .iter()
+            .map(|c| format!("☐ {}", esc(c)))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    Line::from(vec![
+        Span::styled(" success: ", sc.theme.dim()),
+        Span::styled(trunc(&crit, w), sc.theme.fg(Role::Fg)),
+    ])
+}
+
 /// The counts line: todos per column, then the pending gates.
-fn counts(vm: &ViewModel) -> Line<'static> {
-    let t = vm.theme;
+fn counts(sc: &Scene) -> Line<'static> {
+    let t = sc.theme;
     let mut spans = vec![Span::raw(" ")];
     for c in Column::ALL {
-        let n = vm.columns.cols[c.index()].len();
+        let n = sc.columns.cols[c.index()].len();
         let role = column_role(c);
         spans.push(Span::styled(
             format!("{} {} {n}", c.symbol(), c.title()),
@@ -108,7 +117,7 @@ fn counts(vm: &ViewModel) -> Line<'static> {
         spans.push(Span::styled("  ", t.dim()));
     }
     // The filter applies here as to the columns' counts.
-    let pending = vm.pending();
+    let pending = sc.pending();
     spans.push(Span::styled(
         format!(
             "? {pending} gate{} pending",

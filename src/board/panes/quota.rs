@@ -2,35 +2,29 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
-use super::ViewModel;
+use super::Scene;
 use super::text::countdown;
 use super::{block, title, trunc};
-use crate::board::derive::quota_view;
+use crate::board::derive::{QuotaNow, quota_now};
 use crate::board::layout::inner;
-use crate::board::theme::Role;
+use crate::board::theme::{Role, Theme};
+use crate::kernel::Ts;
 
 /// Draws the quota pane.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
     f.render_widget(block(title("Quota", t), false, t), area);
     let i = inner(area);
-    let Some(snap) = vm.snap else {
+    let Some(snap) = sc.snap else {
         return;
     };
     let w = i.width as usize;
-    let q = quota_view(snap, vm.now, w.max(1));
-    let used_style = if q.throttled {
-        t.fg(Role::Error)
-            .add_modifier(Modifier::BOLD | Modifier::REVERSED)
-    } else if q.used * 5 >= u64::from(q.limit) * 4 {
-        t.fg(Role::Warn).add_modifier(Modifier::BOLD)
-    } else {
-        t.fg(Role::Fg).add_modifier(Modifier::BOLD)
-    };
+    let q = quota_now(snap, sc.now, w.max(1));
+    let used_style = used_style(&q, t);
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{}/{}", q.used, q.limit), used_style),
         Span::styled(
@@ -41,33 +35,7 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
             t.dim(),
         ),
     ])];
-    // Whole words at every width: shorter wordings before a cut.
-    let next = match q.next_free {
-        Some(at) if q.throttled => {
-            let (what, short) = match q.spent {
-                Some("tokens") => ("TOKENS SPENT", "TOKENS"),
-                Some("cost_usd") => ("COST SPENT", "COST"),
-                _ => ("FULL", "FULL"),
-            };
-            let c = countdown(at.since(vm.now).0);
-            vec![
-                format!("{what}: next in {c}"),
-                format!("{short}: next in {c}"),
-                format!("{short}: {c}"),
-                short.to_string(),
-            ]
-        }
-        Some(at) => {
-            let c = countdown(at.since(vm.now).0);
-            vec![format!("frees in {c}"), format!("frees {c}"), c]
-        }
-        None => vec![
-            "no spend in the window".into(),
-            "no spend yet".into(),
-            "none spent".into(),
-        ],
-    };
-    let next = first_fit(&next, w);
+    let next = first_fit(&next_tries(&q, sc.now), w);
     lines.push(Line::from(Span::styled(
         trunc(&next, w),
         if q.throttled {
@@ -96,6 +64,48 @@ pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
                 .style(t.fg(Role::Spark)),
             spark,
         );
+    }
+}
+
+/// The count's style: reversed when throttled, warning from four fifths of the limit.
+fn used_style(q: &QuotaNow, t: &Theme) -> Style {
+    if q.throttled {
+        t.fg(Role::Error)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+    } else if q.used * 5 >= u64::from(q.limit) * 4 {
+        t.fg(Role::Warn).add_modifier(Modifier::BOLD)
+    } else {
+        t.fg(Role::Fg).add_modifier(Modifier::BOLD)
+    }
+}
+
+/// When the next slot frees, in wordings from the longest to the shortest: whole words at every
+/// width, shorter wordings before a cut.
+fn next_tries(q: &QuotaNow, now: Ts) -> Vec<String> {
+    match q.next_free {
+        Some(at) if q.throttled => {
+            let (what, short) = match q.spent {
+                Some("tokens") => ("TOKENS SPENT", "TOKENS"),
+                Some("cost_usd") => ("COST SPENT", "COST"),
+                _ => ("FULL", "FULL"),
+            };
+            let c = countdown(at.since(now).0);
+            vec![
+                format!("{what}: next in {c}"),
+                format!("{short}: next in {c}"),
+                format!("{short}: {c}"),
+                short.to_string(),
+            ]
+        }
+        Some(at) => {
+            let c = countdown(at.since(now).0);
+            vec![format!("frees in {c}"), format!("frees {c}"), c]
+        }
+        None => vec![
+            "no spend in the window".into(),
+            "no spend yet".into(),
+            "none spent".into(),
+        ],
     }
 }
 

@@ -6,8 +6,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::ViewModel;
-use super::overlay::Mode;
+use super::Scene;
 use super::{clock, trunc, wrap_words};
 use crate::board::theme::Role;
 use crate::kernel::Ts;
@@ -38,13 +37,13 @@ pub struct Message {
 /// Draws the status bar: the last action's result first (on two rows when it needs them), then
 /// what is broken, owner authority, live or polling, the load time and the project; the last
 /// ones are cut first.
-pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
+pub fn status(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
     let base = t.status();
     let w = area.width as usize;
     let mut first: Vec<Span> = Vec::new();
     let mut second: Option<Line> = None;
-    if let Some(m) = vm.message {
+    if let Some(m) = sc.message {
         let style = if m.error {
             base.fg(t.color_of(Role::Error))
                 .add_modifier(Modifier::BOLD)
@@ -63,7 +62,7 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
         }
         first.push(Span::styled(rows[0].clone(), style));
     }
-    let parts = segments(vm);
+    let parts = segments(sc);
     let last = parts.len().saturating_sub(1);
     for (n, (text, bold)) in parts.into_iter().enumerate() {
         let used: usize = first.iter().map(|s| s.content.chars().count()).sum();
@@ -79,7 +78,7 @@ pub fn status(f: &mut Frame, area: Rect, vm: &ViewModel) {
         };
         first.push(Span::styled(sep, base));
         // The project is a path: its last segments say which one it is.
-        let shown = if n == last && !vm.project.contains("://") {
+        let shown = if n == last && !sc.project.contains("://") {
             left_trunc(&text, room)
         } else {
             trunc(&text, room)
@@ -113,57 +112,57 @@ pub fn left_trunc(path: &str, w: usize) -> String {
 }
 
 /// The status bar's parts after the message, most important first, each with whether it is bold.
-fn segments(vm: &ViewModel) -> Vec<(String, bool)> {
+fn segments(sc: &Scene) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    let broken = vm.broken();
+    let broken = sc.broken();
     if let Some(b) = broken.label() {
         out.push((b, true));
     }
-    if vm.readonly {
+    if sc.readonly {
         out.push(("READ-ONLY".into(), true));
     } else {
-        out.push((esc(&vm.owner.note).into_owned(), false));
+        out.push((esc(&sc.owner.note).into_owned(), false));
     }
-    match vm.live {
+    match sc.live {
         Live::Watching if broken.label().is_none() => out.push(("● live".into(), false)),
         Live::Watching => {}
         Live::Polling(why) => out.push((format!("◌ polling ({})", esc(why)), false)),
         Live::Reconnecting(_) => out.push(("◌ reconnecting".into(), true)),
     }
     out.push((
-        vm.last_reload
+        sc.last_reload
             .map(|r| format!("loaded {}", clock(r)))
             .unwrap_or_else(|| "not loaded".into()),
         false,
     ));
-    out.push((esc(vm.project).into_owned(), true));
+    out.push((esc(sc.project).into_owned(), true));
     out
 }
 
 /// Draws the key hints (or the filter being typed).
-pub fn hints(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
+pub fn hints(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
     let mut spans = Vec::new();
-    if *vm.mode == Mode::Filter {
+    if sc.filtering {
         spans.push(Span::styled(
             " / ",
             t.fg(Role::Key).add_modifier(Modifier::BOLD),
         ));
-        spans.push(Span::styled(format!("{}▏", esc(vm.filter)), t.fg(Role::Fg)));
+        spans.push(Span::styled(format!("{}▏", esc(sc.filter)), t.fg(Role::Fg)));
         spans.push(Span::styled("  Enter keep · Esc clear", t.dim()));
     } else {
-        spans = hint_spans(vm, area.width as usize);
+        spans = hint_spans(sc, area.width as usize);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// The hints that fit in `w` columns, whole hints only. When some do not fit, the bar ends with
 /// `? more` (the help lists them all), so `?` always shows; where `?` is not a key (a dialog), `…`.
-fn hint_spans(vm: &ViewModel, w: usize) -> Vec<Span<'static>> {
-    let t = vm.theme;
+fn hint_spans(sc: &Scene, w: usize) -> Vec<Span<'static>> {
+    let t = sc.theme;
     let len = |k: &str, h: &str| k.chars().count() + h.chars().count() + 3;
-    let total: usize = vm.hints.iter().map(|(k, h, _)| len(k, h)).sum();
-    let help = vm.hints.iter().any(|(k, _, _)| k == "?");
+    let total: usize = sc.hints.iter().map(|(k, h, _)| len(k, h)).sum();
+    let help = sc.hints.iter().any(|(k, _, _)| k == "?");
     let cut = total > w;
     let room = match (cut, help) {
         (false, _) => w,
@@ -172,7 +171,7 @@ fn hint_spans(vm: &ViewModel, w: usize) -> Vec<Span<'static>> {
     };
     let mut spans = Vec::new();
     let mut used = 0;
-    for (k, h, enabled) in vm.hints.iter() {
+    for (k, h, enabled) in sc.hints.iter() {
         if cut && help && k == "?" {
             continue;
         }
@@ -204,10 +203,10 @@ fn hint_spans(vm: &ViewModel, w: usize) -> Vec<Span<'static>> {
 }
 
 /// Draws the banner: failed loads, quarantined files, where files disagree with the owner's seal.
-pub fn banner(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
+pub fn banner(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
     let w = area.width as usize;
-    let lines: Vec<Line> = crate::board::alerts::fit(vm.banner(), area.height as usize)
+    let lines: Vec<Line> = crate::board::alerts::fit(sc.banner(), area.height as usize)
         .iter()
         .map(|l| {
             let text = format!(" ⚠ {}", esc(l));

@@ -1,6 +1,6 @@
 //! Words and times for people: a card's note, countdowns and ages, relative or as clock times.
 
-use super::ViewModel;
+use super::Scene;
 use crate::board::derive::Why;
 use crate::kernel::{Priority, Ts};
 
@@ -88,7 +88,7 @@ pub fn hhmm(t: Ts) -> String {
     s.get(11..16).unwrap_or("--:--").to_string()
 }
 
-impl ViewModel<'_> {
+impl Scene<'_> {
     /// How long ago `at` was (`3m`), or its clock time (`11:57`) with absolute times on.
     pub fn ago(&self, at: Ts) -> String {
         if self.absolute {

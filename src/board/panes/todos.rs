@@ -8,15 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Pane;
-use super::ViewModel;
-use super::dialog::{AgentPick, PickFor};
-use super::keys::{Ctx, Outcome};
+use super::Scene;
+use super::keys::{OnScreen, Outcome};
 use super::objective::column_role;
-use super::overlay::Mode;
 use super::{block, gutter, mid_trunc, priority_style, row_style, title, trunc, wrap_words};
 use crate::board::derive::sort::SortBy;
 use crate::board::derive::{Card, Column, Columns, Why};
-use crate::board::keymap::{Action, Scope};
+use crate::board::keymap::{Intent, Scope};
 use crate::board::layout::{card_lines, offset, todo_columns};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
@@ -89,35 +87,30 @@ impl TodosPane {
     /// The scope of this pane's own keys.
     pub const SCOPE: Scope = Scope::Todos;
 
-    /// The help lines of this pane's keys.
-    pub fn help(readonly: bool) -> Vec<(String, String)> {
-        super::keys::help(Self::SCOPE, readonly)
-    }
-
     /// Reacts to the keys this pane owns: moving the selection and the column, reassigning and
     /// releasing the selected todo's lease (the sort is the board's: it orders every column).
-    pub fn handle(&mut self, action: Action, cx: &Ctx) -> Outcome {
-        if let Some(by) = super::moves(action) {
-            self.step(by, cx.columns);
+    pub fn handle(&mut self, intent: Intent, on: &OnScreen) -> Outcome {
+        if let Some(by) = super::moves(intent) {
+            self.step(by, on.columns);
             return Outcome::Moved;
         }
-        match action {
-            Action::Left | Action::Right => {
-                self.shift(if action == Action::Left { -1 } else { 1 });
+        match intent {
+            Intent::Left | Intent::Right => {
+                self.shift(if intent == Intent::Left { -1 } else { 1 });
                 Outcome::Moved
             }
-            Action::Reassign => self.reassign(cx),
-            Action::Release => self.release(cx),
+            Intent::Reassign => self.reassign(on),
+            Intent::Release => self.release(on),
             _ => Outcome::Ignored,
         }
     }
 
     /// The reassign picker for the selected todo: only an open agent todo takes a lease.
-    fn reassign(&self, cx: &Ctx) -> Outcome {
-        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+    fn reassign(&self, on: &OnScreen) -> Outcome {
+        let Some(id) = self.selected(on.columns).map(|c| c.id.clone()) else {
             return Outcome::error("no todo selected");
         };
-        let Some(snap) = cx.snap else {
+        let Some(snap) = on.snap else {
             return Outcome::Done;
         };
         let Some(t) = snap.todos.get(&id) else {
@@ -128,33 +121,24 @@ impl TodosPane {
                 "{id} is not an open agent todo; only those take a lease"
             ));
         }
-        let holder = t.lease.as_ref().map(|l| l.holder.as_str());
-        let pick = AgentPick {
-            known: super::agents::candidates(snap, cx.journal, cx.now, holder),
-            ..AgentPick::default()
-        };
-        Outcome::Open(Mode::Picker {
-            purpose: PickFor::Agent(id),
-            choices: pick.rows(),
-            sel: 0,
-            agents: Some(pick),
-        })
+        let holder = t.lease.as_ref().map(|l| l.holder.clone());
+        Outcome::PickAgent(id, holder)
     }
 
     /// Asks before releasing the selected todo's lease.
-    fn release(&self, cx: &Ctx) -> Outcome {
-        let Some(id) = self.selected(cx.columns).map(|c| c.id.clone()) else {
+    fn release(&self, on: &OnScreen) -> Outcome {
+        let Some(id) = self.selected(on.columns).map(|c| c.id.clone()) else {
             return Outcome::error("no todo selected");
         };
-        let lease = cx
+        let lease = on
             .snap
             .and_then(|s| s.todos.get(&id))
             .and_then(|t| t.lease.clone());
         match lease {
-            Some(l) => Outcome::Open(Mode::Confirm(OwnerAct::Release {
+            Some(l) => Outcome::Confirm(OwnerAct::Release {
                 todo: id,
                 holder: l.holder,
-            })),
+            }),
             None => Outcome::error(format!("{id} has no lease to release")),
         }
     }
@@ -162,49 +146,49 @@ impl TodosPane {
 
 /// Draws the todos pane: the columns with cards (and the focused one) side by side; the others
 /// fold into the title with their counts.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel) {
-    let t = vm.theme;
-    let focused = vm.focus == Pane::Todos;
-    let cols = todo_columns(area, &vm.layout.todos);
+pub fn draw(f: &mut Frame, area: Rect, sc: &Scene) {
+    let t = sc.theme;
+    let focused = sc.focus == Pane::Todos;
+    let cols = todo_columns(area, &sc.layout.todos);
     let mut head = vec![title("Todos", t)];
     let folded: Vec<String> = Column::ALL
         .iter()
         .zip(&cols)
         .filter(|(_, r)| r.width == 0)
         .map(|(c, _)| {
-            let n = vm.columns.cols[c.index()].len();
+            let n = sc.columns.cols[c.index()].len();
             format!("{} {} {n}", c.symbol(), c.title())
         })
         .collect();
     if !folded.is_empty() {
         head.push(Span::styled(format!("· {} ", folded.join(" · ")), t.dim()));
     }
-    if !vm.filter.is_empty() {
+    if !sc.filter.is_empty() {
         head.push(Span::styled(
-            format!(" filter: {} ", esc(vm.filter)),
+            format!(" filter: {} ", esc(sc.filter)),
             t.fg(Role::Accent).add_modifier(Modifier::BOLD),
         ));
     }
-    if vm.sort != SortBy::Pick {
-        head.push(Span::styled(format!(" sort: {} ", vm.sort.name()), t.dim()));
+    if sc.sort != SortBy::Pick {
+        head.push(Span::styled(format!(" sort: {} ", sc.sort.name()), t.dim()));
     }
     f.render_widget(block(Line::from(head), focused, t), area);
-    let per = card_lines(&cols, &vm.layout.todos);
+    let per = card_lines(&cols, &sc.layout.todos);
     for (ci, r) in cols.into_iter().enumerate() {
         if r.width > 0 {
-            column(f, r, vm, Column::ALL[ci], (focused, per));
+            column(f, r, sc, Column::ALL[ci], (focused, per));
         }
     }
 }
 
 /// Draws one column: a heading, then `per` lines a card; `↑ N` in the heading and `↓ N more`
 /// on the last line mark the cards scrolled out.
-pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool, usize)) {
+pub fn column(f: &mut Frame, r: Rect, sc: &Scene, col: Column, focus: (bool, usize)) {
     let (pane_focused, per) = focus;
-    let t = vm.theme;
+    let t = sc.theme;
     let ci = col.index();
-    let cards = &vm.columns.cols[ci];
-    let focused = pane_focused && vm.todos.col == col;
+    let cards = &sc.columns.cols[ci];
+    let focused = pane_focused && sc.todos.col == col;
     let w = r.width.saturating_sub(1) as usize;
     let head_style = if focused {
         t.fg(column_role(col))
@@ -213,7 +197,7 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
         t.fg(column_role(col)).add_modifier(Modifier::BOLD)
     };
     let visible = (r.height.saturating_sub(1) as usize) / per;
-    let sel = vm.todos.sel[ci];
+    let sel = sc.todos.sel[ci];
     let off = offset(sel, visible);
     let mut head = format!("{} {} {}", col.symbol(), col.title(), cards.len());
     if off > 0 {
@@ -221,8 +205,8 @@ pub fn column(f: &mut Frame, r: Rect, vm: &ViewModel, col: Column, focus: (bool,
     }
     let mut lines = vec![Line::from(Span::styled(trunc(&head, w), head_style))];
     for (n, c) in cards.iter().enumerate().skip(off).take(visible) {
-        let selected = n == sel && vm.todos.col == col;
-        lines.extend(card(c, vm, w, (selected, focused), per));
+        let selected = n == sel && sc.todos.col == col;
+        lines.extend(card(c, sc, w, (selected, focused), per));
     }
     if cards.is_empty() {
         lines.push(Line::from(Span::styled(trunc("  (none)", w), t.dim())));
@@ -263,8 +247,8 @@ pub fn lease_note(holder: &str, fence: u64, (expired, when): (bool, &str), w: us
 }
 
 /// A live lease's reservation as a card shows it: its first glob, and how many more.
-fn reserved(vm: &ViewModel, id: &str) -> Option<(String, usize)> {
-    let l = vm.snap?.todos.get(id)?.live_lease(vm.now)?;
+fn reserved(sc: &Scene, id: &str) -> Option<(String, usize)> {
+    let l = sc.snap?.todos.get(id)?.live_lease(sc.now)?;
     let first = esc(l.paths.first()?);
     let text = match l.paths.len() - 1 {
         0 => first.into_owned(),
@@ -315,13 +299,13 @@ pub fn title_rows(title: &str, w: usize, rows: usize) -> Vec<String> {
 /// A card's lines: the title (one line, or two when `lines` is 3), then its note.
 fn card<'a>(
     c: &Card,
-    vm: &ViewModel,
+    sc: &Scene,
     w: usize,
     (selected, focused): (bool, bool),
     lines: usize,
 ) -> Vec<Line<'a>> {
-    let t = vm.theme;
-    let expired = c.expired(vm.now);
+    let t = sc.theme;
+    let expired = c.expired(sc.now);
     let prio = if matches!(c.why, Why::Finished(..)) {
         match &c.why {
             Why::Finished(crate::kernel::Status::Cancelled, ..) => "✗".to_string(),
@@ -363,7 +347,7 @@ fn card<'a>(
             row_style(t, selected, focused, base),
         )));
     }
-    let (note, note_style) = note(c, vm, w);
+    let (note, note_style) = note(c, sc, w);
     out.push(Line::from(Span::styled(
         trunc(&format!("  {note}"), w),
         note_style,
@@ -371,58 +355,66 @@ fn card<'a>(
     out
 }
 
+/// A leased card's note: the holder, the time left or over, the fence and the paths reserved;
+/// the todo's id first where the holder and the time still fit after it.
+fn lease_line(
+    c: &Card,
+    (holder, fence, expires_at): (&str, u64, crate::kernel::Ts),
+    sc: &Scene,
+    w: usize,
+) -> String {
+    let left = expires_at.since(sc.now).0;
+    let when = if left <= 0 {
+        sc.over(expires_at)
+    } else {
+        sc.left(expires_at)
+    };
+    let id = esc(&c.id);
+    let lease = |w: usize| {
+        let note = lease_note(holder, fence, (left <= 0, &when), w);
+        match reserved(sc, &c.id) {
+            Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
+            None => note,
+        }
+    };
+    let w = w.saturating_sub(2);
+    let after = lease(w.saturating_sub(id.chars().count() + 1));
+    let whole = lease_note(holder, fence, (left <= 0, &when), usize::MAX);
+    let timed = whole.rsplit_once(" #").map_or(whole.as_str(), |(a, _)| a);
+    if after.starts_with(timed) {
+        format!("{id} {after}")
+    } else {
+        lease(w)
+    }
+}
+
 /// A card's note line and its style: the lease or why, marked when overdue, parked or backed off.
-fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
-    let t = vm.theme;
-    let expired = c.expired(vm.now);
+fn note(c: &Card, sc: &Scene, w: usize) -> (String, Style) {
+    let t = sc.theme;
+    let expired = c.expired(sc.now);
     let note = match &c.why {
         Why::None => esc(&c.id).into_owned(),
         Why::Lease {
             holder,
             fence,
             expires_at,
-        } => {
-            let left = expires_at.since(vm.now).0;
-            let when = if left <= 0 {
-                vm.over(*expires_at)
-            } else {
-                vm.left(*expires_at)
-            };
-            // The todo's id first where the holder and the time still fit after it.
-            let id = esc(&c.id);
-            let lease = |w: usize| {
-                let note = lease_note(holder, *fence, (left <= 0, &when), w);
-                match reserved(vm, &c.id) {
-                    Some(r) => with_paths(note, holder, (left <= 0, &when), &r, w),
-                    None => note,
-                }
-            };
-            let w = w.saturating_sub(2);
-            let after = lease(w.saturating_sub(id.chars().count() + 1));
-            let whole = lease_note(holder, *fence, (left <= 0, &when), usize::MAX);
-            let timed = whole.rsplit_once(" #").map_or(whole.as_str(), |(a, _)| a);
-            if after.starts_with(timed) {
-                format!("{id} {after}")
-            } else {
-                lease(w)
-            }
-        }
-        other => esc(&vm.why(other)).into_owned(),
+        } => lease_line(c, (holder, *fence, *expires_at), sc, w),
+        other => esc(&sc.why(other)).into_owned(),
     };
     // An overdue monitor is marked before its note, in the warning color.
-    let late = vm
+    let late = sc
         .snap
         .and_then(|s| s.todos.get(&c.id))
-        .and_then(|t| crate::kernel::monitor::overdue(t, vm.now))
+        .and_then(|t| crate::kernel::monitor::overdue(t, sc.now))
         .filter(|_| !matches!(c.why, Why::Finished(..)));
     let note = match late {
         Some(l) => format!("⚠ OVERDUE {} {note}", crate::board::panes::text::ago(l.0)),
         None => note,
     };
     // The breaker: a parked todo waits on the owner's gate; a failing one backs off.
-    let held = vm.snap.and_then(|s| Some((s, s.todos.get(&c.id)?)));
+    let held = sc.snap.and_then(|s| Some((s, s.todos.get(&c.id)?)));
     let parked = held.is_some_and(|(s, t)| crate::kernel::breaker::parked(s, t).is_some());
-    let backed = held.is_some_and(|(_, t)| crate::kernel::breaker::backed_off(t, vm.now).is_some());
+    let backed = held.is_some_and(|(_, t)| crate::kernel::breaker::backed_off(t, sc.now).is_some());
     let note = match (parked, backed) {
         (true, _) => format!("⏸ PARKED {note}"),
         (false, true) => format!("backed off · {note}"),
@@ -434,7 +426,7 @@ fn note(c: &Card, vm: &ViewModel, w: usize) -> (String, Style) {
         t.fg(Role::Warn).add_modifier(Modifier::BOLD)
     } else {
         match &c.why {
-            Why::Lease { expires_at, .. } if expires_at.since(vm.now).0 < 60_000 => {
+            Why::Lease { expires_at, .. } if expires_at.since(sc.now).0 < 60_000 => {
                 t.fg(Role::Warn)
             }
             Why::Lease { .. } => t.fg(Role::Claimed),

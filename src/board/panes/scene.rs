@@ -1,4 +1,5 @@
-//! The view model: what one frame shows, borrowed from the board's state at one instant.
+//! The scene: what one frame shows, borrowed from the board's state at one instant, and
+//! the overlay drawn over it.
 
 use std::collections::BTreeMap;
 
@@ -14,13 +15,19 @@ use crate::kernel::{Event, Gate, GateStatus, Problem, Snapshot, Ts};
 use super::activity::ActivityPane;
 use super::evidence::EvidencePane;
 use super::gates::GatesPane;
-use super::overlay::Mode;
 use super::status::{Live, Message};
 use super::todos::TodosPane;
 
+/// A dialog or overlay drawn over the board: it owns its state and draws it from the frame's
+/// scene.
+pub trait Overlay: std::fmt::Debug {
+    /// Draws it over `area` (the whole screen).
+    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, sc: &Scene);
+}
+
 /// Everything one frame shows, borrowed from the app at one instant.
 #[derive(Debug, Clone)]
-pub struct ViewModel<'a> {
+pub struct Scene<'a> {
     /// The clock of this frame.
     pub now: Ts,
     /// The colors.
@@ -39,16 +46,16 @@ pub struct ViewModel<'a> {
     pub todos: &'a TodosPane,
     /// The focused pane.
     pub focus: Pane,
-    /// The mode (dialogs, overlays).
-    pub mode: &'a Mode,
+    /// The filter is being typed.
+    pub filtering: bool,
+    /// The dialog or overlay over the board, if any.
+    pub overlay: Option<&'a dyn Overlay>,
     /// The filter.
     pub filter: &'a str,
     /// The evidence pane.
     pub evidence: &'a EvidencePane,
     /// The goal's metric points.
     pub metrics: &'a Metrics,
-    /// The gate's action scrolled, in the confirm dialog.
-    pub action_scroll: usize,
     /// The journal's tail, newest last.
     pub journal: &'a [Event],
     /// The activity pane.
@@ -75,7 +82,7 @@ pub struct ViewModel<'a> {
     pub absolute: bool,
 }
 
-impl<'a> ViewModel<'a> {
+impl<'a> Scene<'a> {
     /// The pending gates among those listed (the filter applies).
     pub fn pending(&self) -> usize {
         self.gates

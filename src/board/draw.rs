@@ -1,11 +1,11 @@
-//! The one draw entry: a whole frame, drawn purely from the view model.
+//! The one draw entry: a whole frame, drawn purely from its scene.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
 use crate::board::layout::{self, Areas};
-pub use crate::board::panes::ViewModel;
+pub use crate::board::panes::Scene;
 use crate::board::panes::{self, Pane};
 use crate::kernel::GoalStatus;
 
@@ -27,35 +27,37 @@ pub fn fit_state(
 }
 
 /// Draws one whole frame.
-pub fn draw(f: &mut Frame, vm: &ViewModel) {
+pub fn frame(f: &mut Frame, sc: &Scene) {
     let area = f.area();
-    f.render_widget(Block::new().style(vm.theme.base()), area);
-    let areas = layout::areas(area, &vm.layout);
-    draw_areas(f, vm, &areas);
-    panes::overlay::render(f, area, vm);
+    f.render_widget(Block::new().style(sc.theme.base()), area);
+    let areas = layout::areas(area, &sc.layout);
+    draw_areas(f, sc, &areas);
+    if let Some(o) = sc.overlay {
+        o.draw(f, area, sc);
+    }
 }
 
-fn draw_areas(f: &mut Frame, vm: &ViewModel, a: &Areas) {
-    panes::objective::render(f, a.header, vm, a.narrow);
+fn draw_areas(f: &mut Frame, sc: &Scene, a: &Areas) {
+    panes::objective::draw(f, a.header, sc, a.narrow);
     if let Some(b) = a.banner {
-        panes::status::banner(f, b, vm);
+        panes::status::banner(f, b, sc);
     }
     for (p, r) in &a.panes {
-        render_pane(f, *p, *r, vm);
+        pane(f, *p, *r, sc);
     }
     if let Some(q) = a.quota {
-        panes::quota::render(f, q, vm);
+        panes::quota::draw(f, q, sc);
     }
-    panes::status::status(f, a.status, vm);
-    panes::status::hints(f, a.hints, vm);
+    panes::status::status(f, a.status, sc);
+    panes::status::hints(f, a.hints, sc);
 }
 
 /// Draws one focusable pane.
-pub fn render_pane(f: &mut Frame, p: Pane, r: Rect, vm: &ViewModel) {
+pub fn pane(f: &mut Frame, p: Pane, r: Rect, sc: &Scene) {
     match p {
-        Pane::Gates => panes::gates::render(f, r, vm),
-        Pane::Todos => panes::todos::render(f, r, vm),
-        Pane::Evidence => panes::evidence::render(f, r, vm),
-        Pane::Activity => panes::activity::render(f, r, vm),
+        Pane::Gates => panes::gates::draw(f, r, sc),
+        Pane::Todos => panes::todos::draw(f, r, sc),
+        Pane::Evidence => panes::evidence::draw(f, r, sc),
+        Pane::Activity => panes::activity::draw(f, r, sc),
     }
 }

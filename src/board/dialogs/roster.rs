@@ -1,4 +1,5 @@
-//! The agents overlay: the roster computed from the board's snapshot and journal tail.
+//! The agents overlay: the roster computed from the board's snapshot and journal tail, and the
+//! agents the reassign picker offers from it.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,14 +7,46 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Clear;
 
-use super::dialog::Candidate;
-use super::overlay::centered;
-use super::{ViewModel, mid_trunc, wrap_words};
+use super::frame::{centered, scrolled_by};
+use crate::board::keymap::{Intent, Scope};
 use crate::board::panes::text::ago;
+use crate::board::panes::{Overlay, Scene, mid_trunc, scrolled, wrap_words};
 use crate::board::theme::Role;
 use crate::kernel::roster::{self, AgentState, Seen};
 use crate::kernel::{Event, Snapshot, Ts};
 use crate::text::escape as esc;
+
+/// An agent the reassign picker knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The agent id.
+    pub id: String,
+    /// Its state for people (`working · 1 lease`, `idle · seen 3m ago`, `stale since 5m`).
+    pub note: String,
+    /// Working or idle: listed without Tab.
+    pub live: bool,
+}
+
+/// The agents' roster overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roster {
+    /// Lines scrolled.
+    pub scroll: u16,
+}
+
+impl Roster {
+    /// The keymap's scopes of its keys (the help and the hints).
+    pub fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Overlay, Scope::Always]
+    }
+
+    /// A key that scrolls, or `false` when it closes the overlay.
+    pub fn on_intent(&mut self, intent: Intent) -> bool {
+        scrolled_by(intent, self.scroll)
+            .map(|s| self.scroll = s)
+            .is_some()
+    }
+}
 
 /// The latest time of each actor in these journal events, and the lapsed leases they record.
 pub fn seen(journal: &[Event]) -> Seen {
@@ -73,53 +106,56 @@ pub fn candidates(
     out
 }
 
-/// Draws the roster: state, agent, last seen, leases, turns in the window.
-pub fn render(f: &mut Frame, area: Rect, vm: &ViewModel, scroll: u16) {
-    let t = vm.theme;
-    let r = centered(area, 96, area.height.saturating_sub(4).max(6));
-    f.render_widget(Clear, r);
-    let mut lines = Vec::new();
-    match vm.snap {
-        None => lines.push(Line::raw("no state loaded")),
-        Some(snap) => {
-            let rows = roster::roster(snap, &seen(vm.journal), vm.now);
-            if rows.is_empty() {
-                lines.push(Line::styled("no agents seen yet", t.dim()));
-            }
-            let w = usize::from(r.width.saturating_sub(2));
-            let width = |f: &dyn Fn(&roster::AgentRow) -> usize, cap: usize| {
-                rows.iter().map(f).max().unwrap_or(0).min(cap) + 1
-            };
-            let name_w = width(&|r| esc(&r.agent).chars().count(), 22);
-            let lease_w = width(&|r| r.leases.join(",").chars().count().max(1), 20);
-            for row in &rows {
-                lines.extend(agent_lines(row, vm, (name_w, lease_w), w));
+impl Overlay for Roster {
+    /// Draws the roster: state, agent, last seen, leases, turns in the window.
+    fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
+        let scroll = self.scroll;
+        let t = sc.theme;
+        let r = centered(area, 96, area.height.saturating_sub(4).max(6));
+        f.render_widget(Clear, r);
+        let mut lines = Vec::new();
+        match sc.snap {
+            None => lines.push(Line::raw("no state loaded")),
+            Some(snap) => {
+                let rows = roster::roster(snap, &seen(sc.journal), sc.now);
+                if rows.is_empty() {
+                    lines.push(Line::styled("no agents seen yet", t.dim()));
+                }
+                let w = usize::from(r.width.saturating_sub(2));
+                let width = |f: &dyn Fn(&roster::AgentRow) -> usize, cap: usize| {
+                    rows.iter().map(f).max().unwrap_or(0).min(cap) + 1
+                };
+                let name_w = width(&|r| esc(&r.agent).chars().count(), 22);
+                let lease_w = width(&|r| r.leases.join(",").chars().count().max(1), 20);
+                for row in &rows {
+                    lines.extend(agent_lines(row, sc, (name_w, lease_w), w));
+                }
             }
         }
+        lines.push(Line::raw(""));
+        let note = "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.";
+        for part in wrap_words(note, usize::from(r.width.saturating_sub(2))) {
+            lines.push(Line::styled(part, t.dim()));
+        }
+        scrolled(
+            f,
+            r,
+            ("Agents · ↑↓ scroll · Esc closes", lines),
+            scroll,
+            sc.theme,
+        );
     }
-    lines.push(Line::raw(""));
-    let note = "From the journal lines the board holds and the leases; `loopx agents` reads the whole journal.";
-    for part in wrap_words(note, usize::from(r.width.saturating_sub(2))) {
-        lines.push(Line::styled(part, t.dim()));
-    }
-    super::scrolled(
-        f,
-        r,
-        ("Agents · ↑↓ scroll · Esc closes", lines),
-        scroll,
-        vm.theme,
-    );
 }
 
 /// One agent's row: state, agent, last seen, then leases and turns, which go to a second row,
 /// indented, when the overlay is too narrow for one.
 fn agent_lines(
     row: &roster::AgentRow,
-    vm: &ViewModel,
+    sc: &Scene,
     (name_w, lease_w): (usize, usize),
     w: usize,
 ) -> Vec<Line<'static>> {
-    let t = vm.theme;
+    let t = sc.theme;
     let role = match row.state {
         AgentState::Working => Role::Claimed,
         AgentState::Stale => Role::Warn,
@@ -127,7 +163,7 @@ fn agent_lines(
     };
     let seen = row.last_seen.map_or_else(
         || "never".to_string(),
-        |s| format!("{} ago", ago(vm.now.since(s).0)),
+        |s| format!("{} ago", ago(sc.now.since(s).0)),
     );
     let leases = if row.leases.is_empty() {
         "-".to_string()

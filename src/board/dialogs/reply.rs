@@ -1,0 +1,33 @@
+//! What a dialog's key asks of the board: stay, close, open the next dialog, or act.
+
+use crate::board::panes::keys::InputFor;
+use crate::flows::owner::OwnerAct;
+
+/// What a dialog's key asks of the board.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The dialog stays (changed or not).
+    Stay,
+    /// The dialog stays; this goes in the status bar (true for an error).
+    Say(String, bool),
+    /// Back to the board.
+    Close,
+    /// Back to the board, with this (not an error) in the status bar.
+    CloseSaying(String),
+    /// Ask before this owner act, its gate's action scrolled by this many lines.
+    Confirm(OwnerAct, usize),
+    /// A text input for this, with this text (`None`: the draft left for it), and the confirm's
+    /// scroll to come back to.
+    Ask(InputFor, Option<String>, usize),
+    /// Perform this owner act.
+    Perform(OwnerAct),
+    /// Open the file of this file error (by its row) in `$EDITOR`.
+    Edit(usize),
+}
+
+impl Reply {
+    /// Back to the board, saying nothing changed.
+    pub fn cancelled() -> Reply {
+        Reply::CloseSaying("cancelled: nothing changed".into())
+    }
+}
