@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use loopx::kernel::ops::{self, NewTodo};
 use loopx::kernel::{Code, Config, Dur, Ts};
 use loopx::store::Env;
-use loopx::store::pg::{PgStore, schema::Roles};
+use loopx::store::pg::{PgStore, roles::Roles};
 use loopx::store::{FileStore, StoreExt};
 
 fn arg(n: usize, default: u64) -> u64 {

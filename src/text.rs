@@ -148,3 +148,15 @@ mod tests {
         assert_eq!(md_line(""), "");
     }
 }
+
+/// One word quoted for the shell: as it is when plain, else in single quotes.
+pub fn sh_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}

@@ -39,7 +39,7 @@ pub fn script(shell: clap_complete::Shell) -> Result<String> {
     let path = self_path();
     // clap_complete's bash script puts its quoted path inside double quotes, where the quotes
     // stay literal and `$(...)` runs: the path goes in plain there, then is quoted for sh here.
-    let bash = shell == clap_complete::Shell::Bash && super::hook::sh_word(&path) != path;
+    let bash = shell == clap_complete::Shell::Bash && crate::text::sh_word(&path) != path;
     let given = if bash { PLACEHOLDER } else { path.as_str() };
     let mut buf = Vec::new();
     completer
@@ -47,7 +47,7 @@ pub fn script(shell: clap_complete::Shell) -> Result<String> {
         .map_err(|e| Error::new(Code::Io, format!("cannot write the script: {e}")))?;
     let text = String::from_utf8_lossy(&buf).into_owned();
     Ok(if bash {
-        text.replace(&format!("\"{PLACEHOLDER}\""), &super::hook::sh_word(&path))
+        text.replace(&format!("\"{PLACEHOLDER}\""), &crate::text::sh_word(&path))
     } else {
         text
     })

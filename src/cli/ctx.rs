@@ -132,3 +132,14 @@ impl Ctx {
         }
     }
 }
+
+/// An environment variable as text; `None` when unset, exit 2 when not UTF-8.
+pub(super) fn env_text(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(Error::usage(format!("{name} is not valid UTF-8")))
+        }
+    }
+}

@@ -49,7 +49,7 @@ pub(super) fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Cmd::Agents => roster::run(ctx),
         Cmd::Evidence(c) => evidence::run(ctx, c),
         Cmd::Store(c) => store::run(ctx, c),
-        Cmd::Mcp => super::mcp::serve(ctx),
+        Cmd::Mcp => super::mcp::serve(ctx, dispatch),
         Cmd::Setup(a) => setup::run(ctx, a),
         Cmd::AgentPrompt(a) => prompt::run(ctx, a),
         Cmd::Completions { shell } => completions(shell),

@@ -7,6 +7,7 @@ use clap::Parser as _;
 use clap::error::ErrorKind;
 
 use super::args::Cli;
+use super::ctx::env_text;
 use super::out::emit;
 use super::{Ctx, dispatch, emit_error, identity, owner_env, usage_error};
 use crate::kernel::{Code, Error, Result, Ts};
@@ -125,15 +126,4 @@ fn check_agent_len(agent: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// An environment variable as text; `None` when unset, exit 2 when not UTF-8.
-pub(super) fn env_text(name: &str) -> Result<Option<String>> {
-    match std::env::var(name) {
-        Ok(v) => Ok(Some(v)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err(Error::usage(format!("{name} is not valid UTF-8")))
-        }
-    }
 }

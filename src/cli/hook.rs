@@ -4,8 +4,9 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::entry::env_text;
+use super::ctx::env_text;
 use super::{Ctx, Out};
+use crate::text::sh_word;
 use std::io::Write as _;
 
 use crate::kernel::{Result, alert, ops};
@@ -72,18 +73,6 @@ pub fn shell_text(words: &[String]) -> String {
         .map(|w| sh_word(w))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One word quoted for the shell: as it is when plain, else in single quotes.
-pub fn sh_word(w: &str) -> String {
-    let plain = !w.is_empty()
-        && w.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', "'\\''"))
-    }
 }
 
 fn hook_json(snap: &crate::kernel::Snapshot) -> Vec<serde_json::Value> {

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use clap::{CommandFactory as _, Parser as _};
 use serde_json::Value;
 
-use super::dispatch::dispatch;
-use super::{Cli, Ctx, Out, answer_json, error_json, usage_error};
+use super::{Cli, Cmd, Ctx, Out, answer_json, error_json, usage_error};
 use crate::kernel::{Error, Result, Ts};
 
-/// The commands of one session: its agent and project, fixed when it starts.
-struct Session(Ctx);
+/// What runs one parsed command: the CLI's dispatch, handed in when the server starts.
+pub type Run = fn(&Ctx, Option<Cmd>) -> Result<Out>;
+
+/// The commands of one session: its agent and project, fixed when it starts, and their runner.
+struct Session(Ctx, Run);
 
 impl crate::mcp::Commands for Session {
     fn agent(&self) -> &str {
@@ -23,13 +25,11 @@ impl crate::mcp::Commands for Session {
     }
 
     fn call(&self, now: Ts, argv: &[String]) -> (Value, i32) {
-        call(
-            &Ctx {
-                now,
-                ..self.0.clone()
-            },
-            argv,
-        )
+        let ctx = Ctx {
+            now,
+            ..self.0.clone()
+        };
+        call(&ctx, self.1, argv)
     }
 
     fn state_md(&self, now: Ts) -> Result<String> {
@@ -46,7 +46,7 @@ impl crate::mcp::Commands for Session {
 }
 
 /// `loopx mcp`: serves the agent's commands over MCP on stdio until the client goes.
-pub fn serve(ctx: &Ctx) -> Result<Out> {
+pub fn serve(ctx: &Ctx, run: Run) -> Result<Out> {
     // No owner change is signed in this process, whatever key the environment points at.
     let ctx = Ctx {
         key: crate::store::owner::KeyAt::Forbidden,
@@ -54,15 +54,15 @@ pub fn serve(ctx: &Ctx) -> Result<Out> {
     };
     // Found now, so a session started outside a project (or on a store it cannot reach) says so at once.
     ctx.open()?.journal_end()?;
-    crate::mcp::serve(Arc::new(Session(ctx)))?;
+    crate::mcp::serve(Arc::new(Session(ctx, run)))?;
     Ok(Out::default())
 }
 
 /// Runs one command line inside this process, as `--json` would answer it: the JSON answer and
 /// the exit code.
-fn call(ctx: &Ctx, argv: &[String]) -> (Value, i32) {
+fn call(ctx: &Ctx, run: Run, argv: &[String]) -> (Value, i32) {
     let parsed = Cli::try_parse_from(argv).map_err(|e| usage_error(&e));
-    match parsed.and_then(|cli| dispatch(ctx, cli.cmd)) {
+    match parsed.and_then(|cli| run(ctx, cli.cmd)) {
         Ok(out) => (answer_json(out.json), out.exit),
         Err(e) => (error_json(&e), e.code.exit_code()),
     }

@@ -10,7 +10,7 @@ use super::{Ctx, Out};
 use crate::kernel::{Error, Result};
 use crate::store::FileStore;
 use crate::store::pg::port::Moved;
-use crate::store::pg::{PgStore, redact, schema::Roles};
+use crate::store::pg::{PgStore, redact, roles::Roles};
 
 /// `store ...`.
 #[derive(Debug, Subcommand)]

@@ -7,9 +7,9 @@ use super::files;
 use super::json::{Node, Obj};
 use super::refuse;
 use super::{Plan, Wiring};
-use crate::cli::hook::sh_word;
 use crate::cli::prompt::{self, Runtime};
 use crate::kernel::Result;
+use crate::text::sh_word;
 
 /// The mark at the end of the hook command `setup claude` writes, so a rerun finds its own.
 const HOOK_MARK: &str = "# loopx-setup";

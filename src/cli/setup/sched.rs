@@ -7,9 +7,9 @@ use serde_json::{Map, json};
 use sha2::Digest as _;
 
 use super::{EVERY_DEFAULT, Plan, Setup, Wiring, files};
-use crate::cli::hook::sh_word;
 use crate::kernel::{Dur, Error, Result};
 use crate::text::escape as esc;
+use crate::text::sh_word;
 
 /// The longest `--every` and `--timeout`: a week.
 const LONGEST: Dur = Dur(7 * 86_400_000);

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::db_error;
-use super::schema::{JOURNAL_LOCK, Roles};
+use super::roles::{JOURNAL_LOCK, Roles};
 use crate::kernel::{Code, Error, Result};
 use crate::store::core::parse;
 

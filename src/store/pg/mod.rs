@@ -13,6 +13,7 @@ mod load;
 mod poll;
 pub mod port;
 mod redact;
+pub mod roles;
 pub mod schema;
 mod view;
 mod watch;
@@ -297,7 +298,7 @@ impl PgStore {
     }
 
     /// Creates or upgrades the schema and the two roles (needs a role that may create them).
-    pub fn migrate(&self, roles: &schema::Roles) -> Result<schema::Migrated> {
+    pub fn migrate(&self, roles: &roles::Roles) -> Result<schema::Migrated> {
         let m = schema::migrate(&mut Self::connect(&self.url)?, roles)?;
         if let Ok(mut g) = self.conn.lock() {
             g.client = None;

@@ -6,47 +6,11 @@
 //! lease and the todo it holds (a holder may hand its own on), and nobody may change or remove
 //! a journal line.
 
+use super::roles::{JOURNAL_LOCK, ROW_MAX, Roles};
 use crate::kernel::{Code, Error, Result};
 
 /// The schema version this binary writes (3: an agent may record the one use of a gate).
 pub const VERSION: i64 = 3;
-
-/// The advisory lock every commit holds while it writes (commits are ordered by it).
-pub const JOURNAL_LOCK: i64 = 0x6c6f_6f70_786a;
-
-/// The most bytes of a row's body or a journal line an agent's login may write (loopx's own
-/// are far smaller: the kernel bounds every value).
-pub const ROW_MAX: usize = 1 << 20;
-
-/// The names of the two roles.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Roles {
-    /// May do what the owner does.
-    pub owner: String,
-    /// What every agent login is a member of.
-    pub agent: String,
-}
-
-impl Roles {
-    /// `PREFIX_owner` and `PREFIX_agent`; the prefix is 1 to 40 of `a-z`, `0-9` and `_`.
-    pub fn with_prefix(prefix: &str) -> Result<Roles> {
-        let ok = !prefix.is_empty()
-            && prefix.len() <= 40
-            && prefix.starts_with(|c: char| c.is_ascii_lowercase())
-            && prefix
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !ok {
-            return Err(Error::usage(format!(
-                "role prefix {prefix:?} must be 1 to 40 of a-z, 0-9 and _, starting with a letter"
-            )));
-        }
-        Ok(Roles {
-            owner: format!("{prefix}_owner"),
-            agent: format!("{prefix}_agent"),
-        })
-    }
-}
 
 /// The tables (version 1).
 const TABLES: &str = r#"
