@@ -100,6 +100,18 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// One word quoted for the shell: as it is when plain, else in single quotes.
+pub fn sh_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,17 +158,5 @@ mod tests {
         assert_eq!(md_line("12. item"), "12\\. item");
         assert_eq!(md_line("fix `a` #3"), "fix `a` #3");
         assert_eq!(md_line(""), "");
-    }
-}
-
-/// One word quoted for the shell: as it is when plain, else in single quotes.
-pub fn sh_word(w: &str) -> String {
-    let plain = !w.is_empty()
-        && w.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', "'\\''"))
     }
 }

@@ -132,7 +132,7 @@ impl Seal {
 }
 
 /// True for a name that can be a seal field: not empty, no white space (never a valid id anyway).
-fn plain(id: &String) -> bool {
+fn plain(id: &str) -> bool {
     !id.is_empty() && !id.contains(char::is_whitespace)
 }
 
@@ -176,7 +176,7 @@ fn lease_facts(snap: &Snapshot, prev: Option<&Seal>, set: &[&str]) -> BTreeMap<S
                 .filter(|f| f.fence == t.fence)
                 .cloned()
         };
-        if let Some(f) = fact.filter(|f| f.holder.as_ref().is_none_or(plain)) {
+        if let Some(f) = fact.filter(|f| f.holder.as_ref().is_none_or(|h| plain(h))) {
             leases.insert(id.clone(), f);
         }
     }
