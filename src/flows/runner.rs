@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::check;
 use super::progress::measure;
 pub use super::turn::Approved;
 use super::turn::{self as flow, StartOpts};
+use super::{check, claim};
 use crate::kernel::gate_action::ActionKind;
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
 use crate::kernel::proof;
@@ -222,7 +222,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Start::Claimed(t) => *t,
     };
     if process::signalled().is_some() {
-        release(store, &opts.agent, &todo.id)?;
+        claim::release(store, &opts.agent, &todo.id)?;
         return Ok(TurnOutcome::Interrupted(todo.id));
     }
     // The work tree as the turn begins, for the breaker (nothing ran since the claim): the
@@ -233,7 +233,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     let fin = match run {
         Ok(f) => f,
         Err(e) => {
-            release(store, &opts.agent, &todo.id)?;
+            claim::release(store, &opts.agent, &todo.id)?;
             return Err(e);
         }
     };
@@ -412,12 +412,4 @@ fn renew_until(
             return;
         }
     }
-}
-
-/// Gives the turn's lease back (the command did not run).
-fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
-    store.mutate(|snap| {
-        let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
-        Ok((c, ()))
-    })
 }
