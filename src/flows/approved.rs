@@ -45,17 +45,10 @@ pub fn run(
     (agent, now): (&str, Ts),
     o: &RunOpts,
 ) -> Result<(String, GateAction, Used)> {
-    let snap = store.load()?;
-    let id = store.resolve_gate(&snap, &o.gate)?;
-    let used = journal_used(store, &id)?;
-    let g = snap
-        .gates
-        .get(&id)
-        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")))?;
-    let act = crate::kernel::gate_action::runnable(g, used)?;
+    let (id, act, used) = runnable(store, &o.gate)?;
     let mut file = match act.kind {
         ActionKind::Cmd => {
-            startable(root, act)?;
+            startable(root, &act)?;
             None
         }
         ActionKind::Payload => o.out.as_deref().map(NewFile::create).transpose()?,
@@ -145,14 +138,7 @@ pub fn journal_used(store: &dyn Store, id: &str) -> Result<bool> {
 
 /// The gate's approved command, checked now (the turn checks it again as it claims).
 pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<String>, bool)> {
-    let snap = store.load()?;
-    let id = store.resolve_gate(&snap, input)?;
-    let used = journal_used(store, &id)?;
-    let g = snap
-        .gates
-        .get(&id)
-        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")))?;
-    let a = crate::kernel::gate_action::runnable(g, used)?;
+    let (id, a, used) = runnable(store, input)?;
     if a.kind != ActionKind::Cmd {
         return Err(Error::usage(format!(
             "gate {id} holds a payload, not a command: a turn cannot run it"
@@ -161,7 +147,21 @@ pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<Stri
             "hand it over with `loopx run-approved {id} --out FILE`"
         )));
     }
-    Ok((id, a.argv.clone(), used))
+    Ok((id, a.argv, used))
+}
+
+/// Gate `input`'s approved action when it may be used now: the gate's id, the action, and
+/// whether the journal holds a use of it already.
+fn runnable(store: &dyn Store, input: &str) -> Result<(String, GateAction, bool)> {
+    let snap = store.load()?;
+    let id = store.resolve_gate(&snap, input)?;
+    let used = journal_used(store, &id)?;
+    let g = snap
+        .gates
+        .get(&id)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")))?;
+    let a = crate::kernel::gate_action::runnable(g, used)?.clone();
+    Ok((id, a, used))
 }
 
 /// `--out`'s new file, made before the approval is spent: never through a link or over an
