@@ -118,10 +118,15 @@ fn released(
     if renewed {
         return e.hint("your lease stands, without a worktree");
     }
-    match store.mutate(|snap| ops::release(snap, agent, Ts::now(), &t.id)) {
-        Ok(_) => e.hint(format!("{} was released again; nothing is claimed", t.id)),
+    match release(store, agent, &t.id) {
+        Ok(()) => e.hint(format!("{} was released again; nothing is claimed", t.id)),
         Err(r) => e.hint(format!("{} stays claimed: {}", t.id, r.message)),
     }
+}
+
+/// Gives `agent`'s lease on `id` back (a claim undone, or a turn whose command did not run).
+pub fn release(store: &dyn Store, agent: &str, id: &str) -> Result<()> {
+    store.mutate(|snap| ops::release(snap, agent, Ts::now(), id).map(|(c, _)| (c, ())))
 }
 
 /// A claim of a todo that is done (archived) says so, with its status, instead of "no open todo".

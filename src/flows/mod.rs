@@ -1,5 +1,6 @@
 //! The flows: each use case once, between the faces and the store and runtime.
 
+pub mod approved;
 pub mod check;
 pub mod claim;
 pub mod heartbeat;

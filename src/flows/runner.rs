@@ -6,15 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::check;
 use super::progress::measure;
 pub use super::turn::Approved;
 use super::turn::{self as flow, StartOpts};
-use crate::kernel::gate_action::ActionKind;
+use super::{check, claim};
 use crate::kernel::ops::{self, Ended, Start, TurnEnd};
 use crate::kernel::proof;
 use crate::kernel::should_run::Answer;
-use crate::kernel::{Action, Code, Dur, Error, Evidence, Result, Todo, Ts};
+use crate::kernel::{Code, Dur, Error, Evidence, Result, Todo, Ts};
 use crate::runtime::git;
 use crate::runtime::process::{self, Echo, Exit, Finished, Limits, Spec};
 use crate::runtime::turn_id::{check_turn_id, command_evidence, fresh_turn_id};
@@ -134,45 +133,6 @@ impl TurnReport {
     }
 }
 
-/// True when the journal records a use of gate `id` (the file may have lost its `used`).
-pub fn journal_used(store: &dyn Store, id: &str) -> Result<bool> {
-    let mut pos = 0;
-    loop {
-        let (events, next) = store.journal_after(pos)?;
-        if events
-            .iter()
-            .any(|e| e.action == Action::GateUse && e.target == id)
-        {
-            return Ok(true);
-        }
-        if events.is_empty() || next <= pos {
-            return Ok(false);
-        }
-        pos = next;
-    }
-}
-
-/// The gate's approved command, checked now (the turn checks it again as it claims).
-pub fn approved_argv(store: &dyn Store, input: &str) -> Result<(String, Vec<String>, bool)> {
-    let snap = store.load()?;
-    let id = store.resolve_gate(&snap, input)?;
-    let used = journal_used(store, &id)?;
-    let g = snap
-        .gates
-        .get(&id)
-        .ok_or_else(|| Error::new(Code::NotFound, format!("no gate {id}")))?;
-    let a = crate::kernel::gate_action::runnable(g, used)?;
-    if a.kind != ActionKind::Cmd {
-        return Err(Error::usage(format!(
-            "gate {id} holds a payload, not a command: a turn cannot run it"
-        ))
-        .hint(format!(
-            "hand it over with `loopx run-approved {id} --out FILE`"
-        )));
-    }
-    Ok((id, a.argv.clone(), used))
-}
-
 /// Runs one turn: should-run, claim, the command (lease renewed, stopped at the timeout), then
 /// its evidence, done (when asked and it succeeded) or release, and one slot keyed by the turn.
 ///
@@ -222,7 +182,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
         Start::Claimed(t) => *t,
     };
     if process::signalled().is_some() {
-        release(store, &opts.agent, &todo.id)?;
+        claim::release(store, &opts.agent, &todo.id)?;
         return Ok(TurnOutcome::Interrupted(todo.id));
     }
     // The work tree as the turn begins, for the breaker (nothing ran since the claim): the
@@ -233,7 +193,7 @@ pub fn run_turn(store: &(dyn Store + Sync), opts: &TurnOptions) -> Result<TurnOu
     let fin = match run {
         Ok(f) => f,
         Err(e) => {
-            release(store, &opts.agent, &todo.id)?;
+            claim::release(store, &opts.agent, &todo.id)?;
             return Err(e);
         }
     };
@@ -412,12 +372,4 @@ fn renew_until(
             return;
         }
     }
-}
-
-/// Gives the turn's lease back (the command did not run).
-fn release(store: &(dyn Store + Sync), agent: &str, id: &str) -> Result<()> {
-    store.mutate(|snap| {
-        let (c, _) = ops::release(snap, agent, Ts::now(), id)?;
-        Ok((c, ()))
-    })
 }

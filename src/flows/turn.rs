@@ -237,7 +237,7 @@ pub fn end(
 /// How long the end of a turn is tried again while the store is busy.
 const END_RETRY: Duration = Duration::from_secs(300);
 
-/// Runs `f` again while the store is busy, for [`END_RETRY`], unless a signal came since the
+/// Runs `f` again while the store is busy, for five minutes, unless a signal came since the
 /// count was `signals`.
 pub fn retrying<T>(signals: usize, f: impl Fn() -> Result<T>) -> Result<T> {
     let until = std::time::Instant::now() + END_RETRY;

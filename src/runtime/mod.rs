@@ -5,6 +5,7 @@ pub mod hook_serve;
 pub mod hooks;
 pub mod monitor;
 pub mod process;
+pub mod program;
 pub mod turn_id;
 pub mod watch;
 pub mod worktree;

@@ -308,3 +308,39 @@ fn another_agents_fence_records_and_spends_nothing() {
     let e = end_turn(&snap, "mallory", now, end(&t, true)).unwrap_err();
     assert_eq!(e.code, Code::LeaseConflict);
 }
+
+#[test]
+fn a_claim_names_its_turn_reservation_and_worktree_in_one_change() {
+    let (snap, now) = world();
+    let want = crate::kernel::ops::ClaimOpts {
+        ttl: Some(Dur::from_mins(5)),
+        paths: Some(vec!["./src/**".into()]),
+        worktree: true,
+        turn: Some(("u-9".into(), None)),
+        ..Default::default()
+    };
+    let (c, t) = crate::kernel::ops::claim_with(&snap, AGENT, now, &want).unwrap();
+    let l = t.lease.as_ref().unwrap();
+    assert_eq!(l.paths, ["src/**"]);
+    assert_eq!(l.worktree.as_deref(), Some(".loopx/worktrees/t-aaaaaa"));
+    assert_eq!(l.turn.as_deref(), Some("u-9"));
+    assert!(matches!(&c.writes[..], [Write::Todo(w)] if w == &t));
+    let keys: Vec<&str> = c.events[0]
+        .data
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "fence",
+            "expires_at",
+            "reclaimed_from",
+            "turn",
+            "paths",
+            "worktree"
+        ]
+    );
+}
