@@ -45,7 +45,7 @@ fn todo(toml_body: &str) -> Todo {
 
 fn gate(toml_body: &str, proven: bool) -> Gate {
     let mut g: Gate = toml::from_str(toml_body).unwrap();
-    g.proven = proven;
+    g.signed = proven;
     g
 }
 

@@ -54,7 +54,7 @@ fn gate(id: &str, question: &str, opened: i64, extra: &str) -> Gate {
         at(opened)
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     g
 }
 

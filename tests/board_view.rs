@@ -59,7 +59,7 @@ fn gate(id: &str, question: &str) -> Gate {
         ts(-4)
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     g
 }
 

@@ -35,7 +35,7 @@ fn board() -> App {
         now()
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     s.gates.insert(g.id.clone(), g);
     let t: loopx::kernel::Todo = toml::from_str(&format!(
         "id = \"t-aaaaa1\"\ntitle = \"Held\"\npriority = \"P1\"\nstatus = \"open\"\n\

@@ -273,9 +273,9 @@ pub fn gates<'a>(snap: &'a Snapshot, filter: &str) -> Vec<&'a Gate> {
     pending
 }
 
-/// True for a gate whose file says decided but whose decision is not proven.
+/// True for a gate whose file says decided but whose decision is not signed.
 pub fn tampered(g: &Gate) -> bool {
-    g.status != GateStatus::Pending && !g.proven
+    g.status != GateStatus::Pending && !g.signed
 }
 
 /// The quota pane's figures.

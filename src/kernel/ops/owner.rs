@@ -148,7 +148,7 @@ pub fn decide_gate(
     // Whatever signature the file held (forged or stale) is replaced by the store's.
     g.journal_head = None;
     g.signature = None;
-    g.proven = true;
+    g.signed = true;
     bounds::usage(bounds::check_gate(&g))?;
     let mut c = Change::by_owner();
     let action = Action::gate_decision(status);

@@ -254,7 +254,7 @@ impl Cached {
         }
         let key = self.owner_pub()?;
         let proofs = match (&key, self.docs.get("owner.proofs")) {
-            (Some(k), Some((t, _))) => authority::parse_proofs(t, k).unwrap_or_default(),
+            (Some(k), Some((t, _))) => authority::parse_decisions(t, k).unwrap_or_default(),
             _ => Default::default(),
         };
         let mut gates = BTreeMap::new();
@@ -262,8 +262,8 @@ impl Cached {
             let g = match &r.value {
                 Ok(g) => {
                     let mut g = g.clone();
-                    g.proven =
-                        crate::store::core::proofs::gate_proven_by(&g, &proofs, key.as_ref());
+                    g.signed =
+                        crate::store::core::decisions::gate_signed_by(&g, &proofs, key.as_ref());
                     g
                 }
                 Err(p) => {
