@@ -1,7 +1,7 @@
 //! Reading the database: one query for what changed since a journal position, applied to a
 //! copy kept in memory, so a claim reads a few rows rather than the whole project.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -69,7 +69,7 @@ pub struct Cached {
     pub bad_spends: BTreeMap<String, Problem>,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
-    /// The snapshot derived from these rows, kept between transactions (see `view.rs`).
+    /// The snapshot derived from these rows, kept between transactions (`view.rs`; lent and taken back here).
     pub(super) view: super::view::View,
 }
 
@@ -342,5 +342,74 @@ impl Cached {
             .values()
             .filter_map(|r| r.value.as_ref().ok())
             .filter(|g| g.status != GateStatus::Pending)
+    }
+}
+
+impl Cached {
+    /// The snapshot for a transaction, current to the rows; give it back with
+    /// [`Cached::give_back`] so the next one need not derive it again.
+    pub fn lend(&mut self) -> Result<Snapshot> {
+        let mut snap = match self.view.snap.take() {
+            Some(s) => s,
+            None => {
+                let s = self.snapshot()?;
+                self.view.pinned = match &s.seal {
+                    Some(seal) => Some(super::view::pinned(seal)),
+                    None if self.owner_pub()?.is_some() => None,
+                    None => Some(BTreeSet::new()),
+                };
+                s
+            }
+        };
+        // Spends leave the window as time passes: the rows' list is pruned at each read.
+        snap.quota.spends.clone_from(&self.spends);
+        #[cfg(debug_assertions)]
+        {
+            let want = self.snapshot()?;
+            debug_assert_eq!(
+                format!("{snap:?}"),
+                format!("{want:?}"),
+                "the kept snapshot drifted"
+            );
+        }
+        self.view.lent = Some(self.head);
+        Ok(snap)
+    }
+
+    /// Takes back a lent snapshot; the todos the transaction changed in it (`touched`) are set
+    /// back to the rows. Dropped when the rows moved meanwhile.
+    pub fn give_back(&mut self, snap: Snapshot, touched: &[String]) {
+        if self.view.lent.take() != Some(self.head) || self.config.is_none() {
+            return;
+        }
+        self.view.snap = Some(snap);
+        for id in touched {
+            self.patch_view(id);
+        }
+    }
+
+    /// Sets todo `id` in the kept snapshot to its row (or derives it all again when the seal
+    /// names it).
+    pub fn patch_view(&mut self, id: &str) {
+        let free = matches!(&self.view.pinned, Some(p) if !p.contains(id));
+        let Some(snap) = self.view.snap.as_mut().filter(|_| free) else {
+            self.view.snap = None;
+            return;
+        };
+        snap.todos.remove(id);
+        snap.quarantined.remove(id);
+        match self.todos.get(id).map(|r| &r.value) {
+            Some(Ok(t)) => {
+                snap.todos.insert(id.to_string(), t.clone());
+            }
+            Some(Err(p)) => {
+                snap.quarantined.insert(id.to_string(), p.clone());
+            }
+            None => {}
+        }
+        match self.archived.get(id) {
+            Some(s) => snap.archived.insert(id.to_string(), *s),
+            None => snap.archived.remove(id),
+        };
     }
 }
