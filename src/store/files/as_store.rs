@@ -12,7 +12,8 @@ use crate::store::files::commit::FileTx;
 use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
 use crate::store::{
-    Admin, FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
+    Admin, FileStore, GoalPlan, Reads, Store, Transaction, atomic, doctor, evidence, journal,
+    owner, parse,
 };
 
 impl Store for FileStore {
@@ -62,7 +63,9 @@ impl Store for FileStore {
             })
         })
     }
+}
 
+impl Reads for FileStore {
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
         let want = id::normalize(Kind::Todo, input)?;
         if snap.todos.contains_key(&want)
