@@ -68,7 +68,9 @@ pub trait Reads {
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String>;
 
     /// Resolves a gate id or unique prefix.
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String>;
+    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        crate::kernel::id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
+    }
 
     /// Reads an archived todo.
     fn archived_todo(&self, id: &str) -> Result<Option<crate::kernel::Todo>>;

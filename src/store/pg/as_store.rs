@@ -49,10 +49,6 @@ impl Reads for PgStore {
         }
     }
 
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
-    }
-
     fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
         let row = self.with(|c| {
             c.client()?
