@@ -69,8 +69,28 @@ pub struct Cached {
     pub bad_spends: BTreeMap<String, Problem>,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
-    /// The snapshot derived from these rows, kept between transactions (see `view.rs`).
+    /// The snapshot derived from these rows, kept between transactions (`view.rs`; lent and taken back here).
     pub(super) view: super::view::View,
+}
+
+/// The rows that read, by id; each that did not is quarantined under `name(id)`.
+fn readable<T: Clone>(
+    rows: &BTreeMap<String, Row<T>>,
+    name: impl Fn(&str) -> String,
+    quarantined: &mut BTreeMap<String, Problem>,
+) -> BTreeMap<String, T> {
+    let mut out = BTreeMap::new();
+    for (id, r) in rows {
+        match &r.value {
+            Ok(v) => {
+                out.insert(id.clone(), v.clone());
+            }
+            Err(p) => {
+                quarantined.insert(name(id), p.clone());
+            }
+        }
+    }
+    out
 }
 
 fn bad(what: &str, e: impl std::fmt::Display) -> Error {
@@ -228,62 +248,11 @@ impl Cached {
 
     /// The snapshot as the rows say, without the owner's seal applied.
     pub fn snapshot_raw(&self) -> Result<Snapshot> {
-        let config = match &self.config {
-            None => {
-                return Err(
-                    Error::new(Code::NotInitialized, "the database has no goal yet")
-                        .hint("start one with `loopx start-goal` (as the owner)"),
-                );
-            }
-            Some(Row { value: Ok(c), .. }) => c.clone(),
-            Some(Row { value: Err(p), .. }) => {
-                return Err(Error::invalid(&p.file, None, p.message.clone()));
-            }
-        };
+        let config = self.config()?;
         let mut quarantined = BTreeMap::new();
-        let mut todos = BTreeMap::new();
-        for (id, r) in &self.todos {
-            match &r.value {
-                Ok(t) => {
-                    todos.insert(id.clone(), t.clone());
-                }
-                Err(p) => {
-                    quarantined.insert(id.clone(), p.clone());
-                }
-            }
-        }
-        let key = self.owner_pub()?;
-        let proofs = match (&key, self.docs.get("owner.proofs")) {
-            (Some(k), Some((t, _))) => authority::parse_decisions(t, k).unwrap_or_default(),
-            _ => Default::default(),
-        };
-        let mut gates = BTreeMap::new();
-        for (id, r) in &self.gates {
-            let g = match &r.value {
-                Ok(g) => {
-                    let mut g = g.clone();
-                    g.signed =
-                        crate::store::core::decisions::gate_signed_by(&g, &proofs, key.as_ref());
-                    g
-                }
-                Err(p) => {
-                    quarantined.insert(id.clone(), p.clone());
-                    authority::unreadable_gate(id, p)
-                }
-            };
-            gates.insert(id.clone(), g);
-        }
-        let mut agents = BTreeMap::new();
-        for (id, r) in &self.agents {
-            match &r.value {
-                Ok(a) => {
-                    agents.insert(id.clone(), a.clone());
-                }
-                Err(p) => {
-                    quarantined.insert(format!("agents/{id}"), p.clone());
-                }
-            }
-        }
+        let todos = readable(&self.todos, |id| id.to_string(), &mut quarantined);
+        let gates = self.gates(&mut quarantined)?;
+        let agents = readable(&self.agents, |id| format!("agents/{id}"), &mut quarantined);
         quarantined.extend(self.bad_spends.clone());
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
             Some((t, _)) => serde_json::from_str(t).map_err(|e| bad("quota", e))?,
@@ -307,6 +276,47 @@ impl Cached {
             agents,
             reserve_budget: Default::default(),
         })
+    }
+
+    /// The goal's config: refused when there is none yet, or it cannot be read.
+    fn config(&self) -> Result<Config> {
+        match &self.config {
+            None => Err(
+                Error::new(Code::NotInitialized, "the database has no goal yet")
+                    .hint("start one with `loopx start-goal` (as the owner)"),
+            ),
+            Some(Row { value: Ok(c), .. }) => Ok(c.clone()),
+            Some(Row { value: Err(p), .. }) => {
+                Err(Error::invalid(&p.file, None, p.message.clone()))
+            }
+        }
+    }
+
+    /// Every gate, proven by the owner's proofs; one that cannot be read is quarantined and
+    /// stands as a pending global gate.
+    fn gates(&self, quarantined: &mut BTreeMap<String, Problem>) -> Result<BTreeMap<String, Gate>> {
+        let key = self.owner_pub()?;
+        let proofs = match (&key, self.docs.get("owner.proofs")) {
+            (Some(k), Some((t, _))) => authority::parse_decisions(t, k).unwrap_or_default(),
+            _ => Default::default(),
+        };
+        let mut gates = BTreeMap::new();
+        for (id, r) in &self.gates {
+            let g = match &r.value {
+                Ok(g) => {
+                    let mut g = g.clone();
+                    g.signed =
+                        crate::store::core::decisions::gate_signed_by(&g, &proofs, key.as_ref());
+                    g
+                }
+                Err(p) => {
+                    quarantined.insert(id.clone(), p.clone());
+                    authority::unreadable_gate(id, p)
+                }
+            };
+            gates.insert(id.clone(), g);
+        }
+        Ok(gates)
     }
 
     /// Checks the snapshot against the owner's seal, as the file store does: the database
@@ -335,19 +345,6 @@ impl Cached {
     }
 }
 
-// The snapshot kept between transactions: lent to one without a copy, patched in place for the
-// todos that changed, and derived again from the rows when the owner's facts changed.
-
-/// The todos whose facts the seal may change in a snapshot.
-fn pinned(seal: &Seal) -> BTreeSet<String> {
-    seal.users
-        .iter()
-        .chain(seal.blocked.keys())
-        .chain(seal.leases.keys())
-        .cloned()
-        .collect()
-}
-
 impl Cached {
     /// The snapshot for a transaction, current to the rows; give it back with
     /// [`Cached::give_back`] so the next one need not derive it again.
@@ -357,7 +354,7 @@ impl Cached {
             None => {
                 let s = self.snapshot()?;
                 self.view.pinned = match &s.seal {
-                    Some(seal) => Some(pinned(seal)),
+                    Some(seal) => Some(super::view::pinned(seal)),
                     None if self.owner_pub()?.is_some() => None,
                     None => Some(BTreeSet::new()),
                 };

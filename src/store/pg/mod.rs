@@ -299,7 +299,8 @@ impl PgStore {
 
     /// Creates or upgrades the schema and the two roles (needs a role that may create them).
     pub fn migrate(&self, roles: &roles::Roles) -> Result<schema::Migrated> {
-        let m = schema::migrate(&mut Self::connect(&self.url)?, roles)?;
+        let history = history::schema(roles);
+        let m = schema::migrate(&mut Self::connect(&self.url)?, roles, &history)?;
         if let Ok(mut g) = self.conn.lock() {
             g.client = None;
             g.cache = Cached::default();

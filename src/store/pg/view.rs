@@ -1,8 +1,11 @@
-//! The snapshot kept between transactions (lent, patched and derived again by `load::Cached`).
+//! The snapshot kept between transactions (lent to one without a copy, patched in place for the
+//! todos that changed, and derived again from the rows when the owner's facts changed), and
+//! what patching it in place may not touch. `Cached` lends it (`load.rs`).
 
 use std::collections::BTreeSet;
 
 use crate::kernel::Snapshot;
+use crate::kernel::seal::Seal;
 
 /// The kept snapshot and what patching it in place may not touch.
 #[derive(Debug, Clone, Default)]
@@ -21,4 +24,14 @@ impl View {
     pub fn forget(&mut self) {
         self.snap = None;
     }
+}
+
+/// The todos whose facts the seal may change in a snapshot.
+pub(super) fn pinned(seal: &Seal) -> BTreeSet<String> {
+    seal.users
+        .iter()
+        .chain(seal.blocked.keys())
+        .chain(seal.leases.keys())
+        .cloned()
+        .collect()
 }
