@@ -406,7 +406,7 @@ impl App {
         }
     }
 
-    /// The view of this state at its clock, for [`crate::board::draw::frame`].
+    /// What a frame shows of this state at its clock, for [`crate::board::draw::frame`].
     pub fn scene(&self) -> Scene<'_> {
         let gates = self
             .snap

@@ -101,10 +101,7 @@ impl<'a> Scene<'a> {
 
     /// Files that failed to load, and quarantined files.
     pub fn problems(&self) -> Vec<&'a Problem> {
-        self.failed
-            .values()
-            .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
-            .collect()
+        alerts::problems(self.failed, self.snap)
     }
 
     /// The banner's lines: failed loads, quarantined files, owner notes.
