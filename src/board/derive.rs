@@ -161,7 +161,7 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
                 d.status,
                 d.by.clone(),
                 d.at,
-                d.proof.as_ref().map(|(t, s)| board_tier(t, *s)),
+                d.check.as_ref().map(|(t, s)| board_tier(t, *s)),
             ),
         });
     }

@@ -102,11 +102,6 @@ impl TextInput {
         }
     }
 
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Input, Scope::Always]
-    }
-
     /// A typed character goes in at the cursor (control characters never do).
     pub fn on_char(&mut self, c: char) {
         if crate::text::is_unsafe(c) {
@@ -199,6 +194,10 @@ impl TextInput {
 }
 
 impl Overlay for TextInput {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Input, Scope::Always]
+    }
+
     /// One line that scrolls sideways with the cursor, and why Enter was refused.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, purpose, text, cursor) = (sc.theme, &self.purpose, &self.text, self.cursor);
