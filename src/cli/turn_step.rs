@@ -9,7 +9,7 @@ use super::{Ctx, Out, quota::answer_out, to_json};
 use crate::kernel::action::Action;
 use crate::kernel::ops::{self, Ended, Start, TurnEnd, check_ttl};
 use crate::kernel::{
-    Code, Dur, Error, Event, Evidence, EvidenceKind, Result, Snapshot, Ts, bounds,
+    Code, Dur, Error, Event, Evidence, EvidenceKind, Result, Snapshot, Ts, limits,
 };
 use crate::runtime::turn::{check_turn_id, fresh_turn_id};
 use crate::runtime::worktree;
@@ -173,7 +173,7 @@ fn worktree_base(root: &std::path::Path, t: &mut crate::kernel::Todo) {
 fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let turn = check_turn_id(&a.turn)?;
     let summary = a.summary.clone().unwrap_or_else(|| "turn ended".into());
-    bounds::usage(bounds::text("--summary", &summary, bounds::TEXT_MAX))?;
+    limits::usage(limits::text("--summary", &summary, limits::TEXT_MAX))?;
     let store = ctx.open()?;
     let snap = store.load()?;
     let Some((todo, fence, since)) = target(&*store, &snap, (&ctx.agent, ctx.now), &turn, &a)?

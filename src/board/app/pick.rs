@@ -3,7 +3,7 @@
 
 use super::*;
 pub use crate::board::panes::agents::candidates;
-use crate::kernel::bounds::AGENT_MAX;
+use crate::kernel::limits::AGENT_MAX;
 
 impl App {
     /// A character typed into the reassign picker.

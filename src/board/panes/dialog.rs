@@ -13,7 +13,7 @@ use super::{block, gutter, row_style, title, trunc};
 use crate::board::layout::offset;
 use crate::board::theme::{Role, Theme};
 use crate::flows::owner::OwnerAct;
-use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
+use crate::kernel::limits::{TEXT_MAX, TITLE_MAX};
 use crate::kernel::{Gate, Problem};
 use crate::text::escape as esc;
 

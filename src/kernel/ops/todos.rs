@@ -4,9 +4,9 @@ use super::{Change, OWNER, Write, check_lease, gate, next_due, todo};
 use serde_json::json;
 
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::id;
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::reserve;
 use crate::kernel::time::{Dur, Ts};
@@ -108,7 +108,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
         lease: None,
         extra: Extra::new(),
     };
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let mut c = Change::default();
     if let Some(gid) = &new.blocked_by_gate {
         let mut g = gate(snap, gid)?.clone();
@@ -122,7 +122,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
             ));
         }
         g.blocks.push(t.id.clone());
-        bounds::usage(bounds::check_gate(&g))?;
+        limits::usage(limits::check_gate(&g))?;
         c.writes.push(Write::Gate(g));
     }
     c.writes.insert(0, Write::Todo(t.clone()));
@@ -173,7 +173,7 @@ pub fn update(
         ..Change::default()
     };
     for mut e in u.evidence {
-        bounds::usage(bounds::check_evidence(&e))?;
+        limits::usage(limits::check_evidence(&e))?;
         e.fence = e.fence.or(fence);
         c.writes.push(Write::Evidence(t.id.clone(), e));
     }
@@ -186,7 +186,7 @@ pub fn update(
     if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let mut data = json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
                "next_due_at": t.next_due_at});
     if action == Action::TodoDone {

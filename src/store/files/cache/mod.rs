@@ -164,7 +164,7 @@ impl Cache {
     fn todo(&self, r: &Row) -> Option<Todo> {
         let mut rd = codec::R(&self.bytes[r.todo.clone()]);
         let t = codec::get_todo(&mut rd)?;
-        (rd.0.is_empty() && crate::kernel::bounds::check_todo(&t).is_ok()).then_some(t)
+        (rd.0.is_empty() && crate::kernel::limits::check_todo(&t).is_ok()).then_some(t)
     }
 
     /// Every row: the file name's stem, the key it was cached under, and the todo it holds.

@@ -79,7 +79,7 @@ pub(super) fn check(
 
 /// `loopx.toml`'s goal id is not the sealed goal's: named at its line.
 fn goal_id_edited(store: &FileStore, sealed: &str, here: &str) -> Finding {
-    use crate::kernel::bounds::Key;
+    use crate::kernel::limits::Key;
     let line = crate::store::parse::read_bytes(&store.path("loopx.toml"))
         .ok()
         .flatten()
