@@ -5,13 +5,13 @@ pub use crate::runtime::git::facts as git_facts;
 use std::path::Path;
 
 use super::Ctx;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts};
 use crate::runtime::git::GitFacts;
 
 /// `--artifact PATH`: its SHA-256, as evidence.
 pub fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
-    bounds::usage(bounds::text("--artifact", path, bounds::PATH_MAX))?;
+    limits::usage(limits::text("--artifact", path, limits::PATH_MAX))?;
     let p = Path::new(path);
     let full = if p.is_absolute() {
         p.to_path_buf()

@@ -16,7 +16,7 @@ use crate::board::panes::text::split_priority;
 use crate::board::panes::{Overlay, Scene, trunc};
 use crate::board::theme::{Role, Theme};
 use crate::flows::owner::OwnerAct;
-use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
+use crate::kernel::limits::{TEXT_MAX, TITLE_MAX};
 use crate::text::escape as esc;
 
 /// The most drafts kept (one per gate and purpose); past it the oldest key goes.

@@ -15,7 +15,7 @@ use crate::board::panes::keys::OnScreen;
 use crate::board::panes::{Overlay, Scene, gutter, row_style, trunc};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
-use crate::kernel::bounds::AGENT_MAX;
+use crate::kernel::limits::AGENT_MAX;
 use crate::text::escape as esc;
 
 /// A picker.

@@ -9,7 +9,7 @@ use super::{UpdateArgs, target};
 use crate::cli::capture::{artifact, auto_evidence, git_facts, outside_warning};
 use crate::cli::{Ctx, Out, to_json};
 use crate::flows::check;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::ops::{self, Update};
 use crate::kernel::proof::Needed;
 use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Status, Todo, Ts};
@@ -133,10 +133,10 @@ fn any_worktree(root: &std::path::Path) -> bool {
 /// Refuses too many entries, a check timeout out of range, and `--kind check`.
 fn check_args(a: &UpdateArgs) -> Result<()> {
     let entries = a.evidence.len() + a.artifact.len() + a.metric.len();
-    bounds::usage(bounds::count(
+    limits::usage(limits::count(
         "--evidence/--artifact/--metric",
         entries,
-        bounds::EVIDENCE_MAX,
+        limits::EVIDENCE_MAX,
     ))?;
     if !(1_000..=86_400_000).contains(&a.check_timeout.0) {
         return Err(Error::usage("--check-timeout must be 1s to 24h"));

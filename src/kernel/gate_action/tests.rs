@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::kernel::Ts;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 
 fn cmd(args: &[&str]) -> GateAction {
     GateAction::cmd(args.iter().map(|a| a.to_string()).collect()).unwrap()
@@ -47,8 +47,8 @@ fn command_text_is_printable_ascii() {
     }
     assert!(GateAction::cmd(vec![]).is_err());
     assert!(GateAction::cmd(vec!["".into()]).is_err());
-    assert!(GateAction::cmd(vec!["x".repeat(bounds::ARG_MAX + 1)]).is_err());
-    assert!(GateAction::cmd(vec!["a".into(); bounds::ARGV_MAX + 1]).is_err());
+    assert!(GateAction::cmd(vec!["x".repeat(limits::ARG_MAX + 1)]).is_err());
+    assert!(GateAction::cmd(vec!["a".into(); limits::ARGV_MAX + 1]).is_err());
     assert!(GateAction::payload("x".repeat(PAYLOAD_MAX + 1)).is_err());
 }
 

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::bounds::Bounded;
+use crate::kernel::limits::Limited;
 use crate::kernel::seal::{self, Seal};
 use crate::kernel::{
     Code, Config, Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Spend, Status,
@@ -103,11 +103,11 @@ fn bad(what: &str, e: impl std::fmt::Display) -> Error {
 
 /// A row's value decoded and checked against its bounds; a row that fails is a problem that
 /// names it (`database:todos/ID`).
-fn decode<T: DeserializeOwned + Bounded>(table: &str, id: &str, body: Value) -> Row<T> {
+fn decode<T: DeserializeOwned + Limited>(table: &str, id: &str, body: Value) -> Row<T> {
     let file = format!("database:{table}/{id}");
     let value = serde_json::from_value::<T>(body)
         .map_err(|e| Error::invalid(&file, None, e.to_string()))
-        .and_then(|v| match v.check_bounds() {
+        .and_then(|v| match v.check_limits() {
             Ok(()) => Ok(v),
             Err(b) => Err(Error::invalid(&file, None, b.message)),
         })

@@ -95,7 +95,7 @@ fn hand_edits(store: &FileStore, s: &Seal, out: &mut Vec<Finding>) {
 
 /// `loopx.toml`'s goal id is not the sealed goal's: named at its line.
 fn goal_id_edited(store: &FileStore, sealed: &str, here: &str) -> Finding {
-    use crate::kernel::bounds::Key;
+    use crate::kernel::limits::Key;
     let line = crate::store::parse::read_bytes(&store.path("loopx.toml"))
         .ok()
         .flatten()
