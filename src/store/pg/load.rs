@@ -69,8 +69,8 @@ pub struct Cached {
     pub bad_spends: BTreeMap<String, Problem>,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
-    /// The snapshot derived from these rows, kept between transactions (`view.rs`; lent and taken back here).
-    pub(super) view: super::view::View,
+    /// The snapshot derived from these rows, kept between transactions (`kept.rs`; lent and taken back here).
+    pub(super) kept: super::kept::Kept,
 }
 
 /// The rows that read, by id; each that did not is quarantined under `name(id)`.
@@ -149,7 +149,7 @@ impl Cached {
             let mut r = decode::<Config>("config", "goal", v.first().cloned().unwrap_or_default());
             r.seq = v.get(1).map_or(0, seq_of);
             self.config = Some(r);
-            self.view.forget();
+            self.kept.forget();
         }
         self.apply_todos(row)?;
         for v in items(row.get(3), "gates")? {
@@ -157,14 +157,14 @@ impl Cached {
             let mut r = decode::<Gate>("gates", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.gates.insert(id, r);
-            self.view.forget();
+            self.kept.forget();
         }
         for v in items(row.get(4), "agents")? {
             let id = id_of(&v[0]);
             let mut r = decode("agents", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.agents.insert(id, r);
-            self.view.forget();
+            self.kept.forget();
         }
         self.apply_spends(row)?;
         for v in items(row.get(6), "owner documents")? {
@@ -175,7 +175,7 @@ impl Cached {
                 .to_string();
             self.docs
                 .insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
-            self.view.forget();
+            self.kept.forget();
         }
         if let Some(Ok(cfg)) = self.config.as_ref().map(|r| &r.value) {
             let mut q = QuotaFile {
@@ -198,13 +198,13 @@ impl Cached {
                 if let Ok(s) = serde_json::from_value::<Status>(st) {
                     self.archived.insert(id.clone(), s);
                 }
-                self.patch_view(&id);
+                self.patch_kept(&id);
                 continue;
             }
             let mut r = decode::<Todo>("todos", &id, v[1].clone());
             r.seq = seq;
             self.todos.insert(id.clone(), r);
-            self.patch_view(&id);
+            self.patch_kept(&id);
         }
         Ok(())
     }
@@ -221,7 +221,7 @@ impl Cached {
                     let file = format!("database:spends@{seq}");
                     let p = Problem::of(&Error::invalid(&file, None, e.to_string()), &file);
                     self.bad_spends.insert(format!("spends@{seq}"), p);
-                    self.view.forget();
+                    self.kept.forget();
                 }
             }
         }
@@ -349,12 +349,12 @@ impl Cached {
     /// The snapshot for a transaction, current to the rows; give it back with
     /// [`Cached::give_back`] so the next one need not derive it again.
     pub fn lend(&mut self) -> Result<Snapshot> {
-        let mut snap = match self.view.snap.take() {
+        let mut snap = match self.kept.snap.take() {
             Some(s) => s,
             None => {
                 let s = self.snapshot()?;
-                self.view.pinned = match &s.seal {
-                    Some(seal) => Some(super::view::pinned(seal)),
+                self.kept.pinned = match &s.seal {
+                    Some(seal) => Some(super::kept::pinned(seal)),
                     None if self.owner_pub()?.is_some() => None,
                     None => Some(BTreeSet::new()),
                 };
@@ -372,28 +372,28 @@ impl Cached {
                 "the kept snapshot drifted"
             );
         }
-        self.view.lent = Some(self.head);
+        self.kept.lent = Some(self.head);
         Ok(snap)
     }
 
     /// Takes back a lent snapshot; the todos the transaction changed in it (`touched`) are set
     /// back to the rows. Dropped when the rows moved meanwhile.
     pub fn give_back(&mut self, snap: Snapshot, touched: &[String]) {
-        if self.view.lent.take() != Some(self.head) || self.config.is_none() {
+        if self.kept.lent.take() != Some(self.head) || self.config.is_none() {
             return;
         }
-        self.view.snap = Some(snap);
+        self.kept.snap = Some(snap);
         for id in touched {
-            self.patch_view(id);
+            self.patch_kept(id);
         }
     }
 
     /// Sets todo `id` in the kept snapshot to its row (or derives it all again when the seal
     /// names it).
-    pub fn patch_view(&mut self, id: &str) {
-        let free = matches!(&self.view.pinned, Some(p) if !p.contains(id));
-        let Some(snap) = self.view.snap.as_mut().filter(|_| free) else {
-            self.view.snap = None;
+    pub fn patch_kept(&mut self, id: &str) {
+        let free = matches!(&self.kept.pinned, Some(p) if !p.contains(id));
+        let Some(snap) = self.kept.snap.as_mut().filter(|_| free) else {
+            self.kept.snap = None;
             return;
         };
         snap.todos.remove(id);

@@ -15,7 +15,7 @@ pub mod port;
 mod redact;
 pub mod roles;
 pub mod schema;
-mod view;
+mod kept;
 mod watch;
 
 use std::sync::{Mutex, MutexGuard};

@@ -9,7 +9,7 @@ use crate::kernel::seal::Seal;
 
 /// The kept snapshot and what patching it in place may not touch.
 #[derive(Debug, Clone, Default)]
-pub struct View {
+pub struct Kept {
     /// The snapshot, current to the cache's rows; None when lent or to be derived again.
     pub(super) snap: Option<Snapshot>,
     /// The todos the owner's seal names (a change to one derives the snapshot again); None when
@@ -19,7 +19,7 @@ pub struct View {
     pub(super) lent: Option<u64>,
 }
 
-impl View {
+impl Kept {
     /// Derive the snapshot again at the next lend.
     pub fn forget(&mut self) {
         self.snap = None;
