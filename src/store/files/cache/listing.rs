@@ -14,7 +14,7 @@ use super::{Key, codec, read_nofollow, write_unsynced};
 const MAGIC: &[u8; 8] = b"loopxn\0\0";
 const VERSION: u32 = 1;
 /// From this many files on, a second thread stats half of them.
-const TWO_THREADS: usize = 256;
+const TWO_THREADS: usize = 1024;
 
 /// What one file's stat said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
