@@ -32,7 +32,7 @@ use crate::board::theme::Theme;
 use crate::flows::owner::Owner;
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Code, Dur, Error, Result, Ts};
-use crate::store::live::{Feed, Signal, Watched};
+use crate::store::follow::{Feed, Followed, Signal};
 
 /// How the board is opened.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +72,7 @@ pub(crate) struct Screen<'a> {
 }
 
 /// Where a store's feed sends its signals: the loop's channel, tagged with the project's index.
-pub(crate) fn sink(tx: mpsc::Sender<Msg>, i: usize) -> crate::store::live::Sink {
+pub(crate) fn sink(tx: mpsc::Sender<Msg>, i: usize) -> crate::store::follow::Sink {
     Box::new(move |s| tx.send(Msg::Watch(i, s)).is_ok())
 }
 
@@ -100,7 +100,7 @@ pub fn choose_theme(flag: Option<&str>, config_theme: Option<&str>) -> Result<Th
 }
 
 /// Opens the board on a store (the files, or a database) until the operator quits.
-pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
+pub fn run(store: Box<dyn Followed>, opts: Options) -> Result<()> {
     need_terminal()?;
     let mut loader = Loader::new(store);
     let (mut app, pending) = start(&mut loader, &opts)?;
@@ -108,7 +108,7 @@ pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
         .map_err(|e| Error::new(Code::Io, format!("cannot set up the terminal: {e}")))?;
     let (tx, rx) = mpsc::channel::<Msg>();
     read_input(tx.clone())?;
-    let (mut feed, polling) = loader.store().watch(opts.poll, sink(tx, 0))?;
+    let (mut feed, polling) = loader.store().follow(opts.poll, sink(tx, 0))?;
     if let Some(why) = polling {
         app.on_event(AppEvent::Live(Live::Polling(why)));
     }

@@ -20,13 +20,13 @@ use crate::board::{Leave, Msg, Options, Screen, term};
 use crate::flows::owner::{self as actions, Owner};
 use crate::kernel::{Code, Error, Result, Snapshot, Ts};
 use crate::store::Env;
-use crate::store::live::{Feed, Signal, Watched};
+use crate::store::follow::{Feed, Followed, Signal};
 use crate::store::open::{self, Choice};
 use crate::store::projects::{Entry, Place};
 
 /// Opens an entry's store: a project root's (its files, or the database its `loopx.toml`
 /// names), or a database.
-pub fn open_entry(e: &Entry, env: &Env, cwd: &Path) -> Result<Box<dyn Watched>> {
+pub fn open_entry(e: &Entry, env: &Env, cwd: &Path) -> Result<Box<dyn Followed>> {
     match e.place().map_err(Error::usage)? {
         Place::Files(p) => {
             if !p.is_dir() {
@@ -126,7 +126,7 @@ impl Run<'_> {
         let mut loader = Loader::new(store);
         o.rows[i].owner = Owner::detect(loader.store());
         let sink = crate::board::sink(self.tx.clone(), i);
-        slot.feed = match loader.store().watch(self.opts.poll, sink) {
+        slot.feed = match loader.store().follow(self.opts.poll, sink) {
             Ok((f, why)) => {
                 o.rows[i].live = why.map_or(Live::Watching, Live::Polling);
                 Some(f)
@@ -320,7 +320,7 @@ impl Run<'_> {
             at: app.now,
         });
         let mut others: Vec<(usize, Signal)> = Vec::new();
-        let mut deaf = crate::store::live::Silent;
+        let mut deaf = crate::store::follow::Silent;
         let feed: &mut dyn Feed = match slot.feed.as_mut() {
             Some(f) => f.as_mut(),
             None => &mut deaf,
