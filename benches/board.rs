@@ -1,5 +1,5 @@
 //! Board speed figures: 10,000 todos and 100,000 evidence entries on disk; full load, reload after a
-//! single-file change, watcher latency, frame time and memory, and the targets of issue 11 (the
+//! single-file change, file event latency, frame time and memory, and the targets of issue 11 (the
 //! median frame at 80x24 under 1 ms; the board itself, run in tmux, under 50 MB). Run:
 //! `cargo bench --bench board`.
 
@@ -16,8 +16,8 @@ use loopx::board::draw;
 use loopx::board::theme::Theme;
 use loopx::kernel::Ts;
 use loopx::store::FileStore;
-use loopx::store::live::Signal;
-use loopx::store::watch as watcher;
+use loopx::store::files::follow;
+use loopx::store::follow::Signal;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -236,10 +236,10 @@ fn main() {
         );
     }
 
-    // Watcher latency: an atomic write by "another process" until the reload is applied.
+    // File event latency: an atomic write by "another process" until the reload is applied.
     let (tx, rx) = mpsc::channel::<Signal>();
     let dir = root.join(".loopx");
-    let _w = watcher::watch(&dir, move |s| {
+    let _w = follow::events(&dir, move |s| {
         let _ = tx.send(s);
     })
     .unwrap();
@@ -269,7 +269,7 @@ fn main() {
     println!(
         "write -> event -> reload applied:    {} (debounce {:?})",
         stats(lat),
-        watcher::DEBOUNCE
+        follow::DEBOUNCE
     );
 
     println!(

@@ -18,8 +18,8 @@ use loopx::flows::owner::{Owner, OwnerAct};
 use loopx::kernel::{
     Code, Event, Evidence, Gate, Priority, Problem, QuotaFile, Snapshot, Todo, Ts,
 };
-use loopx::store::live::Target;
-use loopx::store::watch::classify;
+use loopx::store::files::follow::classify;
+use loopx::store::follow::Target;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
@@ -1104,7 +1104,7 @@ fn themes_name_every_role() {
 
 #[test]
 fn watcher_ignores_access_events_and_temp_files() {
-    use loopx::store::watch::relevant;
+    use loopx::store::files::follow::relevant;
     use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind};
     let dir = Path::new("/p/.loopx");
     let todo = dir.join("todos/t-aaaaa1.toml");
@@ -1157,7 +1157,7 @@ fn poller_sees_changes() {
     let dir = d.join(".loopx");
     std::fs::create_dir_all(dir.join("todos")).unwrap();
     std::fs::write(dir.join("journal.jsonl"), "").unwrap();
-    let mut p = loopx::store::watch::Poller::new(&dir);
+    let mut p = loopx::store::files::follow::Poller::new(&dir);
     assert!(p.scan().is_empty());
     std::fs::write(dir.join("todos/t-aaaaa1.toml"), "x").unwrap();
     std::fs::write(dir.join("todos/.t-aaaaa1.toml.tmp-1-2"), "x").unwrap();

@@ -63,7 +63,7 @@ fn board(p: &Project, now: Ts) -> (Loader, App) {
     (loader, app)
 }
 
-/// The files under `.loopx/` whose bytes differ between two listings (as the watcher reports).
+/// The files under `.loopx/` whose bytes differ between two listings (as file events report).
 fn changed(p: &Project, before: &BTreeMap<String, Vec<u8>>) -> Vec<PathBuf> {
     let after = p.files();
     let mut out: Vec<PathBuf> = after
@@ -241,7 +241,7 @@ fn seal_of(p: &Project) -> String {
     std::fs::read_to_string(p.lx("owner.seal")).unwrap_or_default()
 }
 
-/// Picks up what changed since `before`, as the watcher would.
+/// Picks up what changed since `before`, as file events would.
 fn refresh(p: &Project, loader: &mut Loader, app: &mut App, before: &BTreeMap<String, Vec<u8>>) {
     let paths = changed(p, before);
     let now = app.now;

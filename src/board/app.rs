@@ -28,7 +28,7 @@ use crate::board::panes::evidence::EvidencePane;
 use crate::board::panes::gates::GatesPane;
 pub use crate::board::panes::keys::InputFor;
 use crate::board::panes::keys::{OnScreen, Outcome};
-pub use crate::board::panes::status::{Live, Message};
+pub use crate::board::panes::status::{Following, Message};
 use crate::board::panes::todos::TodosPane;
 use crate::board::theme::Theme;
 use crate::flows::owner::{Owner, OwnerAct};
@@ -95,7 +95,7 @@ pub enum AppEvent {
     /// An owner action finished: a line for the status bar, or the error.
     ActDone(Result<String, String>),
     /// The way changes arrive changed.
-    Live(Live),
+    Following(Following),
     /// Text pasted (bracketed paste): text for an input, never keys.
     Paste(String),
 }
@@ -126,7 +126,7 @@ pub struct App {
     /// When the last load happened.
     pub last_reload: Option<Ts>,
     /// Events or polling.
-    pub live: Live,
+    pub following: Following,
     /// The mode.
     pub mode: Mode,
     /// The focused pane.
@@ -180,7 +180,7 @@ impl App {
             done: Vec::new(),
             problems: BTreeMap::new(),
             last_reload: None,
-            live: Live::Watching,
+            following: Following::Events,
             mode: Mode::Normal,
             focus: Pane::Gates,
             filter: String::new(),
@@ -236,18 +236,18 @@ impl App {
                 self.on_paste(&text);
                 Vec::new()
             }
-            AppEvent::Live(l) => {
+            AppEvent::Following(l) => {
                 match &l {
-                    Live::Polling(why) => self.say(format!("polling: {why}"), false),
-                    Live::Reconnecting(why) => {
+                    Following::Polling(why) => self.say(format!("polling: {why}"), false),
+                    Following::Reconnecting(why) => {
                         self.say(format!("lost the database, reconnecting: {why}"), true)
                     }
-                    Live::Watching if matches!(self.live, Live::Reconnecting(_)) => {
+                    Following::Events if matches!(self.following, Following::Reconnecting(_)) => {
                         self.say("reconnected to the database", false)
                     }
-                    Live::Watching => {}
+                    Following::Events => {}
                 }
-                self.live = l;
+                self.following = l;
                 Vec::new()
             }
         }
@@ -438,7 +438,7 @@ impl App {
             activity: &self.activity,
             failed: &self.problems,
             message: self.message.as_ref(),
-            live: &self.live,
+            following: &self.following,
             last_reload: self.last_reload,
             readonly: self.readonly,
             owner: &self.owner,

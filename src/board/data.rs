@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::board::metrics;
 use crate::kernel::{Action, Event, Evidence, Problem, Snapshot, Status, Ts};
-use crate::store::live::{Loaded, Target, Watched};
+use crate::store::follow::{Followed, Loaded, Target};
 
 /// How many journal events the board keeps for the activity feed and the Done column.
 pub const JOURNAL_TAIL: usize = 400;
@@ -59,7 +59,7 @@ pub struct Delta {
 /// Reads the store for the board; keeps the files' values of the last load (the base of the next
 /// per-file reload) and a cache of archived titles for the Done column.
 pub struct Loader {
-    store: Box<dyn Watched>,
+    store: Box<dyn Followed>,
     /// The last good load's files' values, before the owner's seal; `None` after a failed load
     /// (the next change loads everything again). Always `None` on a database.
     raw: Option<Snapshot>,
@@ -72,7 +72,7 @@ pub struct Loader {
 
 impl Loader {
     /// A loader over a store (the files or a database).
-    pub fn new(store: Box<dyn Watched>) -> Loader {
+    pub fn new(store: Box<dyn Followed>) -> Loader {
         Loader {
             store,
             raw: None,
@@ -83,7 +83,7 @@ impl Loader {
     }
 
     /// The store read.
-    pub fn store(&self) -> &dyn Watched {
+    pub fn store(&self) -> &dyn Followed {
         self.store.as_ref()
     }
 
@@ -95,7 +95,7 @@ impl Loader {
             ..Delta::default()
         };
         let seen = self.journal_seq;
-        let r = self.store.load_live();
+        let r = self.store.load_followed();
         self.take(r, &mut d);
         self.journal_into(&mut d);
         // The goal's metrics once; after that (a rescan, a poll, a database's every change) only
@@ -156,7 +156,7 @@ impl Loader {
         if !state.is_empty()
             && let Some(raw) = self.raw.take()
         {
-            let r = self.store.reload_live(raw, &state);
+            let r = self.store.reload_followed(raw, &state);
             self.take(r, &mut d);
         }
         if targets.contains(&Target::Journal) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::kernel::{Evidence, EvidenceKind, Problem, Ts};
-use crate::store::live::Watched;
+use crate::store::follow::Followed;
 
 /// The most metric points the board keeps across the goal (the newest).
 pub const GOAL_POINTS: usize = 2000;
@@ -174,7 +174,7 @@ fn point(todo: &str, e: &Evidence) -> Option<Point> {
 
 /// Reads the numeric metric entries of the goal (or of these todos) through the store: only
 /// those entries are kept, and of them the newest [`GOAL_POINTS`].
-pub fn read(store: &dyn Watched, todos: Option<&[String]>) -> MetricsDelta {
+pub fn read(store: &dyn Followed, todos: Option<&[String]>) -> MetricsDelta {
     let keep = |id: &str, e: &Evidence| point(id, e).is_some();
     let mut d = MetricsDelta {
         whole: todos.is_none(),

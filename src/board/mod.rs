@@ -1,4 +1,4 @@
-//! The board: a live terminal control plane over a project, in `.loopx/` or in a database (the
+//! The board: a terminal control plane that follows a project, in `.loopx/` or in a database (the
 //! loop, the terminal, and its parts).
 
 pub mod alerts;
@@ -26,20 +26,20 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::Event as TermEvent;
 
-use crate::board::app::{App, AppEvent, Effect, Live};
+use crate::board::app::{App, AppEvent, Effect, Following};
 use crate::board::data::Loader;
 use crate::board::theme::Theme;
 use crate::flows::owner::Owner;
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Code, Dur, Error, Result, Ts};
-use crate::store::live::{Feed, Signal, Watched};
+use crate::store::follow::{Feed, Followed, Signal};
 
 /// How the board is opened.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Changes are off.
     pub readonly: bool,
-    /// Poll instead of watching.
+    /// Poll instead of hearing file events.
     pub poll: bool,
     /// A theme name or file.
     pub theme: Option<String>,
@@ -53,7 +53,7 @@ pub struct Options {
 #[derive(Debug)]
 pub(crate) enum Msg {
     Term(TermEvent),
-    Watch(usize, Signal),
+    Follow(usize, Signal),
 }
 
 /// How a board's loop ended.
@@ -72,8 +72,8 @@ pub(crate) struct Screen<'a> {
 }
 
 /// Where a store's feed sends its signals: the loop's channel, tagged with the project's index.
-pub(crate) fn sink(tx: mpsc::Sender<Msg>, i: usize) -> crate::store::live::Sink {
-    Box::new(move |s| tx.send(Msg::Watch(i, s)).is_ok())
+pub(crate) fn sink(tx: mpsc::Sender<Msg>, i: usize) -> crate::store::follow::Sink {
+    Box::new(move |s| tx.send(Msg::Follow(i, s)).is_ok())
 }
 
 /// Fails (exit 2) off a terminal.
@@ -100,7 +100,7 @@ pub fn choose_theme(flag: Option<&str>, config_theme: Option<&str>) -> Result<Th
 }
 
 /// Opens the board on a store (the files, or a database) until the operator quits.
-pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
+pub fn run(store: Box<dyn Followed>, opts: Options) -> Result<()> {
     need_terminal()?;
     let mut loader = Loader::new(store);
     let (mut app, pending) = start(&mut loader, &opts)?;
@@ -108,9 +108,9 @@ pub fn run(store: Box<dyn Watched>, opts: Options) -> Result<()> {
         .map_err(|e| Error::new(Code::Io, format!("cannot set up the terminal: {e}")))?;
     let (tx, rx) = mpsc::channel::<Msg>();
     read_input(tx.clone())?;
-    let (mut feed, polling) = loader.store().watch(opts.poll, sink(tx, 0))?;
+    let (mut feed, polling) = loader.store().follow(opts.poll, sink(tx, 0))?;
     if let Some(why) = polling {
-        app.on_event(AppEvent::Live(Live::Polling(why)));
+        app.on_event(AppEvent::Following(Following::Polling(why)));
     }
     let mut screen = Screen {
         term: &mut term,
@@ -193,7 +193,7 @@ pub(crate) fn board_loop_among(
             on_tick(app, loader, feed, &mut sealer, &mut news, &mut pending);
             dirty = true;
         }
-        news.rescan |= matches!(app.live, Live::Polling(_)) && feed.poll_instead();
+        news.rescan |= matches!(app.following, Following::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
             let d = load(&news, feed, loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
@@ -239,7 +239,7 @@ fn on_tick(
     let (polled, polling) = feed.tick();
     news.note(polled);
     if let Some(why) = polling {
-        app.on_event(AppEvent::Live(Live::Polling(why)));
+        app.on_event(AppEvent::Following(Following::Polling(why)));
     }
 }
 
@@ -302,7 +302,7 @@ impl News {
     /// Takes one message: a key, a resize, a paste go to the app, a signal is noted.
     fn handle(&mut self, m: Msg, me: usize, app: &mut App, pending: &mut Vec<Effect>) {
         match m {
-            Msg::Watch(i, s) if i != me => self.others.push((i, s)),
+            Msg::Follow(i, s) if i != me => self.others.push((i, s)),
             Msg::Term(TermEvent::Key(k)) => pending.extend(app.on_event(AppEvent::Key(k))),
             Msg::Term(TermEvent::Mouse(me)) => pending.extend(app.on_event(AppEvent::Mouse(me))),
             Msg::Term(TermEvent::Resize(w, h)) => {
@@ -312,20 +312,20 @@ impl News {
                 pending.extend(app.on_event(AppEvent::Paste(text)))
             }
             Msg::Term(_) => {}
-            Msg::Watch(_, Signal::Changed(p)) => {
+            Msg::Follow(_, Signal::Changed(p)) => {
                 self.changed = true;
                 self.paths.extend(p);
             }
-            Msg::Watch(_, Signal::Rescan) => self.rescan = true,
-            Msg::Watch(_, Signal::Failed(e)) => {
-                let live = Live::Polling(format!("watch failed: {e}"));
-                pending.extend(app.on_event(AppEvent::Live(live)));
+            Msg::Follow(_, Signal::Rescan) => self.rescan = true,
+            Msg::Follow(_, Signal::Failed(e)) => {
+                let f = Following::Polling(format!("watch failed: {e}"));
+                pending.extend(app.on_event(AppEvent::Following(f)));
             }
-            Msg::Watch(_, Signal::Reconnecting(why)) => {
-                pending.extend(app.on_event(AppEvent::Live(Live::Reconnecting(why))));
+            Msg::Follow(_, Signal::Reconnecting(why)) => {
+                pending.extend(app.on_event(AppEvent::Following(Following::Reconnecting(why))));
             }
-            Msg::Watch(_, Signal::Reconnected) => {
-                pending.extend(app.on_event(AppEvent::Live(Live::Watching)));
+            Msg::Follow(_, Signal::Reconnected) => {
+                pending.extend(app.on_event(AppEvent::Following(Following::Events)));
                 self.rescan = true;
             }
         }

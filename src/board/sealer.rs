@@ -1,7 +1,7 @@
 //! The board's seal: a board that holds the owner's key seals new journal lines (hand edits of
 //! `.loopx/` show against it), at most once a minute, on its tick, as one small owner
 //! transaction (`ops::seal` through `StoreExt::mutate`), when the store asks for it
-//! (`Watched::sealing`). A database needs none: it refuses agents the owner's rows.
+//! (`Followed::sealing`). A database needs none: it refuses agents the owner's rows.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use crate::flows::owner::Owner;
 use crate::kernel::ops::{self, Change};
 use crate::kernel::seal::BOARD_SEAL_EVERY;
 use crate::kernel::{Dur, Event, Result, Snapshot, Ts};
-use crate::store::{Store, StoreExt, Watched};
+use crate::store::{Followed, Store, StoreExt};
 
 /// How long a seal waits for the lock before it tries again on a later tick.
 const LOCK_WAIT: Duration = Duration::from_millis(200);
@@ -82,7 +82,7 @@ impl Sealer {
 
     /// On a tick: seals when due. A failure is said once in the status bar; without the key the
     /// board looks for it again once every `every`. True when the screen changed.
-    pub fn tick(&mut self, store: &dyn Watched, app: &mut App, now: Ts) -> bool {
+    pub fn tick(&mut self, store: &dyn Followed, app: &mut App, now: Ts) -> bool {
         if app.readonly {
             return false;
         }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::store::open::{self, Choice};
-use crate::store::{Admin, FileStore, Store, Watched};
+use crate::store::{Admin, FileStore, Followed, Store};
 
 /// What every command gets: flags, identity, the clock.
 #[derive(Clone)]
@@ -68,7 +68,7 @@ impl Ctx {
     /// The store this command works on: the database chosen, or the project's files, with all a
     /// face asks of it (its state, its admin, and for the board how it reloads and hears of
     /// changes).
-    pub fn open(&self) -> Result<Box<dyn Watched>> {
+    pub fn open(&self) -> Result<Box<dyn Followed>> {
         match &self.store_url {
             Some(url) => open::connect(url, self.env()),
             None => Ok(Box::new(self.files()?)),

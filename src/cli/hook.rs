@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, c: HookCmd) -> Result<Out> {
 /// `hook serve`: on a database only (on files, the command that commits fires the hooks).
 fn serve(ctx: &Ctx, from: Option<u64>) -> Result<Out> {
     let opened = ctx.open()?;
-    let store = opened.followed()?;
+    let store = opened.followed_journal()?;
     let dir = ctx.work_dir(store);
     let mut err = std::io::stderr();
     let mut say = |line: &str| {

@@ -1,5 +1,5 @@
 //! `hook serve`: fires the owner's sealed hooks for changes committed to a database, from one
-//! machine. It listens for commits, reads the journal after its cursor a page at a time and
+//! machine. It follows commits, reads the journal after its cursor a page at a time and
 //! starts the supervisor for each event with a sealed hook, as a commit on files does; when the
 //! server goes away it connects again and catches up from its cursor, so no event is lost.
 
@@ -13,8 +13,8 @@ use crate::kernel::alert::Alert;
 use crate::kernel::{Code, Result, Ts};
 use crate::runtime::hooks::{self, Place};
 use crate::runtime::process;
-use crate::store::live::{Followed, Listener};
-use crate::store::pg::listen::backoff;
+use crate::store::follow::{FollowedJournal, Follower};
+use crate::store::pg::follow::backoff;
 
 /// The most supervisors running at once; the next event waits for one to end.
 pub const RUNNING_MAX: usize = 8;
@@ -46,7 +46,12 @@ pub type Say<'a> = &'a mut dyn FnMut(&str);
 /// Serves until SIGINT or SIGTERM: from the journal's head, or from line `from`. Hooks run in
 /// `dir`. Fails only at the start: when the database cannot be read, or another `hook serve`
 /// serves it (exit 8).
-pub fn serve(store: &dyn Followed, dir: &Path, from: Option<u64>, say: Say<'_>) -> Result<Served> {
+pub fn serve(
+    store: &dyn FollowedJournal,
+    dir: &Path,
+    from: Option<u64>,
+    say: Say<'_>,
+) -> Result<Served> {
     process::forward_signals();
     let cursor = match from {
         Some(seq) => seq.saturating_sub(1),
@@ -62,7 +67,7 @@ pub fn serve(store: &dyn Followed, dir: &Path, from: Option<u64>, say: Say<'_>) 
     let mut failed = 0u32;
     let mut first = true;
     while !stopped() {
-        let why = match store.listen_alone() {
+        let why = match store.follower_alone() {
             Ok(mut c) => {
                 if first {
                     say(&format!(
@@ -117,7 +122,7 @@ fn pause(d: Duration) {
 
 /// The serving state: the cursor (the last journal line handled) and the running supervisors.
 struct Server<'a> {
-    store: &'a dyn Followed,
+    store: &'a dyn FollowedJournal,
     dir: &'a Path,
     cursor: u64,
     running: Vec<Child>,
@@ -127,7 +132,7 @@ struct Server<'a> {
 impl Server<'_> {
     /// Catches up, then waits for commits and catches up after each, until stopped (`Ok`) or
     /// the database fails (the error).
-    fn follow(&mut self, c: &mut dyn Listener, say: Say<'_>) -> Result<()> {
+    fn follow(&mut self, c: &mut dyn Follower, say: Say<'_>) -> Result<()> {
         self.catch_up(say)?;
         let mut quiet = 0;
         while !stopped() {

@@ -3,7 +3,7 @@
 pub mod core;
 pub mod env;
 pub mod files;
-pub mod live;
+pub mod follow;
 pub mod open;
 pub mod pg;
 pub mod port;
@@ -12,9 +12,9 @@ pub mod projects;
 // The file store's modules and the shared ones, by their short paths.
 pub use self::core::{atomic, doctor, owner, parse};
 pub use env::{Env, OnCommit};
-pub use files::{cache, evidence, fs, journal, lock, logs, poll, recover, seen, tx, view, watch};
+pub use files::{cache, evidence, fs, journal, lock, logs, poll, recover, seen, tx, view};
+pub use follow::Followed;
 pub use fs::FileStore;
-pub use live::Watched;
 
 use std::path::Path;
 
@@ -144,9 +144,9 @@ pub trait Admin: Store {
     /// The worktrees live leases name, read as doctor reads (writing nothing).
     fn live_worktrees(&self) -> Result<Vec<String>>;
 
-    /// The store `hook serve` follows; on files an error (exit 2): there, hooks fire when a
+    /// The journal `hook serve` follows; on files an error (exit 2): there, hooks fire when a
     /// change commits.
-    fn followed(&self) -> Result<&dyn live::Followed>;
+    fn followed_journal(&self) -> Result<&dyn follow::FollowedJournal>;
 
     /// Where a state file such as `owner.pub` is, as shown to the user.
     fn place_of(&self, file: &str) -> String;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::kernel::{Error, Result};
 use crate::store::Env;
 use crate::store::parse::{self, shown};
-use crate::store::{FileStore, Watched};
+use crate::store::{FileStore, Followed};
 
 /// The longest store URL, in bytes.
 pub const URL_MAX: usize = 2048;
@@ -113,7 +113,7 @@ pub fn check_url(url: &str) -> std::result::Result<(), String> {
 }
 
 /// Connects to the database at `url`.
-pub fn connect(url: &str, env: Env) -> Result<Box<dyn Watched>> {
+pub fn connect(url: &str, env: Env) -> Result<Box<dyn Followed>> {
     Ok(Box::new(crate::store::pg::PgStore::new(url, env)?))
 }
 

@@ -1,7 +1,7 @@
 //! `loopx board --all`: one screen over every project of the owner's list (`projects.toml`),
-//! live. Each project keeps its own store, loader and feed of changes; a signal reloads only the
-//! project it came from. Enter opens that project's board in the same terminal (Esc comes back);
-//! a gate decided here goes through `flows::owner::perform`, as on the board.
+//! followed. Each project keeps its own store, loader and feed of changes; a signal reloads
+//! only the project it came from. Enter opens that project's board in the same terminal (Esc
+//! comes back); a gate decided here goes through `flows::owner::perform`, as on the board.
 
 pub mod render;
 pub mod state;
@@ -14,19 +14,19 @@ use std::time::{Duration, Instant};
 use ratatui::crossterm::event::Event as TermEvent;
 
 use self::state::{Effect, Overview, Row};
-use crate::board::app::Live;
+use crate::board::app::Following;
 use crate::board::data::{Delta, Loader};
 use crate::board::{Leave, Msg, Options, Screen, term};
 use crate::flows::owner::{self as actions, Owner};
 use crate::kernel::{Code, Error, Result, Snapshot, Ts};
 use crate::store::Env;
-use crate::store::live::{Feed, Signal, Watched};
+use crate::store::follow::{Feed, Followed, Signal};
 use crate::store::open::{self, Choice};
 use crate::store::projects::{Entry, Place};
 
 /// Opens an entry's store: a project root's (its files, or the database its `loopx.toml`
 /// names), or a database.
-pub fn open_entry(e: &Entry, env: &Env, cwd: &Path) -> Result<Box<dyn Watched>> {
+pub fn open_entry(e: &Entry, env: &Env, cwd: &Path) -> Result<Box<dyn Followed>> {
     match e.place().map_err(Error::usage)? {
         Place::Files(p) => {
             if !p.is_dir() {
@@ -126,13 +126,13 @@ impl Run<'_> {
         let mut loader = Loader::new(store);
         o.rows[i].owner = Owner::detect(loader.store());
         let sink = crate::board::sink(self.tx.clone(), i);
-        slot.feed = match loader.store().watch(self.opts.poll, sink) {
+        slot.feed = match loader.store().follow(self.opts.poll, sink) {
             Ok((f, why)) => {
-                o.rows[i].live = why.map_or(Live::Watching, Live::Polling);
+                o.rows[i].following = why.map_or(Following::Events, Following::Polling);
                 Some(f)
             }
             Err(e) => {
-                o.rows[i].live = Live::Polling(format!("no feed: {}", e.message));
+                o.rows[i].following = Following::Polling(format!("no feed: {}", e.message));
                 None
             }
         };
@@ -192,7 +192,7 @@ impl Run<'_> {
         match m {
             Msg::Term(TermEvent::Key(k)) => fx.extend(o.on_key(k)),
             Msg::Term(_) => {}
-            Msg::Watch(i, s) => self.signal(i, s, o),
+            Msg::Follow(i, s) => self.signal(i, s, o),
         }
     }
 
@@ -207,12 +207,12 @@ impl Run<'_> {
             }
             Signal::Rescan => slot.rescan = true,
             Signal::Failed(e) => {
-                row.live = Live::Polling(format!("watch failed: {e}"));
+                row.following = Following::Polling(format!("watch failed: {e}"));
                 slot.rescan = true;
             }
-            Signal::Reconnecting(why) => row.live = Live::Reconnecting(why),
+            Signal::Reconnecting(why) => row.following = Following::Reconnecting(why),
             Signal::Reconnected => {
-                row.live = Live::Watching;
+                row.following = Following::Events;
                 slot.rescan = true;
             }
         }
@@ -228,9 +228,10 @@ impl Run<'_> {
             slot.changed |= !paths.is_empty();
             slot.paths.extend(paths);
             if let Some(why) = polling {
-                o.rows[i].live = Live::Polling(why);
+                o.rows[i].following = Following::Polling(why);
             }
-            slot.rescan |= matches!(o.rows[i].live, Live::Polling(_)) && feed.poll_instead();
+            slot.rescan |=
+                matches!(o.rows[i].following, Following::Polling(_)) && feed.poll_instead();
         }
     }
 
@@ -313,14 +314,14 @@ impl Run<'_> {
         };
         let (mut app, pending) = crate::board::start(loader, self.opts)?;
         app.nested = true;
-        app.live = o.rows[i].live.clone();
+        app.following = o.rows[i].following.clone();
         app.message = Some(crate::board::app::Message {
             text: "Esc: back to all projects".into(),
             error: false,
             at: app.now,
         });
         let mut others: Vec<(usize, Signal)> = Vec::new();
-        let mut deaf = crate::store::live::Silent;
+        let mut deaf = crate::store::follow::Silent;
         let feed: &mut dyn Feed = match slot.feed.as_mut() {
             Some(f) => f.as_mut(),
             None => &mut deaf,

@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::state::{Focus, Mode, Overview, Row};
 use super::summary::{State, Summary};
-use crate::board::app::{Live, ago};
+use crate::board::app::{Following, ago};
 use crate::board::panes::{block, gutter, row_style, title, trunc};
 use crate::board::theme::{Role, Theme};
 use crate::flows::owner::OwnerAct;
@@ -187,7 +187,7 @@ fn project_line(
             spans.push(tail);
         }
     }
-    let _ = &row.live;
+    let _ = &row.following;
     Line::from(spans)
 }
 
@@ -299,24 +299,24 @@ fn status_line(f: &mut Frame, r: Rect, o: &Overview) {
             };
             Span::styled(format!(" {mark} {}", esc(&m.text)), st)
         }
-        None => Span::styled(format!(" {}", live_text(o)), base),
+        None => Span::styled(format!(" {}", following_text(o)), base),
     };
     let content = trunc(&text.content, w);
     let line = Line::from(Span::styled(format!("{content:<w$}"), text.style));
     f.render_widget(Paragraph::new(line).style(base), r);
 }
 
-/// `● live` when every project is watched, else what polls or reconnects.
-fn live_text(o: &Overview) -> String {
+/// `● live` when every project is followed by events, else what polls or reconnects.
+fn following_text(o: &Overview) -> String {
     let polling = o
         .rows
         .iter()
-        .filter(|r| matches!(r.live, Live::Polling(_)))
+        .filter(|r| matches!(r.following, Following::Polling(_)))
         .count();
     let lost = o
         .rows
         .iter()
-        .filter(|r| matches!(r.live, Live::Reconnecting(_)))
+        .filter(|r| matches!(r.following, Following::Reconnecting(_)))
         .count();
     let owner = o.rows.iter().filter(|r| r.owner.verified).count();
     let mut s = match (polling, lost) {

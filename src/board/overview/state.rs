@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::summary::{self, GateBrief, State, Summary};
-use crate::board::app::{Live, Message};
+use crate::board::app::{Following, Message};
 use crate::board::theme::Theme;
 use crate::flows::owner::{Owner, OwnerAct};
 use crate::kernel::{Snapshot, Ts};
@@ -29,7 +29,7 @@ pub struct Row {
     /// Who acts on it, and whether the owner's key is here for it.
     pub owner: Owner,
     /// How its changes arrive.
-    pub live: Live,
+    pub following: Following,
 }
 
 impl Row {
@@ -41,7 +41,7 @@ impl Row {
             snap: None,
             state: State::Loading,
             owner: Owner::unverified(),
-            live: Live::Watching,
+            following: Following::Events,
         }
     }
 }

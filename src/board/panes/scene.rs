@@ -15,7 +15,7 @@ use crate::kernel::{Event, Gate, GateStatus, Problem, Snapshot, Ts};
 use super::activity::ActivityPane;
 use super::evidence::EvidencePane;
 use super::gates::GatesPane;
-use super::status::{Live, Message};
+use super::status::{Following, Message};
 use super::todos::TodosPane;
 
 /// A dialog or overlay drawn over the board: it owns its state and draws it from the frame's
@@ -68,7 +68,7 @@ pub struct Scene<'a> {
     /// The status message.
     pub message: Option<&'a Message>,
     /// Events or polling.
-    pub live: &'a Live,
+    pub following: &'a Following,
     /// When the last load happened.
     pub last_reload: Option<Ts>,
     /// Changes are off.

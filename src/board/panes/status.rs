@@ -14,9 +14,9 @@ use crate::text::escape as esc;
 
 /// How the board learns of changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Live {
-    /// File-system events.
-    Watching,
+pub enum Following {
+    /// Events as they happen (file events, or a database's notifications).
+    Events,
     /// Polling, and why.
     Polling(String),
     /// The database's connection dropped: reconnecting, and why.
@@ -123,11 +123,11 @@ fn segments(sc: &Scene) -> Vec<(String, bool)> {
     } else {
         out.push((esc(&sc.owner.note).into_owned(), false));
     }
-    match sc.live {
-        Live::Watching if broken.label().is_none() => out.push(("● live".into(), false)),
-        Live::Watching => {}
-        Live::Polling(why) => out.push((format!("◌ polling ({})", esc(why)), false)),
-        Live::Reconnecting(_) => out.push(("◌ reconnecting".into(), true)),
+    match sc.following {
+        Following::Events if broken.label().is_none() => out.push(("● live".into(), false)),
+        Following::Events => {}
+        Following::Polling(why) => out.push((format!("◌ polling ({})", esc(why)), false)),
+        Following::Reconnecting(_) => out.push(("◌ reconnecting".into(), true)),
     }
     out.push((
         sc.last_reload

@@ -9,7 +9,7 @@ use crate::kernel::roster::Seen;
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::cache::Cache;
 use crate::store::files::commit::FileTx;
-use crate::store::live::Followed;
+use crate::store::follow::FollowedJournal;
 use crate::store::logs::JournalCheck;
 use crate::store::{
     Admin, FileStore, GoalPlan, Reads, Store, Transaction, atomic, doctor, evidence, journal,
@@ -180,7 +180,7 @@ impl Admin for FileStore {
         crate::store::files::doctor::live_worktrees(self, self.env().now)
     }
 
-    fn followed(&self) -> Result<&dyn Followed> {
+    fn followed_journal(&self) -> Result<&dyn FollowedJournal> {
         Err(Error::usage(
             "`hook serve` is for a project in a database: on files, hooks fire when a change commits",
         )

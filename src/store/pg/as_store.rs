@@ -4,7 +4,7 @@ use super::{PgStore, commit, db_error};
 use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::Env;
-use crate::store::live::Followed;
+use crate::store::follow::FollowedJournal;
 use crate::store::{Admin, GoalPlan, Keep, Reads, Store, Transaction, doctor};
 
 impl Store for PgStore {
@@ -199,7 +199,7 @@ impl Admin for PgStore {
             .collect())
     }
 
-    fn followed(&self) -> Result<&dyn Followed> {
+    fn followed_journal(&self) -> Result<&dyn FollowedJournal> {
         Ok(self)
     }
 

@@ -6,9 +6,9 @@ mod claim;
 mod commit;
 mod doctor;
 mod fast;
+pub mod follow;
 mod goal;
 pub mod history;
-pub mod listen;
 mod load;
 mod poll;
 pub mod port;
@@ -16,7 +16,6 @@ mod redact;
 pub mod roles;
 pub mod schema;
 mod kept;
-mod watch;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -201,9 +200,9 @@ impl PgStore {
         })
     }
 
-    /// The URL a listening connection of its own is opened on ([`PgStore::listen`]); it may
-    /// hold a password: never show it.
-    pub fn listen_url(&self) -> &str {
+    /// The URL a follower of its own is opened on ([`PgStore::follower`]); it may hold a
+    /// password: never show it.
+    pub fn follower_url(&self) -> &str {
         &self.url
     }
 

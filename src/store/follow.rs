@@ -1,5 +1,6 @@
-//! What a face that stays open (the board) asks of a store beyond [`Admin`]: how it names the
-//! project, how it loads again after a change, and how it hears of changes.
+//! Following a store: what a face that stays open (the board) asks of a store beyond [`Admin`]
+//! (how it names the project, how it loads again after a change, how it hears of changes), and
+//! what `hook serve` follows (a store's journal, read forward as commits are heard).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +15,7 @@ pub enum Signal {
     Changed(Vec<PathBuf>),
     /// Events were lost: reload everything.
     Rescan,
-    /// The watcher failed: fall back to polling.
+    /// File events failed: fall back to polling.
     Failed(String),
     /// The database's connection dropped (why): reconnecting.
     Reconnecting(String),
@@ -67,7 +68,7 @@ pub trait Feed {
     fn saw_changes(&mut self);
 }
 
-/// A feed with nothing to poll: a database's (its listening thread sends by itself), or one
+/// A feed with nothing to poll: a database's (its following thread sends by itself), or one
 /// that could not start.
 #[derive(Debug)]
 pub struct Silent;
@@ -84,9 +85,9 @@ impl Feed for Silent {
     fn saw_changes(&mut self) {}
 }
 
-/// A store a face that stays open works on: the files (reloaded by changed file, heard through
+/// A store a face that stays open follows: the files (reloaded by changed file, heard through
 /// file events) or a database (loaded in full, heard through `LISTEN`).
-pub trait Watched: Admin + Sync {
+pub trait Followed: Admin + Sync {
     /// The project as the status bar names it: its root, or the database's URL (no password).
     fn name(&self) -> String;
 
@@ -97,21 +98,21 @@ pub trait Watched: Admin + Sync {
     fn evidence_name(&self, id: &str) -> String;
 
     /// Loads everything, tolerantly (a malformed todo or gate is quarantined).
-    fn load_live(&self) -> Result<Loaded>;
+    fn load_followed(&self) -> Result<Loaded>;
 
     /// What a changed path means to a reload.
     fn target(&self, path: &Path) -> Target;
 
     /// Reads again only what `changed` names, on top of `base` (from the last load).
-    fn reload_live(&self, base: Snapshot, changed: &[PathBuf]) -> Result<Loaded>;
+    fn reload_followed(&self, base: Snapshot, changed: &[PathBuf]) -> Result<Loaded>;
 
     /// True when no event names a changed evidence log: the todos new journal lines name are
     /// read again instead.
     fn evidence_by_journal(&self) -> bool;
 
-    /// Starts hearing of changes (`poll`: by polling), each signal sent to `sink`; with why it
+    /// Starts following changes (`poll`: by polling), each signal sent to `sink`; with why it
     /// polls, when it does from the start.
-    fn watch(&self, poll: bool, sink: Sink) -> Result<(Box<dyn Feed>, Option<String>)>;
+    fn follow(&self, poll: bool, sink: Sink) -> Result<(Box<dyn Feed>, Option<String>)>;
 
     /// This store at `now`, waiting at most `wait` for its lock, for a face that holds the
     /// owner's key to seal new journal lines through (hand edits show against the seal);
@@ -119,8 +120,8 @@ pub trait Watched: Admin + Sync {
     fn sealing(&self, now: Ts, wait: Duration) -> Option<Box<dyn Store + Sync>>;
 }
 
-/// A connection that hears of commits as they happen (a database's `LISTEN`).
-pub trait Listener {
+/// A follower: a connection that hears of commits as they happen (a database's `LISTEN`).
+pub trait Follower {
     /// Waits up to `wait` for commits: how many were heard (0: none); an error when the
     /// connection failed.
     fn notified(&mut self, wait: Duration) -> Result<usize>;
@@ -129,12 +130,12 @@ pub trait Listener {
     fn alive(&mut self) -> Result<()>;
 }
 
-/// What `hook serve` follows: a store that hears of its commits as they happen
-/// ([`Admin::followed`]).
-pub trait Followed: Store + Sync {
-    /// A connection of its own that hears of commits, holding the store's one `hook serve`
-    /// lock while it lasts (busy while another holds it; denied to an agent's login).
-    fn listen_alone(&self) -> Result<Box<dyn Listener>>;
+/// What `hook serve` follows: a store's journal, read forward as its commits are heard
+/// ([`Admin::followed_journal`]).
+pub trait FollowedJournal: Store + Sync {
+    /// A follower of its own, holding the store's one `hook serve` lock while it lasts (busy
+    /// while another holds it; denied to an agent's login).
+    fn follower_alone(&self) -> Result<Box<dyn Follower>>;
 
     /// At most `limit` journal lines after line `after`, oldest first, and the `seq` of the last
     /// line read (`after` when there is none).

@@ -1,23 +1,155 @@
-//! Watching `.loopx/`: what a path in it is, notify with a full debouncer on the directory, and
-//! a polling fallback.
+//! Following the files: named by the project's root, reloaded by the files that changed, heard
+//! through file events on `.loopx/` (notify with a full debouncer on the directory), or by
+//! polling its files when events fail or stop; and what a path in it is.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use notify::{EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
-use crate::store::atomic;
-use crate::store::live::{Signal, Target};
+use crate::kernel::{Result, Snapshot, Ts};
+use crate::store::follow::{Feed, Followed, Loaded, Signal, Sink, Target};
+use crate::store::parse::shown;
+use crate::store::{Env, FileStore};
+use crate::store::{Store, atomic, lock};
+
+/// How long the journal may grow without a file event before the feed polls instead.
+const SILENT: Duration = Duration::from_millis(1500);
+
+impl Followed for FileStore {
+    fn name(&self) -> String {
+        self.root().display().to_string()
+    }
+
+    fn whole(&self) -> String {
+        shown(self.dir())
+    }
+
+    fn evidence_name(&self, id: &str) -> String {
+        shown(&self.evidence_path(id))
+    }
+
+    fn load_followed(&self) -> Result<Loaded> {
+        self.load_view().map(|v| (Some(v.raw), v.snap))
+    }
+
+    fn target(&self, path: &Path) -> Target {
+        classify(self.dir(), path)
+    }
+
+    fn reload_followed(&self, base: Snapshot, changed: &[PathBuf]) -> Result<Loaded> {
+        self.reload(base, changed).map(|v| (Some(v.raw), v.snap))
+    }
+
+    fn evidence_by_journal(&self) -> bool {
+        false
+    }
+
+    fn follow(&self, poll: bool, sink: Sink) -> Result<(Box<dyn Feed>, Option<String>)> {
+        let (feed, why) = FileFeed::start(self.dir(), poll, sink);
+        Ok((Box::new(feed), why))
+    }
+
+    fn sealing(&self, now: Ts, wait: Duration) -> Option<Box<dyn Store + Sync>> {
+        let env = Env {
+            now,
+            lock_wait: wait,
+            ..self.env().clone()
+        };
+        Some(Box::new(self.clone().with_env(env)))
+    }
+}
+
+/// File events on `.loopx/`, with polling when they fail or do not arrive.
+#[derive(Debug)]
+struct FileFeed {
+    dir: PathBuf,
+    poller: Option<Poller>,
+    events: Option<Events>,
+    journal_seen: Option<(u64, Option<SystemTime>)>,
+    unseen_since: Option<Instant>,
+    last_event: Instant,
+}
+
+impl FileFeed {
+    /// Follows `dir` by its file events (or polls it: asked to, on a network file system, or
+    /// when the events fail, and then says why).
+    fn start(dir: &Path, poll: bool, sink: Sink) -> (FileFeed, Option<String>) {
+        let mut f = FileFeed {
+            dir: dir.to_path_buf(),
+            poller: None,
+            events: None,
+            journal_seen: journal_stamp(dir),
+            unseen_since: None,
+            last_event: Instant::now(),
+        };
+        let why = if poll {
+            Some("--poll".into())
+        } else if let Some(fs) = lock::network_fs(dir) {
+            Some(format!("{fs}: no events there"))
+        } else {
+            match events(dir, move |s| {
+                let _ = sink(s);
+            }) {
+                Ok(w) => {
+                    f.events = Some(w);
+                    None
+                }
+                Err(e) => Some(format!("watch failed: {e}")),
+            }
+        };
+        if why.is_some() {
+            f.poller = Some(Poller::new(dir));
+        }
+        (f, why)
+    }
+}
+
+impl Feed for FileFeed {
+    fn tick(&mut self) -> (Vec<PathBuf>, Option<String>) {
+        if let Some(p) = self.poller.as_mut() {
+            return (p.scan(), None);
+        }
+        // No events while the journal grows: events do not arrive here, so poll.
+        let stamp = journal_stamp(&self.dir);
+        if stamp == self.journal_seen {
+            return (Vec::new(), None);
+        }
+        match self.unseen_since {
+            None => self.unseen_since = Some(Instant::now()),
+            Some(t) if self.last_event < t && t.elapsed() >= SILENT => {
+                return (Vec::new(), Some("no file events arrive".into()));
+            }
+            Some(_) => {}
+        }
+        (Vec::new(), None)
+    }
+
+    fn poll_instead(&mut self) -> bool {
+        if self.poller.is_some() {
+            return false;
+        }
+        self.poller = Some(Poller::new(&self.dir));
+        self.events = None;
+        true
+    }
+
+    fn saw_changes(&mut self) {
+        self.last_event = Instant::now();
+        self.journal_seen = journal_stamp(&self.dir);
+        self.unseen_since = None;
+    }
+}
 
 /// How long a burst of raw events is folded into one.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 /// How often the poller scans.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
-/// What a path under `.loopx/` is, for the watcher and a reload.
+/// What a path under `.loopx/` is, for its file events and a reload.
 pub fn classify(dir: &Path, path: &Path) -> Target {
     let Ok(rel) = path.strip_prefix(dir) else {
         return Target::Ignore;
@@ -57,19 +189,19 @@ pub fn relevant(dir: &Path, kind: &EventKind, paths: &[PathBuf]) -> Vec<PathBuf>
         .collect()
 }
 
-/// A live watcher; dropping it stops watching.
-pub struct Watch {
+/// File events on a directory; dropping it stops them.
+pub struct Events {
     _debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
 }
 
-impl std::fmt::Debug for Watch {
+impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Watch")
+        f.write_str("Events")
     }
 }
 
-/// Watches `dir` recursively; each debounced batch that matters is sent through `send`.
-pub fn watch<F>(dir: &Path, send: F) -> Result<Watch, String>
+/// Hears file events under `dir`; each debounced batch that matters is sent through `send`.
+pub fn events<F>(dir: &Path, send: F) -> std::result::Result<Events, String>
 where
     F: Fn(Signal) + Send + 'static,
 {
@@ -103,7 +235,7 @@ where
     .map_err(|e| e.to_string())?;
     deb.watch(dir, RecursiveMode::Recursive)
         .map_err(|e| e.to_string())?;
-    Ok(Watch { _debouncer: deb })
+    Ok(Events { _debouncer: deb })
 }
 
 /// The polling fallback: compares sizes and modification times of the state files.

@@ -1,12 +1,21 @@
 //! Following a database's commits: a connection that `LISTEN`s on channel `loopx`, waiting on it,
-//! reading the journal after a cursor a page at a time, and the backoff between reconnects.
+//! reading the journal after a cursor a page at a time, and the backoff between reconnects; and
+//! the database for a face that stays open: named by its URL (no password), loaded in full, and
+//! heard through a thread with a connection of its own that says "changed" on each commit; when
+//! the connection drops it says "reconnecting", tries again with a backoff (1 s doubling to
+//! 10 s), and once back asks for one full reload (it missed events).
 
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 
-use crate::kernel::{Code, Error, Event, Result};
-use crate::store::live::{Followed, Listener};
+use crate::kernel::{Code, Error, Event, Result, Snapshot, Ts};
+use crate::store::Store;
+use crate::store::follow::{
+    Feed, Followed, FollowedJournal, Follower, Loaded, Signal, Sink, Target,
+};
 use crate::store::pg::{PgStore, db_error};
 
 /// The first wait before connecting again.
@@ -25,7 +34,7 @@ pub fn backoff(failed: u32) -> Duration {
         .min(BACKOFF_MAX)
 }
 
-/// Waits up to `wait` for commits' notifications on a listening connection: how many came
+/// Waits up to `wait` for commits' notifications on a follower: how many came
 /// (those that came together count once each). An error when the connection failed.
 pub fn notified(c: &mut postgres::Client, wait: Duration) -> Result<usize> {
     let mut n = c.notifications();
@@ -37,7 +46,7 @@ pub fn notified(c: &mut postgres::Client, wait: Duration) -> Result<usize> {
     Ok(1 + n.iter().count().map_err(db_error)?)
 }
 
-/// Checks that a quiet listening connection is still there (a cut cable says nothing).
+/// Checks that a quiet follower is still there (a cut cable says nothing).
 pub fn alive(c: &mut postgres::Client) -> Result<()> {
     if c.is_closed() {
         return Err(Error::new(Code::Io, "the database closed the connection"));
@@ -45,7 +54,7 @@ pub fn alive(c: &mut postgres::Client) -> Result<()> {
     c.is_valid(PROBE).map_err(db_error)
 }
 
-impl Listener for postgres::Client {
+impl Follower for postgres::Client {
     fn notified(&mut self, wait: Duration) -> Result<usize> {
         notified(self, wait)
     }
@@ -55,9 +64,9 @@ impl Listener for postgres::Client {
     }
 }
 
-impl Followed for PgStore {
-    fn listen_alone(&self) -> Result<Box<dyn Listener>> {
-        Ok(Box::new(PgStore::listen_alone(&self.url)?))
+impl FollowedJournal for PgStore {
+    fn follower_alone(&self) -> Result<Box<dyn Follower>> {
+        Ok(Box::new(PgStore::follower_alone(&self.url)?))
     }
 
     fn journal_page(&self, after: u64, limit: usize) -> Result<(Vec<Event>, u64)> {
@@ -70,18 +79,19 @@ impl Followed for PgStore {
 }
 
 impl PgStore {
-    /// A new connection that listens for commits: each commit notifies channel `loopx` with the
-    /// journal's last `seq` (the trigger `journal_notify`), delivered when it commits.
-    pub fn listen(url: &str) -> Result<postgres::Client> {
+    /// A follower: a new connection that `LISTEN`s for commits; each commit notifies channel
+    /// `loopx` with the journal's last `seq` (the trigger `journal_notify`), delivered when it
+    /// commits.
+    pub fn follower(url: &str) -> Result<postgres::Client> {
         let mut c = Self::connect(url)?;
         c.batch_execute("LISTEN loopx").map_err(db_error)?;
         Ok(c)
     }
 
-    /// [`PgStore::listen`], holding the database's `hook serve` lock for as long as the
+    /// [`PgStore::follower`], holding the database's `hook serve` lock for as long as the
     /// connection lasts: exit 8 while another connection holds it.
-    pub fn listen_alone(url: &str) -> Result<postgres::Client> {
-        let mut c = Self::listen(url)?;
+    pub fn follower_alone(url: &str) -> Result<postgres::Client> {
+        let mut c = Self::follower(url)?;
         // The hooks are the owner's commands: an agent's login neither runs them nor holds
         // the lock that would keep the owner's serve out (it is taken only after this).
         let owner: bool = c
@@ -147,6 +157,109 @@ impl PgStore {
             }
         }
         Ok((events, end))
+    }
+}
+
+/// How long the thread waits for a notification before it checks the connection is alive.
+const IDLE: Duration = Duration::from_secs(5);
+
+impl Followed for PgStore {
+    fn name(&self) -> String {
+        self.shown_url()
+    }
+
+    fn whole(&self) -> String {
+        "database".into()
+    }
+
+    fn evidence_name(&self, id: &str) -> String {
+        format!("database:evidence/{id}")
+    }
+
+    fn load_followed(&self) -> Result<Loaded> {
+        self.load().map(|snap| (None, snap))
+    }
+
+    fn target(&self, _path: &Path) -> Target {
+        Target::Everything
+    }
+
+    fn reload_followed(&self, _base: Snapshot, _changed: &[PathBuf]) -> Result<Loaded> {
+        self.load_followed()
+    }
+
+    fn evidence_by_journal(&self) -> bool {
+        true
+    }
+
+    fn follow(&self, _poll: bool, sink: Sink) -> Result<(Box<dyn Feed>, Option<String>)> {
+        spawn(self.follower_url().to_string(), sink)?;
+        Ok((Box::new(crate::store::follow::Silent), None))
+    }
+
+    fn sealing(&self, _now: Ts, _wait: Duration) -> Option<Box<dyn Store + Sync>> {
+        None
+    }
+}
+
+/// Starts the following thread on `url`; it sends each signal through `send`, and ends when
+/// `send` says the face is gone (returns false).
+fn spawn<F>(url: String, send: F) -> Result<JoinHandle<()>>
+where
+    F: Fn(Signal) -> bool + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name("board-listen".into())
+        .spawn(move || follow(&url, &send))
+        .map_err(|e| Error::new(Code::Io, format!("cannot start the listening thread: {e}")))
+}
+
+/// Connects, follows until the connection fails, and again, until the face is gone.
+fn follow(url: &str, send: &dyn Fn(Signal) -> bool) {
+    let mut failed = 0u32;
+    loop {
+        let why = match PgStore::follower(url) {
+            Ok(mut c) => {
+                if failed > 0 && !send(Signal::Reconnected) {
+                    return;
+                }
+                failed = 0;
+                match serve(&mut c, send) {
+                    Some(why) => why,
+                    None => return,
+                }
+            }
+            Err(e) => e.message,
+        };
+        failed = failed.saturating_add(1);
+        if !send(Signal::Reconnecting(why)) {
+            return;
+        }
+        // The first try after a drop is at once: a connection a proxy cut may come back.
+        if failed > 1 {
+            std::thread::sleep(backoff(failed - 1));
+        }
+    }
+}
+
+/// Waits for notifications on `c`, one "changed" per burst, until the connection fails (why)
+/// or the face is gone (`None`).
+fn serve(c: &mut postgres::Client, send: &dyn Fn(Signal) -> bool) -> Option<String> {
+    loop {
+        let quiet = match notified(c, IDLE) {
+            Ok(got) => got == 0,
+            Err(e) => return Some(e.message),
+        };
+        if !quiet {
+            if !send(Signal::Changed(Vec::new())) {
+                return None;
+            }
+            continue;
+        }
+        // Quiet for a while: make sure the server is still there.
+        if let Err(e) = alive(c) {
+            return Some(e.message);
+        }
     }
 }
 
