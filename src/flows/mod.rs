@@ -4,6 +4,7 @@ pub mod approved;
 pub mod check;
 pub mod claim;
 pub mod heartbeat;
+pub mod monitor;
 pub mod owner;
 pub mod progress;
 pub mod runner;
