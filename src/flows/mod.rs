@@ -10,3 +10,4 @@ pub mod progress;
 pub mod runner;
 pub mod stale;
 pub mod turn;
+pub mod update;
