@@ -3,7 +3,7 @@
 //! todo done or cancelled retired.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::check;
@@ -19,14 +19,8 @@ use crate::store::{Store, StoreExt};
 pub struct UpdateOpts {
     /// The todo's id or a unique prefix (default: the one the agent holds).
     pub id: Option<String>,
-    /// The fence the agent's lease must have.
-    pub fence: Option<u64>,
-    /// The evidence given (none: evidence is captured from git).
-    pub evidence: Vec<Evidence>,
-    /// The new status.
-    pub status: Option<Status>,
-    /// Why (a cancel's or a block's reason).
-    pub reason: Option<String>,
+    /// The fence, the evidence given (none: evidence is captured from git), status and reason.
+    pub ask: Update,
     /// The longest the todo's check may run.
     pub check_timeout: Duration,
 }
@@ -51,15 +45,21 @@ pub fn update(
     (agent, now): (&str, Ts),
     o: &UpdateOpts,
 ) -> Result<Updated> {
-    let auto = o.evidence.is_empty()
-        && o.status
-            .is_none_or(|s| s == Status::Done || s == Status::Open);
-    let git = match auto {
-        true => git::facts(&work_dir(store, root, (agent, now), o.id.as_deref())),
-        false => Ok(None),
-    };
-    // A done or cancel that will keep the todo's worktree says so in its evidence.
-    let prep = prepare_retire(store, root, (agent, now), o);
+    let ask = &o.ask;
+    let auto = ask.evidence.is_empty()
+        && (ask.status).is_none_or(|s| matches!(s, Status::Done | Status::Open));
+    let retired = matches!(ask.status, Some(Status::Done | Status::Cancelled));
+    // Only a project with a worktree pays a load: the todo's own worktree is where it is worked.
+    let worked = (any_worktree(root) && (auto || retired))
+        .then(|| held(store, (agent, now), o.id.as_deref()))
+        .flatten();
+    let dir = (worked.as_ref()).map_or(root.into(), |t| worktree::work_of(root, t));
+    let git = if auto { git::facts(&dir) } else { Ok(None) };
+    // A done or cancel that will keep the todo's worktree says so in its evidence; the
+    // removal's survey is made before the commit, the removal itself after it.
+    let prep = worked
+        .filter(|_| retired)
+        .and_then(|t| worktree_retire::prepare(root, &t.id));
     let kept = prep.as_ref().and_then(|p| kept_note((agent, now), p));
     let c = Commit {
         store,
@@ -70,11 +70,11 @@ pub fn update(
         wanted: RefCell::new(None),
         warned: RefCell::new(None),
     };
-    let noted = [o.evidence.as_slice(), kept.as_slice()].concat();
+    let noted = [ask.evidence.as_slice(), kept.as_slice()].concat();
     let first = c.commit(&noted, None, now);
     let (todo, notes) = with_check(&c, root, now, first, kept)?;
     let mut warnings: Vec<String> = c.warned.into_inner().into_iter().collect();
-    if matches!(o.status, Some(Status::Done | Status::Cancelled)) {
+    if retired {
         warnings.extend(worktree_retire::retire_with(root, &todo.id, prep));
     }
     Ok(Updated {
@@ -97,17 +97,17 @@ fn with_check(
     let refused = c.wanted.borrow_mut().take();
     let (store, agent, o) = (c.store, c.agent, c.o);
     let Some((t, n)) = refused.filter(|_| {
-        o.status == Some(Status::Done) && matches!(&done, Err(e) if e.code == Code::CheckFailed)
+        o.ask.status == Some(Status::Done) && matches!(&done, Err(e) if e.code == Code::CheckFailed)
     }) else {
         return done;
     };
     let e = check::held(store, root, &t, &n, (agent, now), o.check_timeout)?;
-    let mut evidence = o.evidence.clone();
+    let mut evidence = o.ask.evidence.clone();
     if !proof::passed(&e) {
         return Err(check::failed(
             store,
             (agent, now),
-            (&t.id, o.fence),
+            (&t.id, o.ask.fence),
             evidence,
             &e,
         ));
@@ -129,22 +129,6 @@ pub fn target(
         Some(i) => store.resolve_todo(snap, i),
         None => ops::default_held(snap, agent, now),
     }
-}
-
-/// For a done or a cancel of a todo with a worktree: its removal's survey, made before the
-/// commit (the removal itself runs after it).
-fn prepare_retire(
-    store: &dyn Store,
-    root: &Path,
-    (agent, now): (&str, Ts),
-    o: &UpdateOpts,
-) -> Option<worktree_retire::Prepared> {
-    if !matches!(o.status, Some(Status::Done | Status::Cancelled)) || !any_worktree(root) {
-        return None;
-    }
-    let snap = store.load().ok()?;
-    let id = target(store, &snap, agent, now, o.id.as_deref()).ok()?;
-    worktree_retire::prepare(root, &id)
 }
 
 /// The note for the evidence when the prepared removal will keep the worktree: it and why.
@@ -215,10 +199,8 @@ impl Commit<'_> {
                 ev.push(e);
             }
             let u = Update {
-                fence: o.fence,
                 evidence: ev,
-                status: o.status,
-                reason: o.reason.clone(),
+                ..o.ask.clone()
             };
             let r = ops::update(snap, agent, now, &id, u);
             if matches!(&r, Err(e) if e.code == Code::CheckFailed)
@@ -231,21 +213,11 @@ impl Commit<'_> {
     }
 }
 
-/// Where the todo `update` names (or the agent's) is worked: its lease's worktree, if any,
-/// else the project's work tree. Only a project with a worktree now pays the load.
-fn work_dir(store: &dyn Store, root: &Path, (agent, now): (&str, Ts), id: Option<&str>) -> PathBuf {
-    let snap = match any_worktree(root) {
-        true => store.load().ok(),
-        false => None,
-    };
-    let todo = snap.as_ref().and_then(|snap| {
-        let id = target(store, snap, agent, now, id).ok()?;
-        snap.todos.get(&id)
-    });
-    match todo {
-        Some(t) => worktree::work_of(root, t),
-        None => root.to_path_buf(),
-    }
+/// The todo `update` names (or the agent's), as a fresh load shows it.
+fn held(store: &dyn Store, (agent, now): (&str, Ts), id: Option<&str>) -> Option<Todo> {
+    let mut snap = store.load().ok()?;
+    let id = target(store, &snap, agent, now, id).ok()?;
+    snap.todos.remove(&id)
 }
 
 /// The evidence `todo update` captures when none is given.

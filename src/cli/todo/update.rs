@@ -9,6 +9,7 @@ use crate::cli::capture::artifact;
 use crate::cli::{Ctx, Out, to_json};
 use crate::flows::update::{self, UpdateOpts};
 use crate::kernel::bounds;
+use crate::kernel::ops::Update;
 use crate::kernel::{Error, Evidence, EvidenceKind, Result, Status, Todo, Ts};
 use crate::store::Store;
 use crate::text::escape as esc;
@@ -16,21 +17,27 @@ use crate::text::escape as esc;
 /// `todo update`: appends evidence and changes status; a done that needs a check runs it.
 pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out> {
     check_args(&a)?;
-    let o = UpdateOpts {
-        evidence: given_evidence(ctx, &a)?,
-        check_timeout: Duration::from_millis(a.check_timeout.0.max(0) as u64),
-        id: a.id,
+    let ask = Update {
         fence: a.fence,
+        evidence: given_evidence(ctx, &a)?,
         status: a.status,
         reason: a.reason,
     };
+    let check_timeout = Duration::from_millis(a.check_timeout.0.max(0) as u64);
+    let o = UpdateOpts {
+        id: a.id,
+        ask,
+        check_timeout,
+    };
     let root = ctx.work_dir(store);
     let u = update::update(store, &root, (&ctx.agent, ctx.now), &o)?;
-    Ok(
-        Out::new("todo", to_json(&u.todo), updated_text(&u.todo, o.status))
-            .noted(u.notes)
-            .warned(u.warnings),
+    Ok(Out::new(
+        "todo",
+        to_json(&u.todo),
+        updated_text(&u.todo, o.ask.status),
     )
+    .noted(u.notes)
+    .warned(u.warnings))
 }
 
 /// Refuses too many entries, a check timeout out of range, and `--kind check`.
