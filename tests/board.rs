@@ -45,7 +45,7 @@ fn todo(toml_body: &str) -> Todo {
 
 fn gate(toml_body: &str, proven: bool) -> Gate {
     let mut g: Gate = toml::from_str(toml_body).unwrap();
-    g.proven = proven;
+    g.signed = proven;
     g
 }
 
@@ -357,7 +357,7 @@ fn done() -> Vec<DoneItem> {
         status: loopx::kernel::Status::Done,
         at: Ts(now().0 - 5 * 60_000),
         by: "agent-a".into(),
-        proof: Some((
+        check: Some((
             loopx::kernel::proof::Tier::Checked {
                 commit: Some("0a1b2c3d4e5f60718293a4b5c6d7e8f901234567".into()),
             },
@@ -717,7 +717,7 @@ fn approve_with_options_picks_then_confirms() {
         vec![Effect::Perform(want)]
     );
     assert_eq!(a.mode, Mode::Normal);
-    a.on_event(AppEvent::ActionDone(Ok("approved g-gate01".into())));
+    a.on_event(AppEvent::ActDone(Ok("approved g-gate01".into())));
     assert_eq!(a.message.as_ref().map(|m| m.error), Some(false));
 }
 
@@ -782,7 +782,7 @@ fn deciding_a_decided_gate_says_so() {
 #[test]
 fn action_errors_show_in_the_status_bar() {
     let mut a = app(Variant::Gates);
-    a.on_event(AppEvent::ActionDone(Err(
+    a.on_event(AppEvent::ActDone(Err(
         "gate g-gate01 was approved by owner at ...".into(),
     )));
     let m = a.message.clone().unwrap();

@@ -56,7 +56,7 @@ fn gate(id: &str, mins: i64, body: &str) -> Gate {
         ts(mins)
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     g
 }
 

@@ -54,7 +54,7 @@ fn gate(id: &str, question: &str, opened: i64, extra: &str) -> Gate {
         at(opened)
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     g
 }
 
@@ -282,7 +282,7 @@ fn after_a_decision_the_cursor_moves_to_the_next_pending_gate() {
         Some("g-gate03"),
         "the cursor moved on at once"
     );
-    a.on_event(AppEvent::ActionDone(Ok("approved g-gate02".into())));
+    a.on_event(AppEvent::ActDone(Ok("approved g-gate02".into())));
     // Before the load shows the decision, the decided gate is skipped and refused.
     ch(&mut a, 'N');
     assert_eq!(a.selected_gate().as_deref(), Some("g-gate01"));
@@ -319,7 +319,7 @@ fn the_last_pending_gate_decided_leaves_nothing_to_jump_to() {
         }
         let fx = ch(&mut a, 'y');
         assert!(matches!(&fx[..], [Effect::Perform(act)] if act.gate() == Some(id.as_str())));
-        a.on_event(AppEvent::ActionDone(Ok(format!("approved {id}"))));
+        a.on_event(AppEvent::ActDone(Ok(format!("approved {id}"))));
     }
     ch(&mut a, 'N');
     assert!(message(&a).contains("no pending gate"), "{}", message(&a));
@@ -331,7 +331,7 @@ fn a_failed_decision_makes_the_gate_pending_again() {
     ch(&mut a, 'j');
     ch(&mut a, 'a');
     ch(&mut a, 'y');
-    a.on_event(AppEvent::ActionDone(Err(
+    a.on_event(AppEvent::ActDone(Err(
         "gate g-gate02 was approved by owner at …".into(),
     )));
     assert!(

@@ -62,7 +62,7 @@ fn project(
                 at(-30 + i as i64)
             ))
             .unwrap();
-            g.proven = true;
+            g.signed = true;
             g
         })
         .collect();

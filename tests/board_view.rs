@@ -59,7 +59,7 @@ fn gate(id: &str, question: &str) -> Gate {
         ts(-4)
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     g
 }
 
@@ -253,7 +253,7 @@ fn a_refusal_reads_first_in_the_status_bar() {
 #[test]
 fn a_long_refusal_takes_two_rows() {
     let mut a = board(crowded(true), true);
-    a.on_event(AppEvent::ActionDone(Err(
+    a.on_event(AppEvent::ActDone(Err(
         "the store refused: .loopx/loopx.toml:3 does not load (expected `=`); fix the file, then try again".into(),
     )));
     let t = text(&a, 80, 24);

@@ -21,7 +21,7 @@ use loopx::kernel::ops::{self, Change, NewTodo, Update};
 use loopx::kernel::{
     Dur, Event, Evidence, EvidenceKind, Priority, Role, Snapshot, Status, Ts, TxOp,
 };
-use loopx::store::{FileStore, Store, StoreExt, journal, tx};
+use loopx::store::{FileStore, Reads, Store, StoreExt, journal, tx};
 use proptest::prelude::*;
 use txcheck::{Tmp, ok, run, state_files};
 

@@ -117,6 +117,27 @@ fn an_edit_by_rename_is_seen_next_even_with_the_directory_mtime_put_back() {
 }
 
 #[test]
+fn an_edit_by_rename_with_size_and_mtimes_kept_is_seen_next() {
+    let (dir, ids) = project("rename-same", 30);
+    let todos = dir.join(".loopx/todos");
+    let path = todo_path(&dir, &ids[7]);
+    let (old_file, old_dir) = (mtime_of(&path), mtime_of(&todos));
+    let before = std::fs::read_to_string(&path).unwrap();
+    let edited = before.replace("title = \"todo 7\"", "title = \"todo Y\"");
+    assert_eq!(edited.len(), before.len());
+    // The same size, the old file's mtime to the nanosecond, renamed over it, and the
+    // directory's mtime put back: only the inode and the ctimes tell.
+    let tmp = todos.join(".edit.tmp");
+    std::fs::write(&tmp, &edited).unwrap();
+    put_mtime(&tmp, old_file);
+    std::fs::rename(&tmp, &path).unwrap();
+    put_mtime(&todos, old_dir);
+    assert_eq!(mtime_of(&path), old_file);
+    assert!(titles(&dir).contains(&"todo Y".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_file_added_or_removed_by_hand_is_seen_next() {
     let (dir, ids) = project("addremove", 30);
     let from = todo_path(&dir, &ids[0]);

@@ -167,7 +167,7 @@ fn world() -> impl Strategy<Value = World> {
                     action: None,
                     used: None,
                     extra: Extra::new(),
-                    proven: true,
+                    signed: true,
                 };
                 gs.insert(g.id.clone(), g);
             }

@@ -200,7 +200,7 @@ fn the_boards_add_todo_is_a_signed_owner_line_or_nothing() {
     assert_eq!(ev.action, Action::TodoAdd);
     assert_eq!(ev.actor, ops::OWNER);
     let key = OwnerPub::parse(&std::fs::read_to_string(p.lx("owner.pub")).unwrap()).unwrap();
-    assert!(authority::event_proven(&ev, Some(&key)), "unsigned: {ev:?}");
+    assert!(authority::event_signed(&ev, Some(&key)), "unsigned: {ev:?}");
     let (code, v) = p.json(&["doctor"]);
     assert_eq!(code, 0, "{v}");
 }

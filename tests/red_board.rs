@@ -35,7 +35,7 @@ fn board() -> App {
         now()
     ))
     .unwrap();
-    g.proven = true;
+    g.signed = true;
     s.gates.insert(g.id.clone(), g);
     let t: loopx::kernel::Todo = toml::from_str(&format!(
         "id = \"t-aaaaa1\"\ntitle = \"Held\"\npriority = \"P1\"\nstatus = \"open\"\n\
@@ -100,12 +100,12 @@ fn a_huge_paste_is_cut_at_the_field_limit_and_says_so() {
     a.on_event(AppEvent::Paste("é".repeat(100_000)));
     assert_eq!(
         input_text(&a).chars().count(),
-        loopx::kernel::bounds::TEXT_MAX
+        loopx::kernel::limits::TEXT_MAX
     );
     let Mode::Input(TextInput { note, cursor, .. }) = &a.mode else {
         unreachable!()
     };
-    assert_eq!(*cursor, loopx::kernel::bounds::TEXT_MAX);
+    assert_eq!(*cursor, loopx::kernel::limits::TEXT_MAX);
     assert!(note.as_deref().unwrap_or("").contains("cut"), "{note:?}");
 }
 

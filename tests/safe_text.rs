@@ -10,7 +10,7 @@ use loopx::board::app::{App, AppEvent};
 use loopx::board::data::Delta;
 use loopx::board::draw;
 use loopx::board::theme::Theme;
-use loopx::store::{FileStore, Store};
+use loopx::store::{FileStore, Reads, Store};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

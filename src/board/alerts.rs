@@ -9,6 +9,15 @@ use crate::kernel::{Problem, Snapshot};
 /// The most rows the banner takes on a wide screen (one on a narrow one).
 pub const MAX_ROWS: u16 = 3;
 
+/// Files that failed to load, then quarantined files (the file errors, as the banner orders them).
+pub fn problems<'a>(
+    load: &'a BTreeMap<String, Problem>,
+    snap: Option<&'a Snapshot>,
+) -> Vec<&'a Problem> {
+    let quarantined = snap.into_iter().flat_map(|s| s.quarantined.values());
+    load.values().chain(quarantined).collect()
+}
+
 /// How many rows the banner needs: one a line, at most [`MAX_ROWS`].
 pub fn rows(load: &BTreeMap<String, Problem>, snap: Option<&Snapshot>) -> u16 {
     let n = load.len() + snap.map_or(0, |s| s.quarantined.len() + s.owner_notes.len());

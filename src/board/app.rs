@@ -93,7 +93,7 @@ pub enum AppEvent {
     /// A todo's evidence was read.
     Evidence(String, Result<Vec<Evidence>, Problem>),
     /// An owner action finished: a line for the status bar, or the error.
-    ActionDone(Result<String, String>),
+    ActDone(Result<String, String>),
     /// The way changes arrive changed.
     Live(Live),
     /// Text pasted (bracketed paste): text for an input, never keys.
@@ -219,7 +219,7 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::ActionDone(r) => {
+            AppEvent::ActDone(r) => {
                 match r {
                     Ok(t) => {
                         self.decisions.performing = None;
@@ -406,7 +406,7 @@ impl App {
         }
     }
 
-    /// The view of this state at its clock, for [`crate::board::draw::frame`].
+    /// What a frame shows of this state at its clock, for [`crate::board::draw::frame`].
     pub fn scene(&self) -> Scene<'_> {
         let gates = self
             .snap

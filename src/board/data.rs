@@ -31,8 +31,8 @@ pub struct DoneItem {
     pub at: Ts,
     /// Who.
     pub by: String,
-    /// How a done was proven (`None` for a cancel), and whether HEAD moved past its check.
-    pub proof: Option<(crate::kernel::proof::Tier, bool)>,
+    /// How a done was checked (`None` for a cancel), and whether HEAD moved past its check.
+    pub check: Option<(crate::kernel::proof::Tier, bool)>,
 }
 
 /// What a load found: applied to the board's state by [`crate::board::app::App`], without I/O.
@@ -260,7 +260,7 @@ impl Loader {
                 status,
                 at: ev.at,
                 by: ev.actor.clone(),
-                proof: (status == Status::Done)
+                check: (status == Status::Done)
                     .then(|| (crate::kernel::proof::tier_of(ev, key.as_ref()), false)),
             });
         }
@@ -272,13 +272,13 @@ impl Loader {
     /// work tree of its own).
     fn mark_stale(&self, done: &mut [DoneItem]) {
         use crate::kernel::proof::stale;
-        let checked = |d: &DoneItem| d.proof.as_ref().is_some_and(|(t, _)| t.commit().is_some());
+        let checked = |d: &DoneItem| d.check.as_ref().is_some_and(|(t, _)| t.commit().is_some());
         if !done.iter().any(checked) {
             return;
         }
         let head = crate::flows::stale::head(self.store.as_ref());
         for d in done.iter_mut() {
-            if let Some((tier, s)) = d.proof.as_mut() {
+            if let Some((tier, s)) = d.check.as_mut() {
                 *s = stale(tier, head.as_deref());
             }
         }

@@ -161,7 +161,7 @@ pub fn columns(snap: &Snapshot, done: &[DoneItem], now: Ts, filter: &str) -> Col
                 d.status,
                 d.by.clone(),
                 d.at,
-                d.proof.as_ref().map(|(t, s)| board_tier(t, *s)),
+                d.check.as_ref().map(|(t, s)| board_tier(t, *s)),
             ),
         });
     }
@@ -273,9 +273,9 @@ pub fn gates<'a>(snap: &'a Snapshot, filter: &str) -> Vec<&'a Gate> {
     pending
 }
 
-/// True for a gate whose file says decided but whose decision is not proven.
+/// True for a gate whose file says decided but whose decision is not signed.
 pub fn tampered(g: &Gate) -> bool {
-    g.status != GateStatus::Pending && !g.proven
+    g.status != GateStatus::Pending && !g.signed
 }
 
 /// The quota pane's figures.

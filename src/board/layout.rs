@@ -178,26 +178,7 @@ impl Areas {
 /// Lays out a frame.
 pub fn areas(area: Rect, input: &Input) -> Areas {
     let narrow = area.width < MIN_WIDTH || area.height < MIN_HEIGHT;
-    let header_h = if narrow {
-        1
-    } else if area.height >= 32 {
-        3
-    } else {
-        2
-    };
-    let banner_h = if narrow {
-        input.banner.min(1)
-    } else {
-        input.banner
-    };
-    let [header, banner, body, status, hints] = Layout::vertical([
-        Constraint::Length(header_h),
-        Constraint::Length(banner_h),
-        Constraint::Min(0),
-        Constraint::Length(input.status.clamp(1, 2)),
-        Constraint::Length(1),
-    ])
-    .areas(area);
+    let ([header, banner, body, status, hints], banner_h) = rows(area, input, narrow);
     let banner = (banner_h > 0).then_some(banner);
     if narrow {
         let todo_cols = if input.focus == Pane::Todos {
@@ -242,6 +223,31 @@ pub fn areas(area: Rect, input: &Input) -> Areas {
         (cols, lines),
         Some(quota),
     )
+}
+
+/// The frame's rows (header, banner, body, status bar and key hints) and the banner's height
+/// asked for.
+fn rows(area: Rect, input: &Input, narrow: bool) -> ([Rect; 5], u16) {
+    let header_h = if narrow {
+        1
+    } else if area.height >= 32 {
+        3
+    } else {
+        2
+    };
+    let banner_h = if narrow {
+        input.banner.min(1)
+    } else {
+        input.banner
+    };
+    let rows = Layout::vertical([
+        Constraint::Length(header_h),
+        Constraint::Length(banner_h),
+        Constraint::Min(0),
+        Constraint::Length(input.status.clamp(1, 2)),
+        Constraint::Length(1),
+    ]);
+    (rows.areas(area), banner_h)
 }
 
 /// The gates pane's height out of `rest` rows: the selected gate is shown whole, even when that

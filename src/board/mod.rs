@@ -353,7 +353,7 @@ fn perform(
                     "not opening {file}: the project is in a database, not in files"
                 )),
             };
-            pending.extend(app.on_event(AppEvent::ActionDone(r)));
+            pending.extend(app.on_event(AppEvent::ActDone(r)));
             let d = loader.full(Ts::now());
             pending.extend(app.on_event(AppEvent::Loaded(d)));
         }
@@ -367,7 +367,7 @@ fn perform(
         }
         Effect::Perform(a) => {
             let r = crate::flows::owner::act(loader.store(), &mut app.owner, &a, Ts::now());
-            pending.extend(app.on_event(AppEvent::ActionDone(r)));
+            pending.extend(app.on_event(AppEvent::ActDone(r)));
         }
     }
 }

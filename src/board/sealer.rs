@@ -120,7 +120,7 @@ impl Sealer {
                     return true;
                 }
                 self.said = Some(msg.clone());
-                app.on_event(AppEvent::ActionDone(Err(msg)));
+                app.on_event(AppEvent::ActDone(Err(msg)));
                 true
             }
         }

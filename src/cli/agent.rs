@@ -61,10 +61,10 @@ fn parse_slots(s: &str) -> std::result::Result<Slots, String> {
         return Ok(Slots(None));
     }
     match s.parse::<u32>() {
-        Ok(n) if (1..=crate::kernel::bounds::SLOTS_MAX).contains(&n) => Ok(Slots(Some(n))),
+        Ok(n) if (1..=crate::kernel::limits::SLOTS_MAX).contains(&n) => Ok(Slots(Some(n))),
         _ => Err(format!(
             "`{s}` is not a slot cap; use 1 to {} or none",
-            crate::kernel::bounds::SLOTS_MAX
+            crate::kernel::limits::SLOTS_MAX
         )),
     }
 }
@@ -197,7 +197,7 @@ pub fn check_excluded(ids: &[String]) -> Result<Vec<String>> {
     let mut v = ids.to_vec();
     v.sort();
     v.dedup();
-    crate::kernel::bounds::usage(crate::kernel::bounds::count(
+    crate::kernel::limits::usage(crate::kernel::limits::count(
         "--exclude-agent",
         v.len(),
         agents::EXCLUDE_MAX,

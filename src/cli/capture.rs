@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use super::Ctx;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::{Error, Evidence, EvidenceKind, Result, Ts};
 
 /// `--artifact PATH`: its SHA-256, as evidence.
 pub fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
-    bounds::usage(bounds::text("--artifact", path, bounds::PATH_MAX))?;
+    limits::usage(limits::text("--artifact", path, limits::PATH_MAX))?;
     let p = Path::new(path);
     let full = if p.is_absolute() {
         p.to_path_buf()

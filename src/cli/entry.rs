@@ -118,7 +118,7 @@ fn resolve(cli: &Cli) -> Result<Ctx> {
 
 /// Refuses an over-long agent id before it is echoed in a message (`--agent` or `LOOPX_AGENT`).
 fn check_agent_len(agent: &str) -> Result<()> {
-    let max = crate::kernel::bounds::AGENT_MAX;
+    let max = crate::kernel::limits::AGENT_MAX;
     if agent.len() > max {
         return Err(Error::usage(format!(
             "the agent id (--agent or LOOPX_AGENT) is {} bytes long; the most is {max}",

@@ -4,7 +4,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Result, Ts};
 use crate::text::escape as esc;
 
@@ -59,10 +59,10 @@ pub fn run(ctx: &Ctx, c: EvidenceCmd) -> Result<Out> {
 }
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Out> {
-    if a.limit == 0 || a.limit > bounds::EVIDENCE_LIST_MAX {
+    if a.limit == 0 || a.limit > limits::EVIDENCE_LIST_MAX {
         return Err(Error::usage(format!(
             "--limit must be 1 to {}, not {}",
-            bounds::EVIDENCE_LIST_MAX,
+            limits::EVIDENCE_LIST_MAX,
             a.limit
         )));
     }

@@ -3,9 +3,9 @@
 use clap::Subcommand;
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::bounds;
 use crate::kernel::gate_action::{self, GateAction};
 use crate::kernel::id::Kind;
+use crate::kernel::limits;
 use crate::kernel::ops;
 use crate::kernel::{Error, Gate, GateStatus, Result};
 use crate::store::{Store, StoreExt};
@@ -168,7 +168,7 @@ fn action_of(
     cmd: bool,
     argv: Vec<String>,
 ) -> Result<Option<GateAction>> {
-    let checked = |r: std::result::Result<GateAction, bounds::Violation>| {
+    let checked = |r: std::result::Result<GateAction, limits::Violation>| {
         r.map_err(|v| Error::usage(v.to_string()))
     };
     if cmd {
@@ -248,11 +248,11 @@ fn open(
     options: Vec<String>,
     action: Option<GateAction>,
 ) -> Result<Out> {
-    bounds::usage(bounds::count("--blocks", blocks.len(), bounds::BLOCKS_MAX))?;
-    bounds::usage(bounds::count(
+    limits::usage(limits::count("--blocks", blocks.len(), limits::BLOCKS_MAX))?;
+    limits::usage(limits::count(
         "--option",
         options.len(),
-        bounds::OPTIONS_MAX,
+        limits::OPTIONS_MAX,
     ))?;
     let new_id = store.fresh_id(Kind::Gate)?;
     let g = store.mutate(|snap| {

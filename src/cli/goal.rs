@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::bounds;
 use crate::kernel::id::Kind;
+use crate::kernel::limits;
 use crate::kernel::ops::{self, NewTodo};
 use crate::kernel::{Config, Error, GoalStatus, Priority, Result};
 use crate::store::{GoalPlan, StoreExt};
@@ -94,7 +94,7 @@ pub fn start(ctx: &Ctx, a: StartGoal) -> Result<Out> {
     } else {
         Vec::new()
     };
-    bounds::usage(bounds::check_config(&config))?;
+    limits::usage(limits::check_config(&config))?;
     let replaced = store.start_goal(&config, &ctx.agent, plan.replacing)?;
     let mut added = Vec::new();
     for (priority, title) in first {
@@ -115,14 +115,14 @@ fn check_start(a: &StartGoal) -> Result<()> {
     if a.goal_text.trim().is_empty() {
         return Err(Error::usage("--goal-text cannot be empty"));
     }
-    bounds::usage(bounds::text("--goal-text", &a.goal_text, bounds::TEXT_MAX))?;
-    bounds::usage(bounds::count(
+    limits::usage(limits::text("--goal-text", &a.goal_text, limits::TEXT_MAX))?;
+    limits::usage(limits::count(
         "--success",
         a.success.len(),
-        bounds::CRITERIA_MAX,
+        limits::CRITERIA_MAX,
     ))?;
     for s in &a.success {
-        bounds::usage(bounds::text("--success", s, bounds::TITLE_MAX))?;
+        limits::usage(limits::text("--success", s, limits::TITLE_MAX))?;
     }
     Ok(())
 }

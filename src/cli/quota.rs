@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{Ctx, Out, to_json};
 use crate::kernel::quota::{self, Usage};
 use crate::kernel::should_run::{self, Decision};
-use crate::kernel::{Config, Dur, QuotaFile, Result, Ts, bounds, ops};
+use crate::kernel::{Config, Dur, QuotaFile, Result, Ts, limits, ops};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -71,7 +71,7 @@ fn parse_tokens(s: &str) -> std::result::Result<Budget<u64>, String> {
     if s.eq_ignore_ascii_case("none") {
         return Ok(Budget(None));
     }
-    let max = crate::kernel::bounds::TOKENS_MAX;
+    let max = crate::kernel::limits::TOKENS_MAX;
     match s.parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(Budget(Some(n))),
         _ => Err(format!(
@@ -84,7 +84,7 @@ fn parse_cost(s: &str) -> std::result::Result<Budget<f64>, String> {
     if s.eq_ignore_ascii_case("none") {
         return Ok(Budget(None));
     }
-    let (min, max) = (bounds::COST_BUDGET_MIN, bounds::COST_USD_MAX);
+    let (min, max) = (limits::COST_BUDGET_MIN, limits::COST_USD_MAX);
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && (min..=max).contains(&x) => Ok(Budget(Some(x))),
         _ => Err(format!(

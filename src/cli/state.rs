@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::goal::status_word;
 use super::{Ctx, Out, to_json};
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::readiness;
 use crate::kernel::should_run;
 use crate::kernel::{Code, Dur, Error, GateStatus, Result, Snapshot, Ts, quota};
@@ -239,11 +239,11 @@ fn event_line(v: &Value) -> String {
 
 /// `log [--limit N] [--follow] [--verify]`.
 pub fn log(ctx: &Ctx, a: LogArgs) -> Result<Out> {
-    bounds::usage(bounds::int(
+    limits::usage(limits::int(
         "--limit",
         a.limit as u64,
         0,
-        bounds::LOG_LIMIT_MAX as u64,
+        limits::LOG_LIMIT_MAX as u64,
     ))?;
     let store = ctx.open()?;
     if a.verify {

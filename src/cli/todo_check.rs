@@ -163,7 +163,7 @@ fn owner_done_signed(store: &dyn Store, id: &str) -> Result<bool> {
         }
     }
     Ok(line.is_some_and(|e| {
-        e.actor == ops::OWNER && crate::kernel::authority::event_proven(&e, Some(&key))
+        e.actor == ops::OWNER && crate::kernel::authority::event_signed(&e, Some(&key))
     }))
 }
 

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{Ctx, Out, to_json};
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::ops::{self, Edit, Handoff};
 use crate::kernel::{Dur, Error, Priority, Result, Snapshot, Todo};
 use crate::store::{Store, StoreExt};
@@ -36,11 +36,11 @@ impl ContextArgs {
             (None, None) => None,
         };
         if let Some(b) = &body {
-            bounds::usage(bounds::text("--body", b, bounds::BODY_MAX))?;
+            limits::usage(limits::text("--body", b, limits::BODY_MAX))?;
         }
-        bounds::usage(bounds::count("--link", self.link.len(), bounds::LINKS_MAX))?;
+        limits::usage(limits::count("--link", self.link.len(), limits::LINKS_MAX))?;
         for l in &self.link {
-            bounds::usage(bounds::link("--link", l))?;
+            limits::usage(limits::link("--link", l))?;
         }
         Ok((body, self.link.clone()))
     }
@@ -48,7 +48,7 @@ impl ContextArgs {
 
 /// Reads `--body-file`: a regular file, opened without following a link, bounded, UTF-8.
 fn read_body_file(ctx: &Ctx, path: &str) -> Result<String> {
-    bounds::usage(bounds::text("--body-file", path, bounds::PATH_MAX))?;
+    limits::usage(limits::text("--body-file", path, limits::PATH_MAX))?;
     let p = Path::new(path);
     let full = if p.is_absolute() {
         p.to_path_buf()
@@ -66,7 +66,7 @@ fn read_body_file(ctx: &Ctx, path: &str) -> Result<String> {
             bad(e.to_string())
         }
     })?;
-    let bytes = crate::store::atomic::read_bounded(&mut f, bounds::BODY_FILE_MAX_BYTES)
+    let bytes = crate::store::atomic::read_bounded(&mut f, limits::BODY_FILE_MAX_BYTES)
         .map_err(|e| bad(e.to_string()))?;
     String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))
 }
@@ -122,7 +122,7 @@ pub fn handoff(ctx: &Ctx, store: &dyn Store, a: HandoffArgs) -> Result<Out> {
     let agent = ctx.agent.as_str();
     crate::kernel::id::check_agent(&a.to)?;
     if let Some(n) = &a.note {
-        bounds::usage(bounds::text("--note", n, bounds::TEXT_MAX))?;
+        limits::usage(limits::text("--note", n, limits::TEXT_MAX))?;
     }
     let t = store.mutate(|snap| {
         let id = match a.id.as_deref() {
@@ -153,10 +153,10 @@ pub fn handoff(ctx: &Ctx, store: &dyn Store, a: HandoffArgs) -> Result<Out> {
 /// Runs `todo edit`.
 pub fn edit(ctx: &Ctx, store: &dyn Store, a: EditArgs) -> Result<Out> {
     let (body, links) = a.context.read(ctx)?;
-    bounds::usage(bounds::count(
+    limits::usage(limits::count(
         "--depends-on",
         a.depends_on.len(),
-        bounds::DEPENDS_MAX,
+        limits::DEPENDS_MAX,
     ))?;
     let (t, notes) = store.mutate_noted(|snap| {
         let id = store.resolve_todo(snap, &a.id)?;

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{Ctx, Out, quota::answer_out, to_json};
 use crate::flows::turn::{self as flow, EndOpts, StartOpts};
 use crate::kernel::ops::{Ended, Start, check_ttl};
-use crate::kernel::{Code, Dur, Error, Result, bounds};
+use crate::kernel::{Code, Dur, Error, Result, limits};
 use crate::runtime::turn_id::{check_turn_id, fresh_turn_id};
 use crate::text::escape as esc;
 
@@ -131,7 +131,7 @@ fn start(ctx: &Ctx, a: StartArgs) -> Result<Out> {
 fn end(ctx: &Ctx, a: EndArgs) -> Result<Out> {
     let turn = check_turn_id(&a.turn)?;
     let summary = a.summary.unwrap_or_else(|| "turn ended".into());
-    bounds::usage(bounds::text("--summary", &summary, bounds::TEXT_MAX))?;
+    limits::usage(limits::text("--summary", &summary, limits::TEXT_MAX))?;
     let store = ctx.open()?;
     let o = EndOpts {
         turn: turn.clone(),

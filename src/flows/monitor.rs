@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::monitor::{self, Step};
 use crate::kernel::ops::{self, Ran, Recorded};
-use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, bounds};
+use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, limits};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{Admin, Store, StoreExt};
 
 /// A check's time limit within its bounds (1 s to 1 h), or exit 2.
 pub fn check_timeout(timeout: Dur) -> Result<()> {
-    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(bounds::CHECK_TIMEOUT_MAX_S as i64) {
+    if timeout < Dur::from_secs(1) || timeout > Dur::from_secs(limits::CHECK_TIMEOUT_MAX_S as i64) {
         return Err(Error::usage(format!(
             "--timeout must be 1s to 1h, not {timeout}"
         )));
@@ -200,7 +200,7 @@ fn run_one(store: &dyn Store, who: Poller<'_>, now: Ts, t: &Todo, started: Insta
         grace: Duration::from_secs(2),
         tail_lines: 20,
         tail_bytes: 2_000,
-        keep_bytes: bounds::CHECK_OUTPUT_MAX,
+        keep_bytes: limits::CHECK_OUTPUT_MAX,
     };
     let fin = match process::run(&spec, &limits) {
         Ok(f) => f,

@@ -163,10 +163,15 @@ pub fn act(
     if !owner.verified {
         *owner = Owner::detect(store);
     }
-    perform(store, owner, action, now).map_err(|e| match e.hint {
+    perform(store, owner, action, now).map_err(line_of)
+}
+
+/// An error in one line for a status bar: the message, then the hint in parentheses.
+pub fn line_of(e: crate::kernel::Error) -> String {
+    match e.hint {
         Some(h) => format!("{} ({h})", e.message),
         None => e.message,
-    })
+    }
 }
 
 /// Performs an owner action through the store and the kernel; returns a line for the status bar.

@@ -113,8 +113,8 @@ impl OwnerPub {
     }
 }
 
-/// True when a gate's decision is proven: pending, or signed by `key` over its own fields.
-pub fn gate_proven(g: &Gate, key: Option<&OwnerPub>) -> bool {
+/// True when a gate's decision is signed: pending, or signed by `key` over its own fields.
+pub fn gate_signed(g: &Gate, key: Option<&OwnerPub>) -> bool {
     if g.status == GateStatus::Pending {
         return true;
     }
@@ -139,7 +139,7 @@ pub fn unreadable_gate(id: &str, p: &crate::kernel::model::Problem) -> Gate {
 }
 
 /// True when an event's `sig` is the owner's signature over it.
-pub fn event_proven(e: &Event, key: Option<&OwnerPub>) -> bool {
+pub fn event_signed(e: &Event, key: Option<&OwnerPub>) -> bool {
     match (key, &e.sig) {
         (Some(k), Some(sig)) => k.verify(&event_message(e), sig),
         _ => false,
@@ -184,7 +184,7 @@ pub fn decision_hash(g: &Gate) -> Option<String> {
 }
 
 /// The text `owner.proofs` is signed over.
-pub fn proofs_message(hashes: &std::collections::BTreeSet<String>) -> String {
+pub fn decisions_message(hashes: &std::collections::BTreeSet<String>) -> String {
     let mut s = String::from("loopx-proofs-v1");
     for h in hashes {
         s.push('\n');
@@ -194,7 +194,7 @@ pub fn proofs_message(hashes: &std::collections::BTreeSet<String>) -> String {
 }
 
 /// The decision hashes of an `owner.proofs` text, or None unless `key` signed it.
-pub fn parse_proofs(text: &str, key: &OwnerPub) -> Option<std::collections::BTreeSet<String>> {
+pub fn parse_decisions(text: &str, key: &OwnerPub) -> Option<std::collections::BTreeSet<String>> {
     let mut sig = None;
     let mut hashes = std::collections::BTreeSet::new();
     for line in text
@@ -209,11 +209,12 @@ pub fn parse_proofs(text: &str, key: &OwnerPub) -> Option<std::collections::BTre
             }
         }
     }
-    key.verify(&proofs_message(&hashes), sig?).then_some(hashes)
+    key.verify(&decisions_message(&hashes), sig?)
+        .then_some(hashes)
 }
 
 /// The text of `owner.proofs` for these hashes and their signature.
-pub fn proofs_text(hashes: &std::collections::BTreeSet<String>, sig: &str) -> String {
+pub fn decisions_text(hashes: &std::collections::BTreeSet<String>, sig: &str) -> String {
     let mut s = format!("{PROOFS_HEADER}\nsig {sig}\n");
     for h in hashes {
         s.push_str(h);

@@ -171,7 +171,7 @@ fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The action of `g` when it may run now: approved by the owner (a proven decision), intact,
+/// The action of `g` when it may run now: approved by the owner (a signed decision), intact,
 /// and not used yet (neither in its file nor, `journal_used`, in the journal).
 pub fn runnable(g: &Gate, journal_used: bool) -> Result<&GateAction> {
     let id = &g.id;

@@ -4,7 +4,6 @@ pub mod agents;
 pub mod alert;
 pub mod authority;
 pub mod blocker;
-pub mod bounds;
 pub mod breaker;
 pub mod error;
 pub mod gate_action;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::kernel::authority::{OwnerPub, event_proven};
+use crate::kernel::authority::{OwnerPub, event_signed};
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::model::{Evidence, EvidenceKind, Role, Snapshot, Todo};
 use crate::kernel::monitor::{Approval, Purpose, approval_for, sha256_hex};
@@ -185,7 +185,7 @@ pub fn finished(
 /// agent's word. A line that only says `owner` gets the tier it would have without that.
 pub fn tier_of(e: &crate::kernel::Event, key: Option<&OwnerPub>) -> Tier {
     match e.data.get("check") {
-        _ if e.actor == OWNER && event_proven(e, key) => Tier::OwnerAccepted,
+        _ if e.actor == OWNER && event_signed(e, key) => Tier::OwnerAccepted,
         Some(c) if c.is_object() => {
             let commit = c.get("commit").and_then(|v| v.as_str()).map(str::to_string);
             let dirty: Vec<String> = c

@@ -56,7 +56,7 @@ impl Seal {
     /// The seal of the state a change leaves: `written` names the gates the change wrote (and the
     /// hook events it set, removed or adopted), and `set` the todos whose lease it set. A gate
     /// that disagreed with the last seal keeps its sealed entry unless the owner's change wrote
-    /// it; a decision that is not proven is never sealed (it stays pending until the owner
+    /// it; a decision that is not signed is never sealed (it stays pending until the owner
     /// decides it).
     pub fn of(
         snap: &Snapshot,
@@ -137,7 +137,7 @@ fn plain(id: &str) -> bool {
 }
 
 /// The gates the seal holds: a gate that disagreed with the last seal keeps its sealed entry
-/// unless the change wrote it; a pending or proven gate is sealed as it is.
+/// unless the change wrote it; a pending or signed gate is sealed as it is.
 fn sealed_gates(
     snap: &Snapshot,
     prev: Option<&Seal>,
@@ -152,7 +152,7 @@ fn sealed_gates(
         if let Some(k) = kept {
             gates.insert(id.clone(), k.clone());
         } else if !snap.quarantined.contains_key(id)
-            && (gate.status == GateStatus::Pending || gate.proven)
+            && (gate.status == GateStatus::Pending || gate.signed)
         {
             let blocks = gate.blocks.iter().filter(|b| plain(b)).cloned().collect();
             let hash = gate_hash(gate);
@@ -297,11 +297,11 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
 /// owner's decision (every decision rewrites the seal): it counts as pending.
 fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
     for (id, g) in snap.gates.iter_mut() {
-        if !seal.gates.contains_key(id) && g.status != GateStatus::Pending && g.proven {
+        if !seal.gates.contains_key(id) && g.status != GateStatus::Pending && g.signed {
             notes.push(format!(
                 "gates/{id}.toml holds a decision the owner's seal does not: it counts as pending"
             ));
-            g.proven = false;
+            g.signed = false;
         }
     }
     for (id, sg) in &seal.gates {
@@ -309,7 +309,7 @@ fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
             Some(g)
                 if gate_hash(g) == sg.hash && sg.blocks.iter().all(|b| g.blocks.contains(b)) =>
             {
-                g.proven = true;
+                g.signed = true;
             }
             Some(g) => {
                 seal.mismatched.insert(id.clone());
@@ -376,7 +376,7 @@ fn apply_todos(snap: &mut Snapshot, seal: &Seal, notes: &mut Vec<String>) {
 fn fail_closed(g: &mut Gate) {
     g.status = GateStatus::Pending;
     g.global = true;
-    g.proven = true;
+    g.signed = true;
 }
 
 /// The goal counts as paused: the project has an owner key but no valid seal.

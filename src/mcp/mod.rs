@@ -49,14 +49,6 @@ pub struct Server {
     root: Arc<clap::Command>,
 }
 
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("agent", &self.commands.agent())
-            .finish()
-    }
-}
-
 /// Serves MCP on stdin and stdout until the client goes; a call under way when it goes ends
 /// first (each is one transaction, so none is ever half-done).
 pub fn serve(commands: Arc<dyn Commands>) -> Result<()> {

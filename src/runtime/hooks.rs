@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::kernel::alert::{self, Alert};
-use crate::kernel::authority::event_proven;
+use crate::kernel::authority::event_signed;
 use crate::kernel::ops::{self, HookFailure};
 use crate::kernel::{Error, Event, Result, Snapshot, Ts};
 use crate::runtime::process::{self, Echo, Limits, Spec};
@@ -228,7 +228,7 @@ fn journal_line(store: &dyn Store, event: &str, payload: &[u8]) -> Result<Option
     Ok(store
         .journal_line(seq)?
         .filter(|l| alert::event_of(l) == Some(event))
-        .filter(|l| !l.action.is_owner() || event_proven(l, key.as_ref())))
+        .filter(|l| !l.action.is_owner() || event_signed(l, key.as_ref())))
 }
 
 /// Runs a hook's text with `sh -c`; how it failed, or `None` when it exited 0 in time.

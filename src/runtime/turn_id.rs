@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::kernel::should_run::cut;
-use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Todo, Ts, bounds};
+use crate::kernel::{Code, Error, Evidence, EvidenceKind, Result, Todo, Ts, limits};
 use crate::runtime::process::{Exit, Finished};
 
 /// The most arguments of the command kept in evidence, and the characters of each.
@@ -20,14 +20,14 @@ pub fn shell_join(args: &[String]) -> String {
 /// Checks a turn id given by the caller: 1 to 200 characters, letters, digits and `-_.:`.
 pub fn check_turn_id(t: &str) -> Result<String> {
     let ok = !t.is_empty()
-        && t.chars().count() <= bounds::NAME_MAX
+        && t.chars().count() <= limits::NAME_MAX
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
     if !ok {
         return Err(Error::usage(format!(
             "`{}` is not a turn id: use 1 to {} letters, digits, `-`, `_`, `.` or `:`",
             crate::text::escape(&cut(t, 80)),
-            bounds::NAME_MAX
+            limits::NAME_MAX
         ))
         .hint("give it like `--turn run-42`, or leave it out for a fresh one"));
     }
@@ -68,14 +68,14 @@ pub(crate) fn command_evidence(
         .take(ARGV_KEPT)
         .map(|a| cut(&a.to_string_lossy(), ARG_CHARS))
         .collect();
-    let command = cut(&shell_join(&args), bounds::TEXT_MAX);
+    let command = cut(&shell_join(&args), limits::TEXT_MAX);
     let took = took(fin.duration);
     let how = match (fin.timed_out, fin.exit) {
         (true, _) => format!("timed out after {took}"),
         (false, Exit::Code(c)) => format!("exited {c} after {took}"),
         (false, Exit::Signal(s)) => format!("killed by signal {s} after {took}"),
     };
-    let summary = cut(&format!("{} {how}", cut(&command, 200)), bounds::TEXT_MAX);
+    let summary = cut(&format!("{} {how}", cut(&command, 200)), limits::TEXT_MAX);
     let mut e = Evidence::new(
         Ts::now(),
         agent,
@@ -87,7 +87,7 @@ pub(crate) fn command_evidence(
     e.argv = args;
     e.exit_code = Some(fin.exit.code());
     e.duration_ms = Some(u64::try_from(fin.duration.as_millis()).unwrap_or(u64::MAX));
-    e.output = (!fin.tail.is_empty()).then(|| cut(&fin.tail, bounds::TEXT_MAX));
+    e.output = (!fin.tail.is_empty()).then(|| cut(&fin.tail, limits::TEXT_MAX));
     e.turn = Some(turn.to_string());
     e.timed_out = fin.timed_out;
     e

@@ -27,7 +27,7 @@ impl Default for Env {
         Env {
             now: Ts::now(),
             lock_wait: std::time::Duration::from_secs(
-                crate::kernel::bounds::LOCK_TIMEOUT_DEFAULT_S,
+                crate::kernel::limits::LOCK_TIMEOUT_DEFAULT_S,
             ),
             key: owner::KeyAt::Unknown,
             by_hook: None,

@@ -130,7 +130,7 @@ pub trait Listener {
 }
 
 /// What `hook serve` follows: a store that hears of its commits as they happen
-/// ([`Store::followed`]).
+/// ([`Admin::followed`]).
 pub trait Followed: Store + Sync {
     /// A connection of its own that hears of commits, holding the store's one `hook serve`
     /// lock while it lasts (busy while another holds it; denied to an agent's login).

@@ -44,11 +44,10 @@ pub trait PollLock {
 pub type Keep<'a> = &'a dyn Fn(&str, &Evidence) -> bool;
 
 /// A place that keeps a project's state: the files of `.loopx/`, or a PostgreSQL database. What
-/// a transaction and the commands' reads need; the rest is [`Admin`].
+/// a transaction needs; what commands read beyond a snapshot is [`Reads`], and the rest [`Admin`].
 ///
 /// Usable as `dyn Store`: every change goes through [`Store::begin`] and [`Transaction::commit`].
-pub trait Store {
-    // -- state and changes --
+pub trait Store: Reads {
     /// A consistent snapshot of the working state (an interrupted commit is finished first).
     fn load(&self) -> Result<Snapshot>;
 
@@ -58,12 +57,20 @@ pub trait Store {
     /// A fresh random id of this kind, unused in the project.
     fn fresh_id(&self, kind: Kind) -> Result<String>;
 
-    // -- ids and the archive --
+    /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
+    fn env(&self) -> &Env;
+}
+
+/// What the commands read of a store beyond a snapshot: ids resolved, the archive, the logs
+/// (evidence and the journal), the owner's key, and where the project is on this machine.
+pub trait Reads {
     /// Resolves a todo id or unique prefix against open and archived todos.
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String>;
 
     /// Resolves a gate id or unique prefix.
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String>;
+    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
+        crate::kernel::id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
+    }
 
     /// Reads an archived todo.
     fn archived_todo(&self, id: &str) -> Result<Option<crate::kernel::Todo>>;
@@ -74,7 +81,6 @@ pub trait Store {
     /// How many todos are archived.
     fn archived_count(&self) -> Result<usize>;
 
-    // -- the logs: evidence and the journal --
     /// The last `n` evidence entries of a todo, oldest first.
     fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>>;
 
@@ -100,10 +106,6 @@ pub trait Store {
     /// The project's owner public key, if it has one.
     fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>>;
 
-    /// The facts the face gave this store (the clock, the lock's wait, the owner key's place).
-    fn env(&self) -> &Env;
-
-    // -- this machine --
     /// The project root on this machine (the directory that holds `.loopx/`); `None` for a database.
     fn local_root(&self) -> Option<&Path>;
 }

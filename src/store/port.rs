@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::kernel::{Code, Error, QuotaFile, Result};
-use crate::store::Store;
+use crate::store::Reads;
 use crate::store::core::parse;
 use crate::store::fs::FileStore;
 use crate::store::pg::port::{Moved, OWNER_DOCS, Project, json_lines};

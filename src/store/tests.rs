@@ -67,6 +67,7 @@ impl Store for Fake {
     fn load(&self) -> Result<Snapshot> {
         Ok(Snapshot::new(Config::new("g-fake", "Test", Ts(0))))
     }
+
     fn begin(&self) -> Result<Box<dyn Transaction + '_>> {
         self.begun.set(self.begun.get() + 1);
         Ok(Box::new(FakeTx {
@@ -74,27 +75,37 @@ impl Store for Fake {
             snap: self.load()?,
         }))
     }
+
     fn fresh_id(&self, _kind: Kind) -> Result<String> {
         Ok("t-aaaaaa".into())
     }
+}
+
+impl Reads for Fake {
     fn resolve_todo(&self, _snap: &Snapshot, input: &str) -> Result<String> {
         Ok(input.into())
     }
+
     fn resolve_gate(&self, _snap: &Snapshot, input: &str) -> Result<String> {
         Ok(input.into())
     }
+
     fn archived_todo(&self, _id: &str) -> Result<Option<crate::kernel::Todo>> {
         Ok(None)
     }
+
     fn archived_ids(&self) -> Result<Vec<String>> {
         Ok(Vec::new())
     }
+
     fn archived_count(&self) -> Result<usize> {
         Ok(0)
     }
+
     fn evidence_tail(&self, _id: &str, _n: usize) -> Result<Vec<Evidence>> {
         Ok(Vec::new())
     }
+
     fn evidence_all(
         &self,
         _only: Option<&str>,
@@ -102,24 +113,31 @@ impl Store for Fake {
     ) -> Result<Vec<(String, Evidence)>> {
         Ok(Vec::new())
     }
+
     fn journal_tail(&self, _n: usize) -> Result<Vec<Event>> {
         Ok(Vec::new())
     }
+
     fn journal_seen(&self) -> Result<Seen> {
         Ok(Seen::default())
     }
+
     fn journal_end(&self) -> Result<u64> {
         Ok(0)
     }
+
     fn journal_after(&self, pos: u64) -> Result<(Vec<Event>, u64)> {
         Ok((Vec::new(), pos))
     }
+
     fn journal_line(&self, _seq: u64) -> Result<Option<Event>> {
         Ok(None)
     }
+
     fn owner_pub(&self) -> Result<Option<crate::kernel::authority::OwnerPub>> {
         Ok(None)
     }
+
     fn local_root(&self) -> Option<&Path> {
         None
     }

@@ -54,17 +54,10 @@ impl Mode {
 
     /// The keymap's scopes of a dialog's keys; `None` on the board itself.
     pub fn scopes(&self) -> Option<Vec<Scope>> {
-        Some(match self {
-            Mode::Normal => return None,
-            Mode::Filter => vec![Scope::Input, Scope::Always],
-            Mode::Help(o) => o.scopes(),
-            Mode::Detail(o) => o.scopes(),
-            Mode::Agents(o) => o.scopes(),
-            Mode::Input(o) => o.scopes(),
-            Mode::Picker(o) => o.scopes(),
-            Mode::Errors(o) => o.scopes(),
-            Mode::Confirm(o) => o.scopes(),
-            Mode::Chart(o) => o.scopes(),
-        })
+        match self {
+            Mode::Normal => None,
+            Mode::Filter => Some(vec![Scope::Input, Scope::Always]),
+            _ => self.overlay().map(|o| o.scopes()),
+        }
     }
 }

@@ -6,10 +6,7 @@ use super::*;
 impl App {
     /// The files that failed to load and the quarantined ones, most urgent first (as the banner).
     pub fn file_problems(&self) -> Vec<&Problem> {
-        self.problems
-            .values()
-            .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
-            .collect()
+        crate::board::alerts::problems(&self.problems, self.snap.as_ref())
     }
 
     /// `y`: the selected gate's or todo's id, to the terminal's clipboard.

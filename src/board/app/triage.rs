@@ -8,7 +8,7 @@ use super::*;
 pub struct Decisions {
     /// Gates decided on this board whose decision the loads do not show yet.
     pub(super) deciding: BTreeSet<String>,
-    /// The owner action being performed (its result is the next `ActionDone`).
+    /// The owner action being performed (its result is the next `ActDone`).
     pub(super) performing: Option<OwnerAct>,
 }
 

@@ -40,11 +40,6 @@ impl MetricChart {
         }
     }
 
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Chart, Scope::Always]
-    }
-
     /// A key: the next or previous metric, the best end, the todo's or the goal's, or close.
     pub fn on_intent(
         &mut self,
@@ -103,6 +98,10 @@ impl MetricChart {
 }
 
 impl Overlay for MetricChart {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Chart, Scope::Always]
+    }
+
     /// Draws the metric chart over the board.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let c = self;

@@ -31,11 +31,6 @@ impl Confirm {
         Confirm { act, scroll: 0 }
     }
 
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Confirm, Scope::Always]
-    }
-
     /// Its key hints: a confirm without a gate (reassign, release, pause, add) takes no reason.
     pub fn fit_hints(&self, hints: &mut Vec<(String, &'static str, bool)>) {
         if self.act.gate().is_none() {
@@ -90,6 +85,10 @@ fn action_len(a: &OwnerAct, on: &OnScreen) -> usize {
 }
 
 impl Overlay for Confirm {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Confirm, Scope::Always]
+    }
+
     /// Exactly what will happen, the gate's question and the reason, and as whom.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, a) = (sc.theme, &self.act);

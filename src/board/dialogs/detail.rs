@@ -23,11 +23,6 @@ pub struct Detail {
 }
 
 impl Detail {
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Detail, Scope::Overlay, Scope::Always]
-    }
-
     /// A key that scrolls, or `false` when it closes the view.
     pub fn on_intent(&mut self, intent: Intent) -> bool {
         scrolled_by(intent, self.scroll)
@@ -37,6 +32,10 @@ impl Detail {
 }
 
 impl Overlay for Detail {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Detail, Scope::Overlay, Scope::Always]
+    }
+
     /// The detail view of the selected gate or todo.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;

@@ -23,11 +23,6 @@ pub struct FileErrors {
 }
 
 impl FileErrors {
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Errors, Scope::Always]
-    }
-
     /// A key, with `n` errors listed: move, edit the selected file, or close.
     pub fn on_intent(&mut self, intent: Intent, n: usize) -> Reply {
         let n = n.max(1);
@@ -58,6 +53,10 @@ fn effect(sc: &Scene, p: &Problem) -> &'static str {
 }
 
 impl Overlay for FileErrors {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Errors, Scope::Always]
+    }
+
     /// Every file error in full: file and line, what it stops, the message, the hint.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, sel) = (sc.theme, self.sel);

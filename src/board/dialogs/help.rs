@@ -19,11 +19,6 @@ pub struct Help {
 }
 
 impl Help {
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Overlay, Scope::Always]
-    }
-
     /// A key: scroll, or `false` when it closes the overlay.
     pub fn on_intent(&mut self, intent: Intent) -> bool {
         scrolled_by(intent, self.scroll)
@@ -33,6 +28,10 @@ impl Help {
 }
 
 impl Overlay for Help {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Overlay, Scope::Always]
+    }
+
     /// The help overlay, generated from the keymap.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;

@@ -16,7 +16,7 @@ use crate::board::panes::text::split_priority;
 use crate::board::panes::{Overlay, Scene, trunc};
 use crate::board::theme::{Role, Theme};
 use crate::flows::owner::OwnerAct;
-use crate::kernel::bounds::{TEXT_MAX, TITLE_MAX};
+use crate::kernel::limits::{TEXT_MAX, TITLE_MAX};
 use crate::text::escape as esc;
 
 /// The most drafts kept (one per gate and purpose); past it the oldest key goes.
@@ -100,11 +100,6 @@ impl TextInput {
             note: None,
             back,
         }
-    }
-
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Input, Scope::Always]
     }
 
     /// A typed character goes in at the cursor (control characters never do).
@@ -199,6 +194,10 @@ impl TextInput {
 }
 
 impl Overlay for TextInput {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Input, Scope::Always]
+    }
+
     /// One line that scrolls sideways with the cursor, and why Enter was refused.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, purpose, text, cursor) = (sc.theme, &self.purpose, &self.text, self.cursor);

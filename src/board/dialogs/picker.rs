@@ -15,7 +15,7 @@ use crate::board::panes::keys::OnScreen;
 use crate::board::panes::{Overlay, Scene, gutter, row_style, trunc};
 use crate::board::theme::Role;
 use crate::flows::owner::OwnerAct;
-use crate::kernel::bounds::AGENT_MAX;
+use crate::kernel::limits::AGENT_MAX;
 use crate::text::escape as esc;
 
 /// A picker.
@@ -111,14 +111,6 @@ impl Picker {
         }
     }
 
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        match self.agents {
-            Some(_) => vec![Scope::AgentPicker, Scope::Always],
-            None => vec![Scope::Picker, Scope::Always],
-        }
-    }
-
     /// A character typed into the reassign picker (a gate's options take none).
     pub fn on_char(&mut self, c: char) {
         if let Some(p) = &mut self.agents
@@ -178,6 +170,13 @@ impl Picker {
 }
 
 impl Overlay for Picker {
+    fn scopes(&self) -> Vec<Scope> {
+        match self.agents {
+            Some(_) => vec![Scope::AgentPicker, Scope::Always],
+            None => vec![Scope::Picker, Scope::Always],
+        }
+    }
+
     /// A gate's options, or the agents to reassign to.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let (t, purpose, choices, sel, agents) = (

@@ -35,11 +35,6 @@ pub struct Roster {
 }
 
 impl Roster {
-    /// The keymap's scopes of its keys (the help and the hints).
-    pub fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Overlay, Scope::Always]
-    }
-
     /// A key that scrolls, or `false` when it closes the overlay.
     pub fn on_intent(&mut self, intent: Intent) -> bool {
         scrolled_by(intent, self.scroll)
@@ -107,6 +102,10 @@ pub fn candidates(
 }
 
 impl Overlay for Roster {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Overlay, Scope::Always]
+    }
+
     /// Draws the roster: state, agent, last seen, leases, turns in the window.
     fn draw(&self, f: &mut Frame, area: Rect, sc: &Scene) {
         let scroll = self.scroll;

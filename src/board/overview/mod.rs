@@ -44,14 +44,6 @@ pub fn open_entry(e: &Entry, env: &Env, cwd: &Path) -> Result<Box<dyn Watched>> 
     }
 }
 
-/// An error as one line: its message, and its hint in brackets.
-pub fn line_of(e: Error) -> String {
-    match e.hint {
-        Some(h) => format!("{} ({h})", e.message),
-        None => e.message,
-    }
-}
-
 /// What a load says of the project: its new state, why it failed, or nothing new.
 fn outcome(d: Delta) -> Option<std::result::Result<Snapshot, String>> {
     match (d.full, d.problems.first()) {
@@ -129,7 +121,7 @@ impl Run<'_> {
         let slot = &mut self.slots[i];
         let store = match open_entry(&slot.entry, self.env, self.cwd) {
             Ok(s) => s,
-            Err(e) => return o.loaded(i, Err(line_of(e))),
+            Err(e) => return o.loaded(i, Err(actions::line_of(e))),
         };
         let mut loader = Loader::new(store);
         o.rows[i].owner = Owner::detect(loader.store());

@@ -1,5 +1,5 @@
 //! The overview's state and its reactions to keys, ticks and loads: no I/O here. Decisions are
-//! the board's own [`OwnerAct`]s, carried out by the loop through `flows::owner::perform`.
+//! the board's own [`OwnerAct`]s, carried out by the loop through `flows::owner::act`.
 
 use std::collections::BTreeSet;
 

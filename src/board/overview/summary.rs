@@ -31,7 +31,7 @@ pub struct Summary {
     pub objective: String,
     /// The goal's state.
     pub goal: GoalStatus,
-    /// Pending gates (an unproven decision counts as pending), oldest first.
+    /// Pending gates (an unsigned decision counts as pending), oldest first.
     pub gates: Vec<GateBrief>,
     /// Leases held and not expired.
     pub leases: usize,

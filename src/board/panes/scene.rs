@@ -23,6 +23,9 @@ use super::todos::TodosPane;
 pub trait Overlay: std::fmt::Debug {
     /// Draws it over `area` (the whole screen).
     fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, sc: &Scene);
+
+    /// The keymap's scopes of its keys, in order: its help and its hints.
+    fn scopes(&self) -> Vec<crate::board::keymap::Scope>;
 }
 
 /// Everything one frame shows, borrowed from the app at one instant.
@@ -98,10 +101,7 @@ impl<'a> Scene<'a> {
 
     /// Files that failed to load, and quarantined files.
     pub fn problems(&self) -> Vec<&'a Problem> {
-        self.failed
-            .values()
-            .chain(self.snap.iter().flat_map(|s| s.quarantined.values()))
-            .collect()
+        alerts::problems(self.failed, self.snap)
     }
 
     /// The banner's lines: failed loads, quarantined files, owner notes.

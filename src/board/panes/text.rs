@@ -49,13 +49,13 @@ pub fn why_text_at(why: &Why, now: Ts, absolute: bool) -> String {
             Some(r) => format!("{}: {r}", s.as_str()),
             None => s.as_str().to_string(),
         },
-        Why::Finished(s, by, at, proof) => {
+        Why::Finished(s, by, at, check) => {
             let when = match absolute {
                 true => format!("at {}", hhmm(*at)),
                 false => format!("{} ago", ago(now.since(*at).0)),
             };
             // A done's tier says first how it was proven: `✓ checked`, `self-reported`.
-            let word = proof.as_deref().unwrap_or(s.as_str());
+            let word = check.as_deref().unwrap_or(s.as_str());
             format!("{word} by {by} {when}")
         }
     }

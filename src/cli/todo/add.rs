@@ -2,8 +2,8 @@
 
 use super::AddArgs;
 use crate::cli::{Ctx, Out, to_json};
-use crate::kernel::bounds;
 use crate::kernel::id::Kind;
+use crate::kernel::limits;
 use crate::kernel::ops::{self, NewTodo};
 use crate::kernel::{Result, Snapshot};
 use crate::store::{Store, StoreExt};
@@ -25,10 +25,10 @@ pub(super) fn add(ctx: &Ctx, store: &dyn Store, a: AddArgs) -> Result<Out> {
     } = a;
     let paths = crate::kernel::reserve::normalise("--paths", &paths)?;
     let (body, links) = context.read(ctx)?;
-    bounds::usage(bounds::count(
+    limits::usage(limits::count(
         "--depends-on",
         depends_on.len(),
-        bounds::DEPENDS_MAX,
+        limits::DEPENDS_MAX,
     ))?;
     let requires = crate::kernel::agents::check_capabilities("--requires", &requires)?;
     let exclude_agents = crate::cli::agent::check_excluded(&exclude_agent)?;

@@ -8,7 +8,7 @@ use super::UpdateArgs;
 use crate::cli::capture::artifact;
 use crate::cli::{Ctx, Out, to_json};
 use crate::flows::update::{self, UpdateOpts};
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::ops::Update;
 use crate::kernel::{Error, Evidence, EvidenceKind, Result, Status, Todo, Ts};
 use crate::store::Store;
@@ -43,10 +43,10 @@ pub(super) fn update(ctx: &Ctx, store: &dyn Store, a: UpdateArgs) -> Result<Out>
 /// Refuses too many entries, a check timeout out of range, and `--kind check`.
 fn check_args(a: &UpdateArgs) -> Result<()> {
     let entries = a.evidence.len() + a.artifact.len() + a.metric.len();
-    bounds::usage(bounds::count(
+    limits::usage(limits::count(
         "--evidence/--artifact/--metric",
         entries,
-        bounds::EVIDENCE_MAX,
+        limits::EVIDENCE_MAX,
     ))?;
     if !(1_000..=86_400_000).contains(&a.check_timeout.0) {
         return Err(Error::usage("--check-timeout must be 1s to 24h"));

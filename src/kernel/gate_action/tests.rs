@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::kernel::Ts;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 
 fn cmd(args: &[&str]) -> GateAction {
     GateAction::cmd(args.iter().map(|a| a.to_string()).collect()).unwrap()
@@ -12,7 +12,7 @@ fn approved(a: GateAction) -> Gate {
     let mut g = Gate::pending("g-aaaaaa", "Push?".into(), "agent-a", Ts(0));
     g.action = Some(a);
     g.status = GateStatus::Approved;
-    g.proven = true;
+    g.signed = true;
     g
 }
 
@@ -47,8 +47,8 @@ fn command_text_is_printable_ascii() {
     }
     assert!(GateAction::cmd(vec![]).is_err());
     assert!(GateAction::cmd(vec!["".into()]).is_err());
-    assert!(GateAction::cmd(vec!["x".repeat(bounds::ARG_MAX + 1)]).is_err());
-    assert!(GateAction::cmd(vec!["a".into(); bounds::ARGV_MAX + 1]).is_err());
+    assert!(GateAction::cmd(vec!["x".repeat(limits::ARG_MAX + 1)]).is_err());
+    assert!(GateAction::cmd(vec!["a".into(); limits::ARGV_MAX + 1]).is_err());
     assert!(GateAction::payload("x".repeat(PAYLOAD_MAX + 1)).is_err());
 }
 
@@ -83,9 +83,9 @@ fn runs_only_approved_intact_unused() {
     let mut pending = g.clone();
     pending.status = GateStatus::Pending;
     assert_eq!(runnable(&pending, false).unwrap_err().code, Code::NotReady);
-    let mut unproven = g.clone();
-    unproven.proven = false;
-    assert_eq!(runnable(&unproven, false).unwrap_err().code, Code::NotReady);
+    let mut unsigned = g.clone();
+    unsigned.signed = false;
+    assert_eq!(runnable(&unsigned, false).unwrap_err().code, Code::NotReady);
     let mut rejected = g.clone();
     rejected.status = GateStatus::Rejected;
     assert_eq!(runnable(&rejected, false).unwrap_err().code, Code::Denied);

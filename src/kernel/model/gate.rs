@@ -83,9 +83,9 @@ pub struct Gate {
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
-    /// Set by the store: the decision is proven (always true for pending gates).
+    /// Set by the store: the decision is signed (always true for pending gates).
     #[serde(skip)]
-    pub proven: bool,
+    pub signed: bool,
 }
 
 impl Gate {
@@ -110,13 +110,13 @@ impl Gate {
             action: None,
             used: None,
             extra: Extra::new(),
-            proven: true,
+            signed: true,
         }
     }
 
-    /// The status that counts: a decision that is not proven counts as pending.
+    /// The status that counts: a decision that is not signed counts as pending.
     pub fn effective_status(&self) -> GateStatus {
-        if self.status != GateStatus::Pending && !self.proven {
+        if self.status != GateStatus::Pending && !self.signed {
             GateStatus::Pending
         } else {
             self.status

@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::model::{Check, Config, Extra, Lease, Priority};
 use crate::kernel::ops::{self, Ran, Recorded, Write};
 use crate::kernel::readiness;
@@ -218,7 +218,7 @@ fn a_proposal_needs_a_recurring_todo_and_a_bounded_command() {
             .exit_code(),
         2
     );
-    let long = "x".repeat(bounds::CHECK_COMMAND_MAX + 1);
+    let long = "x".repeat(limits::CHECK_COMMAND_MAX + 1);
     assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", &long, true).is_err());
     assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "a\0b", true).is_err());
     assert!(ops::propose_check(&s, "a", T0, "t-bbbbbb", "  ", true).is_err());
@@ -353,21 +353,21 @@ fn overdue_is_noted_once_per_due_time() {
 }
 
 #[test]
-fn check_bounds_name_the_key() {
+fn check_limits_name_the_key() {
     let mut t = with_check(todo("t-aaaaaa", Some(HOUR)), "true");
-    assert_eq!(bounds::check_todo(&t), Ok(()));
+    assert_eq!(limits::check_todo(&t), Ok(()));
     if let Some(c) = t.check.as_mut() {
         c.last_hash = Some("not hex".into());
     }
     assert_eq!(
-        bounds::check_todo(&t).unwrap_err().path(),
+        limits::check_todo(&t).unwrap_err().path(),
         "check.last_hash"
     );
     if let Some(c) = t.check.as_mut() {
         c.last_hash = None;
-        c.command = "é".repeat(bounds::CHECK_COMMAND_MAX / 2 + 1);
+        c.command = "é".repeat(limits::CHECK_COMMAND_MAX / 2 + 1);
     }
-    assert_eq!(bounds::check_todo(&t).unwrap_err().path(), "check.command");
+    assert_eq!(limits::check_todo(&t).unwrap_err().path(), "check.command");
 }
 
 proptest! {

@@ -5,9 +5,9 @@ use serde_json::json;
 use super::{Change, Write};
 use crate::kernel::action::Action;
 use crate::kernel::agents::check_capabilities;
-use crate::kernel::bounds;
 use crate::kernel::error::{Error, Result};
 use crate::kernel::id;
+use crate::kernel::limits;
 use crate::kernel::model::{AgentInfo, Config, EventDraft, SCHEMA_VERSION, Snapshot};
 use crate::kernel::time::Ts;
 
@@ -77,10 +77,10 @@ pub fn fix(snap: &Snapshot, owner: &str, now: Ts, agent: &str, f: Fix) -> Result
             .transpose()?;
     }
     if let Some(s) = f.slots {
-        if s.is_some_and(|n| n == 0 || n > bounds::SLOTS_MAX) {
+        if s.is_some_and(|n| n == 0 || n > limits::SLOTS_MAX) {
             return Err(Error::usage(format!(
                 "--slots is 1 to {} or none",
-                bounds::SLOTS_MAX
+                limits::SLOTS_MAX
             )));
         }
         p.slots = s;
@@ -89,7 +89,7 @@ pub fn fix(snap: &Snapshot, owner: &str, now: Ts, agent: &str, f: Fix) -> Result
     if p.is_unset() && p.extra.is_empty() {
         cfg.agents.remove(agent);
     }
-    bounds::usage(bounds::check_config(&cfg))?;
+    limits::usage(limits::check_config(&cfg))?;
     let mut c = Change::by_owner();
     c.events.push(EventDraft {
         at: now,

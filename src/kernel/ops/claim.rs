@@ -4,8 +4,8 @@ use super::{Change, Write, check_ttl, handed_to, todo};
 use serde_json::json;
 
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::readiness::{self, Blocker};
 use crate::kernel::reserve;
@@ -21,7 +21,7 @@ fn not_ready_error(id: &str, blockers: &[Blocker]) -> Error {
 }
 
 pub(super) fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> {
-    if t.fence >= bounds::FENCE_MAX {
+    if t.fence >= limits::FENCE_MAX {
         return Err(Error::usage(format!(
             "{} is at fence {}, the highest; it cannot be granted again",
             t.id, t.fence

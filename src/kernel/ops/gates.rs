@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::{Change, Write, todo};
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Error, Result};
 use crate::kernel::gate_action::{self, GateAction, GateUse};
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::time::Ts;
 
@@ -80,7 +80,7 @@ pub fn open(snap: &Snapshot, agent: &str, now: Ts, new: NewGate) -> Result<(Chan
         action: new.action,
         ..Gate::pending(&new.id, question, agent, now)
     };
-    bounds::usage(bounds::check_gate(&g))?;
+    limits::usage(limits::check_gate(&g))?;
     let mut data = json!({"question": g.question, "blocks": g.blocks, "global": g.global, "options": g.options});
     if let Some(a) = &g.action {
         data["action"] = json!({"kind": a.kind.as_str(), "sha256": a.sha256});
@@ -112,7 +112,7 @@ pub fn use_gate(
         turn: turn.map(str::to_string),
         extra: Extra::new(),
     });
-    bounds::usage(bounds::check_gate(&g))?;
+    limits::usage(limits::check_gate(&g))?;
     let mut c = Change::default();
     c.event(now, agent, Action::GateUse, id, data);
     c.writes.push(Write::Gate(g.clone()));

@@ -5,8 +5,8 @@ use serde_json::json;
 use super::{Change, Write};
 use crate::kernel::action::Action;
 use crate::kernel::alert;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::limits;
 use crate::kernel::limits::cut;
 use crate::kernel::model::{Config, Snapshot};
 use crate::kernel::time::Ts;
@@ -31,7 +31,7 @@ pub fn hook_set(
     }
     let mut cfg = snap.config.clone();
     cfg.hooks.insert(event.to_string(), command.to_string());
-    bounds::usage(bounds::check_config(&cfg))?;
+    limits::usage(limits::check_config(&cfg))?;
     let mut c = Change::by_owner();
     c.event(
         now,

@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::{Change, Write, next_due, todo};
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::monitor::{self, Approval};
 use crate::kernel::time::{Dur, Ts};
@@ -60,7 +60,7 @@ fn proposed_for(snap: &Snapshot, id: &str, watcher: bool) -> Result<Todo> {
 fn propose(agent: &str, now: Ts, mut t: Todo, command: &str) -> Result<(Change, Todo)> {
     let id = t.id.clone();
     let id = id.as_str();
-    bounds::usage(bounds::check_command("check command", command))?;
+    limits::usage(limits::check_command("check command", command))?;
     t.check = Some(Box::new(Check {
         command: command.to_string(),
         proposed_by: agent.to_string(),
@@ -71,7 +71,7 @@ fn propose(agent: &str, now: Ts, mut t: Todo, command: &str) -> Result<(Change, 
         extra: Extra::new(),
     }));
     t.updated_at = now;
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let mut c = Change::default();
     let sha = monitor::sha256_hex(command.as_bytes());
     c.event(
@@ -197,9 +197,9 @@ pub fn set_default_check(
     }
     cfg.done.check = command.map(str::to_string);
     if let Some(cmd) = command {
-        bounds::usage(bounds::check_command("check command", cmd))?;
+        limits::usage(limits::check_command("check command", cmd))?;
     }
-    bounds::usage(bounds::check_config(&cfg))?;
+    limits::usage(limits::check_config(&cfg))?;
     let mut c = Change::by_owner();
     match command {
         Some(cmd) => {
@@ -296,7 +296,7 @@ pub fn record_check(
     });
     t.check = Some(Box::new(check.clone()));
     t.updated_at = now;
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let data = json!({"exit": ran.exit, "timed_out": ran.timed_out, "sha256": ran.hash,
         "changed": recorded == Recorded::Changed, "duration_ms": ran.duration.0,
         "next_due_at": t.next_due_at});
@@ -320,7 +320,7 @@ fn changed_evidence(now: Ts, actor: &str, command: &str, ran: &Ran) -> Result<Ev
     e.sha256 = Some(ran.hash.clone());
     e.output = (!ran.tail.is_empty()).then(|| ran.tail.clone());
     e.duration_ms = Some(ran.duration.0.max(0) as u64);
-    bounds::usage(bounds::check_evidence(&e))?;
+    limits::usage(limits::check_evidence(&e))?;
     Ok(e)
 }
 

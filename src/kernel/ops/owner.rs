@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::{Change, Write, check_ttl, gate, grant, todo};
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::id;
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::time::{Dur, Ts};
 
@@ -148,8 +148,8 @@ pub fn decide_gate(
     // Whatever signature the file held (forged or stale) is replaced by the store's.
     g.journal_head = None;
     g.signature = None;
-    g.proven = true;
-    bounds::usage(bounds::check_gate(&g))?;
+    g.signed = true;
+    limits::usage(limits::check_gate(&g))?;
     let mut c = Change::by_owner();
     let action = Action::gate_decision(status);
     let mut data = json!({"option": g.option, "reason": g.reason});
@@ -262,7 +262,7 @@ pub fn set_goal_status(
     cfg.goal.status = status;
     cfg.goal.reason = reason.clone();
     cfg.goal.updated_at = now;
-    bounds::usage(bounds::check_config(&cfg))?;
+    limits::usage(limits::check_config(&cfg))?;
     let action = Action::goal_status(status);
     let mut c = Change::by_owner();
     c.event(
@@ -323,7 +323,7 @@ pub fn set_quota(
     if let Some(n) = set.breaker {
         cfg.breaker.turns = Some(n);
     }
-    bounds::usage(bounds::check_config(&cfg))?;
+    limits::usage(limits::check_config(&cfg))?;
     let q = &cfg.quota;
     let mut c = Change::by_owner();
     c.event(

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::{Change, Write};
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Error, Result};
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::quota;
 use crate::kernel::time::Ts;
@@ -25,15 +25,15 @@ pub fn spend(
     if slots == 0 {
         return Err(Error::usage("--slots must be at least 1"));
     }
-    if cost_usd.is_some_and(|c| !(0.0..=bounds::COST_USD_MAX).contains(&c)) {
+    if cost_usd.is_some_and(|c| !(0.0..=limits::COST_USD_MAX).contains(&c)) {
         return Err(Error::usage(
             "--cost-usd must be a number from 0 to 1000000000",
         ));
     }
-    if tokens.is_some_and(|t| t > bounds::TOKENS_MAX) {
+    if tokens.is_some_and(|t| t > limits::TOKENS_MAX) {
         return Err(Error::usage(format!(
             "--tokens must be 0 to {}",
-            bounds::TOKENS_MAX
+            limits::TOKENS_MAX
         )));
     }
     let p = &snap.config.quota;
@@ -54,7 +54,7 @@ pub fn spend(
         cost_usd,
         extra: Extra::new(),
     });
-    bounds::usage(bounds::check_quota(&q))?;
+    limits::usage(limits::check_quota(&q))?;
     // A spend past a limit is still recorded (the turn happened); the line names the limits.
     let over = quota::over_limit(&q, p, now);
     let mut data = json!({"slots": slots, "turn": turn, "tokens": tokens, "cost_usd": cost_usd});

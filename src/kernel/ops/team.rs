@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::{Change, OWNER, Write, check_lease, check_ttl, grant, todo};
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Error, Result};
 use crate::kernel::id;
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::time::{Dur, Ts};
 
@@ -77,7 +77,7 @@ pub fn handoff(snap: &Snapshot, agent: &str, now: Ts, h: Handoff) -> Result<(Cha
             EvidenceKind::Note,
             format!("hand-off to {}: {}", h.to, n.trim()),
         );
-        bounds::usage(bounds::check_evidence(&e))?;
+        limits::usage(limits::check_evidence(&e))?;
         c.writes.push(Write::Evidence(t.id.clone(), e));
     }
     grant(&mut t, &h.to, now, ttl)?;
@@ -158,7 +158,7 @@ pub fn edit(snap: &Snapshot, agent: &str, now: Ts, id: &str, e: Edit) -> Result<
         return Err(Error::usage(format!("nothing to change on {id}"))
             .hint("give --title, --priority, --body, --body-file, --link, --clear-links or --depends-on with a new value"));
     }
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     t.updated_at = now;
     let mut c = Change {
         owner,
@@ -252,11 +252,11 @@ mod tests {
         #[test]
         fn a_link_has_a_scheme_and_no_space_or_control(s in "\\PC{0,40}", c in any::<char>()) {
             let url = format!("https://example.com/{s}{c}");
-            let ok = bounds::link("links", &url).is_ok();
+            let ok = limits::link("links", &url).is_ok();
             let clean = !url.chars().any(|ch| ch.is_whitespace() || crate::text::is_unsafe(ch));
             prop_assert_eq!(ok, clean);
             let bare = format!("example.com/{s}");
-            prop_assert!(bounds::link("links", &bare).is_err());
+            prop_assert!(limits::link("links", &bare).is_err());
         }
     }
     use crate::kernel::error::Code;

@@ -4,9 +4,9 @@ use super::{Change, OWNER, Write, check_lease, gate, next_due, todo};
 use serde_json::json;
 
 use crate::kernel::action::Action;
-use crate::kernel::bounds;
 use crate::kernel::error::{Code, Error, Result};
 use crate::kernel::id;
+use crate::kernel::limits;
 use crate::kernel::model::*;
 use crate::kernel::reserve;
 use crate::kernel::time::{Dur, Ts};
@@ -76,7 +76,7 @@ pub fn add_todo(snap: &Snapshot, actor: &str, now: Ts, new: NewTodo) -> Result<(
     }
     let gate_id = new.blocked_by_gate.clone();
     let t = todo_of(new, actor, now)?;
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let mut c = Change::default();
     if let Some(gid) = &gate_id {
         c.writes.push(Write::Gate(gate_blocking(snap, gid, &t.id)?));
@@ -143,7 +143,7 @@ fn gate_blocking(snap: &Snapshot, gid: &str, id: &str) -> Result<Gate> {
         ));
     }
     g.blocks.push(id.to_string());
-    bounds::usage(bounds::check_gate(&g))?;
+    limits::usage(limits::check_gate(&g))?;
     Ok(g)
 }
 
@@ -181,7 +181,7 @@ pub fn update(
         ..Change::default()
     };
     for mut e in u.evidence {
-        bounds::usage(bounds::check_evidence(&e))?;
+        limits::usage(limits::check_evidence(&e))?;
         e.fence = e.fence.or(fence);
         c.writes.push(Write::Evidence(t.id.clone(), e));
     }
@@ -194,7 +194,7 @@ pub fn update(
     if let Some(r) = &u.reason {
         t.reason = Some(r.clone());
     }
-    bounds::usage(bounds::check_todo(&t))?;
+    limits::usage(limits::check_todo(&t))?;
     let mut data = json!({"fence": fence, "status": u.status, "reason": u.reason, "evidence": n_evidence,
                "next_due_at": t.next_due_at});
     if action == Action::TodoDone {

@@ -5,11 +5,11 @@
 pub mod atomic;
 pub mod chain;
 pub mod crash;
+pub mod decisions;
 pub mod doctor;
 pub mod owner;
 pub mod parse;
 pub mod prepare;
-pub mod proofs;
 pub mod seal;
 pub mod seen;
 

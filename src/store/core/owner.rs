@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{Signer, SigningKey};
 
 use crate::kernel::authority::{OwnerPub, from_hex, to_hex};
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::{Code, Error, Result};
 
 const SECRET_HEADER: &str =
@@ -134,7 +134,7 @@ pub fn load(at: &KeyAt) -> Result<Option<OwnerKey>> {
 /// Reads the key file: a regular file of at most `OWNER_KEY_MAX_BYTES`, or exit 7 (`denied`).
 /// It is opened without blocking, so a FIFO or a device is refused, never waited on or read.
 fn read_key_file(path: &Path) -> Result<Option<String>> {
-    let max = bounds::OWNER_KEY_MAX_BYTES;
+    let max = limits::OWNER_KEY_MAX_BYTES;
     let denied = |what: String| {
         Error::new(
             Code::Denied,

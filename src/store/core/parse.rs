@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::kernel::bounds::{Bounded, Key, Violation};
+use crate::kernel::limits::{Key, Limited, Violation};
 use crate::kernel::{Code, Error, Result, SCHEMA_VERSION};
 
 /// The 1-based line of a byte offset.
@@ -55,7 +55,7 @@ fn check_version(text: &str, file: &str) -> Result<()> {
 }
 
 /// Parses a TOML state file into `T` and checks its bounds; errors name file, line and what to do.
-pub fn decode<T: DeserializeOwned + Bounded>(path: &Path, text: &str) -> Result<T> {
+pub fn decode<T: DeserializeOwned + Limited>(path: &Path, text: &str) -> Result<T> {
     let file = shown(path);
     check_version(text, &file)?;
     let value = toml::from_str::<T>(text).map_err(|e| {
@@ -63,7 +63,7 @@ pub fn decode<T: DeserializeOwned + Bounded>(path: &Path, text: &str) -> Result<
         Error::invalid(&file, line, e.message().trim().to_string())
     })?;
     value
-        .check_bounds()
+        .check_limits()
         .map_err(|v| bound_error(&file, text, &v))?;
     Ok(value)
 }
@@ -168,7 +168,7 @@ pub fn symlink_error(path: &Path) -> Error {
 }
 
 /// Reads and parses a TOML state file; `None` when it does not exist.
-pub fn read<T: DeserializeOwned + Bounded>(path: &Path) -> Result<Option<T>> {
+pub fn read<T: DeserializeOwned + Limited>(path: &Path) -> Result<Option<T>> {
     match read_bytes(path)? {
         Some(bytes) => {
             let text = String::from_utf8(bytes)
@@ -186,7 +186,7 @@ pub fn encode<T: Serialize>(value: &T) -> Result<String> {
 }
 
 /// A state value stored in a file named after its id (`todos/ID.toml`, `gates/ID.toml`).
-pub trait Named: Bounded {
+pub trait Named: Limited {
     /// The id inside the file.
     fn id(&self) -> &str;
 }

@@ -7,7 +7,7 @@ use crate::kernel::ops::{Change, Write};
 use crate::kernel::seal::Mark;
 use crate::kernel::{Code, Error, EventDraft, Gate, Result, Snapshot};
 use crate::store::core::owner::{self, KeyAt, OwnerKey};
-use crate::store::core::{proofs, seal};
+use crate::store::core::{decisions, seal};
 
 /// What `prepare` reads of the state a change was decided on, each only when it needs it.
 pub trait Before {
@@ -67,7 +67,7 @@ pub fn prepare(change: Change, before: &mut dyn Before, key: &KeyAt) -> Result<P
     if !decided.is_empty() {
         let kept = before.proofs()?;
         let gates = before.decided()?;
-        let text = proofs::proofs_text(&k, kept.as_deref(), gates.iter(), decided);
+        let text = decisions::decisions_text(&k, kept.as_deref(), gates.iter(), decided);
         docs.push(("owner.proofs", text));
     }
     let unsealed = before.snapshot()?.seal.is_none() && !change.adopt_files;

@@ -12,7 +12,8 @@ use crate::store::files::commit::FileTx;
 use crate::store::live::Followed;
 use crate::store::logs::JournalCheck;
 use crate::store::{
-    Admin, FileStore, GoalPlan, Store, Transaction, atomic, doctor, evidence, journal, owner, parse,
+    Admin, FileStore, GoalPlan, Reads, Store, Transaction, atomic, doctor, evidence, journal,
+    owner, parse,
 };
 
 impl Store for FileStore {
@@ -62,7 +63,9 @@ impl Store for FileStore {
             })
         })
     }
+}
 
+impl Reads for FileStore {
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
         let want = id::normalize(Kind::Todo, input)?;
         if snap.todos.contains_key(&want)
@@ -80,10 +83,6 @@ impl Store for FileStore {
         }
     }
 
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
-    }
-
     fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {
         id::check_not_path(id)?;
         parse::read::<Todo>(&self.archive_path(id))
@@ -91,12 +90,7 @@ impl Store for FileStore {
 
     fn evidence_tail(&self, id: &str, n: usize) -> Result<Vec<Evidence>> {
         id::check_not_path(id)?;
-        let p = self.evidence_path(id);
-        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines
-            .iter()
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect())
+        tail_of(&self.evidence_path(id), n)
     }
 
     fn evidence_all(
@@ -108,12 +102,7 @@ impl Store for FileStore {
     }
 
     fn journal_tail(&self, n: usize) -> Result<Vec<Event>> {
-        let p = self.journal_path();
-        let (lines, _) = journal::tail_lines(&p, n).map_err(|e| Error::io(&p, &e))?;
-        Ok(lines
-            .iter()
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect())
+        tail_of(&self.journal_path(), n)
     }
 
     fn archived_ids(&self) -> Result<Vec<String>> {
@@ -213,6 +202,15 @@ impl Admin for FileStore {
     fn files(&self) -> Option<&FileStore> {
         Some(self)
     }
+}
+
+/// The last `n` lines of the log `p` that parse, oldest first.
+fn tail_of<T: serde::de::DeserializeOwned>(p: &Path, n: usize) -> Result<Vec<T>> {
+    let (lines, _) = journal::tail_lines(p, n).map_err(|e| Error::io(p, &e))?;
+    Ok(lines
+        .iter()
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect())
 }
 
 impl FileStore {

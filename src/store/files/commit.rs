@@ -171,12 +171,12 @@ impl FileStore {
     }
 
     /// The decision hashes in `owner.proofs`, if `key` signed it (else none).
-    pub(super) fn read_proofs(&self, key: &OwnerPub) -> std::collections::BTreeSet<String> {
+    pub(super) fn read_decisions(&self, key: &OwnerPub) -> std::collections::BTreeSet<String> {
         parse::read_bytes(&self.path("owner.proofs"))
             .ok()
             .flatten()
             .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| authority::parse_proofs(&t, key))
+            .and_then(|t| authority::parse_decisions(&t, key))
             .unwrap_or_default()
     }
 }

@@ -10,7 +10,7 @@ use crate::kernel::id;
 use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo};
 use crate::store::cache::listing::{self, Stat};
 use crate::store::cache::{Cache, Refresh};
-use crate::store::core::proofs::gate_proven_by;
+use crate::store::core::decisions::gate_signed_by;
 use crate::store::fs::FileStore;
 use crate::store::parse::{self, Named, shown};
 
@@ -217,14 +217,14 @@ impl FileStore {
         // there is checked on its own.
         let decided = gates.values().any(|g| g.status != GateStatus::Pending);
         let proofs = match &key {
-            Some(k) if decided => self.read_proofs(k),
+            Some(k) if decided => self.read_decisions(k),
             _ => Default::default(),
         };
         for g in gates
             .values_mut()
             .filter(|g| !quarantined.contains_key(&g.id))
         {
-            g.proven = gate_proven_by(g, &proofs, key.as_ref());
+            g.signed = gate_signed_by(g, &proofs, key.as_ref());
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
         let agents = self.read_agents(&mut quarantined)?;

@@ -5,15 +5,15 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::kernel::bounds;
+use crate::kernel::limits;
 use crate::kernel::{Code, Error, Result};
 
 /// The lock timeout a `LOOPX_LOCK_TIMEOUT` value gives: seconds from 0 to 3600 (fractions
 /// allowed); unset or empty is 10. Anything else is exit 2.
 pub fn lock_timeout_from(value: Option<&str>) -> Result<Duration> {
-    let max = bounds::LOCK_TIMEOUT_MAX_S;
+    let max = limits::LOCK_TIMEOUT_MAX_S;
     let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok(Duration::from_secs(bounds::LOCK_TIMEOUT_DEFAULT_S));
+        return Ok(Duration::from_secs(limits::LOCK_TIMEOUT_DEFAULT_S));
     };
     match v.parse::<f64>() {
         Ok(s) if (0.0..=max as f64).contains(&s) => Ok(Duration::from_secs_f64(s)),

@@ -141,7 +141,7 @@ fn later_owner_line(since: &[u8], s: &Seal, key: &OwnerPub) -> Option<u64> {
         .filter(|l| l.windows(OWNER.len()).any(|w| w == OWNER))
         .filter_map(|l| serde_json::from_slice::<crate::kernel::Event>(l).ok())
         .find(|e| {
-            e.tx.is_some_and(|t| t > own_tx) && crate::kernel::authority::event_proven(e, Some(key))
+            e.tx.is_some_and(|t| t > own_tx) && crate::kernel::authority::event_signed(e, Some(key))
         })
         .map(|e| e.seq)
 }

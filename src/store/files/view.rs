@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::{Error, GateStatus, Result, Snapshot, Todo, id};
 use crate::store::cache::Cache;
-use crate::store::core::proofs::gate_proven_by;
+use crate::store::core::decisions::gate_signed_by;
 use crate::store::fs::FileStore;
 use crate::store::parse;
 
@@ -166,10 +166,10 @@ impl FileStore {
         match self.read_state::<crate::kernel::Gate>(&path, id, &meta) {
             Ok(Some(mut g)) => {
                 if g.status != GateStatus::Pending && proofs.is_none() {
-                    *proofs = Some(key.map(|k| self.read_proofs(k)).unwrap_or_default());
+                    *proofs = Some(key.map(|k| self.read_decisions(k)).unwrap_or_default());
                 }
                 let none = BTreeSet::new();
-                g.proven = gate_proven_by(&g, proofs.as_ref().unwrap_or(&none), key);
+                g.signed = gate_signed_by(&g, proofs.as_ref().unwrap_or(&none), key);
                 raw.gates.insert(id.to_string(), g);
             }
             Ok(None) => {}

@@ -5,7 +5,7 @@ use crate::kernel::id::{self, Kind};
 use crate::kernel::{Code, Config, Error, Event, Evidence, Result, Snapshot, Todo};
 use crate::store::Env;
 use crate::store::live::Followed;
-use crate::store::{Admin, GoalPlan, Keep, Store, Transaction, doctor};
+use crate::store::{Admin, GoalPlan, Keep, Reads, Store, Transaction, doctor};
 
 impl Store for PgStore {
     fn env(&self) -> &Env {
@@ -28,7 +28,9 @@ impl Store for PgStore {
         };
         crate::store::fresh_id_where(kind, |id| Ok(self.count(sql, &[&id])? > 0))
     }
+}
 
+impl Reads for PgStore {
     fn resolve_todo(&self, snap: &Snapshot, input: &str) -> Result<String> {
         let want = id::normalize(Kind::Todo, input)?;
         if snap.todos.contains_key(&want) || snap.quarantined.contains_key(&want) {
@@ -45,10 +47,6 @@ impl Store for PgStore {
             }
             other => other,
         }
-    }
-
-    fn resolve_gate(&self, snap: &Snapshot, input: &str) -> Result<String> {
-        id::resolve(Kind::Gate, input, snap.gates.keys().map(String::as_str))
     }
 
     fn archived_todo(&self, id: &str) -> Result<Option<Todo>> {

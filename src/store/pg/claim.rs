@@ -46,13 +46,9 @@ fn text_row(r: &postgres::SimpleQueryRow) -> Result<(String, String, u64, bool)>
 }
 
 impl PgTx<'_> {
-    /// Locks the first candidate no other transaction holds; the ones before it are held
-    /// elsewhere and count as leased in this snapshot (all of them when none was free). True
-    /// when it locked one the snapshot already had as it is.
-    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
-        // Only rows free as the database has them now (no live lease) are locked: a row locked
-        // and then not taken would hold up its holder's own release. One round trip with the
-        // transaction's BEGIN, so values are quoted literals.
+    /// The query that locks the first of `ids` free at `now`, skipping rows others hold, with
+    /// the transaction's BEGIN.
+    fn lock_sql(&mut self, ids: &[String], now: Ts) -> Result<String> {
         let at = now.to_string();
         let q = Quoter::new(ids)?;
         let list = q.array(ids, "text");
@@ -78,6 +74,17 @@ impl PgTx<'_> {
                 q.lit(&at),
             )
         };
+        Ok(sql)
+    }
+
+    /// Locks the first candidate no other transaction holds; the ones before it are held
+    /// elsewhere and count as leased in this snapshot (all of them when none was free). True
+    /// when it locked one the snapshot already had as it is.
+    fn lock_first(&mut self, ids: &[String], now: Ts) -> Result<bool> {
+        // Only rows free as the database has them now (no live lease) are locked: a row locked
+        // and then not taken would hold up its holder's own release. One round trip with the
+        // transaction's BEGIN, so values are quoted literals.
+        let sql = self.lock_sql(ids, now)?;
         let msgs = self.client()?.simple_query(&sql).map_err(db_error)?;
         let row = msgs.iter().find_map(|m| match m {
             postgres::SimpleQueryMessage::Row(r) => Some(r),

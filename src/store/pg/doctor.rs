@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::PgStore;
 use crate::kernel::{Result, Ts};
 use crate::store::core::doctor::{Doc, Finding, State, check_relations};
-use crate::store::{Admin, Store};
+use crate::store::{Admin, Reads, Store};
 
 fn doc<T>(table: &str, id: &str, value: T) -> Doc<T> {
     Doc {

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::bounds::Bounded;
+use crate::kernel::limits::Limited;
 use crate::kernel::seal::{self, Seal};
 use crate::kernel::{
     Code, Config, Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Spend, Status,
@@ -69,8 +69,28 @@ pub struct Cached {
     pub bad_spends: BTreeMap<String, Problem>,
     /// `owner.pub`, `owner.seal`, `owner.proofs` and `quota.toml` (its keys but the spends).
     pub docs: BTreeMap<String, (String, u64)>,
-    /// The snapshot derived from these rows, kept between transactions (see `view.rs`).
-    pub(super) view: super::view::View,
+    /// The snapshot derived from these rows, kept between transactions (`kept.rs`; lent and taken back here).
+    pub(super) kept: super::kept::Kept,
+}
+
+/// The rows that read, by id; each that did not is quarantined under `name(id)`.
+fn readable<T: Clone>(
+    rows: &BTreeMap<String, Row<T>>,
+    name: impl Fn(&str) -> String,
+    quarantined: &mut BTreeMap<String, Problem>,
+) -> BTreeMap<String, T> {
+    let mut out = BTreeMap::new();
+    for (id, r) in rows {
+        match &r.value {
+            Ok(v) => {
+                out.insert(id.clone(), v.clone());
+            }
+            Err(p) => {
+                quarantined.insert(name(id), p.clone());
+            }
+        }
+    }
+    out
 }
 
 fn bad(what: &str, e: impl std::fmt::Display) -> Error {
@@ -83,11 +103,11 @@ fn bad(what: &str, e: impl std::fmt::Display) -> Error {
 
 /// A row's value decoded and checked against its bounds; a row that fails is a problem that
 /// names it (`database:todos/ID`).
-fn decode<T: DeserializeOwned + Bounded>(table: &str, id: &str, body: Value) -> Row<T> {
+fn decode<T: DeserializeOwned + Limited>(table: &str, id: &str, body: Value) -> Row<T> {
     let file = format!("database:{table}/{id}");
     let value = serde_json::from_value::<T>(body)
         .map_err(|e| Error::invalid(&file, None, e.to_string()))
-        .and_then(|v| match v.check_bounds() {
+        .and_then(|v| match v.check_limits() {
             Ok(()) => Ok(v),
             Err(b) => Err(Error::invalid(&file, None, b.message)),
         })
@@ -129,7 +149,7 @@ impl Cached {
             let mut r = decode::<Config>("config", "goal", v.first().cloned().unwrap_or_default());
             r.seq = v.get(1).map_or(0, seq_of);
             self.config = Some(r);
-            self.view.forget();
+            self.kept.forget();
         }
         self.apply_todos(row)?;
         for v in items(row.get(3), "gates")? {
@@ -137,14 +157,14 @@ impl Cached {
             let mut r = decode::<Gate>("gates", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.gates.insert(id, r);
-            self.view.forget();
+            self.kept.forget();
         }
         for v in items(row.get(4), "agents")? {
             let id = id_of(&v[0]);
             let mut r = decode("agents", &id, v[1].clone());
             r.seq = v.get(2).map_or(0, seq_of);
             self.agents.insert(id, r);
-            self.view.forget();
+            self.kept.forget();
         }
         self.apply_spends(row)?;
         for v in items(row.get(6), "owner documents")? {
@@ -155,7 +175,7 @@ impl Cached {
                 .to_string();
             self.docs
                 .insert(id_of(&v[0]), (body, v.get(2).map_or(0, seq_of)));
-            self.view.forget();
+            self.kept.forget();
         }
         if let Some(Ok(cfg)) = self.config.as_ref().map(|r| &r.value) {
             let mut q = QuotaFile {
@@ -178,13 +198,13 @@ impl Cached {
                 if let Ok(s) = serde_json::from_value::<Status>(st) {
                     self.archived.insert(id.clone(), s);
                 }
-                self.patch_view(&id);
+                self.patch_kept(&id);
                 continue;
             }
             let mut r = decode::<Todo>("todos", &id, v[1].clone());
             r.seq = seq;
             self.todos.insert(id.clone(), r);
-            self.patch_view(&id);
+            self.patch_kept(&id);
         }
         Ok(())
     }
@@ -201,7 +221,7 @@ impl Cached {
                     let file = format!("database:spends@{seq}");
                     let p = Problem::of(&Error::invalid(&file, None, e.to_string()), &file);
                     self.bad_spends.insert(format!("spends@{seq}"), p);
-                    self.view.forget();
+                    self.kept.forget();
                 }
             }
         }
@@ -228,62 +248,11 @@ impl Cached {
 
     /// The snapshot as the rows say, without the owner's seal applied.
     pub fn snapshot_raw(&self) -> Result<Snapshot> {
-        let config = match &self.config {
-            None => {
-                return Err(
-                    Error::new(Code::NotInitialized, "the database has no goal yet")
-                        .hint("start one with `loopx start-goal` (as the owner)"),
-                );
-            }
-            Some(Row { value: Ok(c), .. }) => c.clone(),
-            Some(Row { value: Err(p), .. }) => {
-                return Err(Error::invalid(&p.file, None, p.message.clone()));
-            }
-        };
+        let config = self.config()?;
         let mut quarantined = BTreeMap::new();
-        let mut todos = BTreeMap::new();
-        for (id, r) in &self.todos {
-            match &r.value {
-                Ok(t) => {
-                    todos.insert(id.clone(), t.clone());
-                }
-                Err(p) => {
-                    quarantined.insert(id.clone(), p.clone());
-                }
-            }
-        }
-        let key = self.owner_pub()?;
-        let proofs = match (&key, self.docs.get("owner.proofs")) {
-            (Some(k), Some((t, _))) => authority::parse_proofs(t, k).unwrap_or_default(),
-            _ => Default::default(),
-        };
-        let mut gates = BTreeMap::new();
-        for (id, r) in &self.gates {
-            let g = match &r.value {
-                Ok(g) => {
-                    let mut g = g.clone();
-                    g.proven =
-                        crate::store::core::proofs::gate_proven_by(&g, &proofs, key.as_ref());
-                    g
-                }
-                Err(p) => {
-                    quarantined.insert(id.clone(), p.clone());
-                    authority::unreadable_gate(id, p)
-                }
-            };
-            gates.insert(id.clone(), g);
-        }
-        let mut agents = BTreeMap::new();
-        for (id, r) in &self.agents {
-            match &r.value {
-                Ok(a) => {
-                    agents.insert(id.clone(), a.clone());
-                }
-                Err(p) => {
-                    quarantined.insert(format!("agents/{id}"), p.clone());
-                }
-            }
-        }
+        let todos = readable(&self.todos, |id| id.to_string(), &mut quarantined);
+        let gates = self.gates(&mut quarantined)?;
+        let agents = readable(&self.agents, |id| format!("agents/{id}"), &mut quarantined);
         quarantined.extend(self.bad_spends.clone());
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
             Some((t, _)) => serde_json::from_str(t).map_err(|e| bad("quota", e))?,
@@ -307,6 +276,47 @@ impl Cached {
             agents,
             reserve_budget: Default::default(),
         })
+    }
+
+    /// The goal's config: refused when there is none yet, or it cannot be read.
+    fn config(&self) -> Result<Config> {
+        match &self.config {
+            None => Err(
+                Error::new(Code::NotInitialized, "the database has no goal yet")
+                    .hint("start one with `loopx start-goal` (as the owner)"),
+            ),
+            Some(Row { value: Ok(c), .. }) => Ok(c.clone()),
+            Some(Row { value: Err(p), .. }) => {
+                Err(Error::invalid(&p.file, None, p.message.clone()))
+            }
+        }
+    }
+
+    /// Every gate, proven by the owner's proofs; one that cannot be read is quarantined and
+    /// stands as a pending global gate.
+    fn gates(&self, quarantined: &mut BTreeMap<String, Problem>) -> Result<BTreeMap<String, Gate>> {
+        let key = self.owner_pub()?;
+        let proofs = match (&key, self.docs.get("owner.proofs")) {
+            (Some(k), Some((t, _))) => authority::parse_decisions(t, k).unwrap_or_default(),
+            _ => Default::default(),
+        };
+        let mut gates = BTreeMap::new();
+        for (id, r) in &self.gates {
+            let g = match &r.value {
+                Ok(g) => {
+                    let mut g = g.clone();
+                    g.signed =
+                        crate::store::core::decisions::gate_signed_by(&g, &proofs, key.as_ref());
+                    g
+                }
+                Err(p) => {
+                    quarantined.insert(id.clone(), p.clone());
+                    authority::unreadable_gate(id, p)
+                }
+            };
+            gates.insert(id.clone(), g);
+        }
+        Ok(gates)
     }
 
     /// Checks the snapshot against the owner's seal, as the file store does: the database
@@ -335,29 +345,16 @@ impl Cached {
     }
 }
 
-// The snapshot kept between transactions: lent to one without a copy, patched in place for the
-// todos that changed, and derived again from the rows when the owner's facts changed.
-
-/// The todos whose facts the seal may change in a snapshot.
-fn pinned(seal: &Seal) -> BTreeSet<String> {
-    seal.users
-        .iter()
-        .chain(seal.blocked.keys())
-        .chain(seal.leases.keys())
-        .cloned()
-        .collect()
-}
-
 impl Cached {
     /// The snapshot for a transaction, current to the rows; give it back with
     /// [`Cached::give_back`] so the next one need not derive it again.
     pub fn lend(&mut self) -> Result<Snapshot> {
-        let mut snap = match self.view.snap.take() {
+        let mut snap = match self.kept.snap.take() {
             Some(s) => s,
             None => {
                 let s = self.snapshot()?;
-                self.view.pinned = match &s.seal {
-                    Some(seal) => Some(pinned(seal)),
+                self.kept.pinned = match &s.seal {
+                    Some(seal) => Some(super::kept::pinned(seal)),
                     None if self.owner_pub()?.is_some() => None,
                     None => Some(BTreeSet::new()),
                 };
@@ -375,28 +372,28 @@ impl Cached {
                 "the kept snapshot drifted"
             );
         }
-        self.view.lent = Some(self.head);
+        self.kept.lent = Some(self.head);
         Ok(snap)
     }
 
     /// Takes back a lent snapshot; the todos the transaction changed in it (`touched`) are set
     /// back to the rows. Dropped when the rows moved meanwhile.
     pub fn give_back(&mut self, snap: Snapshot, touched: &[String]) {
-        if self.view.lent.take() != Some(self.head) || self.config.is_none() {
+        if self.kept.lent.take() != Some(self.head) || self.config.is_none() {
             return;
         }
-        self.view.snap = Some(snap);
+        self.kept.snap = Some(snap);
         for id in touched {
-            self.patch_view(id);
+            self.patch_kept(id);
         }
     }
 
     /// Sets todo `id` in the kept snapshot to its row (or derives it all again when the seal
     /// names it).
-    pub fn patch_view(&mut self, id: &str) {
-        let free = matches!(&self.view.pinned, Some(p) if !p.contains(id));
-        let Some(snap) = self.view.snap.as_mut().filter(|_| free) else {
-            self.view.snap = None;
+    pub fn patch_kept(&mut self, id: &str) {
+        let free = matches!(&self.kept.pinned, Some(p) if !p.contains(id));
+        let Some(snap) = self.kept.snap.as_mut().filter(|_| free) else {
+            self.kept.snap = None;
             return;
         };
         snap.todos.remove(id);

@@ -8,6 +8,7 @@ mod doctor;
 mod fast;
 mod goal;
 pub mod history;
+mod kept;
 pub mod listen;
 mod load;
 mod poll;
@@ -15,7 +16,6 @@ pub mod port;
 mod redact;
 pub mod roles;
 pub mod schema;
-mod view;
 mod watch;
 
 use std::sync::{Mutex, MutexGuard};
@@ -299,7 +299,8 @@ impl PgStore {
 
     /// Creates or upgrades the schema and the two roles (needs a role that may create them).
     pub fn migrate(&self, roles: &roles::Roles) -> Result<schema::Migrated> {
-        let m = schema::migrate(&mut Self::connect(&self.url)?, roles)?;
+        let history = history::schema(roles);
+        let m = schema::migrate(&mut Self::connect(&self.url)?, roles, &history)?;
         if let Ok(mut g) = self.conn.lock() {
             g.client = None;
             g.cache = Cached::default();

@@ -267,8 +267,7 @@ fn write_tree(c: &mut impl GenericClient, dir: &Path) -> Result<Moved> {
 pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
     let mut moved = Moved::default();
     let mut tree = Tree::new();
-    let mut rows = |sql: &str| c.query(sql, &[]).map_err(db_error);
-    let cfg = rows("SELECT body::text FROM loopx.config")?;
+    let cfg = rows(c, "SELECT body::text FROM loopx.config")?;
     let Some(cfg) = cfg.first() else {
         return Err(Error::new(
             Code::NotInitialized,
@@ -277,7 +276,23 @@ pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
     };
     let cfg: Config = from_text(&cfg.get::<_, String>(0), "config")?;
     tree.insert("loopx.toml".into(), parse::encode(&cfg)?.into_bytes());
-    for r in rows("SELECT id, body::text, archived FROM loopx.todos ORDER BY id")? {
+    render_records(c, &mut tree, &mut moved)?;
+    render_quota(c, &mut tree, &mut moved)?;
+    render_logs(c, &mut tree, &mut moved)?;
+    Ok((tree, moved))
+}
+
+/// Every row of `sql`.
+fn rows(c: &mut impl GenericClient, sql: &str) -> Result<Vec<postgres::Row>> {
+    c.query(sql, &[]).map_err(db_error)
+}
+
+/// The todos (open and archived), gates and agents, a file each.
+fn render_records(c: &mut impl GenericClient, tree: &mut Tree, moved: &mut Moved) -> Result<()> {
+    for r in rows(
+        c,
+        "SELECT id, body::text, archived FROM loopx.todos ORDER BY id",
+    )? {
         let t: Todo = from_text(&r.get::<_, String>(1), "todos")?;
         let sub = if r.get::<_, bool>(2) {
             "archive"
@@ -288,19 +303,24 @@ pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
         tree.insert(rel, parse::encode(&t)?.into_bytes());
         moved.todos += 1;
     }
-    for r in rows("SELECT id, body::text FROM loopx.gates ORDER BY id")? {
+    for r in rows(c, "SELECT id, body::text FROM loopx.gates ORDER BY id")? {
         let g: crate::kernel::Gate = from_text(&r.get::<_, String>(1), "gates")?;
         let rel = format!("gates/{}.toml", file_id(&g.id)?);
         tree.insert(rel, parse::encode(&g)?.into_bytes());
         moved.gates += 1;
     }
-    for r in rows("SELECT id, body::text FROM loopx.agents ORDER BY id")? {
+    for r in rows(c, "SELECT id, body::text FROM loopx.agents ORDER BY id")? {
         let a: crate::kernel::model::AgentInfo = from_text(&r.get::<_, String>(1), "agents")?;
         let rel = format!("agents/{}.toml", file_id(&a.id)?);
         tree.insert(rel, parse::encode(&a)?.into_bytes());
     }
+    Ok(())
+}
+
+/// `quota.toml`: the policy document with every spend.
+fn render_quota(c: &mut impl GenericClient, tree: &mut Tree, moved: &mut Moved) -> Result<()> {
     let mut quota: QuotaFile =
-        match rows("SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
+        match rows(c, "SELECT body FROM loopx.docs WHERE name = 'quota.toml'")?.first() {
             Some(r) => from_text(&r.get::<_, String>(0), "quota")?,
             // A goal started in the database has no quota document yet.
             None => QuotaFile {
@@ -308,14 +328,19 @@ pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
                 ..QuotaFile::default()
             },
         };
-    for r in rows("SELECT body::text FROM loopx.spends ORDER BY n")? {
+    for r in rows(c, "SELECT body::text FROM loopx.spends ORDER BY n")? {
         quota
             .spends
             .push(from_text(&r.get::<_, String>(0), "spends")?);
     }
     moved.spends = quota.spends.len();
     tree.insert("quota.toml".into(), parse::encode(&quota)?.into_bytes());
-    for r in rows("SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
+    Ok(())
+}
+
+/// The evidence logs, the owner's documents, `.gitignore` and the journal.
+fn render_logs(c: &mut impl GenericClient, tree: &mut Tree, moved: &mut Moved) -> Result<()> {
+    for r in rows(c, "SELECT todo, body::text FROM loopx.evidence ORDER BY n")? {
         let e: crate::kernel::Evidence = from_text(&r.get::<_, String>(1), "evidence")?;
         let rel = format!("evidence/{}.jsonl", file_id(&r.get::<_, String>(0))?);
         let buf = tree.entry(rel).or_default();
@@ -323,7 +348,10 @@ pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
         buf.push(b'\n');
         moved.evidence += 1;
     }
-    for r in rows("SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'")? {
+    for r in rows(
+        c,
+        "SELECT name, body FROM loopx.docs WHERE name <> 'quota.toml'",
+    )? {
         let name: String = r.get(0);
         if OWNER_DOCS.contains(&name.as_str()) {
             tree.insert(name, r.get::<_, String>(1).into_bytes());
@@ -331,13 +359,13 @@ pub(super) fn render(c: &mut impl GenericClient) -> Result<(Tree, Moved)> {
     }
     tree.insert(".gitignore".into(), b"lock\ncache/\n.*.tmp-*\n".to_vec());
     let mut journal_bytes = Vec::new();
-    for r in rows("SELECT line FROM loopx.journal ORDER BY seq")? {
+    for r in rows(c, "SELECT line FROM loopx.journal ORDER BY seq")? {
         journal_bytes.extend_from_slice(r.get::<_, String>(0).as_bytes());
         journal_bytes.push(b'\n');
         moved.journal += 1;
     }
     tree.insert("journal.jsonl".into(), journal_bytes);
-    Ok((tree, moved))
+    Ok(())
 }
 
 /// An id that is safe as a file name.

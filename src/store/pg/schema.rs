@@ -368,8 +368,9 @@ pub struct Migrated {
     pub to: i64,
 }
 
-/// Creates or upgrades the schema, the roles and their rules, in one transaction.
-pub fn migrate(c: &mut postgres::Client, r: &Roles) -> Result<Migrated> {
+/// Creates or upgrades the schema, the roles and their rules, and `more` (the history's tables
+/// and functions), in one transaction.
+pub fn migrate(c: &mut postgres::Client, r: &Roles, more: &str) -> Result<Migrated> {
     let mut tx = c.transaction().map_err(super::db_error)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7370)")
         .map_err(super::db_error)?;
@@ -387,7 +388,7 @@ pub fn migrate(c: &mut postgres::Client, r: &Roles) -> Result<Migrated> {
         roles_sql(r),
         rules(r),
         grants(r),
-        super::history::schema(r),
+        more,
     );
     tx.batch_execute(&sql).map_err(super::db_error)?;
     tx.commit().map_err(super::db_error)?;

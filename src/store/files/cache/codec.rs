@@ -47,7 +47,7 @@ impl W {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
     pub(super) fn str(&mut self, s: &str) {
-        // Every string a todo holds is bounded far below 4 GiB (kernel::bounds).
+        // Every string a todo holds is bounded far below 4 GiB (kernel::limits).
         self.u32(u32::try_from(s.len()).unwrap_or(u32::MAX));
         self.0.extend_from_slice(s.as_bytes());
     }

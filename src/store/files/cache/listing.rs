@@ -4,7 +4,6 @@
 //! Every file is still stat-ed by name, so an edit in place is seen; a large directory is
 //! stat-ed on two threads.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd as _;
@@ -176,17 +175,21 @@ fn stat_all(d: &File, names: &[String]) -> io::Result<Vec<Stat>> {
 
 /// One file's stat, by name relative to the directory.
 fn stat_at(d: &File, stem: &str) -> io::Result<Stat> {
-    let mut name = Vec::with_capacity(stem.len() + 6);
-    name.extend_from_slice(stem.as_bytes());
-    name.extend_from_slice(b".toml");
-    let name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // `STEM.toml` and its NUL, on the stack (a file name is at most 255 bytes).
+    let mut buf = [0u8; 256];
+    let name = buf[..255]
+        .get_mut(..stem.len() + 5)
+        .filter(|_| !stem.as_bytes().contains(&0))
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    name[..stem.len()].copy_from_slice(stem.as_bytes());
+    name[stem.len()..].copy_from_slice(b".toml");
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `d` is an open directory, `name` is NUL-terminated, and `st` is written by the
-    // call before it is read (only when it returns 0).
+    // SAFETY: `d` is an open directory, `buf` holds the name NUL-terminated (its last byte is
+    // never written), and `st` is written by the call before it is read (only when it returns 0).
     let rc = unsafe {
         libc::fstatat(
             d.as_raw_fd(),
-            name.as_ptr(),
+            buf.as_ptr().cast::<libc::c_char>(),
             st.as_mut_ptr(),
             libc::AT_SYMLINK_NOFOLLOW,
         )

@@ -20,6 +20,8 @@ pub mod listing;
 const VERSION: u32 = 6;
 /// Files changed more recently than this are not cached.
 const RACY_NS: i64 = 25_000_000;
+/// The same on a file system that keeps times in whole seconds.
+const COARSE_RACY_NS: i64 = 2_000_000_000;
 
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,9 +51,17 @@ impl From<(u64, u64, i64, i64)> for Key {
 }
 
 impl Key {
-    /// True when the file has not changed in the racy window before `now_ns`.
+    /// True when the file has not changed in the racy window before `now_ns`. Times in whole
+    /// seconds (a file system that keeps no finer ones) wait out two seconds instead: a change
+    /// later in the same second would keep the same times.
     pub fn is_settled(&self, now_ns: i64) -> bool {
-        self.ctime_ns < now_ns - RACY_NS && self.mtime_ns < now_ns - RACY_NS
+        let whole = |t: i64| t % 1_000_000_000 == 0;
+        let racy = if whole(self.ctime_ns) && whole(self.mtime_ns) {
+            COARSE_RACY_NS
+        } else {
+            RACY_NS
+        };
+        self.ctime_ns < now_ns - racy && self.mtime_ns < now_ns - racy
     }
 
     /// Appends the key to a cache row.
@@ -154,7 +164,7 @@ impl Cache {
     fn todo(&self, r: &Row) -> Option<Todo> {
         let mut rd = codec::R(&self.bytes[r.todo.clone()]);
         let t = codec::get_todo(&mut rd)?;
-        (rd.0.is_empty() && crate::kernel::bounds::check_todo(&t).is_ok()).then_some(t)
+        (rd.0.is_empty() && crate::kernel::limits::check_todo(&t).is_ok()).then_some(t)
     }
 
     /// Every row: the file name's stem, the key it was cached under, and the todo it holds.

@@ -14,7 +14,7 @@ use super::files::{DIRS, entries, is_real_dir};
 use crate::kernel::{Error, Event, Result, Ts};
 use crate::store::fs::FileStore;
 use crate::store::parse::shown;
-use crate::store::{Store, atomic, journal};
+use crate::store::{Reads, atomic, journal};
 
 /// A temp file of STATE.md or of the cache is written without the lock: younger than this, it
 /// may be a write in progress, so it is left alone.

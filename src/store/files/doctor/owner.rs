@@ -1,4 +1,4 @@
-//! Owner authority: decisions proven, every owner line signed, owner.pub still the owner's,
+//! Owner authority: decisions signed, every owner line signed, owner.pub still the owner's,
 //! and the goal, quota and gates as the owner's signed journal left them.
 
 use super::is_regular;
@@ -23,7 +23,7 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
     };
     check_key_is_yours(store, key.as_ref(), out);
     for g in &s.gates {
-        gate_proven(g, key.as_ref(), out);
+        gate_signed(g, key.as_ref(), out);
     }
     let jp = store.journal_path();
     if !is_regular(&jp) {
@@ -68,9 +68,9 @@ fn check_key_is_yours(store: &FileStore, key: Option<&OwnerPub>, out: &mut Vec<F
     }
 }
 
-fn gate_proven(g: &Doc<Gate>, key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
+fn gate_signed(g: &Doc<Gate>, key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
     let g_ = &g.value;
-    if authority::gate_proven(g_, key) {
+    if authority::gate_signed(g_, key) {
         return;
     }
     let why = if key.is_none() {
@@ -116,7 +116,7 @@ fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> 
             }
             continue;
         }
-        if !authority::event_proven(&ev, key) {
+        if !authority::event_signed(&ev, key) {
             let what =
                 if ev.actor == OWNER && !authority::OWNER_ACTIONS.contains(&ev.action.as_str()) {
                     "a line attributed to the owner"

@@ -15,32 +15,8 @@ pub(super) fn check(
 ) {
     let Some(key) = key else { return };
     let file = ".loopx/owner.seal";
-    let text = match crate::store::parse::read_bytes(&store.path("owner.seal")) {
-        Ok(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
-        Ok(None) => {
-            out.push(Finding::error(
-                file,
-                None,
-                "is missing: agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`",
-            ));
-            return;
-        }
-        Err(e) => {
-            out.push(Finding::from_error(&e, file));
-            return;
-        }
-    };
-    let s = match Seal::parse(&text, key) {
-        Ok(s) => s,
-        Err(why) => {
-            // A line that is not a seal line is named as `line N: ...`.
-            let line = why
-                .strip_prefix("line ")
-                .and_then(|r| r.split(':').next())
-                .and_then(|n| n.parse().ok());
-            out.push(Finding::error(file, line, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
-            return;
-        }
+    let Some(s) = read_seal(store, key, out) else {
+        return;
     };
     if let (Some((id, _)), Ok(cfg)) = (&s.goal, store.read_config())
         && *id != cfg.goal.id
@@ -57,6 +33,46 @@ pub(super) fn check(
         sealed_history(journal, m, out);
     }
     remembered(store, key, journal, out);
+    hand_edits(store, &s, out);
+}
+
+/// `owner.seal`, read and checked against the owner's key; `None` (with a finding) when it is
+/// missing or not valid.
+fn read_seal(store: &FileStore, key: &OwnerPub, out: &mut Vec<Finding>) -> Option<Seal> {
+    let file = ".loopx/owner.seal";
+    let text = match crate::store::parse::read_bytes(&store.path("owner.seal")) {
+        Ok(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(None) => {
+            out.push(Finding::error(
+                file,
+                None,
+                "is missing: agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`",
+            ));
+            return None;
+        }
+        Err(e) => {
+            out.push(Finding::from_error(&e, file));
+            return None;
+        }
+    };
+    match Seal::parse(&text, key) {
+        Ok(s) => Some(s),
+        Err(why) => {
+            // A line that is not a seal line is named as `line N: ...`.
+            let line = why
+                .strip_prefix("line ")
+                .and_then(|r| r.split(':').next())
+                .and_then(|n| n.parse().ok());
+            out.push(Finding::error(file, line, format!("is not valid ({why}): agents count the goal as paused; the owner checks the other findings, then runs `loopx owner seal --adopt`")));
+            None
+        }
+    }
+}
+
+/// Where the files differ from the seal, or from what the journal says the owner did: edits by
+/// hand.
+fn hand_edits(store: &FileStore, s: &Seal, out: &mut Vec<Finding>) {
+    let file = ".loopx/owner.seal";
     if let Ok(mut raw) = store.load_raw() {
         for n in seal::apply(&mut raw, &mut s.clone()) {
             out.push(Finding::error(
@@ -67,7 +83,7 @@ pub(super) fn check(
                 ),
             ));
         }
-        for (f, n) in store.journaled_disagreements(&mut raw, &s) {
+        for (f, n) in store.journaled_disagreements(&mut raw, s) {
             out.push(Finding::error(
                 format!(".loopx/{f}"),
                 None,
@@ -79,7 +95,7 @@ pub(super) fn check(
 
 /// `loopx.toml`'s goal id is not the sealed goal's: named at its line.
 fn goal_id_edited(store: &FileStore, sealed: &str, here: &str) -> Finding {
-    use crate::kernel::bounds::Key;
+    use crate::kernel::limits::Key;
     let line = crate::store::parse::read_bytes(&store.path("loopx.toml"))
         .ok()
         .flatten()

@@ -1,40 +1,38 @@
-//! Bounds: the checks of each state file's values, on the limits of `limits` (re-exported here,
-//! so `bounds::X` names every limit). Pure: the store maps a violation to exit 6 with file and
-//! line, the faces and ops map it to exit 2.
+//! The checks of each state file's values against the limits. Pure: the store maps a violation
+//! to exit 6 with file and line, the faces and ops map it to exit 2.
 
 use crate::kernel::model::{Check, Config, Evidence, Gate, Lease, QuotaFile, Spend, Todo};
 use crate::kernel::time::Dur;
 
-pub use crate::kernel::limits::*;
-use crate::kernel::limits::{each, opt_text, refs};
+use super::*;
 pub use crate::kernel::model::{TTL_MAX, TTL_MIN};
 
 /// A state value whose bounds can be checked.
-pub trait Bounded {
+pub trait Limited {
     /// The first value outside its bound, if any.
-    fn check_bounds(&self) -> Checked;
+    fn check_limits(&self) -> Checked;
 }
 
-impl Bounded for Config {
-    fn check_bounds(&self) -> Checked {
+impl Limited for Config {
+    fn check_limits(&self) -> Checked {
         check_config(self)
     }
 }
 
-impl Bounded for Todo {
-    fn check_bounds(&self) -> Checked {
+impl Limited for Todo {
+    fn check_limits(&self) -> Checked {
         check_todo(self)
     }
 }
 
-impl Bounded for Gate {
-    fn check_bounds(&self) -> Checked {
+impl Limited for Gate {
+    fn check_limits(&self) -> Checked {
         check_gate(self)
     }
 }
 
-impl Bounded for crate::kernel::model::AgentInfo {
-    fn check_bounds(&self) -> Checked {
+impl Limited for crate::kernel::model::AgentInfo {
+    fn check_limits(&self) -> Checked {
         agent("id", &self.id)?;
         caps("capabilities", &self.capabilities)
     }
@@ -88,8 +86,8 @@ fn check_agents(c: &Config) -> Checked {
     Ok(())
 }
 
-impl Bounded for QuotaFile {
-    fn check_bounds(&self) -> Checked {
+impl Limited for QuotaFile {
+    fn check_limits(&self) -> Checked {
         check_quota(self)
     }
 }

@@ -1,8 +1,11 @@
-//! Limits: every bound on a value loopx reads or writes, as named constants, and the checks of
-//! one value against them (texts, counts, durations, command texts). The table in
-//! `docs/state-format.md` ("Bounds") lists them all.
+//! Limits: every limit on a value loopx reads or writes, as named constants, the checks of one
+//! value against them (texts, counts, durations, command texts), and of each state file's values
+//! (`checks.rs`). The table in `docs/state-format.md` ("Bounds") lists them all.
 
 use std::fmt;
+
+mod checks;
+pub use checks::*;
 
 use crate::kernel::error::{Error, Result};
 use crate::kernel::time::Dur;

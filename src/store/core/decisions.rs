@@ -8,15 +8,15 @@ use crate::kernel::{Gate, GateStatus};
 use crate::store::core::owner::OwnerKey;
 
 /// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
-pub fn gate_proven_by(g: &Gate, proofs: &BTreeSet<String>, key: Option<&OwnerPub>) -> bool {
+pub fn gate_signed_by(g: &Gate, proofs: &BTreeSet<String>, key: Option<&OwnerPub>) -> bool {
     g.status == GateStatus::Pending
         || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
-        || authority::gate_proven(g, key)
+        || authority::gate_signed(g, key)
 }
 
 /// `owner.proofs` with the decisions `new` added, signed again: `kept` is the file's text (if
 /// any); a missing or invalid one is rebuilt from every decided gate whose own signature verifies.
-pub fn proofs_text<'a>(
+pub fn decisions_text<'a>(
     key: &OwnerKey,
     kept: Option<&str>,
     decided: impl Iterator<Item = &'a Gate>,
@@ -24,18 +24,18 @@ pub fn proofs_text<'a>(
 ) -> String {
     let public = key.public();
     let mut hashes = kept
-        .and_then(|t| authority::parse_proofs(t, &public))
+        .and_then(|t| authority::parse_decisions(t, &public))
         .unwrap_or_default();
     if hashes.is_empty() {
         hashes.extend(
             decided
                 .filter(|g| {
-                    g.status != GateStatus::Pending && authority::gate_proven(g, Some(&public))
+                    g.status != GateStatus::Pending && authority::gate_signed(g, Some(&public))
                 })
                 .filter_map(authority::decision_hash),
         );
     }
     hashes.extend(new);
-    let sig = key.sign(&authority::proofs_message(&hashes));
-    authority::proofs_text(&hashes, &sig)
+    let sig = key.sign(&authority::decisions_message(&hashes));
+    authority::decisions_text(&hashes, &sig)
 }
