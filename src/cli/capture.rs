@@ -1,13 +1,10 @@
-//! Evidence `todo update` captures: artifacts' SHA-256, and git's HEAD and changed files.
-
-pub use crate::runtime::git::facts as git_facts;
+//! Evidence `todo update` reads from the given files: artifacts' SHA-256.
 
 use std::path::Path;
 
 use super::Ctx;
 use crate::kernel::limits;
-use crate::kernel::{Dur, Error, Evidence, EvidenceKind, Result, Todo, Ts};
-use crate::runtime::git::GitFacts;
+use crate::kernel::{Error, Evidence, EvidenceKind, Result, Ts};
 
 /// `--artifact PATH`: its SHA-256, as evidence.
 pub fn artifact(ctx: &Ctx, now: Ts, agent: &str, path: &str) -> Result<Evidence> {
@@ -55,57 +52,4 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
         }
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The evidence `todo update` captures when none is given.
-pub fn auto_evidence(now: Ts, agent: &str, t: &Todo, git: GitFacts) -> Evidence {
-    let since = t.lease.as_ref().map(|l| now.since(l.acquired_at));
-    let mut parts = Vec::new();
-    let mut e = Evidence::new(now, agent, None, EvidenceKind::Auto, String::new());
-    match &git {
-        Ok(Some(g)) => {
-            match &g.head {
-                Some(h) => parts.push(format!("HEAD {}", &h[..h.len().min(12)])),
-                None => parts.push("no commits yet".into()),
-            }
-            parts.push(format!(
-                "{} changed file{}",
-                g.files.len(),
-                if g.files.len() == 1 { "" } else { "s" }
-            ));
-        }
-        Ok(None) => parts.push("not a git work tree".into()),
-        Err(why) => parts.push(format!("no git facts: {why}")),
-    }
-    if let Some(s) = since {
-        parts.push(format!("{} since the claim", Dur(s.0 / 1000 * 1000)));
-        e.since_claim_s = Some(s.0 / 1000);
-    }
-    if let Ok(Some(g)) = git {
-        // Outside the reservation: of every changed file, not only the 50 recorded.
-        if let Some(l) = t.lease.as_ref() {
-            e.outside = crate::kernel::reserve::outside(&l.paths, &g.files);
-        }
-        if !e.outside.is_empty() {
-            parts.push(format!("{} outside the reservation", e.outside.len()));
-        }
-        e.commit = g.head;
-        e.files = g.files.into_iter().take(50).collect();
-    }
-    e.summary = parts.join(", ");
-    e
-}
-
-/// The warning for auto evidence that names changed files outside the lease's reservation.
-pub fn outside_warning(id: &str, t: &Todo, e: &Evidence) -> Option<String> {
-    let l = t.lease.as_ref()?;
-    let first = e.outside.first()?;
-    let more = match e.outside.len() {
-        1 => String::new(),
-        n => format!(" and {} more", n - 1),
-    };
-    Some(format!(
-        "{id}: changed outside its reservation ({}): {first}{more}",
-        l.paths.join(" ")
-    ))
 }

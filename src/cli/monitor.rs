@@ -5,10 +5,10 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::{Ctx, Out, rel_time};
+use crate::flows::monitor::{Checked, Poller};
 use crate::kernel::monitor::{self, Approval};
 use crate::kernel::ops::{self, Recorded};
 use crate::kernel::{Dur, Result, Snapshot, Todo, Ts};
-use crate::runtime::monitor::{Checked, Poller};
 use crate::store::{Admin, Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -215,30 +215,12 @@ fn poll(ctx: &Ctx, store: &dyn Admin, timeout: Dur) -> Result<Out> {
         dir: &dir,
         timeout,
     };
-    history_kept(store)?;
-    let p = crate::runtime::monitor::poll(store, who, ctx.now)?;
+    let p = crate::flows::monitor::poll(store, who, ctx.now)?;
     Ok(poll_out(p, timeout))
 }
 
-/// Where the owner's key is, a poll runs nothing when the last line the owner signed here is
-/// gone from the journal (history cut, or an older `owner.seal` put back with it): the seal it
-/// would trust may hold an approval the owner revoked since (exit 7).
-fn history_kept(store: &dyn Admin) -> Result<()> {
-    let Some(fs) = store.files() else {
-        return Ok(());
-    };
-    match crate::store::files::doctor::owner_history_cut(fs) {
-        None => Ok(()),
-        Some(why) => Err(crate::kernel::error::Error::new(
-            crate::kernel::error::Code::Denied,
-            format!("no check runs: .loopx/journal.jsonl: {why}"),
-        )
-        .hint("run `loopx doctor`; once the history is as you left it, `loopx owner seal`")),
-    }
-}
-
 /// A poll's report, as text and JSON.
-pub(super) fn poll_out(p: crate::runtime::monitor::Poll, timeout: Dur) -> Out {
+pub(super) fn poll_out(p: crate::flows::monitor::Poll, timeout: Dur) -> Out {
     let mut text = Vec::new();
     let mut skipped = Vec::new();
     for (id, why) in &p.skipped {

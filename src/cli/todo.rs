@@ -6,10 +6,11 @@ use serde_json::json;
 
 use super::todo_edit::{self, ContextArgs};
 use super::{Ctx, Out, rel_time, to_json};
+use crate::flows::update::target;
 use crate::kernel::id;
 use crate::kernel::ops;
 use crate::kernel::readiness;
-use crate::kernel::{Dur, Error, EvidenceKind, Priority, Result, Role, Snapshot, Status, Todo, Ts};
+use crate::kernel::{Dur, Error, EvidenceKind, Priority, Result, Role, Status, Todo, Ts};
 use crate::store::{Store, StoreExt};
 use crate::text::escape as esc;
 
@@ -296,20 +297,6 @@ fn reassign(ctx: &Ctx, store: &dyn Store, id: &str, to: &str, ttl: Option<Dur>) 
         to_json(&t),
         format!("{} reassigned to {to} (fence {})", esc(&t.id), t.fence),
     ))
-}
-
-/// The todo named, or the one this agent holds.
-fn target(
-    store: &dyn Store,
-    snap: &Snapshot,
-    agent: &str,
-    now: Ts,
-    id: Option<&str>,
-) -> Result<String> {
-    match id {
-        Some(i) => store.resolve_todo(snap, i),
-        None => ops::default_held(snap, agent, now),
-    }
 }
 
 fn line(t: &Todo, now: Ts) -> String {

@@ -3,7 +3,6 @@
 pub mod git;
 pub mod hook_serve;
 pub mod hooks;
-pub mod monitor;
 pub mod process;
 pub mod program;
 pub mod turn_id;

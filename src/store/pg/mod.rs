@@ -9,13 +9,13 @@ mod fast;
 pub mod follow;
 mod goal;
 pub mod history;
+mod kept;
 mod load;
 mod poll;
 pub mod port;
 mod redact;
 pub mod roles;
 pub mod schema;
-mod kept;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;

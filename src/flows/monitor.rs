@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::monitor::{self, Step};
 use crate::kernel::ops::{self, Ran, Recorded};
-use crate::kernel::{Dur, Error, Result, Snapshot, Todo, Ts, limits};
+use crate::kernel::{Code, Dur, Error, Result, Snapshot, Todo, Ts, limits};
 use crate::runtime::process::{self, Echo, Limits, Spec};
 use crate::store::{Admin, Store, StoreExt};
 
@@ -101,9 +101,10 @@ pub struct Poller<'a> {
 
 /// One load when nothing is due; otherwise the poll lock, a fresh load, the overdue notes, and
 /// each due check run outside the store's lock and recorded in its own transaction, as the
-/// poller's agent. Only one poll of a project runs checks at a time (the store's poll lock).
+/// poller's agent, unless the owner's history here was cut. Only one poll of a project runs checks at a time (the store's poll lock).
 pub fn poll(store: &dyn Admin, who: Poller<'_>, now: Ts) -> Result<Poll> {
     let agent = who.agent;
+    history_kept(store)?;
     check_timeout(who.timeout)?;
     let snap = store.load()?;
     if let Some(report) = quiet(&snap, now) {
@@ -158,6 +159,23 @@ pub fn poll(store: &dyn Admin, who: Poller<'_>, now: Ts) -> Result<Poll> {
         }
     }
     Ok(report)
+}
+
+/// Where the owner's key is, a poll runs nothing when the last line the owner signed here is
+/// gone from the journal (history cut, or an older `owner.seal` put back with it): the seal it
+/// would trust may hold an approval the owner revoked since (exit 7).
+fn history_kept(store: &dyn Admin) -> Result<()> {
+    let Some(fs) = store.files() else {
+        return Ok(());
+    };
+    match crate::store::files::doctor::owner_history_cut(fs) {
+        None => Ok(()),
+        Some(why) => Err(Error::new(
+            Code::Denied,
+            format!("no check runs: .loopx/journal.jsonl: {why}"),
+        )
+        .hint("run `loopx doctor`; once the history is as you left it, `loopx owner seal`")),
+    }
 }
 
 /// The time since `started`, as a duration of the kernel's clock.
