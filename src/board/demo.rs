@@ -168,6 +168,7 @@ fn config(now: Ts) -> Config {
         hooks: Default::default(),
         done: Default::default(),
         breaker: Default::default(),
+        devices: Default::default(),
         extra: Extra::new(),
     }
 }

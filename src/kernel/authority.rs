@@ -68,6 +68,8 @@ pub const OWNER_ACTIONS: &[&str] = &[
     Action::HookSet.as_str(),
     Action::HookRemove.as_str(),
     Action::AgentFix.as_str(),
+    Action::DeviceEnroll.as_str(),
+    Action::DeviceRevoke.as_str(),
 ];
 
 /// The owner's public key, as read from `.loopx/owner.pub`.

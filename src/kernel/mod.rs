@@ -5,6 +5,7 @@ pub mod alert;
 pub mod authority;
 pub mod blocker;
 pub mod breaker;
+pub mod device;
 pub mod error;
 pub mod gate_action;
 pub mod id;

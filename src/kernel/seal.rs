@@ -85,7 +85,7 @@ impl Seal {
                 .filter(|t| t.status == Status::Blocked && plain(&t.id))
                 .filter_map(|t| {
                     let by = t.status_by.as_ref()?;
-                    let owners = by == "owner" || by.starts_with("gate:");
+                    let owners = by == "owner" || by.starts_with("gate:") || by.starts_with("device:");
                     (owners && plain(by)).then(|| (t.id.clone(), by.clone()))
                 })
                 .collect(),
@@ -94,6 +94,7 @@ impl Seal {
             budget: Some((q.tokens, q.cost_usd)),
             hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             agents: crate::kernel::agents::facts(&snap.config),
+            devices: prev.map(|p| p.devices.clone()).unwrap_or_default(),
             breaker: Some(snap.config.breaker.turns()),
             held: journaled::held_facts(snap),
             spends: journaled::spend_facts(snap),
@@ -124,6 +125,31 @@ impl Seal {
                 }
                 Action::CheckRevoke => {
                     self.checks.remove(&e.target);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Seal {
+    /// Applies an owner change's device enrollments (`device.enroll` carries the key in its
+    /// data) and revocations.
+    pub fn apply_device_events(&mut self, events: &[crate::kernel::model::EventDraft]) {
+        use crate::kernel::action::Action;
+        for e in events {
+            match e.action {
+                Action::DeviceEnroll => {
+                    let key = e.data.get("key").and_then(|v| v.as_str());
+                    let key = key.and_then(|k| crate::kernel::device::DeviceKey::parse(k).ok());
+                    if let Some(k) = key
+                        && crate::kernel::device::check_name(&e.target).is_ok()
+                    {
+                        self.devices.insert(e.target.clone(), k.hex());
+                    }
+                }
+                Action::DeviceRevoke => {
+                    self.devices.remove(&e.target);
                 }
                 _ => {}
             }
@@ -264,6 +290,7 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     apply_budget_and_hooks(snap, seal, &mut notes);
     crate::kernel::agents::apply_sealed(snap, &seal.agents, &mut notes);
     crate::kernel::breaker::apply_sealed(&mut snap.config, seal.breaker, &mut notes);
+    apply_devices(&mut snap.config, seal, &mut notes);
     apply_gates(snap, seal, &mut notes);
     apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {
@@ -292,12 +319,50 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     notes
 }
 
+/// The devices that count are the sealed ones, with their sealed keys: one added or changed by
+/// hand is not enrolled, and one removed by hand still is.
+fn apply_devices(cfg: &mut crate::kernel::Config, seal: &Seal, notes: &mut Vec<String>) {
+    cfg.devices.retain(|name, p| {
+        let ok = seal.devices.get(name) == Some(&p.key);
+        if !ok {
+            notes.push(format!(
+                "loopx.toml's device {name} is not one the owner enrolled: it decides nothing"
+            ));
+        }
+        ok
+    });
+    for (name, key) in &seal.devices {
+        if !cfg.devices.contains_key(name) {
+            notes.push(format!(
+                "device {name} is enrolled in the owner's seal but not in loopx.toml: it still counts"
+            ));
+            let p = crate::kernel::model::DevicePolicy {
+                key: key.clone(),
+                enrolled_at: crate::kernel::Ts(0),
+                label: None,
+                extra: Default::default(),
+            };
+            cfg.devices.insert(name.clone(), p);
+        }
+    }
+}
+
 /// Sealed gates must match their facts and block at least what they blocked: a changed or
 /// deleted one counts as a pending global gate. A decided gate the seal does not hold is not the
-/// owner's decision (every decision rewrites the seal): it counts as pending.
+/// owner's decision (every decision rewrites the seal): it counts as pending. A decision signed
+/// on a device counts while the seal enrolls that device, on a gate the seal held pending (or
+/// one opened since).
 fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
+    let devices = &snap.config.devices;
     for (id, g) in snap.gates.iter_mut() {
-        if !seal.gates.contains_key(id) && g.status != GateStatus::Pending && g.signed {
+        if by_device(g) {
+            if g.signed && !crate::kernel::device::gate_signed(g, devices) {
+                notes.push(format!(
+                    "gates/{id}.toml holds a decision of a device the owner's seal does not enroll: it counts as pending"
+                ));
+                g.signed = false;
+            }
+        } else if !seal.gates.contains_key(id) && g.status != GateStatus::Pending && g.signed {
             notes.push(format!(
                 "gates/{id}.toml holds a decision the owner's seal does not: it counts as pending"
             ));
@@ -305,12 +370,13 @@ fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
         }
     }
     for (id, sg) in &seal.gates {
+        let holds = |g: &Gate| sg.blocks.iter().all(|b| g.blocks.contains(b));
         match snap.gates.get_mut(id) {
-            Some(g)
-                if gate_hash(g) == sg.hash && sg.blocks.iter().all(|b| g.blocks.contains(b)) =>
-            {
-                g.signed = true;
+            Some(g) if gate_hash(g) == sg.hash && holds(g) => {
+                g.signed = !by_device(g) || g.signed;
             }
+            // Decided on a device since the seal held it pending: the facts are the sealed ones.
+            Some(g) if by_device(g) && gate_hash(&undecided(g)) == sg.hash && holds(g) => {}
             Some(g) => {
                 seal.mismatched.insert(id.clone());
                 notes.push(format!(
@@ -337,6 +403,27 @@ fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
                 snap.gates.insert(id.clone(), g);
             }
         }
+    }
+}
+
+/// True when a gate's decision names a device as its decider.
+fn by_device(g: &Gate) -> bool {
+    g.status != GateStatus::Pending
+        && g.decided_by
+            .as_deref()
+            .and_then(crate::kernel::device::of_actor)
+            .is_some()
+}
+
+/// The gate as it was before its decision.
+fn undecided(g: &Gate) -> Gate {
+    Gate {
+        status: GateStatus::Pending,
+        decided_by: None,
+        decided_at: None,
+        option: None,
+        reason: None,
+        ..g.clone()
     }
 }
 
@@ -382,6 +469,11 @@ fn fail_closed(g: &mut Gate) {
 /// The goal counts as paused: the project has an owner key but no valid seal.
 pub fn unsealed(snap: &mut Snapshot, why: &str) -> Vec<String> {
     snap.config.goal.status = GoalStatus::Paused;
+    // Only the seal enrolls devices: without one, no device decides anything.
+    snap.config.devices.clear();
+    for g in snap.gates.values_mut().filter(|g| by_device(g)) {
+        g.signed = false;
+    }
     snap.unsealed = true;
     let mut notes = vec![format!(
         "owner.seal {why}: the goal counts as paused until the owner checks `loopx doctor` and runs `loopx owner seal --adopt`"

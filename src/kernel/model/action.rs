@@ -128,6 +128,10 @@ actions! {
     AgentSet = "agent.set", owner: false;
     /// `agent fix`: the owner fixes an agent's capabilities and slots (`[agents.ID]`, sealed).
     AgentFix = "agent.fix", owner: true;
+    /// `web pair`: the owner enrolls a device to decide gates (`[devices.NAME]`, sealed).
+    DeviceEnroll = "device.enroll", owner: true;
+    /// `owner devices revoke`: the owner ends a device; its decisions count as pending.
+    DeviceRevoke = "device.revoke", owner: true;
     /// `todo handoff`: the holder passes its lease to a named agent with a new fence.
     TodoHandoff = "todo.handoff", owner: false;
     /// `todo edit`: title, priority, body, links or dependencies (signed when the owner's).

@@ -38,6 +38,9 @@ pub struct Config {
     /// The no-progress breaker: turns without progress that park a todo (an owner fact, sealed).
     #[serde(default, skip_serializing_if = "BreakerPolicy::is_empty")]
     pub breaker: BreakerPolicy,
+    /// Devices the owner enrolled to decide gates (`loopx web pair`), by name (sealed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, DevicePolicy>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -64,6 +67,7 @@ impl Config {
             hooks: BTreeMap::new(),
             done: DonePolicy::default(),
             breaker: BreakerPolicy::default(),
+            devices: BTreeMap::new(),
             extra: Extra::new(),
         }
     }
@@ -197,6 +201,21 @@ impl AgentPolicy {
     pub fn is_unset(&self) -> bool {
         self.capabilities.is_none() && self.slots.is_none()
     }
+}
+
+/// `[devices.NAME]` in `loopx.toml`: a device the owner enrolled (sealed), other keys kept.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DevicePolicy {
+    /// Its Ed25519 public key, 64 hex characters.
+    pub key: String,
+    /// When the owner enrolled it.
+    pub enrolled_at: Ts,
+    /// What the device said it is (its browser), for the owner's list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Unknown keys.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// `agents/ID.toml`: an agent's own declaration of what it can do.

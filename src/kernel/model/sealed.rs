@@ -52,6 +52,8 @@ pub struct Seal {
     pub hooks: BTreeMap<String, String>,
     /// The owner's fixed values per agent (`agent ID SLOTS|- CAPS|-`).
     pub agents: AgentFacts,
+    /// Devices the owner enrolled: name to public key (hex).
+    pub devices: BTreeMap<String, String>,
     /// Turns without progress that park a todo (`None`: a seal from before the breaker).
     pub breaker: Option<u32>,
     /// Every lease the files held when sealed, agents' claims too, by todo id.

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Change, OWNER, Write};
+use super::{Change, Write};
 use crate::kernel::action::Action;
 use crate::kernel::breaker::{self, Verdict};
 use crate::kernel::model::*;
@@ -61,7 +61,7 @@ pub(super) fn after_turn(
 /// What the owner's decision of gate `g` does to the todos it parked: approved `drop` cancels
 /// them, `rewrite` blocks them for the owner, anything else (or a cancel) clears the stall so
 /// they are offered again. A rejection's block is the caller's; the stall is cleared here.
-pub(super) fn on_decision(snap: &Snapshot, now: Ts, g: &Gate, c: &mut Change) {
+pub(super) fn on_decision(snap: &Snapshot, (by, now): (&str, Ts), g: &Gate, c: &mut Change) {
     for tid in &g.blocks {
         let Some(t) = snap.todos.get(tid) else {
             continue;
@@ -76,23 +76,23 @@ pub(super) fn on_decision(snap: &Snapshot, now: Ts, g: &Gate, c: &mut Change) {
         match (g.status, option) {
             (GateStatus::Approved, Some("drop")) => {
                 t.status = Status::Cancelled;
-                t.status_by = Some(OWNER.into());
+                t.status_by = Some(by.into());
                 t.reason = Some(format!("dropped by the owner (gate {})", g.id));
                 t.lease = None;
                 let data = json!({"gate": g.id, "reason": t.reason});
-                c.event(now, OWNER, Action::TodoCancel, tid, data);
+                c.event(now, by, Action::TodoCancel, tid, data);
                 c.writes.push(Write::Archive(t));
             }
             (GateStatus::Approved, Some("rewrite")) => {
                 t.status = Status::Blocked;
-                t.status_by = Some(OWNER.into());
+                t.status_by = Some(by.into());
                 t.reason = Some(format!(
                     "the owner asked for a rewrite (gate {}): edit it, then `loopx todo reopen {tid}`",
                     g.id
                 ));
                 t.lease = None;
                 let data = json!({"gate": g.id, "reason": t.reason});
-                c.event(now, OWNER, Action::TodoBlock, tid, data);
+                c.event(now, by, Action::TodoBlock, tid, data);
                 c.writes.push(Write::Todo(t));
             }
             // A rejection blocks the todo in the caller's loop, which clears the stall too.

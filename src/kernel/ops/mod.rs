@@ -142,6 +142,8 @@ impl Snapshot {
 }
 
 pub mod agents;
+mod devices;
+pub use devices::*;
 mod breaker;
 mod claim;
 use claim::grant;

@@ -158,7 +158,7 @@ pub fn decide_gate(
     }
     c.event(now, owner, action, id, data);
     c.writes.push(Write::Gate(g.clone()));
-    super::breaker::on_decision(snap, now, &g, &mut c);
+    super::breaker::on_decision(snap, (owner, now), &g, &mut c);
     if status == GateStatus::Rejected {
         block_rejected(snap, owner, now, id, &g, &mut c);
     }
@@ -167,7 +167,7 @@ pub fn decide_gate(
 
 /// Refuses a decision the gate `cur` cannot take: it is decided already, the option is not
 /// one it offers or is missing, a rejection has no reason, or the digest is wrong or misplaced.
-fn check_decision(cur: &Gate, id: &str, d: &Decision) -> Result<()> {
+pub(super) fn check_decision(cur: &Gate, id: &str, d: &Decision) -> Result<()> {
     let Decision {
         status,
         option,
@@ -222,7 +222,7 @@ fn check_decision(cur: &Gate, id: &str, d: &Decision) -> Result<()> {
 
 /// Blocks every unfinished todo the rejected gate `g` names, whatever its status: a todo
 /// deferred while the gate was pending must not be reopened past the rejection.
-fn block_rejected(snap: &Snapshot, owner: &str, now: Ts, id: &str, g: &Gate, c: &mut Change) {
+pub(super) fn block_rejected(snap: &Snapshot, owner: &str, now: Ts, id: &str, g: &Gate, c: &mut Change) {
     for tid in &g.blocks {
         let already = |t: &&Todo| {
             t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))

@@ -56,6 +56,9 @@ impl Seal {
             let (slots, caps) = crate::kernel::agents::fact_fields(f);
             s.push_str(&format!("agent {id} {slots} {caps}\n"));
         }
+        for (name, key) in &self.devices {
+            s.push_str(&format!("device {name} {key}\n"));
+        }
         if let Some(n) = self.breaker {
             s.push_str(&format!("breaker {n}\n"));
         }
@@ -157,6 +160,9 @@ impl Seal {
                 let fence = fence.parse().ok()?;
                 self.leases
                     .insert(id.to_string(), LeaseFact { fence, holder });
+            }
+            ["device", name, key] => {
+                self.devices.insert(name.to_string(), key.to_string());
             }
             ["agent", id, slots, caps] => {
                 let f = crate::kernel::agents::parse_fields(slots, caps)?;

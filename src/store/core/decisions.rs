@@ -1,17 +1,24 @@
 //! Gate proofs: a decided gate is the owner's when `owner.proofs` lists its decision or its own
 //! signature verifies; `owner.proofs` grows by each owner change that decides gates.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::{Gate, GateStatus};
+use crate::kernel::{DevicePolicy, Gate, GateStatus};
 use crate::store::core::owner::OwnerKey;
 
-/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, or signed itself.
-pub fn gate_signed_by(g: &Gate, proofs: &BTreeSet<String>, key: Option<&OwnerPub>) -> bool {
+/// True when a gate's state is the owner's: pending, listed in `owner.proofs`, signed itself, or
+/// signed by one of `devices` in a project with an owner key (the seal decides which count).
+pub fn gate_signed_by(
+    g: &Gate,
+    proofs: &BTreeSet<String>,
+    key: Option<&OwnerPub>,
+    devices: &BTreeMap<String, DevicePolicy>,
+) -> bool {
     g.status == GateStatus::Pending
         || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
         || authority::gate_signed(g, key)
+        || key.is_some() && crate::kernel::device::gate_signed(g, devices)
 }
 
 /// `owner.proofs` with the decisions `new` added, signed again: `kept` is the file's text (if

@@ -45,6 +45,7 @@ pub fn seal_text(
     }
     let mut s = Seal::of(&after, mark, prior, &written, &set);
     s.apply_check_events(&change.events);
+    s.apply_device_events(&change.events);
     let sig = key.sign(&s.body());
     Ok(s.text(&sig))
 }

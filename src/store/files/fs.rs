@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::kernel::authority::OwnerPub;
 use crate::kernel::id;
 use crate::kernel::ops::Change;
+use crate::kernel::seal::Seal;
 use crate::kernel::{Code, Config, Error, Event, QuotaFile, Result, Snapshot};
 use crate::store::owner;
 use crate::store::parse::{self, shown};
@@ -394,7 +395,12 @@ impl FileStore {
             None => self.load_raw()?,
         };
         let mark = self.journal_mark()?;
-        let seal = seal_text(key, &base, before.seal.as_ref(), &Change::default(), mark)?;
+        // A key installed enrolls no device: devices are the key's own to enroll again.
+        let prior = before.seal.clone().map(|s| Seal {
+            devices: Default::default(),
+            ..s
+        });
+        let seal = seal_text(key, &base, prior.as_ref(), &Change::default(), mark)?;
         self.commit_ops(
             vec![
                 tx::Op::put("owner.pub", key.public().to_text().into_bytes()),

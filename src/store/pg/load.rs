@@ -251,7 +251,7 @@ impl Cached {
         let config = self.config()?;
         let mut quarantined = BTreeMap::new();
         let todos = readable(&self.todos, |id| id.to_string(), &mut quarantined);
-        let gates = self.gates(&mut quarantined)?;
+        let gates = self.gates(&mut quarantined, &config.devices)?;
         let agents = readable(&self.agents, |id| format!("agents/{id}"), &mut quarantined);
         quarantined.extend(self.bad_spends.clone());
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
@@ -294,7 +294,11 @@ impl Cached {
 
     /// Every gate, proven by the owner's proofs; one that cannot be read is quarantined and
     /// stands as a pending global gate.
-    fn gates(&self, quarantined: &mut BTreeMap<String, Problem>) -> Result<BTreeMap<String, Gate>> {
+    fn gates(
+        &self,
+        quarantined: &mut BTreeMap<String, Problem>,
+        devices: &BTreeMap<String, crate::kernel::DevicePolicy>,
+    ) -> Result<BTreeMap<String, Gate>> {
         let key = self.owner_pub()?;
         let proofs = match (&key, self.docs.get("owner.proofs")) {
             (Some(k), Some((t, _))) => authority::parse_decisions(t, k).unwrap_or_default(),
@@ -305,8 +309,12 @@ impl Cached {
             let g = match &r.value {
                 Ok(g) => {
                     let mut g = g.clone();
-                    g.signed =
-                        crate::store::core::decisions::gate_signed_by(&g, &proofs, key.as_ref());
+                    g.signed = crate::store::core::decisions::gate_signed_by(
+                        &g,
+                        &proofs,
+                        key.as_ref(),
+                        devices,
+                    );
                     g
                 }
                 Err(p) => {
