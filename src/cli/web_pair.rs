@@ -11,7 +11,6 @@ use super::{Ctx, Out};
 use crate::flows::owner::Owner;
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::runtime::pairing::{self, State};
-use crate::store::Store;
 
 /// The pairing channel's directory for this user.
 pub fn pairing_dir() -> Result<PathBuf> {
