@@ -210,3 +210,7 @@ pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) ->
     };
     DeviceKey::parse(key).is_ok_and(|k| k.verify(&d.message(), s("signature")))
 }
+
+#[cfg(test)]
+#[path = "device_tests.rs"]
+mod tests;
