@@ -2,7 +2,7 @@
 //! and the goal, quota and gates as the owner's signed journal left them.
 
 use super::is_regular;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kernel::authority::{self, OwnerPub};
 use crate::kernel::{DevicePolicy, device};
@@ -30,20 +30,24 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
         (Some(_), Ok(snap)) => snap.config.devices,
         _ => Default::default(),
     };
-    for g in &s.gates {
-        gate_signed(g, key.as_ref(), &devices, out);
-    }
     let jp = store.journal_path();
-    if !is_regular(&jp) {
-        return;
-    }
-    let Ok(Some(mut bytes)) = crate::store::parse::read_bytes(&jp) else {
+    let bytes = match is_regular(&jp) {
+        true => crate::store::parse::read_bytes(&jp).ok().flatten(),
+        false => None,
+    };
+    let Some(mut bytes) = bytes else {
+        for g in &s.gates {
+            gate_signed(g, key.as_ref(), (&devices, &Default::default()), out);
+        }
         return;
     };
     // A torn last line (a crash mid-append) was never committed, even when it parses.
     bytes.truncate(bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
     super::seal::check(store, key.as_ref(), &bytes, out);
     let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), out);
+    for g in &s.gates {
+        gate_signed(g, key.as_ref(), (&devices, &last.revoked), out);
+    }
     if let Some(c) = &s.config {
         config_as_signed(&c.value, &last, out);
     }
@@ -76,14 +80,29 @@ fn check_key_is_yours(store: &FileStore, key: Option<&OwnerPub>, out: &mut Vec<F
     }
 }
 
+/// A decided gate must be signed by the owner, or by a device the seal enrolls; one decided by
+/// a device the owner revoked counts as pending, which is no tampering.
 fn gate_signed(
     g: &Doc<Gate>,
     key: Option<&OwnerPub>,
-    devices: &BTreeMap<String, DevicePolicy>,
+    (devices, revoked): (&BTreeMap<String, DevicePolicy>, &BTreeSet<String>),
     out: &mut Vec<Finding>,
 ) {
     let g_ = &g.value;
     if authority::gate_signed(g_, key) || key.is_some() && device::gate_signed(g_, devices) {
+        return;
+    }
+    let by = g_.decided_by.as_deref().and_then(device::of_actor);
+    if let Some(name) = by.filter(|n| revoked.contains(*n) && !devices.contains_key(*n)) {
+        out.push(Finding::warning(
+            g.file(),
+            None,
+            format!(
+                "{} was {} on device {name}, which the owner revoked: it counts as pending until the owner decides it",
+                g_.id,
+                g_.status.as_str()
+            ),
+        ));
         return;
     }
     let why = if key.is_none() {
@@ -115,6 +134,8 @@ struct LastSigned {
     /// The owner adopted the files as they were (`owner seal --adopt`): from then on the seal,
     /// which doctor checks on its own, says what the goal and quota must be.
     adopted: bool,
+    /// Devices the owner's signed lines revoked.
+    revoked: BTreeSet<String>,
 }
 
 /// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature:
@@ -164,6 +185,7 @@ fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> 
             }
             "device.revoke" => {
                 devices.remove(&ev.target);
+                last.revoked.insert(ev.target.clone());
             }
             "gate.open" => last.opened.push((n, ev.target.clone())),
             "owner.seal" if ev.data.get("adopt") == Some(&serde_json::json!(true)) => {
