@@ -33,6 +33,7 @@ mod todo_claim;
 mod todo_edit;
 mod turn;
 mod turn_step;
+mod web;
 pub mod web_pair;
 
 use std::io::IsTerminal;
