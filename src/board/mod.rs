@@ -14,6 +14,7 @@ pub mod layout;
 pub mod metrics;
 pub mod notify;
 pub mod overview;
+pub mod pairing;
 pub mod panes;
 pub mod sealer;
 pub mod term;
@@ -160,6 +161,7 @@ pub(crate) fn board_loop_among(
     let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
+    let mut quick = QuickTick::default();
     let mut dirty = true;
     loop {
         // Effects first: they may produce more events.
@@ -180,7 +182,8 @@ pub(crate) fn board_loop_among(
                 .map_err(|e| Error::new(Code::Io, format!("cannot draw: {e}")))?;
             dirty = false;
         }
-        let wait = next_tick.saturating_duration_since(Instant::now());
+        let due = quick.due(app).map_or(next_tick, |q| q.min(next_tick));
+        let wait = due.saturating_duration_since(Instant::now());
         let Some((mut news, heard)) = receive(screen, wait, (me, app), &mut pending) else {
             return Ok(Leave::Quit);
         };
@@ -192,12 +195,44 @@ pub(crate) fn board_loop_among(
             next_tick = Instant::now() + tick;
             on_tick(app, loader, feed, &mut sealer, &mut news, &mut pending);
             dirty = true;
+        } else if quick.tick(app) {
+            // Only the app's clock: the seal and the feed keep their second.
+            pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
+            dirty = true;
         }
         news.rescan |= matches!(app.following, Following::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
             let d = load(&news, feed, loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
             dirty = true;
+        }
+    }
+}
+
+/// The app's quicker clock while it asks for one (the pair dialog waiting for the phone).
+#[derive(Debug, Default)]
+struct QuickTick {
+    next: Option<Instant>,
+}
+
+impl QuickTick {
+    /// When the next quick tick is due, if the app wants them.
+    fn due(&mut self, app: &App) -> Option<Instant> {
+        if app.quick_tick().is_none() {
+            self.next = None;
+            return None;
+        }
+        Some(*self.next.get_or_insert_with(Instant::now))
+    }
+
+    /// True when a quick tick is due now (the next one is then set).
+    fn tick(&mut self, app: &App) -> bool {
+        match (app.quick_tick(), self.next) {
+            (Some(every), Some(at)) if Instant::now() >= at => {
+                self.next = Some(Instant::now() + every);
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -265,6 +300,10 @@ pub(crate) fn start(loader: &mut Loader, opts: &Options) -> Result<(App, Vec<Eff
     let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
     let mut app = App::new(loader.store().name(), theme, opts.readonly, Ts::now());
     app.owner = Owner::detect(loader.store());
+    app.pair_dir = crate::flows::device::pairing_dir(
+        std::env::var_os("XDG_STATE_HOME"),
+        std::env::var_os("HOME"),
+    );
     let pending = app.on_event(AppEvent::Loaded(first));
     Ok((app, pending))
 }
@@ -368,6 +407,11 @@ fn perform(
         Effect::Perform(a) => {
             let r = crate::flows::owner::act(loader.store(), &mut app.owner, &a, Ts::now());
             pending.extend(app.on_event(AppEvent::ActDone(r)));
+        }
+        Effect::Pair(ask) => {
+            let dir = app.pair_dir.clone();
+            let news = pairing::run(loader.store(), &mut app.owner, dir.as_deref(), ask, Ts::now());
+            pending.extend(app.on_event(AppEvent::Pair(news)));
         }
     }
 }
