@@ -44,6 +44,28 @@ mod tests {
     }
 
     #[test]
+    fn each_half_block_is_the_code_s_two_modules() {
+        let url = format!("http://127.0.0.1:8080/pair#t={}", "a7".repeat(16));
+        let q = QrCode::encode_text(&url, QrCodeEcc::Low).unwrap();
+        let rows: Vec<Vec<char>> = half_blocks(&url).iter().map(|r| r.chars().collect()).collect();
+        for y in -QUIET..q.size() + QUIET {
+            for x in -QUIET..q.size() + QUIET {
+                let c = rows[((y + QUIET) / 2) as usize][(x + QUIET) as usize];
+                // The upper half of a cell is an even row (counted from the quiet zone's top).
+                let upper = (y + QUIET) % 2 == 0;
+                let light = match c {
+                    '█' => true,
+                    ' ' => false,
+                    '▀' => upper,
+                    '▄' => !upper,
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(light, !q.get_module(x, y), "module ({x}, {y})");
+            }
+        }
+    }
+
+    #[test]
     fn text_too_long_for_a_code_gives_nothing() {
         assert!(half_blocks(&"x".repeat(5000)).is_empty());
     }

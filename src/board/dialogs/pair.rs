@@ -93,31 +93,33 @@ impl Pair {
         }
     }
 
-    /// Its key hints: `y` only once the phone sent its key.
+    /// Its key hints: `y` and `n` only once the phone sent its key.
     pub fn fit_hints(&self, hints: &mut Vec<(String, &'static str, bool)>) {
         if !matches!(self.step, Step::Sent { .. }) || self.answered.is_some() {
-            hints.retain(|(_, h, _)| *h != "enroll");
+            hints.retain(|(_, h, _)| !matches!(*h, "enroll" | "decline"));
         }
     }
 
-    /// A key: `y` enrolls the key shown, `n` or Esc declines (or closes).
+    /// A key: `y` enrolls the key shown, `n` declines it, Esc closes (ending a pairing).
     pub fn on_intent(&mut self, intent: Intent) -> Reply {
         if self.answered.is_some() {
             return Reply::Stay;
         }
+        let sent = matches!(self.step, Step::Sent { .. });
         match (intent, self.started().cloned()) {
-            (Intent::Confirm, Some(s)) if matches!(self.step, Step::Sent { .. }) => {
-                self.answered = Some(true);
-                Reply::Pair(PairAsk::Answer(s, true))
+            (Intent::Confirm | Intent::Cancel, Some(s)) if sent => {
+                let yes = intent == Intent::Confirm;
+                self.answered = Some(yes);
+                Reply::Pair(PairAsk::Answer(s, yes))
             }
             (Intent::Confirm, Some(_)) => {
                 Reply::Say("the phone has not sent its key yet".into(), false)
             }
-            (Intent::Cancel, Some(s)) => {
+            (Intent::Back, Some(s)) => {
                 self.answered = Some(false);
                 Reply::Pair(PairAsk::Answer(s, false))
             }
-            (Intent::Cancel, None) => Reply::Close,
+            (Intent::Back, None) => Reply::Close,
             _ => Reply::Stay,
         }
     }
@@ -231,10 +233,12 @@ impl Pair {
                 .collect();
         body.push(Line::raw(""));
         let big = t.fg(Role::Accent).add_modifier(Modifier::BOLD | Modifier::REVERSED);
-        body.push(Line::styled(format!("  {}  ", spaced(fp)), big).centered());
+        body.push(Line::styled(format!("  {fp}  "), big).centered());
         body.push(Line::raw(""));
-        let ask = "Does the phone show the same fingerprint? y enrolls, n declines";
-        body.extend(styled(wrap(ask, w, 2), t.fg(Role::Fg).add_modifier(Modifier::BOLD)));
+        let bold = t.fg(Role::Fg).add_modifier(Modifier::BOLD);
+        for ask in ["Does the phone show the same fingerprint?", "y enrolls, n declines"] {
+            body.extend(styled(wrap(ask, w, 2), bold));
+        }
         let who = if sc.owner.verified {
             format!("enrolled as {}, signed with the owner's key", s.name)
         } else {
@@ -245,24 +249,9 @@ impl Pair {
         let keys = match self.answered {
             Some(true) => vec![("…", "enrolling")],
             Some(false) => vec![("…", "ending the pairing")],
-            None => vec![("y", "enroll"), ("n", "decline")],
+            None => vec![("y", "enroll"), ("n", "decline"), ("Esc", "close")],
         };
         frame_box(f, area, sc, NAME.into(), body, keys_line(&keys, t));
-    }
-}
-
-/// `SHA256:1a2b3c4d5e6f7a8b` as `SHA256: 1a2b 3c4d 5e6f 7a8b`, easier to compare by eye.
-pub fn spaced(fp: &str) -> String {
-    let (head, hex) = fp.split_once(':').unwrap_or(("", fp));
-    let groups: Vec<String> = hex
-        .chars()
-        .collect::<Vec<_>>()
-        .chunks(4)
-        .map(|c| c.iter().collect())
-        .collect();
-    match head {
-        "" => groups.join(" "),
-        h => format!("{h}: {}", groups.join(" ")),
     }
 }
 
