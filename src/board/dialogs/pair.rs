@@ -236,15 +236,16 @@ impl Pair {
         body.push(Line::styled(format!("  {fp}  "), big).centered());
         body.push(Line::raw(""));
         let bold = t.fg(Role::Fg).add_modifier(Modifier::BOLD);
-        for ask in ["Does the phone show the same fingerprint?", "y enrolls, n declines"] {
-            body.extend(styled(wrap(ask, w, 2), bold));
+        let ask = format!("y enrolls it as {}, n declines", s.name);
+        for l in ["Does the phone show the same fingerprint?", ask.as_str()] {
+            body.extend(styled(wrap(l, w, 2), bold));
         }
         let who = if sc.owner.verified {
-            format!("enrolled as {}, signed with the owner's key", s.name)
+            "signed with the owner's key"
         } else {
-            "owner authority unverified: the store refuses this without the owner's key".into()
+            "owner authority unverified: the store refuses this without the owner's key"
         };
-        body.extend(styled(wrap(&who, w, 2), t.dim()));
+        body.extend(styled(wrap(who, w, 2), t.dim()));
         body.push(Line::raw(""));
         let keys = match self.answered {
             Some(true) => vec![("…", "enrolling")],
