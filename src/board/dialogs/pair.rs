@@ -186,10 +186,11 @@ impl Pair {
     }
 }
 
-/// Why no pairing started, in one line with the fix.
+/// Why no pairing started, in one line with the fix (the flow's usage error: no `loopx web`
+/// announced itself; its hint names `--url`, which the board has not).
 fn no_pairing(e: Error) -> String {
     match e.code {
-        Code::Usage => format!("{}: start `loopx web` first", e.message),
+        Code::Usage => "no `loopx web` is running: start `loopx web` first".into(),
         _ => line_of(e),
     }
 }
