@@ -47,7 +47,10 @@ mod tests {
     fn each_half_block_is_the_code_s_two_modules() {
         let url = format!("http://127.0.0.1:8080/pair#t={}", "a7".repeat(16));
         let q = QrCode::encode_text(&url, QrCodeEcc::Low).unwrap();
-        let rows: Vec<Vec<char>> = half_blocks(&url).iter().map(|r| r.chars().collect()).collect();
+        let rows: Vec<Vec<char>> = half_blocks(&url)
+            .iter()
+            .map(|r| r.chars().collect())
+            .collect();
         for y in -QUIET..q.size() + QUIET {
             for x in -QUIET..q.size() + QUIET {
                 let c = rows[((y + QUIET) / 2) as usize][(x + QUIET) as usize];

@@ -53,10 +53,7 @@ fn p_pairs_a_phone_and_y_enrolls_it_signed() {
     t.wait_for("waiting for the phone...", WAIT).unwrap();
     let screen = t.screen();
     let token = token_on(&screen).unwrap_or_else(|| panic!("no URL on screen:\n{screen}"));
-    assert!(
-        screen.contains("http://127.0.0.1:8080/pair#t="),
-        "{screen}"
-    );
+    assert!(screen.contains("http://127.0.0.1:8080/pair#t="), "{screen}");
     assert!(
         screen.lines().any(|l| l.contains(&"█".repeat(37))),
         "the QR code's quiet zone, 37 modules wide:\n{screen}"
@@ -73,12 +70,18 @@ fn p_pairs_a_phone_and_y_enrolls_it_signed() {
     pairing::submit(&chan, &token, &hex, Some("Test phone"), Ts::now()).unwrap();
     t.wait_for(&fp, WAIT).unwrap();
     let shown = sent.elapsed();
-    eprintln!("the fingerprint showed {} ms after the phone sent its key", shown.as_millis());
+    eprintln!(
+        "the fingerprint showed {} ms after the phone sent its key",
+        shown.as_millis()
+    );
     assert!(
         shown < Duration::from_secs(2),
         "polls every 300 ms at most: {shown:?}"
     );
-    assert!(t.screen().contains("Does the phone show the same fingerprint?"));
+    assert!(
+        t.screen()
+            .contains("Does the phone show the same fingerprint?")
+    );
 
     t.keys(&["y"]);
     t.wait_for("enrolled phone", WAIT).unwrap();

@@ -282,7 +282,11 @@ fn imports_point_down_only() {
         };
         for to in tos {
             let t = top(&to);
-            if t != top(&from) && !LEAVES.contains(&t.as_str()) && t != "lib" && !allowed.contains(&t.as_str()) {
+            if t != top(&from)
+                && !LEAVES.contains(&t.as_str())
+                && t != "lib"
+                && !allowed.contains(&t.as_str())
+            {
                 wrong.push(format!("{} imports {}", from.display(), to.display()));
             }
         }

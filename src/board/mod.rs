@@ -410,7 +410,13 @@ fn perform(
         }
         Effect::Pair(ask) => {
             let dir = app.pair_dir.clone();
-            let news = pairing::run(loader.store(), &mut app.owner, dir.as_deref(), ask, Ts::now());
+            let news = pairing::run(
+                loader.store(),
+                &mut app.owner,
+                dir.as_deref(),
+                ask,
+                Ts::now(),
+            );
             pending.extend(app.on_event(AppEvent::Pair(news)));
         }
     }

@@ -161,7 +161,9 @@ impl Pair {
                 label: esc(p.label.as_deref().unwrap_or("a phone")).into_owned(),
                 fingerprint,
             },
-            (State::Submitted, None) => Step::Failed("the phone sent a key that is not Ed25519".into()),
+            (State::Submitted, None) => {
+                Step::Failed("the phone sent a key that is not Ed25519".into())
+            }
             (State::Enrolled | State::Declined, _) => {
                 Step::Failed("the pairing URL expired unused: press P to start again".into())
             }
@@ -229,11 +231,15 @@ impl Pair {
     fn sent(&self, f: &mut Frame, area: Rect, sc: &Scene, (s, label, fp): (&Started, &str, &str)) {
         let t = sc.theme;
         let w = inner_w(area);
-        let mut body: Vec<Line> =
-            styled(wrap(&format!("{label} sent its key. Its fingerprint:"), w, 2), t.fg(Role::Fg))
-                .collect();
+        let mut body: Vec<Line> = styled(
+            wrap(&format!("{label} sent its key. Its fingerprint:"), w, 2),
+            t.fg(Role::Fg),
+        )
+        .collect();
         body.push(Line::raw(""));
-        let big = t.fg(Role::Accent).add_modifier(Modifier::BOLD | Modifier::REVERSED);
+        let big = t
+            .fg(Role::Accent)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED);
         body.push(Line::styled(format!("  {fp}  "), big).centered());
         body.push(Line::raw(""));
         let bold = t.fg(Role::Fg).add_modifier(Modifier::BOLD);
@@ -268,7 +274,10 @@ fn waiting(f: &mut Frame, area: Rect, sc: &Scene, s: &Started) {
     let (box_w, box_h) = (text_w + 2, qr_h + 1 + 2);
     // Keep the status bar and the key hints in sight when there is room.
     let room = if area.height >= box_h + 2 {
-        Rect { height: area.height - 2, ..area }
+        Rect {
+            height: area.height - 2,
+            ..area
+        }
     } else {
         area
     };
@@ -276,7 +285,14 @@ fn waiting(f: &mut Frame, area: Rect, sc: &Scene, s: &Started) {
         let why = "make the terminal taller, or run `loopx web pair`";
         let mut body: Vec<Line> = styled(wrap(why, inner_w(area), 2), t.fg(Role::Warn)).collect();
         body.extend(styled(wrap(&s.url, inner_w(area), 3), t.fg(Role::Fg)));
-        frame_box(f, area, sc, NAME.into(), body, keys_line(&[("Esc", "close")], t));
+        frame_box(
+            f,
+            area,
+            sc,
+            NAME.into(),
+            body,
+            keys_line(&[("Esc", "close")], t),
+        );
         return;
     }
     let r = centered(room, box_w, box_h);
@@ -284,7 +300,8 @@ fn waiting(f: &mut Frame, area: Rect, sc: &Scene, s: &Started) {
     let b = block(title(NAME, t), true, t).style(t.base());
     let inner = b.inner(r);
     f.render_widget(b, r);
-    let [top, url] = Layout::vertical([Constraint::Length(qr_h), Constraint::Length(1)]).areas(inner);
+    let [top, url] =
+        Layout::vertical([Constraint::Length(qr_h), Constraint::Length(1)]).areas(inner);
     let [qr, _, side] = Layout::horizontal([
         Constraint::Length(qr_w),
         Constraint::Length(GAP),
@@ -293,7 +310,10 @@ fn waiting(f: &mut Frame, area: Rect, sc: &Scene, s: &Started) {
     .areas(top);
     let rows: Vec<Line> = code.into_iter().map(Line::raw).collect();
     f.render_widget(Paragraph::new(rows).style(qr_style(t)), qr);
-    f.render_widget(Paragraph::new(side_lines(sc, s, side)).style(t.base()), side);
+    f.render_widget(
+        Paragraph::new(side_lines(sc, s, side)).style(t.base()),
+        side,
+    );
     let link = Line::styled(trunc(&s.url, usize::from(url.width)), t.fg(Role::Accent));
     f.render_widget(Paragraph::new(link), url);
 }
@@ -315,7 +335,10 @@ fn side_lines(sc: &Scene, s: &Started, side: Rect) -> Vec<Line<'static>> {
     let left = s.expires_at.0 - sc.now.0;
     let mut out: Vec<Line> = Vec::new();
     let text = [
-        ("Open this on the phone:", t.fg(Role::Fg).add_modifier(Modifier::BOLD)),
+        (
+            "Open this on the phone:",
+            t.fg(Role::Fg).add_modifier(Modifier::BOLD),
+        ),
         ("scan the code, or type the URL under it", t.fg(Role::Fg)),
         ("it works once", t.dim()),
         ("", t.base()),
