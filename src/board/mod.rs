@@ -182,8 +182,7 @@ pub(crate) fn board_loop_among(
                 .map_err(|e| Error::new(Code::Io, format!("cannot draw: {e}")))?;
             dirty = false;
         }
-        let due = quick.due(app).map_or(next_tick, |q| q.min(next_tick));
-        let wait = due.saturating_duration_since(Instant::now());
+        let wait = quick.wait(app, next_tick);
         let Some((mut news, heard)) = receive(screen, wait, (me, app), &mut pending) else {
             return Ok(Leave::Quit);
         };
@@ -195,10 +194,8 @@ pub(crate) fn board_loop_among(
             next_tick = Instant::now() + tick;
             on_tick(app, loader, feed, &mut sealer, &mut news, &mut pending);
             dirty = true;
-        } else if quick.tick(app) {
-            // Only the app's clock: the seal and the feed keep their second.
-            pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
-            dirty = true;
+        } else {
+            dirty |= quick.tick(app, &mut pending);
         }
         news.rescan |= matches!(app.following, Following::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
@@ -216,20 +213,25 @@ struct QuickTick {
 }
 
 impl QuickTick {
-    /// When the next quick tick is due, if the app wants them.
-    fn due(&mut self, app: &App) -> Option<Instant> {
-        if app.quick_tick().is_none() {
-            self.next = None;
-            return None;
-        }
-        Some(*self.next.get_or_insert_with(Instant::now))
+    /// How long to wait for a message: until the second's tick, or sooner for a quick one.
+    fn wait(&mut self, app: &App, next_tick: Instant) -> Duration {
+        let due = match app.quick_tick() {
+            Some(_) => (*self.next.get_or_insert_with(Instant::now)).min(next_tick),
+            None => {
+                self.next = None;
+                next_tick
+            }
+        };
+        due.saturating_duration_since(Instant::now())
     }
 
-    /// True when a quick tick is due now (the next one is then set).
-    fn tick(&mut self, app: &App) -> bool {
+    /// A quick tick when one is due: only the app's clock (the seal and the feed keep their
+    /// second). True when it ticked.
+    fn tick(&mut self, app: &mut App, pending: &mut Vec<Effect>) -> bool {
         match (app.quick_tick(), self.next) {
             (Some(every), Some(at)) if Instant::now() >= at => {
                 self.next = Some(Instant::now() + every);
+                pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
                 true
             }
             _ => false,
