@@ -253,8 +253,11 @@ fn the_help_and_the_hints_name_p() {
         "{hints:?}"
     );
     ch(&mut a, '?');
-    let help = text(&a, 100, 60);
+    let help = text(&a, 100, 160);
     assert!(help.contains("pair a phone for loopx web"), "{help}");
+    for line in ["Pair a phone", "enroll the phone's key", "decline the phone's key"] {
+        assert!(help.contains(line), "{line}: {help}");
+    }
 }
 
 #[test]
