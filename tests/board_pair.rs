@@ -255,9 +255,36 @@ fn the_help_and_the_hints_name_p() {
     ch(&mut a, '?');
     let help = text(&a, 100, 160);
     assert!(help.contains("pair a phone for loopx web"), "{help}");
-    for line in ["Pair a phone", "enroll the phone's key", "decline the phone's key"] {
+    for line in [
+        "Pair a phone",
+        "enroll the phone's key",
+        "decline the phone's key",
+    ] {
         assert!(help.contains(line), "{line}: {help}");
     }
+}
+
+#[test]
+fn a_key_not_answered_before_the_url_expires_is_not_asked_about() {
+    let mut a = board(Some(PathBuf::from("/nonexistent/state")));
+    ch(&mut a, 'P');
+    a.on_event(AppEvent::Pair(PairNews::Started(Ok(started()))));
+    a.on_event(AppEvent::Pair(PairNews::Polled(Ok(submitted(&phone_key(
+        5,
+    ))))));
+    a.on_event(AppEvent::Tick(started().expires_at));
+    assert!(
+        matches!(step(&a), Step::Sent { .. }),
+        "not before it expires"
+    );
+    a.on_event(AppEvent::Tick(Ts(started().expires_at.0 + 1)));
+    assert_eq!(
+        step(&a),
+        Step::Failed("the pairing URL expired: press P to start again".into())
+    );
+    assert_eq!(ch(&mut a, 'y'), vec![], "y enrolls nothing");
+    press(&mut a, KeyCode::Esc);
+    assert_eq!(a.mode, Mode::Normal);
 }
 
 #[test]

@@ -125,7 +125,15 @@ impl Pair {
     }
 
     /// The clock: while the phone has not sent its key, ask again (every [`POLL_MS`] at most).
+    /// A key sent and not answered before the URL expires is ended: `y` could not enroll it.
     pub fn on_tick(&mut self, now: Ts) -> Option<PairAsk> {
+        if let Step::Sent { started, .. } = &self.step
+            && self.answered.is_none()
+            && now.0 > started.expires_at.0
+        {
+            self.step = Step::Failed("the pairing URL expired: press P to start again".into());
+            return None;
+        }
         let Step::Waiting(s) = &self.step else {
             return None;
         };
@@ -253,6 +261,8 @@ impl Pair {
             "owner authority unverified: the store refuses this without the owner's key"
         };
         body.extend(styled(wrap(who, w, 2), t.dim()));
+        let left = format!("expires in {}", countdown(s.expires_at.0 - sc.now.0));
+        body.push(Line::styled(left, t.dim()));
         body.push(Line::raw(""));
         let keys = match self.answered {
             Some(true) => vec![("…", "enrolling")],
