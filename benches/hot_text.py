@@ -8,7 +8,7 @@ first exactly (this toolchain and lock file: the packing is tight), then with it
 wildcards (another toolchain: a looser packing that still holds the same code). Functions are
 listed in the order the runs first need them. A name that matches nothing costs nothing.
 """
-import bisect, collections, re, subprocess, sys
+import bisect, collections, os, re, subprocess, sys
 
 
 def symbols(binp):
@@ -32,11 +32,28 @@ def demangled_starts(binp):
     return starts
 
 
-def load_base(path, starts):
-    """Where valgrind loaded BIN: the commonest offset between a function's first cost line and
-    its symbol."""
-    votes, names, want = collections.Counter(), {}, None
+def objects(path, binp):
+    """Yields (is BIN's own object, is valgrind's unknown object, line) for each line."""
+    names, own, unknown = {}, False, False
     for line in open(path):
+        m = re.match(r"(c?ob)=\((\d+)\)(?: (.*))?", line.rstrip("\n"))
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3)
+            if m.group(1) == "ob":
+                name = names.get(m.group(2), "")
+                own, unknown = name == os.path.realpath(binp), name == "???"
+        yield own, unknown, line
+
+
+def load_base(path, binp, starts):
+    """Where valgrind loaded BIN. Code outside `.text` (in `.text.hot`) is not in the object
+    valgrind knows and is given by absolute address: the commonest offset between such a
+    function's first cost line and its symbol."""
+    votes, names, want = collections.Counter(), {}, None
+    for own, unknown, line in objects(path, binp):
+        if not unknown:
+            continue
         if line.startswith("fn="):
             m = re.match(r"fn=\((\d+)\)(?: (.*))?", line.rstrip("\n"))
             if m.group(2):
@@ -46,13 +63,14 @@ def load_base(path, starts):
             if want in starts:
                 votes[int(line.split()[0], 16) - starts[want]] += 1
             want = None
-    return votes.most_common(1)[0][0]
+    return votes.most_common(1)[0][0] if votes else 0
 
 
-def executed(path, base):
-    """Executed addresses of BIN (link-time), in the order of the file."""
+def executed(path, binp, base):
+    """Executed addresses of BIN (link-time), in the order of the file. valgrind gives those in
+    BIN's own object as offsets from where it was loaded."""
     addr = 0
-    for line in open(path):
+    for own, unknown, line in objects(path, binp):
         if not line.strip() or line[0] == "#":
             continue
         tok = line.split(" ", 1)[0].strip()
@@ -65,7 +83,10 @@ def executed(path, base):
             addr += v if tok[0] == "+" else -v
         elif tok != "*":
             continue
-        yield addr - base
+        if own:
+            yield addr
+        elif unknown:
+            yield addr - base
 
 
 def loose(name):
@@ -88,7 +109,7 @@ def main():
     dem = demangled_starts(binp)
     order, seen = [], set()
     for path in sys.argv[3:]:
-        for a in executed(path, load_base(path, dem)):
+        for a in executed(path, binp, load_base(path, binp, dem)):
             i = bisect.bisect_right(starts, a) - 1
             if i < 0 or not (syms[i][0] <= a < syms[i][0] + max(syms[i][1], 1)):
                 continue
@@ -105,7 +126,8 @@ def main():
     with open(out, "w") as f:
         f.write("/* Written by benches/hot_text.sh; see docs/benchmarks.md, \"Plain loads at scale\". */\n")
         f.write("SECTIONS {\n  .text.hot : {\n")
-        f.writelines("    *(.text.%s)\n" % p for p in pats)
+        # LLVM puts a function it deems cold in `.text.unlikely.NAME`: some of those run too.
+        f.writelines("    *(.text.%s .text.unlikely.%s)\n" % (p, p) for p in pats)
         f.write("  }\n} INSERT BEFORE .text;\n")
     print("%d functions run, %d KB; %d patterns" % (len(order), size // 1024, len(pats)))
 
