@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The plain load at scale (issue 39): `quota should-run` and `todo claim` at 40, 1,000 and
 # 10,000 open todos, an old loopx beside this one in one hyperfine run, as ratios to each
-# binary's own cost at 40; the peak RSS of should-run at 40; and the floor of one stat per todo
-# file. Each binary runs on its own copy of each project, its caches written by two `status`.
+# binary's own cost at 40 (and again interleaved); the peak RSS of should-run at 40; and the
+# floor of one stat per todo file. Each binary runs on its own copy of each project, its caches
+# written by two `status`.
 # A claim's todo is released before each run (not timed), so every run claims.
 # usage: OLD=/path/to/old/loopx benches/scale.sh      (needs hyperfine, python3, GNU time;
 #        release builds: cargo build --release)
@@ -57,6 +58,18 @@ echo "| median ms | 40 open | 1,000 open (x of 40) | 10,000 open (x of 40) |"
 echo "| --- | --- | --- | --- |"
 run should-run --agent reader quota should-run
 run claim --agent claimer todo claim
+# The same commands again, one run of each in turn (wall / CPU ms): on a shared machine the
+# load moves while hyperfine runs one command's runs after another.
+sr=() cl=()
+for b in old new; do
+  bin=$OLD; [ $b = new ] && bin=$NEW
+  for n in "${sizes[@]}"; do
+    sr+=("$bin --dir $work/$b$n --agent reader quota should-run")
+    cl+=("$bin --dir $work/$b$n --agent claimer todo release ;; $bin --dir $work/$b$n --agent claimer todo claim")
+  done
+done
+python3 benches/interleave.py "$RUNS" should-run "${sr[@]}"
+python3 benches/interleave.py "$RUNS" claim "${cl[@]}"
 for b in old new; do
   bin=$OLD; [ $b = new ] && bin=$NEW
   kb=$( { /usr/bin/time -f "%M" "$bin" --dir "$work/${b}40" --agent reader quota should-run >/dev/null; } 2>&1 | tail -1)

@@ -186,10 +186,15 @@ impl Cache {
                 .ok()?,
         };
         self.next = i + 1;
-        let r = &self.rows[i];
-        let t = (r.key == key).then(|| self.todo(r)).flatten();
-        self.rows[i].todo = 0..0;
-        t
+        let r = std::mem::replace(&mut self.rows[i].todo, 0..0);
+        if self.rows[i].key != key {
+            return None;
+        }
+        // Decoded straight into the slot it is returned in: a todo is some 600 bytes, and a
+        // load of many todos spent much of its time moving them.
+        let mut rd = codec::R(self.bytes.get(r)?);
+        let t = codec::get_todo(&mut rd)?;
+        (rd.0.is_empty() && crate::kernel::limits::check_todo(&t).is_ok()).then_some(t)
     }
 
     /// True when a rewrite would cache enough files that are stale in it now.
