@@ -3,6 +3,7 @@
 pub mod approved;
 pub mod check;
 pub mod claim;
+pub mod device;
 pub mod heartbeat;
 pub mod monitor;
 pub mod owner;

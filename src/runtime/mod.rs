@@ -4,6 +4,7 @@ pub mod git;
 pub mod hook_serve;
 pub mod hooks;
 pub mod process;
+pub mod pairing;
 pub mod program;
 pub mod turn_id;
 pub mod watch;
