@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use super::{
     agent, evidence, gate, goal, hook, monitor, owner, projects, prompt, quota, run_approved,
-    setup, state, store, todo, turn,
+    setup, state, store, todo, turn, web,
 };
 
 /// The end of `loopx --help`: an agent's turn and the exit codes.
@@ -202,6 +202,11 @@ pub enum Cmd {
         after_help = "Example:\n  loopx --store postgres://admin@db/loopx store migrate\n  loopx --store postgres://owner@db/loopx store import --from .\n  loopx --store postgres://owner@db/loopx store export --to backup"
     )]
     Store(store::StoreCmd),
+    /// The owner's web face, for deciding gates from a phone; `web pair` enrolls one.
+    #[command(
+        after_help = "Example:\n  loopx web\n  loopx web pair --name phone\n  loopx web --all --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem"
+    )]
+    Web(web::WebArgs),
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::args::Cmd;
 use super::{
     Ctx, Out, agent, complete, doctor, evidence, gate, goal, hook, man, monitor, owner, projects,
-    prompt, quota, roster, run_approved, setup, state, store, todo, turn,
+    prompt, quota, roster, run_approved, setup, state, store, todo, turn, web,
 };
 use crate::kernel::Result;
 
@@ -50,6 +50,7 @@ pub(super) fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Cmd::Evidence(c) => evidence::run(ctx, c),
         Cmd::Store(c) => store::run(ctx, c),
         Cmd::Mcp => super::mcp::serve(ctx, dispatch),
+        Cmd::Web(a) => web::run(ctx, a),
         Cmd::Setup(a) => setup::run(ctx, a),
         Cmd::AgentPrompt(a) => prompt::run(ctx, a),
         Cmd::Completions { shell } => completions(shell),

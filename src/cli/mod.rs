@@ -33,6 +33,8 @@ mod todo_claim;
 mod todo_edit;
 mod turn;
 mod turn_step;
+mod web;
+mod web_pair;
 
 use std::io::IsTerminal;
 
