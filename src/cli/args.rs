@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use super::{
     agent, evidence, gate, goal, hook, monitor, owner, projects, prompt, quota, run_approved,
-    setup, state, store, todo, turn, web,
+    setup, state, store, todo, turn,
 };
 
 /// The end of `loopx --help`: an agent's turn and the exit codes.
@@ -69,6 +69,44 @@ pub struct Cli {
     /// The command (none: the board on a terminal, status otherwise).
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
+}
+
+/// `web`: the server's options, or `web pair`.
+#[derive(Debug, clap::Args)]
+pub struct WebArgs {
+    /// `pair`: enroll a phone (run where the owner's key is, while `loopx web` runs).
+    #[command(subcommand)]
+    pub cmd: Option<WebCmd>,
+    /// Serve every project in projects.toml.
+    #[arg(long)]
+    pub all: bool,
+    /// The address to listen on; any but a loopback address needs --tls-cert and --tls-key.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7878")]
+    pub listen: String,
+    /// The TLS certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The URL a phone opens, when it is not the listen address (a tunnel, a tailnet, a proxy).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+}
+
+/// `web ...`.
+#[derive(Debug, Subcommand)]
+pub enum WebCmd {
+    /// Enroll a phone: a one-time URL and its QR code, then your yes here signs its key.
+    #[command(after_help = "Example:\n  loopx web pair --name phone")]
+    Pair {
+        /// The device's name (a-z, 0-9, -); default `phone`, `phone-2`, ...
+        #[arg(long)]
+        name: Option<String>,
+        /// The base URL the phone opens (default: the running `loopx web`'s).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
 }
 
 /// Every command.
@@ -202,11 +240,11 @@ pub enum Cmd {
         after_help = "Example:\n  loopx --store postgres://admin@db/loopx store migrate\n  loopx --store postgres://owner@db/loopx store import --from .\n  loopx --store postgres://owner@db/loopx store export --to backup"
     )]
     Store(store::StoreCmd),
-    /// The owner's web face, for deciding gates from a phone; `web pair` enrolls one.
+    /// A web face for the owner's phone: gates to decide, live; devices enrolled with `web pair`.
     #[command(
-        after_help = "Example:\n  loopx web\n  loopx web pair --name phone\n  loopx web --all --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem"
+        after_help = "Examples:\n  loopx web\n  loopx web pair\n  loopx web --all --listen 0.0.0.0:7878 --tls-cert cert.pem --tls-key key.pem"
     )]
-    Web(web::WebArgs),
+    Web(WebArgs),
     /// A Model Context Protocol server on stdio: the agent's commands as tools, STATE.md as a resource.
     #[command(after_help = "Example:\n  loopx --agent claude mcp")]
     Mcp,

@@ -4,10 +4,10 @@ use std::io::IsTerminal;
 
 use serde_json::Value;
 
-use super::args::Cmd;
+use super::args::{Cmd, WebCmd};
 use super::{
     Ctx, Out, agent, complete, doctor, evidence, gate, goal, hook, man, monitor, owner, projects,
-    prompt, quota, roster, run_approved, setup, state, store, todo, turn, web,
+    prompt, quota, roster, run_approved, setup, state, store, todo, turn,
 };
 use crate::kernel::Result;
 
@@ -50,7 +50,10 @@ pub(super) fn dispatch(ctx: &Ctx, cmd: Option<Cmd>) -> Result<Out> {
         Cmd::Evidence(c) => evidence::run(ctx, c),
         Cmd::Store(c) => store::run(ctx, c),
         Cmd::Mcp => super::mcp::serve(ctx, dispatch),
-        Cmd::Web(a) => web::run(ctx, a),
+        Cmd::Web(w) => match w.cmd {
+            Some(WebCmd::Pair { name, url }) => super::web_pair::run(ctx, name, url, ctx.json),
+            None => super::web::serve(ctx, w),
+        },
         Cmd::Setup(a) => setup::run(ctx, a),
         Cmd::AgentPrompt(a) => prompt::run(ctx, a),
         Cmd::Completions { shell } => completions(shell),

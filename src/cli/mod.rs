@@ -34,7 +34,7 @@ mod todo_edit;
 mod turn;
 mod turn_step;
 mod web;
-mod web_pair;
+pub mod web_pair;
 
 use std::io::IsTerminal;
 

@@ -31,6 +31,23 @@ pub enum OwnerCmd {
         #[arg(long)]
         adopt: bool,
     },
+    /// The devices you enrolled to decide gates (`loopx web pair`), or revoke one.
+    #[command(after_help = "Examples:\n  loopx owner devices\n  loopx owner devices revoke phone")]
+    Devices {
+        /// `revoke NAME`: end a device; its decisions count as pending again.
+        #[command(subcommand)]
+        cmd: Option<DevicesCmd>,
+    },
+}
+
+/// `owner devices ...`.
+#[derive(Debug, Subcommand)]
+pub enum DevicesCmd {
+    /// End a device: it can no longer read or decide, and its decisions count as pending.
+    Revoke {
+        /// The device's name, as `loopx owner devices` lists it.
+        name: String,
+    },
 }
 
 /// Runs `owner ...`.
@@ -42,6 +59,10 @@ pub fn run(ctx: &Ctx, c: OwnerCmd) -> Result<Out> {
         OwnerCmd::Init { force } => init(ctx, &*home, &secret_path, project_pub, force),
         OwnerCmd::Seal { adopt } => seal(ctx, &*home, adopt),
         OwnerCmd::Show => show(ctx, &*home, &secret_path, project_pub),
+        OwnerCmd::Devices { cmd: None } => devices(&*home),
+        OwnerCmd::Devices {
+            cmd: Some(DevicesCmd::Revoke { name }),
+        } => revoke(ctx, &*home, &name),
     }
 }
 
@@ -150,5 +171,41 @@ fn show(
                "key_path": secret_path, "key_present": key.is_some(), "key_fingerprint": key_fp,
                "matches": matches}),
         text,
+    ))
+}
+
+/// `owner devices`: the enrolled devices, as the owner's seal holds them.
+fn devices(home: &dyn Admin) -> Result<Out> {
+    let snap = home.load()?;
+    let list = crate::flows::device::enrolled(&snap);
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    for (name, p) in &list {
+        let fp = crate::kernel::device::DeviceKey::parse(&p.key)
+            .map(|k| k.fingerprint())
+            .unwrap_or_default();
+        let label = p.label.as_deref().unwrap_or("");
+        text.push_str(&format!(
+            "{name}  {fp}  enrolled {}  {}\n",
+            p.enrolled_at,
+            crate::text::escape(label)
+        ));
+        rows.push(json!({"name": name, "fingerprint": fp, "key": p.key,
+                         "enrolled_at": p.enrolled_at, "label": p.label}));
+    }
+    if list.is_empty() {
+        text.push_str("no devices; enroll a phone with `loopx web pair`\n");
+    }
+    Ok(Out::new("devices", json!({"devices": rows}), text.trim_end().to_string())
+        .noted(snap.owner_notes.clone()))
+}
+
+/// `owner devices revoke NAME`: signed; the device's decisions count as pending from now on.
+fn revoke(ctx: &Ctx, home: &dyn Admin, name: &str) -> Result<Out> {
+    let p = crate::flows::device::revoke(home, ops::OWNER, name, ctx.now)?;
+    Ok(Out::new(
+        "device",
+        json!({"revoked": name, "key": p.key}),
+        format!("revoked {name}: it decides nothing now, and its decisions count as pending"),
     ))
 }

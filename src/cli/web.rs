@@ -3,62 +3,23 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
 use serde_json::json;
 
+use super::args::WebArgs;
 use super::{Ctx, Out, projects};
 use crate::kernel::{Error, Result};
 use crate::runtime::pairing;
 use crate::store::owner::KeyAt;
 use crate::web::{self, Opener};
 
-/// `loopx web`'s flags.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct WebArgs {
-    /// `pair`: enroll a phone.
-    #[command(subcommand)]
-    pub cmd: Option<WebCmd>,
-    /// Every project of `loopx projects list`.
-    #[arg(long)]
-    pub all: bool,
-    /// The address and port to listen on (any but loopback needs --tls-cert and --tls-key).
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7878")]
-    pub listen: SocketAddr,
-    /// The certificate chain for HTTPS (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The certificate's private key (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// The URL a phone opens, when it is not the listen address (a tunnel or a proxy).
-    #[arg(long, value_name = "URL")]
-    pub public_url: Option<String>,
-}
-
-/// `loopx web`'s subcommands.
-#[derive(Debug, Subcommand)]
-pub enum WebCmd {
-    /// Enroll a phone: a one-time URL to open on it, then the owner confirms its fingerprint here.
-    #[command(after_help = "Example:\n  loopx web pair --name phone")]
-    Pair {
-        /// The device's name (1 to 32 of a-z, 0-9 and -).
-        #[arg(long, value_name = "NAME")]
-        name: Option<String>,
-        /// The server's base URL (default: the running `loopx web`'s).
-        #[arg(long, value_name = "URL")]
-        url: Option<String>,
-    },
-}
-
-/// Runs `loopx web` or `loopx web pair`.
-pub fn run(ctx: &Ctx, a: WebArgs) -> Result<Out> {
-    if let Some(WebCmd::Pair { name, url }) = a.cmd {
-        return super::web_pair::run(ctx, name, url, ctx.json);
-    }
-    web::check_listen(&a.listen, a.tls_cert.is_some())?;
+/// Runs `loopx web` until Ctrl-C or SIGTERM.
+pub fn serve(ctx: &Ctx, a: WebArgs) -> Result<Out> {
+    let listen: SocketAddr = a.listen.parse().map_err(|_| {
+        Error::usage(format!("--listen {} is not ADDR:PORT", a.listen))
+            .hint("for example: --listen 127.0.0.1:7878")
+    })?;
+    web::check_listen(&listen, a.tls_cert.is_some())?;
     // This process never signs as the owner, whatever key the environment points at.
     let ctx = Ctx {
         key: KeyAt::Forbidden,
@@ -83,7 +44,7 @@ pub fn run(ctx: &Ctx, a: WebArgs) -> Result<Out> {
         let _ = out.flush();
     });
     let r = web::serve(web::Options {
-        listen: a.listen,
+        listen,
         tls: a.tls_cert.zip(a.tls_key),
         public_url: a.public_url,
         projects,

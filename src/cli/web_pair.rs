@@ -1,9 +1,166 @@
-//! `loopx web pair`: enrolls a phone through the pairing channel (built on the devices branch).
+//! `web pair`: a one-time URL (and its QR code) for a phone, then the owner's yes in the terminal,
+//! where the owner's key enrolls the phone's key.
+
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
 
 use super::{Ctx, Out};
-use crate::kernel::{Error, Result};
+use crate::flows::owner::Owner;
+use crate::kernel::{Code, Error, Result, Ts};
+use crate::runtime::pairing::{self, State};
 
-/// `loopx web pair`: not built yet on this branch.
-pub fn run(_ctx: &Ctx, _name: Option<String>, _url: Option<String>, _json: bool) -> Result<Out> {
-    Err(Error::usage("loopx web pair is not built yet"))
+/// The pairing channel's directory for this user.
+pub fn pairing_dir() -> Result<PathBuf> {
+    pairing::dir(
+        std::env::var_os("XDG_STATE_HOME"),
+        std::env::var_os("HOME"),
+    )
+    .ok_or_else(|| {
+        Error::usage("cannot tell where the pairing files go: set HOME or XDG_STATE_HOME")
+    })
+}
+
+/// Runs `web pair`: prints the URL, waits for the phone, asks the owner, enrolls.
+pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> Result<Out> {
+    let store = ctx.open()?;
+    let owner = Owner::detect(&*store);
+    if !owner.verified {
+        return Err(Error::new(Code::Denied, "only the owner enrolls a device").hint(
+            "run this where the owner's key is (LOOPX_OWNER_KEY or ~/.config/loopx/owner.key)",
+        ));
+    }
+    let dir = pairing_dir()?;
+    let base = match url {
+        Some(u) => u,
+        None => pairing::announced(&dir).map(|s| s.url).ok_or_else(|| {
+            Error::usage("no `loopx web` is running for this user")
+                .hint("start `loopx web` first, or give the address the phone opens with --url")
+        })?,
+    };
+    let snap = store.load()?;
+    let name = match name {
+        Some(n) => n,
+        None => free_name(&snap.config.devices),
+    };
+    let project = store
+        .local_root()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let (token, p) = pairing::start(&dir, &name, &project, Ts::now())?;
+    let link = format!("{}/pair#t={token}", base.trim_end_matches('/'));
+    show_link(&link, p.expires_at, json)?;
+    let sent = wait(&dir, &token)?;
+    let fp = sent.fingerprint().unwrap_or_default();
+    let yes = ask(&name, &fp, sent.label.as_deref(), json)?;
+    if !yes {
+        pairing::finish(&dir, &token, None)?;
+        return Err(Error::new(Code::Denied, "not enrolled: you did not confirm"));
+    }
+    let key = sent.key.clone().unwrap_or_default();
+    let enrolled = crate::flows::device::enroll(
+        &*store,
+        &owner.actor,
+        &name,
+        &key,
+        sent.label.as_deref(),
+        Ts::now(),
+    );
+    pairing::finish(&dir, &token, enrolled.as_ref().ok().map(|_| name.as_str()))?;
+    let p = enrolled?;
+    Ok(Out::new(
+        "device",
+        json!({"device": name, "fingerprint": fp, "key": p.key, "enrolled": true}),
+        format!("enrolled {name} ({fp}); the phone may decide gates now"),
+    ))
+}
+
+/// `phone`, else `phone-2`, `phone-3` ...: the first name no device has.
+fn free_name(devices: &std::collections::BTreeMap<String, crate::kernel::DevicePolicy>) -> String {
+    (1..)
+        .map(|n| match n {
+            1 => "phone".to_string(),
+            n => format!("phone-{n}"),
+        })
+        .find(|n| !devices.contains_key(n))
+        .unwrap_or_default()
+}
+
+/// Prints the URL first (a JSON line, or a QR code and the URL), before the wait.
+fn show_link(link: &str, expires_at: i64, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let text = if json {
+        json!({"url": link, "expires_at": Ts(expires_at)}).to_string() + "\n"
+    } else {
+        format!(
+            "{}\nOpen this on the phone (works once, for 10 minutes):\n  {link}\nwaiting for the phone...\n",
+            qr(link)
+        )
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::new(Code::Io, format!("stdout: {e}")))
+}
+
+/// Waits until the phone sends its key, or the URL expires.
+fn wait(dir: &std::path::Path, token: &str) -> Result<pairing::Pairing> {
+    loop {
+        let p = pairing::status(dir, token, Ts::now())?;
+        match p.state {
+            State::Submitted => return Ok(p),
+            State::Waiting => std::thread::sleep(Duration::from_millis(150)),
+            State::Enrolled | State::Declined => {
+                return Err(Error::new(Code::Denied, "the pairing URL expired unused")
+                    .hint("run `loopx web pair` again"));
+            }
+        }
+    }
+}
+
+/// Shows the phone's fingerprint and reads the owner's answer (`y` or `yes`) from stdin.
+fn ask(name: &str, fp: &str, label: Option<&str>, json: bool) -> Result<bool> {
+    let label = crate::text::escape(label.unwrap_or("a phone")).into_owned();
+    let prompt = if json {
+        json!({"fingerprint": fp, "label": label, "name": name, "confirm": "y/N"}).to_string() + "\n"
+    } else {
+        format!(
+            "{label} sent the key {fp}.\nDoes the phone show the same fingerprint? Enroll it as {name}? [y/N] "
+        )
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(prompt.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::new(Code::Io, format!("stdout: {e}")))?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .take(64)
+        .read_line(&mut line)
+        .map_err(|e| Error::new(Code::Io, format!("stdin: {e}")))?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// A QR code of `text` in half blocks (two modules a character), with its quiet zone.
+fn qr(text: &str) -> String {
+    use qrcodegen::{QrCode, QrCodeEcc};
+    let Ok(q) = QrCode::encode_text(text, QrCodeEcc::Low) else {
+        return String::new();
+    };
+    let n = q.size();
+    let dark = |x: i32, y: i32| q.get_module(x, y);
+    let mut s = String::new();
+    for y in (-2..n + 2).step_by(2) {
+        for x in -2..n + 2 {
+            s.push(match (dark(x, y), dark(x, y + 1)) {
+                (true, true) => ' ',
+                (true, false) => '▄',
+                (false, true) => '▀',
+                (false, false) => '█',
+            });
+        }
+        s.push('\n');
+    }
+    s
 }

@@ -182,3 +182,35 @@ pub fn gate_signed(g: &Gate, devices: &BTreeMap<String, DevicePolicy>) -> bool {
     };
     key.verify(&d.message(), sig)
 }
+
+/// True when journal line `e` is a gate decision of device `NAME` (its actor `device:NAME`)
+/// whose `signature` in its data verifies with the key `keys` holds for that name.
+pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) -> bool {
+    let Some(name) = of_actor(&e.actor) else {
+        return false;
+    };
+    let status = match e.action.as_str() {
+        "gate.approve" => GateStatus::Approved,
+        "gate.reject" => GateStatus::Rejected,
+        _ => return false,
+    };
+    let s = |k: &str| e.data.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let (Some(key), Some(at)) = (keys.get(name), e.data.get("decided_at").and_then(|v| v.as_i64()))
+    else {
+        return false;
+    };
+    let d = Decided {
+        gate: &e.target,
+        digest: s("digest"),
+        status,
+        option: s("option"),
+        reason: s("reason"),
+        at_ms: at,
+        device: name,
+    };
+    DeviceKey::parse(key).is_ok_and(|k| k.verify(&d.message(), s("signature")))
+}
+
+#[cfg(test)]
+#[path = "device_tests.rs"]
+mod tests;

@@ -225,10 +225,24 @@ fn journal_line(store: &dyn Store, event: &str, payload: &[u8]) -> Result<Option
         return Ok(None);
     };
     let key = store.owner_pub()?;
-    Ok(store
+    let Some(line) = store
         .journal_line(seq)?
         .filter(|l| alert::event_of(l) == Some(event))
-        .filter(|l| !l.action.is_owner() || event_signed(l, key.as_ref())))
+    else {
+        return Ok(None);
+    };
+    if !line.action.is_owner() || event_signed(&line, key.as_ref()) {
+        return Ok(Some(line));
+    }
+    // A gate decided on a device the owner's seal enrolls.
+    let keys = store
+        .load()?
+        .config
+        .devices
+        .into_iter()
+        .map(|(n, p)| (n, p.key))
+        .collect();
+    Ok(crate::kernel::device::line_signed(&line, &keys).then_some(line))
 }
 
 /// Runs a hook's text with `sh -c`; how it failed, or `None` when it exited 0 in time.

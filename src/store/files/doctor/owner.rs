@@ -2,7 +2,10 @@
 //! and the goal, quota and gates as the owner's signed journal left them.
 
 use super::is_regular;
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::kernel::authority::{self, OwnerPub};
+use crate::kernel::{DevicePolicy, device};
 use crate::kernel::ops::OWNER;
 use crate::kernel::{Config, Event, Gate, GoalStatus};
 use crate::store::core::doctor::{Doc, Finding, State};
@@ -22,20 +25,29 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
         }
     };
     check_key_is_yours(store, key.as_ref(), out);
-    for g in &s.gates {
-        gate_signed(g, key.as_ref(), out);
-    }
+    // The devices that count are the sealed ones; a load applies the seal.
+    let devices = match (&key, crate::store::Store::load(store)) {
+        (Some(_), Ok(snap)) => snap.config.devices,
+        _ => Default::default(),
+    };
     let jp = store.journal_path();
-    if !is_regular(&jp) {
-        return;
-    }
-    let Ok(Some(mut bytes)) = crate::store::parse::read_bytes(&jp) else {
+    let bytes = match is_regular(&jp) {
+        true => crate::store::parse::read_bytes(&jp).ok().flatten(),
+        false => None,
+    };
+    let Some(mut bytes) = bytes else {
+        for g in &s.gates {
+            gate_signed(g, key.as_ref(), (&devices, &Default::default()), out);
+        }
         return;
     };
     // A torn last line (a crash mid-append) was never committed, even when it parses.
     bytes.truncate(bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
     super::seal::check(store, key.as_ref(), &bytes, out);
     let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), out);
+    for g in &s.gates {
+        gate_signed(g, key.as_ref(), (&devices, &last.revoked), out);
+    }
     if let Some(c) = &s.config {
         config_as_signed(&c.value, &last, out);
     }
@@ -68,13 +80,35 @@ fn check_key_is_yours(store: &FileStore, key: Option<&OwnerPub>, out: &mut Vec<F
     }
 }
 
-fn gate_signed(g: &Doc<Gate>, key: Option<&OwnerPub>, out: &mut Vec<Finding>) {
+/// A decided gate must be signed by the owner, or by a device the seal enrolls; one decided by
+/// a device the owner revoked counts as pending, which is no tampering.
+fn gate_signed(
+    g: &Doc<Gate>,
+    key: Option<&OwnerPub>,
+    (devices, revoked): (&BTreeMap<String, DevicePolicy>, &BTreeSet<String>),
+    out: &mut Vec<Finding>,
+) {
     let g_ = &g.value;
-    if authority::gate_signed(g_, key) {
+    if authority::gate_signed(g_, key) || key.is_some() && device::gate_signed(g_, devices) {
+        return;
+    }
+    let by = g_.decided_by.as_deref().and_then(device::of_actor);
+    if let Some(name) = by.filter(|n| revoked.contains(*n) && !devices.contains_key(*n)) {
+        out.push(Finding::warning(
+            g.file(),
+            None,
+            format!(
+                "{} was {} on device {name}, which the owner revoked: it counts as pending until the owner decides it",
+                g_.id,
+                g_.status.as_str()
+            ),
+        ));
         return;
     }
     let why = if key.is_none() {
         "there is no owner.pub to prove it"
+    } else if g_.decided_by.as_deref().and_then(device::of_actor).is_some() {
+        "its device is not enrolled (revoked?) or its signature does not verify"
     } else if g_.signature.is_none() {
         "it has no signature"
     } else {
@@ -100,16 +134,23 @@ struct LastSigned {
     /// The owner adopted the files as they were (`owner seal --adopt`): from then on the seal,
     /// which doctor checks on its own, says what the goal and quota must be.
     adopted: bool,
+    /// Devices the owner's signed lines revoked.
+    revoked: BTreeSet<String>,
 }
 
-/// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature.
+/// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature:
+/// the owner's, or for a gate decision, that of a device the owner's lines enrolled before it.
 fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> LastSigned {
     let mut last = LastSigned::default();
+    let mut devices = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let Ok(ev) = serde_json::from_str::<Event>(line) else {
             continue;
         };
         let n = i + 1;
+        if device::of_actor(&ev.actor).is_some() && device::line_signed(&ev, &devices) {
+            continue;
+        }
         if !authority::OWNER_ACTIONS.contains(&ev.action.as_str()) && ev.actor != OWNER {
             if ev.action == "gate.open" {
                 last.opened.push((n, ev.target.clone()));
@@ -138,6 +179,14 @@ fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> 
             "goal.resume" => last.goal = Some((n, GoalStatus::Active)),
             "goal.complete" => last.goal = Some((n, GoalStatus::Complete)),
             "quota.set" => last.quota = Some((n, ev.data.clone())),
+            "device.enroll" => {
+                let k = ev.data.get("key").and_then(|k| k.as_str()).unwrap_or("");
+                devices.insert(ev.target.clone(), k.to_string());
+            }
+            "device.revoke" => {
+                devices.remove(&ev.target);
+                last.revoked.insert(ev.target.clone());
+            }
             "gate.open" => last.opened.push((n, ev.target.clone())),
             "owner.seal" if ev.data.get("adopt") == Some(&serde_json::json!(true)) => {
                 last.goal = None;
