@@ -154,8 +154,18 @@ async fn decide(
     };
     let g = p
         .call(move |st| crate::flows::device::decide(st, &d, Ts::now()))
-        .await?;
+        .await
+        .map_err(stale_as_conflict)?;
     Ok(Json(json!({"gate": g.id, "status": g.status, "decided_by": g.decided_by})).into_response())
+}
+
+/// A gate that changed after it was shown is a conflict to the page (409), though the kernel's
+/// `Conflict`, retried by the store's commit loop, reaches here as `busy`.
+fn stale_as_conflict(mut e: Error) -> Error {
+    if e.code == Code::Busy && e.message.contains("changed after it was shown") {
+        e.code = Code::Conflict;
+    }
+    e
 }
 
 /// What a phone sends to pair.
