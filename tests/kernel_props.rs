@@ -45,6 +45,7 @@ fn config(status: GoalStatus, slots: u32, min_interval_s: i64) -> Config {
         hooks: BTreeMap::new(),
         done: Default::default(),
         breaker: Default::default(),
+        devices: Default::default(),
         extra: Extra::new(),
     }
 }

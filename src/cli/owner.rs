@@ -196,8 +196,10 @@ fn devices(home: &dyn Admin) -> Result<Out> {
     if list.is_empty() {
         text.push_str("no devices; enroll a phone with `loopx web pair`\n");
     }
-    Ok(Out::new("devices", json!({"devices": rows}), text.trim_end().to_string())
-        .noted(snap.owner_notes.clone()))
+    Ok(
+        Out::new("devices", json!(rows), text.trim_end().to_string())
+            .noted(snap.owner_notes.clone()),
+    )
 }
 
 /// `owner devices revoke NAME`: signed; the device's decisions count as pending from now on.
@@ -205,7 +207,7 @@ fn revoke(ctx: &Ctx, home: &dyn Admin, name: &str) -> Result<Out> {
     let p = crate::flows::device::revoke(home, ops::OWNER, name, ctx.now)?;
     Ok(Out::new(
         "device",
-        json!({"revoked": name, "key": p.key}),
+        json!({"name": name, "key": p.key, "revoked": true}),
         format!("revoked {name}: it decides nothing now, and its decisions count as pending"),
     ))
 }

@@ -14,11 +14,7 @@ use crate::runtime::pairing::{self, State};
 
 /// The pairing channel's directory for this user.
 pub fn pairing_dir() -> Result<PathBuf> {
-    pairing::dir(
-        std::env::var_os("XDG_STATE_HOME"),
-        std::env::var_os("HOME"),
-    )
-    .ok_or_else(|| {
+    pairing::dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")).ok_or_else(|| {
         Error::usage("cannot tell where the pairing files go: set HOME or XDG_STATE_HOME")
     })
 }
@@ -28,9 +24,11 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
     let store = ctx.open()?;
     let owner = Owner::detect(&*store);
     if !owner.verified {
-        return Err(Error::new(Code::Denied, "only the owner enrolls a device").hint(
-            "run this where the owner's key is (LOOPX_OWNER_KEY or ~/.config/loopx/owner.key)",
-        ));
+        return Err(
+            Error::new(Code::Denied, "only the owner enrolls a device").hint(
+                "run this where the owner's key is (LOOPX_OWNER_KEY or ~/.config/loopx/owner.key)",
+            ),
+        );
     }
     let dir = pairing_dir()?;
     let base = match url {
@@ -57,7 +55,10 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
     let yes = ask(&name, &fp, sent.label.as_deref(), json)?;
     if !yes {
         pairing::finish(&dir, &token, None)?;
-        return Err(Error::new(Code::Denied, "not enrolled: you did not confirm"));
+        return Err(Error::new(
+            Code::Denied,
+            "not enrolled: you did not confirm",
+        ));
     }
     let key = sent.key.clone().unwrap_or_default();
     let enrolled = crate::flows::device::enroll(
@@ -72,7 +73,7 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
     let p = enrolled?;
     Ok(Out::new(
         "device",
-        json!({"device": name, "fingerprint": fp, "key": p.key, "enrolled": true}),
+        json!({"name": name, "fingerprint": fp, "key": p.key, "enrolled": true}),
         format!("enrolled {name} ({fp}); the phone may decide gates now"),
     ))
 }
@@ -123,7 +124,8 @@ fn wait(dir: &std::path::Path, token: &str) -> Result<pairing::Pairing> {
 fn ask(name: &str, fp: &str, label: Option<&str>, json: bool) -> Result<bool> {
     let label = crate::text::escape(label.unwrap_or("a phone")).into_owned();
     let prompt = if json {
-        json!({"fingerprint": fp, "label": label, "name": name, "confirm": "y/N"}).to_string() + "\n"
+        json!({"fingerprint": fp, "label": label, "name": name, "confirm": "y/N"}).to_string()
+            + "\n"
     } else {
         format!(
             "{label} sent the key {fp}.\nDoes the phone show the same fingerprint? Enroll it as {name}? [y/N] "
@@ -139,7 +141,10 @@ fn ask(name: &str, fp: &str, label: Option<&str>, json: bool) -> Result<bool> {
         .take(64)
         .read_line(&mut line)
         .map_err(|e| Error::new(Code::Io, format!("stdin: {e}")))?;
-    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 /// A QR code of `text` in half blocks (two modules a character), with its quiet zone.

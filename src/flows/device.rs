@@ -38,7 +38,13 @@ pub fn enrolled(snap: &Snapshot) -> Vec<(String, DevicePolicy)> {
 
 /// True when `sig_hex` is enrolled device `name`'s signature over the session's challenge for
 /// `origin`.
-pub fn session_ok(snap: &Snapshot, name: &str, challenge: &str, origin: &str, sig_hex: &str) -> bool {
+pub fn session_ok(
+    snap: &Snapshot,
+    name: &str,
+    challenge: &str,
+    origin: &str,
+    sig_hex: &str,
+) -> bool {
     let Some(p) = snap.config.devices.get(name) else {
         return false;
     };

@@ -195,8 +195,10 @@ pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) ->
         _ => return false,
     };
     let s = |k: &str| e.data.get(k).and_then(|v| v.as_str()).unwrap_or("");
-    let (Some(key), Some(at)) = (keys.get(name), e.data.get("decided_at").and_then(|v| v.as_i64()))
-    else {
+    let (Some(key), Some(at)) = (
+        keys.get(name),
+        e.data.get("decided_at").and_then(|v| v.as_i64()),
+    ) else {
         return false;
     };
     let d = Decided {

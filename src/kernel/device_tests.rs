@@ -116,27 +116,54 @@ fn replays_and_forgeries_are_refused() {
         gate: "g-bbbbbb".into(),
         ..d.clone()
     };
-    assert_eq!(ops::decide_by_device(&snap, NOW, &other).unwrap_err().code, Code::Conflict);
+    assert_eq!(
+        ops::decide_by_device(&snap, NOW, &other).unwrap_err().code,
+        Code::Conflict
+    );
     let other = DeviceDecision {
         digest: gate_digest(&snap.gates["g-bbbbbb"]),
         ..other
     };
-    assert_eq!(ops::decide_by_device(&snap, NOW, &other).unwrap_err().code, Code::Denied);
+    assert_eq!(
+        ops::decide_by_device(&snap, NOW, &other).unwrap_err().code,
+        Code::Denied
+    );
     // The question changed after signing.
     let mut edited = snap.clone();
     edited.gates.get_mut("g-aaaaaa").unwrap().question = "Delete prod?".into();
-    assert_eq!(ops::decide_by_device(&edited, NOW, &d).unwrap_err().code, Code::Conflict);
+    assert_eq!(
+        ops::decide_by_device(&edited, NOW, &d).unwrap_err().code,
+        Code::Conflict
+    );
     // Another key, and a device not enrolled.
-    let stranger = signed(&snap, "g-aaaaaa", &SigningKey::from_bytes(&[3u8; 32]), NOW.0);
-    assert_eq!(ops::decide_by_device(&snap, NOW, &stranger).unwrap_err().code, Code::Denied);
+    let stranger = signed(
+        &snap,
+        "g-aaaaaa",
+        &SigningKey::from_bytes(&[3u8; 32]),
+        NOW.0,
+    );
+    assert_eq!(
+        ops::decide_by_device(&snap, NOW, &stranger)
+            .unwrap_err()
+            .code,
+        Code::Denied
+    );
     let unknown = DeviceDecision {
         device: "tablet".into(),
         ..d.clone()
     };
-    assert_eq!(ops::decide_by_device(&snap, NOW, &unknown).unwrap_err().code, Code::Denied);
+    assert_eq!(
+        ops::decide_by_device(&snap, NOW, &unknown)
+            .unwrap_err()
+            .code,
+        Code::Denied
+    );
     // Signed an hour ago.
     let old = signed(&snap, "g-aaaaaa", &phone(), NOW.0 - 3_600_000);
-    assert_eq!(ops::decide_by_device(&snap, NOW, &old).unwrap_err().code, Code::Denied);
+    assert_eq!(
+        ops::decide_by_device(&snap, NOW, &old).unwrap_err().code,
+        Code::Denied
+    );
 }
 
 #[test]
@@ -202,5 +229,8 @@ fn names_and_keys_are_checked() {
     let mut devices = BTreeMap::new();
     devices.insert("phone".to_string(), policy(&phone()));
     let g = Gate::pending("g-aaaaaa", "q".into(), "a", NOW);
-    assert!(!gate_signed(&g, &devices), "a pending gate holds no device decision");
+    assert!(
+        !gate_signed(&g, &devices),
+        "a pending gate holds no device decision"
+    );
 }

@@ -85,7 +85,8 @@ impl Seal {
                 .filter(|t| t.status == Status::Blocked && plain(&t.id))
                 .filter_map(|t| {
                     let by = t.status_by.as_ref()?;
-                    let owners = by == "owner" || by.starts_with("gate:") || by.starts_with("device:");
+                    let owners =
+                        by == "owner" || by.starts_with("gate:") || by.starts_with("device:");
                     (owners && plain(by)).then(|| (t.id.clone(), by.clone()))
                 })
                 .collect(),

@@ -3,8 +3,8 @@
 pub mod git;
 pub mod hook_serve;
 pub mod hooks;
-pub mod process;
 pub mod pairing;
+pub mod process;
 pub mod program;
 pub mod turn_id;
 pub mod watch;

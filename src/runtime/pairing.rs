@@ -61,7 +61,10 @@ impl Pairing {
 }
 
 /// The channel's directory: `$XDG_STATE_HOME/loopx/web`, else `~/.local/state/loopx/web`.
-pub fn dir(state_home: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
+pub fn dir(
+    state_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
     let base = match state_home.filter(|s| Path::new(s).is_absolute()) {
         Some(s) => PathBuf::from(s),
         None => PathBuf::from(home.filter(|h| Path::new(h).is_absolute())?).join(".local/state"),
@@ -166,14 +169,23 @@ fn sweep(dir: &Path, now: Ts) {
     for e in entries.flatten() {
         let path = e.path();
         let ours = e.file_name().to_str().is_some_and(|n| n.starts_with("p-"));
-        if ours && let Ok(Some(p)) = read(&path) && p.expires_at + 60_000 < now.0 {
+        if ours
+            && let Ok(Some(p)) = read(&path)
+            && p.expires_at + 60_000 < now.0
+        {
             let _ = fs::remove_file(&path);
         }
     }
 }
 
 /// The phone sends its public key for the pairing `token` opened: once, before the deadline.
-pub fn submit(dir: &Path, token: &str, key_hex: &str, label: Option<&str>, now: Ts) -> Result<Pairing> {
+pub fn submit(
+    dir: &Path,
+    token: &str,
+    key_hex: &str,
+    label: Option<&str>,
+    now: Ts,
+) -> Result<Pairing> {
     let key = DeviceKey::parse(key_hex)?;
     let path = file_of(dir, token)?;
     locked(dir, || {
@@ -183,8 +195,10 @@ pub fn submit(dir: &Path, token: &str, key_hex: &str, label: Option<&str>, now: 
                 .hint("run `loopx web pair` again"));
         }
         if p.state != State::Waiting {
-            return Err(Error::new(Code::Denied, "this pairing URL was used already")
-                .hint("run `loopx web pair` again"));
+            return Err(
+                Error::new(Code::Denied, "this pairing URL was used already")
+                    .hint("run `loopx web pair` again"),
+            );
         }
         p.state = State::Submitted;
         p.key = Some(key.hex());

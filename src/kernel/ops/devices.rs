@@ -68,11 +68,19 @@ pub fn enroll(
 pub fn revoke(snap: &Snapshot, owner: &str, now: Ts, name: &str) -> Result<(Change, DevicePolicy)> {
     let mut cfg = snap.config.clone();
     let Some(p) = cfg.devices.remove(name) else {
-        return Err(Error::new(Code::NotFound, format!("no device named {name}"))
-            .hint("`loopx owner devices` lists them"));
+        return Err(
+            Error::new(Code::NotFound, format!("no device named {name}"))
+                .hint("`loopx owner devices` lists them"),
+        );
     };
     let mut c = Change::by_owner();
-    c.event(now, owner, Action::DeviceRevoke, name, json!({"key": p.key}));
+    c.event(
+        now,
+        owner,
+        Action::DeviceRevoke,
+        name,
+        json!({"key": p.key}),
+    );
     c.writes.push(Write::Config(cfg));
     Ok((c, p))
 }
@@ -141,7 +149,9 @@ pub fn decide_by_device(snap: &Snapshot, now: Ts, d: &DeviceDecision) -> Result<
         device: &d.device,
     };
     if !DeviceKey::parse(&p.key)?.verify(&signed.message(), &d.signature) {
-        return Err(denied("the signature is not this device's over this decision"));
+        return Err(denied(
+            "the signature is not this device's over this decision",
+        ));
     }
     let actor = device::actor(&d.device);
     let mut g = cur.clone();

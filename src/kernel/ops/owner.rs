@@ -222,7 +222,14 @@ pub(super) fn check_decision(cur: &Gate, id: &str, d: &Decision) -> Result<()> {
 
 /// Blocks every unfinished todo the rejected gate `g` names, whatever its status: a todo
 /// deferred while the gate was pending must not be reopened past the rejection.
-pub(super) fn block_rejected(snap: &Snapshot, owner: &str, now: Ts, id: &str, g: &Gate, c: &mut Change) {
+pub(super) fn block_rejected(
+    snap: &Snapshot,
+    owner: &str,
+    now: Ts,
+    id: &str,
+    g: &Gate,
+    c: &mut Change,
+) {
     for tid in &g.blocks {
         let already = |t: &&Todo| {
             t.status == Status::Blocked && t.status_by.as_deref() == Some(&format!("gate:{id}"))

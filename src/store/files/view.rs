@@ -169,8 +169,12 @@ impl FileStore {
                     *proofs = Some(key.map(|k| self.read_decisions(k)).unwrap_or_default());
                 }
                 let none = BTreeSet::new();
-                g.signed =
-                    gate_signed_by(&g, proofs.as_ref().unwrap_or(&none), key, &raw.config.devices);
+                g.signed = gate_signed_by(
+                    &g,
+                    proofs.as_ref().unwrap_or(&none),
+                    key,
+                    &raw.config.devices,
+                );
                 raw.gates.insert(id.to_string(), g);
             }
             Ok(None) => {}

@@ -5,9 +5,9 @@ use super::is_regular;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::{DevicePolicy, device};
 use crate::kernel::ops::OWNER;
 use crate::kernel::{Config, Event, Gate, GoalStatus};
+use crate::kernel::{DevicePolicy, device};
 use crate::store::core::doctor::{Doc, Finding, State};
 use crate::store::fs::FileStore;
 
@@ -107,7 +107,12 @@ fn gate_signed(
     }
     let why = if key.is_none() {
         "there is no owner.pub to prove it"
-    } else if g_.decided_by.as_deref().and_then(device::of_actor).is_some() {
+    } else if g_
+        .decided_by
+        .as_deref()
+        .and_then(device::of_actor)
+        .is_some()
+    {
         "its device is not enrolled (revoked?) or its signature does not verify"
     } else if g_.signature.is_none() {
         "it has no signature"
