@@ -21,7 +21,11 @@ fn decision(p: &Project, gate: &str, name: &str, k: &SigningKey, status: GateSta
     let snap = FileStore::at(p.root()).load().unwrap();
     let digest = gate_digest(&snap.gates[gate]);
     let at = Ts::now().0;
-    let reason = if status == GateStatus::Rejected { "not now" } else { "" };
+    let reason = if status == GateStatus::Rejected {
+        "not now"
+    } else {
+        ""
+    };
     let d = Decided {
         gate,
         digest: &digest,
@@ -51,7 +55,13 @@ fn the_guards_refuse_before_any_handler() {
     let s = Server::start(&p, &[]);
     let origin = s.origin();
     // A wrong Host (DNS rebinding) is refused.
-    let r = http(&s.addr, "GET", "/api/challenge", &[("Host", "evil.example:80")], None);
+    let r = http(
+        &s.addr,
+        "GET",
+        "/api/challenge",
+        &[("Host", "evil.example:80")],
+        None,
+    );
     assert_eq!(r.status, 421, "{}", r.body);
     // A cross-site POST, and a POST without Origin.
     let body = r#"{"device":"x","challenge":"y","signature":"z"}"#;
@@ -60,10 +70,19 @@ fn the_guards_refuse_before_any_handler() {
         let r = http(&s.addr, "POST", "/api/session", &h, Some(body));
         assert_eq!(r.status, 403, "Origin {o}: {}", r.body);
     }
-    let r = http(&s.addr, "POST", "/api/session", &[("Host", s.addr.as_str())], Some(body));
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/session",
+        &[("Host", s.addr.as_str())],
+        Some(body),
+    );
     assert_eq!(r.status, 403, "{}", r.body);
     // An oversized body.
-    let big = format!(r#"{{"token":"{}","key":"","label":""}}"#, "a".repeat(17 * 1024));
+    let big = format!(
+        r#"{{"token":"{}","key":"","label":""}}"#,
+        "a".repeat(17 * 1024)
+    );
     let h = [("Host", s.addr.as_str()), ("Origin", origin.as_str())];
     let r = http(&s.addr, "POST", "/api/pair", &h, Some(&big));
     assert_eq!(r.status, 413, "{}", r.body);
@@ -72,12 +91,18 @@ fn the_guards_refuse_before_any_handler() {
         assert_eq!(s.req("GET", path, None, None).status, 401, "{path}");
     }
     let forged = Some("ab".repeat(32));
-    assert_eq!(s.req("GET", "/api/state", forged.as_deref(), None).status, 401);
+    assert_eq!(
+        s.req("GET", "/api/state", forged.as_deref(), None).status,
+        401
+    );
     // Every answer carries the headers.
     for path in ["/", "/pair", "/app.js", "/api/challenge", "/nowhere"] {
         let r = s.req("GET", path, None, None);
         let csp = r.headers.get("content-security-policy").expect("a CSP");
-        assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+            "{csp}"
+        );
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
         assert_eq!(r.headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(r.headers["referrer-policy"], "no-referrer", "{path}");
@@ -99,13 +124,30 @@ fn a_non_loopback_address_without_tls_is_refused() {
 #[test]
 fn the_page_never_writes_html_from_data_and_weighs_little() {
     let js = include_str!("../src/web/assets/app.js");
-    for bad in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("] {
+    for bad in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
         assert!(!js.contains(bad), "app.js uses {bad}");
     }
     let html = include_str!("../src/web/assets/index.html");
-    assert!(!html.contains("<script>") && !html.contains("style="), "inline script or style");
-    for contract in ["data-gate", "dataset.gate", "dataset.action", "dataset.option"] {
-        assert!(js.contains(contract) || html.contains(contract), "{contract}");
+    assert!(
+        !html.contains("<script>") && !html.contains("style="),
+        "inline script or style"
+    );
+    for contract in [
+        "data-gate",
+        "dataset.gate",
+        "dataset.action",
+        "dataset.option",
+    ] {
+        assert!(
+            js.contains(contract) || html.contains(contract),
+            "{contract}"
+        );
     }
     let p = Project::new("web-weight");
     let s = Server::start(&p, &[]);
@@ -133,7 +175,10 @@ fn a_paired_phone_reads_and_decides_and_every_replay_is_refused() {
     assert!(r.headers["content-type"].starts_with("application/json"));
     let st = r.json();
     let gates = st["projects"][0]["gates"].as_array().unwrap().clone();
-    let ga = gates.iter().find(|g| g["id"] == a.as_str()).expect("gate a shown");
+    let ga = gates
+        .iter()
+        .find(|g| g["id"] == a.as_str())
+        .expect("gate a shown");
     assert_eq!(ga["question"], evil);
     let proj = name_of(&p);
     let path = |g: &str| format!("/api/gates/{proj}/{g}/decide");
@@ -189,7 +234,12 @@ fn unknown_and_revoked_devices_read_nothing() {
     p.ok(&["owner", "devices", "revoke", "phone"]);
     // Revocation is immediate: the open session reads and decides nothing.
     assert_eq!(s.req("GET", "/api/state", Some(&cookie), None).status, 401);
-    let r = s.req("POST", &format!("/api/gates/{}/{g}/decide", name_of(&p)), Some(&cookie), Some(&d));
+    let r = s.req(
+        "POST",
+        &format!("/api/gates/{}/{g}/decide", name_of(&p)),
+        Some(&cookie),
+        Some(&d),
+    );
     assert_eq!(r.status, 401, "{}", r.body);
     assert_eq!(sign_in(&s, "phone", &k), Err(403));
     let v = p.ok(&["gate", "show", &g]);
@@ -209,7 +259,11 @@ fn a_pairing_url_reused_or_guessed_is_refused() {
         let r = s.req("POST", "/api/pair", None, Some(&g));
         assert_eq!(r.status, 404, "guessed {guess:?}: {}", r.body);
         let r = s.req("GET", &format!("/api/pair/status?t={guess}"), None, None);
-        assert!(matches!(r.status, 404 | 400), "status of {guess:?}: {}", r.status);
+        assert!(
+            matches!(r.status, 404 | 400),
+            "status of {guess:?}: {}",
+            r.status
+        );
     }
 }
 
@@ -225,7 +279,11 @@ fn stream(s: &Server, cookie: &str) -> (BufReader<TcpStream>, u16) {
     let mut r = BufReader::new(t);
     let mut l = String::new();
     r.read_line(&mut l).unwrap();
-    let status = l.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+    let status = l
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
     (r, status)
 }
 
@@ -255,7 +313,10 @@ fn a_gate_an_agent_opens_is_heard_and_streams_are_bounded() {
     let t0 = Instant::now();
     open_gate(&p, "Heard?");
     until_event(&mut first, "change");
-    println!("a gate opened is heard on the stream after {:?}", t0.elapsed());
+    println!(
+        "a gate opened is heard on the stream after {:?}",
+        t0.elapsed()
+    );
     let mut held = vec![first];
     while held.len() < 64 {
         let (r, st) = stream(&s, &cookie);
@@ -273,7 +334,9 @@ fn a_gate_an_agent_opens_is_heard_and_streams_are_bounded() {
     let r = s.req("GET", "/api/challenge", None, None);
     assert_eq!(r.status, 200, "the server still answers");
     let rss = s.rss_kib();
-    println!("1,000 stream attempts over 64 held: {refused} refused; VmRSS {rss_before} KiB before, {rss} KiB after");
+    println!(
+        "1,000 stream attempts over 64 held: {refused} refused; VmRSS {rss_before} KiB before, {rss} KiB after"
+    );
     assert!(rss < 100 * 1024, "VmRSS {rss} KiB");
     drop(held);
     // The places come back once the streams close.

@@ -11,60 +11,11 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::error::ApiError;
 use super::{App, assets, auth, events, guard, view};
 use crate::kernel::ops::DeviceDecision;
 use crate::kernel::{Code, Error, GateStatus, Ts};
 use crate::runtime::pairing;
-
-/// An answer that is an error: its status, what went wrong and what to do.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    error: String,
-    hint: String,
-}
-
-impl ApiError {
-    /// An error with this status.
-    pub fn new(status: StatusCode, error: &str, hint: &str) -> ApiError {
-        ApiError {
-            status,
-            error: error.to_string(),
-            hint: hint.to_string(),
-        }
-    }
-
-    /// A fault of the server's.
-    pub fn internal(error: &str) -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error, "")
-    }
-}
-
-impl From<Error> for ApiError {
-    fn from(e: Error) -> ApiError {
-        let status = match e.code {
-            Code::Denied => StatusCode::FORBIDDEN,
-            Code::Conflict | Code::AlreadyDecided => StatusCode::CONFLICT,
-            Code::NotFound | Code::AmbiguousId => StatusCode::NOT_FOUND,
-            Code::Usage => StatusCode::BAD_REQUEST,
-            Code::Busy => StatusCode::SERVICE_UNAVAILABLE,
-            Code::InvalidState => StatusCode::UNPROCESSABLE_ENTITY,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError {
-            status,
-            error: e.message.clone(),
-            hint: e.hint.clone().unwrap_or_default(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = Json(json!({"error": self.error, "hint": self.hint}));
-        (self.status, body).into_response()
-    }
-}
 
 /// Every route, behind the guard.
 pub fn router(app: Arc<App>) -> Router {
@@ -82,7 +33,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/pair/status", get(pair_status))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such page", "") })
         .layer(DefaultBodyLimit::max(super::MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), guard::check))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::check,
+        ))
         .with_state(app)
 }
 
@@ -98,8 +52,10 @@ async fn state(State(app): State<Arc<App>>, h: HeaderMap) -> Result<Response, Ap
         projects.push(p.call(move |st| view::project(st, &n, Ts::now())).await?);
     }
     let now = Ts::now();
-    Ok(Json(json!({"device": s.device, "now": now, "now_ms": now.0, "projects": projects}))
-        .into_response())
+    Ok(
+        Json(json!({"device": s.device, "now": now, "now_ms": now.0, "projects": projects}))
+            .into_response(),
+    )
 }
 
 /// A device's decision, as the page posts it.

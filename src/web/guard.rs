@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::App;
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::kernel::{Error, Result};
 
 /// The page's rules: no script but its own, nothing framed, nothing sent elsewhere.
@@ -49,13 +49,13 @@ impl Guard {
     /// True when `host` is one this server answers to (case aside).
     pub fn host_ok(&self, host: &str) -> bool {
         let h = host.to_ascii_lowercase();
-        self.hosts.iter().any(|a| *a == h)
+        self.hosts.contains(&h)
     }
 
     /// True when `origin` is the page's own.
     pub fn origin_ok(&self, origin: &str) -> bool {
         let o = origin.to_ascii_lowercase();
-        self.origins.iter().any(|a| *a == o)
+        self.origins.contains(&o)
     }
 }
 
@@ -85,7 +85,10 @@ pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
     };
     let h = res.headers_mut();
     h.insert("content-security-policy", HeaderValue::from_static(CSP));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     if api {

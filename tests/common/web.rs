@@ -54,7 +54,13 @@ impl Server {
     }
 
     /// A request with the server's own Host (and Origin on a POST).
-    pub fn req(&self, method: &str, path: &str, cookie: Option<&str>, body: Option<&Value>) -> Resp {
+    pub fn req(
+        &self,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        body: Option<&Value>,
+    ) -> Resp {
         let origin = self.origin();
         let mut h = vec![("Host", self.addr.as_str())];
         if method == "POST" {
@@ -165,7 +171,11 @@ pub fn pair(p: &Project, s: &Server, name: &str, k: &SigningKey) -> String {
     let r = s.req("POST", "/api/pair", None, Some(&body));
     assert_eq!(r.status, 200, "{}", r.body);
     let ask = read_json(&mut out);
-    assert_eq!(ask["fingerprint"], r.json()["fingerprint"], "both screens show one fingerprint");
+    assert_eq!(
+        ask["fingerprint"],
+        r.json()["fingerprint"],
+        "both screens show one fingerprint"
+    );
     writeln!(child.stdin.take().unwrap(), "y").unwrap();
     let done = read_json(&mut out);
     assert_eq!(child.wait().unwrap().code(), Some(0), "{done}");
