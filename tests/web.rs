@@ -344,3 +344,45 @@ fn a_gate_an_agent_opens_is_heard_and_streams_are_bounded() {
     let (_, st) = stream(&s, &cookie);
     assert_eq!(st, 200);
 }
+
+/// Runs curl against the TLS server, trusting only `ca`; the answer's head and body.
+fn curl_tls(ca: &std::path::Path, url: &str) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-i", "--max-time", "10", "--cacert"])
+        .arg(ca)
+        .arg(url)
+        .output()
+        .expect("curl runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tls_serves_with_the_given_certificate_on_any_address() {
+    let p = Project::new("web-tls");
+    let (cert, key) = (p.home.path.join("cert.pem"), p.home.path.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes a certificate");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let s = Server::start(&p, &["--tls-cert", c, "--tls-key", k]);
+    let port = s.addr.rsplit(':').next().unwrap();
+    let head = curl_tls(&cert, &format!("https://localhost:{port}/api/challenge"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("content-security-policy"), "{head}");
+    // Plain HTTP on the TLS port gets no answer.
+    let r = http(&s.addr, "GET", "/api/challenge", &[("Host", s.addr.as_str())], None);
+    assert_ne!(r.status, 200);
+    // Any address is allowed with TLS; a key that is not PEM is refused.
+    let r = p.run(&["web", "--listen", "0.0.0.0:0", "--tls-cert", c, "--tls-key", c]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("key"), "{}", r.stderr);
+}

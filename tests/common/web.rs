@@ -37,7 +37,7 @@ impl Server {
         out.read_line(&mut l).expect("loopx web prints its URL");
         let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
         let url = v["url"].as_str().expect("url").to_string();
-        let addr = url.trim_start_matches("http://").to_string();
+        let addr = url.split_once("://").expect("a URL").1.to_string();
         Server { child, addr }
     }
 
