@@ -157,7 +157,16 @@ pub fn sig(k: &SigningKey, msg: &[u8]) -> String {
 /// Pairs phone `k` as `name` through the server: `loopx web pair --json` prints the URL, the
 /// phone posts its key to the server, the terminal answers `y`. Returns the token.
 pub fn pair(p: &Project, s: &Server, name: &str, k: &SigningKey) -> String {
-    let mut c = p.cmd(&["web", "pair", "--name", name, "--json"]);
+    pair_with(
+        p.cmd(&["web", "pair", "--name", name, "--json"]),
+        s,
+        name,
+        k,
+    )
+}
+
+/// `pair` with the `web pair` command given (another project's, with this server's home).
+pub fn pair_with(mut c: std::process::Command, s: &Server, name: &str, k: &SigningKey) -> String {
     c.env_remove("XDG_STATE_HOME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
