@@ -16,6 +16,9 @@ use crate::kernel::{Error, Result};
 /// The page's rules: no script but its own, nothing framed, nothing sent elsewhere.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// How long a request (but an event stream) may take before it is answered 503.
+const HANDLER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The Host values this server answers to, and the origins its page has.
 pub struct Guard {
     hosts: Vec<String>,
@@ -79,9 +82,19 @@ fn public_host(url: &str) -> Result<String> {
 /// The middleware: Host, Origin and size first; then the handler; then the headers.
 pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/");
+    let stream = req.uri().path() == "/api/events";
     let mut res = match refuse(&app, req.headers(), req.method()) {
         Some(e) => e.into_response(),
-        None => next.run(req).await,
+        None if stream => next.run(req).await,
+        None => match tokio::time::timeout(HANDLER_WAIT, next.run(req)).await {
+            Ok(r) => r,
+            Err(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the project did not answer in time (is its lock held?)",
+                "try again",
+            )
+            .into_response(),
+        },
     };
     let h = res.headers_mut();
     h.insert("content-security-policy", HeaderValue::from_static(CSP));
