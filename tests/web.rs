@@ -254,7 +254,12 @@ fn a_pairing_url_reused_or_guessed_is_refused() {
     let again = json!({"token": token, "key": key_hex(&phone(6)), "label": "thief"});
     let r = s.req("POST", "/api/pair", None, Some(&again));
     assert_eq!(r.status, 403, "reused: {}", r.body);
-    for guess in ["00".repeat(32), "zz".to_string(), String::new()] {
+    for guess in [
+        "00".repeat(16),
+        "00".repeat(32),
+        "zz".to_string(),
+        String::new(),
+    ] {
         let g = json!({"token": guess, "key": key_hex(&phone(6))});
         let r = s.req("POST", "/api/pair", None, Some(&g));
         assert_eq!(r.status, 404, "guessed {guess:?}: {}", r.body);

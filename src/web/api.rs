@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::error::ApiError;
 use super::{App, assets, auth, events, guard, view};
 use crate::kernel::ops::DeviceDecision;
-use crate::kernel::{Code, Error, GateStatus, Ts};
+use crate::kernel::{Error, GateStatus, Ts};
 use crate::runtime::pairing;
 
 /// Every route, behind the guard.
@@ -110,18 +110,8 @@ async fn decide(
     };
     let g = p
         .call(move |st| crate::flows::device::decide(st, &d, Ts::now()))
-        .await
-        .map_err(stale_as_conflict)?;
+        .await?;
     Ok(Json(json!({"gate": g.id, "status": g.status, "decided_by": g.decided_by})).into_response())
-}
-
-/// A gate that changed after it was shown is a conflict to the page (409), though the kernel's
-/// `Conflict`, retried by the store's commit loop, reaches here as `busy`.
-fn stale_as_conflict(mut e: Error) -> Error {
-    if e.code == Code::Busy && e.message.contains("changed after it was shown") {
-        e.code = Code::Conflict;
-    }
-    e
 }
 
 /// What a phone sends to pair.

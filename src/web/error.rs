@@ -36,7 +36,7 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
         let status = match e.code {
             Code::Denied => StatusCode::FORBIDDEN,
-            Code::Conflict | Code::AlreadyDecided => StatusCode::CONFLICT,
+            Code::Changed | Code::AlreadyDecided | Code::KeyExists => StatusCode::CONFLICT,
             Code::NotFound | Code::AmbiguousId => StatusCode::NOT_FOUND,
             Code::Usage => StatusCode::BAD_REQUEST,
             Code::Busy => StatusCode::SERVICE_UNAVAILABLE,
