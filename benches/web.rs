@@ -21,7 +21,10 @@ use serde_json::json;
 const RUNS: usize = 20;
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -105,7 +108,12 @@ fn main() {
         let body = json!({"device": "phone", "status": "approved", "option": "", "reason": "",
                           "digest": digest, "decided_at": at, "signature": sig(&k, &d.message())});
         let t0 = Instant::now();
-        let r = s.req("POST", &format!("/api/gates/{proj}/{g}/decide"), Some(&cookie), Some(&body));
+        let r = s.req(
+            "POST",
+            &format!("/api/gates/{proj}/{g}/decide"),
+            Some(&cookie),
+            Some(&body),
+        );
         trips.push(t0.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(r.status, 200, "{}", r.body);
     }
