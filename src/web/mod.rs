@@ -125,7 +125,11 @@ fn open_all(list: Vec<(String, Opener)>) -> Result<Vec<project::Project>> {
     for (name, open) in list {
         match project::Project::start(name.clone(), open) {
             Ok(p) => out.push(p),
-            Err(e) if several => eprintln!("loopx web: leaving out {name}: {}", e.message),
+            Err(e) if several => eprintln!(
+                "loopx web: leaving out {}: {}",
+                crate::text::escape(&name),
+                crate::text::escape(&e.message)
+            ),
             Err(e) => return Err(e),
         }
     }
