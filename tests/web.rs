@@ -270,6 +270,42 @@ fn a_pairing_url_reused_or_guessed_is_refused() {
             r.status
         );
     }
+    // Expired: the pairing's deadline moved into the past before the phone sends its key.
+    let mut c = p.cmd(&["web", "pair", "--name", "late", "--json"]);
+    c.env_remove("XDG_STATE_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut l = String::new();
+    out.read_line(&mut l).unwrap();
+    let url: Value = serde_json::from_str(&l).unwrap();
+    let token = url["url"]
+        .as_str()
+        .unwrap()
+        .rsplit("#t=")
+        .next()
+        .unwrap()
+        .to_string();
+    let dir = p.home.path.join(".local/state/loopx/web");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("\"late\"")))
+        .expect("the pairing's file");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["expires_at"] = json!(Ts::now().0 - 1000);
+    std::fs::write(&file, v.to_string()).unwrap();
+    let late = json!({"token": token, "key": key_hex(&phone(7))});
+    let r = s.req("POST", "/api/pair", None, Some(&late));
+    assert_eq!(r.status, 403, "expired: {}", r.body);
+    let st = s.req("GET", &format!("/api/pair/status?t={token}"), None, None);
+    assert_eq!(st.json()["state"], "declined", "{}", st.body);
+    assert_ne!(
+        child.wait().unwrap().code(),
+        Some(0),
+        "web pair ends unenrolled"
+    );
 }
 
 /// Opens an event stream with `cookie`; the connection (while it lasts) and its status.
