@@ -13,3 +13,4 @@ pub mod qr;
 pub mod runtime;
 pub mod store;
 pub mod text;
+pub mod web;
