@@ -19,6 +19,8 @@ pub mod journaled;
 mod text;
 pub use journaled::{Disagreement, Journaled};
 
+mod devices;
+
 /// The first line of `owner.seal`.
 pub const HEADER: &str = "# loopx owner seal: facts only the owner sets, signed. Do not edit.";
 
@@ -126,31 +128,6 @@ impl Seal {
                 }
                 Action::CheckRevoke => {
                     self.checks.remove(&e.target);
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-impl Seal {
-    /// Applies an owner change's device enrollments (`device.enroll` carries the key in its
-    /// data) and revocations.
-    pub fn apply_device_events(&mut self, events: &[crate::kernel::model::EventDraft]) {
-        use crate::kernel::action::Action;
-        for e in events {
-            match e.action {
-                Action::DeviceEnroll => {
-                    let key = e.data.get("key").and_then(|v| v.as_str());
-                    let key = key.and_then(|k| crate::kernel::device::DeviceKey::parse(k).ok());
-                    if let Some(k) = key
-                        && crate::kernel::device::check_name(&e.target).is_ok()
-                    {
-                        self.devices.insert(e.target.clone(), k.hex());
-                    }
-                }
-                Action::DeviceRevoke => {
-                    self.devices.remove(&e.target);
                 }
                 _ => {}
             }
@@ -291,7 +268,7 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
     apply_budget_and_hooks(snap, seal, &mut notes);
     crate::kernel::agents::apply_sealed(snap, &seal.agents, &mut notes);
     crate::kernel::breaker::apply_sealed(&mut snap.config, seal.breaker, &mut notes);
-    apply_devices(&mut snap.config, seal, &mut notes);
+    devices::apply(&mut snap.config, seal, &mut notes);
     apply_gates(snap, seal, &mut notes);
     apply_todos(snap, seal, &mut notes);
     for (id, f) in &seal.leases {
@@ -318,34 +295,6 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
         }
     }
     notes
-}
-
-/// The devices that count are the sealed ones, with their sealed keys: one added or changed by
-/// hand is not enrolled, and one removed by hand still is.
-fn apply_devices(cfg: &mut crate::kernel::Config, seal: &Seal, notes: &mut Vec<String>) {
-    cfg.devices.retain(|name, p| {
-        let ok = seal.devices.get(name) == Some(&p.key);
-        if !ok {
-            notes.push(format!(
-                "loopx.toml's device {name} is not one the owner enrolled: it decides nothing"
-            ));
-        }
-        ok
-    });
-    for (name, key) in &seal.devices {
-        if !cfg.devices.contains_key(name) {
-            notes.push(format!(
-                "device {name} is enrolled in the owner's seal but not in loopx.toml: it still counts"
-            ));
-            let p = crate::kernel::model::DevicePolicy {
-                key: key.clone(),
-                enrolled_at: crate::kernel::Ts(0),
-                label: None,
-                extra: Default::default(),
-            };
-            cfg.devices.insert(name.clone(), p);
-        }
-    }
 }
 
 /// Sealed gates must match their facts and block at least what they blocked: a changed or

@@ -110,6 +110,38 @@ pub struct DeviceDecision {
 /// now, signed within [`device::SKEW_MS`] of `now`. The gate keeps the device's signature, so
 /// every later load checks it again against the owner's seal.
 pub fn decide_by_device(snap: &Snapshot, now: Ts, d: &DeviceDecision) -> Result<(Change, Gate)> {
+    let cur = verified(snap, now, d)?;
+    let actor = device::actor(&d.device);
+    let mut g = cur.clone();
+    g.status = d.status;
+    g.decided_by = Some(actor.clone());
+    g.decided_at = Some(Ts(d.at_ms));
+    g.option = d.option.clone();
+    g.reason = d.reason.clone();
+    g.journal_head = None;
+    g.signature = Some(d.signature.clone());
+    g.signed = true;
+    limits::usage(limits::check_gate(&g))?;
+    let mut c = Change::default();
+    let mut data = json!({
+        "option": g.option, "reason": g.reason, "digest": d.digest,
+        "decided_at": d.at_ms, "signature": d.signature,
+    });
+    if let (Some(a), GateStatus::Approved) = (&g.action, d.status) {
+        data["sha256"] = json!(a.sha256);
+    }
+    c.event(now, &actor, Action::gate_decision(d.status), &d.gate, data);
+    c.writes.push(Write::Gate(g.clone()));
+    super::breaker::on_decision(snap, (&actor, now), &g, &mut c);
+    if d.status == GateStatus::Rejected {
+        super::owner::block_rejected(snap, &actor, now, &d.gate, &g, &mut c);
+    }
+    Ok((c, g))
+}
+
+/// The gate `d` decides, once every check of the decision passed: the device enrolled, the
+/// decision one the gate can take, the digest the gate's now, the time near `now`, the signature.
+fn verified<'a>(snap: &'a Snapshot, now: Ts, d: &DeviceDecision) -> Result<&'a Gate> {
     let denied = |why: &str| Error::new(Code::Denied, why.to_string());
     let p = snap
         .config
@@ -153,32 +185,7 @@ pub fn decide_by_device(snap: &Snapshot, now: Ts, d: &DeviceDecision) -> Result<
             "the signature is not this device's over this decision",
         ));
     }
-    let actor = device::actor(&d.device);
-    let mut g = cur.clone();
-    g.status = d.status;
-    g.decided_by = Some(actor.clone());
-    g.decided_at = Some(Ts(d.at_ms));
-    g.option = d.option.clone();
-    g.reason = d.reason.clone();
-    g.journal_head = None;
-    g.signature = Some(d.signature.clone());
-    g.signed = true;
-    limits::usage(limits::check_gate(&g))?;
-    let mut c = Change::default();
-    let mut data = json!({
-        "option": g.option, "reason": g.reason, "digest": d.digest,
-        "decided_at": d.at_ms, "signature": d.signature,
-    });
-    if let (Some(a), GateStatus::Approved) = (&g.action, d.status) {
-        data["sha256"] = json!(a.sha256);
-    }
-    c.event(now, &actor, Action::gate_decision(d.status), &d.gate, data);
-    c.writes.push(Write::Gate(g.clone()));
-    super::breaker::on_decision(snap, (&actor, now), &g, &mut c);
-    if d.status == GateStatus::Rejected {
-        super::owner::block_rejected(snap, &actor, now, &d.gate, &g, &mut c);
-    }
-    Ok((c, g))
+    Ok(cur)
 }
 
 /// A device's own words about itself, kept short and printable for the owner's list.
