@@ -37,6 +37,10 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
     let sent = wait(&dir, &started)?;
     let fp = sent.fingerprint().unwrap_or_default();
     let yes = ask(&started.name, &fp, sent.label.as_deref(), json)?;
+    let started = device::Started {
+        seen: Some(fp.clone()),
+        ..started
+    };
     let enrolled = device::pair_answer(&*store, &owner.actor, &dir, &started, yes, Ts::now())?;
     let Some(p) = enrolled else {
         return Err(Error::new(

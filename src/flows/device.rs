@@ -65,6 +65,8 @@ pub struct Started {
     pub name: String,
     /// When the URL stops working.
     pub expires_at: Ts,
+    /// The fingerprint the owner was shown and answers about (set by the face before a yes).
+    pub seen: Option<String>,
 }
 
 /// Starts pairing a phone as `name` (default: the first free of `phone`, `phone-2`, ...) with the
@@ -97,6 +99,7 @@ pub fn pair_start(
         token,
         name,
         expires_at: Ts(p.expires_at),
+        seen: None,
     })
 }
 
@@ -117,7 +120,8 @@ pub fn pair_poll(dir: &std::path::Path, s: &Started, now: Ts) -> Result<pairing:
 }
 
 /// The owner's answer after comparing fingerprints: yes enrolls the phone's key, signed with the
-/// owner's key (exit 7 without it); no ends the pairing.
+/// owner's key (exit 7 without it), only when it is the key whose fingerprint the owner was
+/// shown (`s.seen`): the pairing file is agents' to write; no ends the pairing.
 pub fn pair_answer(
     store: &dyn Store,
     owner: &str,
@@ -136,6 +140,14 @@ pub fn pair_answer(
         (pairing::State::Submitted, Some(k)) => k.to_string(),
         _ => return Err(Error::new(Code::NotReady, "the phone has not sent its key")),
     };
+    if s.seen.is_none() || p.fingerprint() != s.seen {
+        pairing::finish(dir, &s.token, None)?;
+        return Err(Error::new(
+            Code::Changed,
+            "the key to enroll is not the one whose fingerprint you saw: nothing enrolled",
+        )
+        .hint("pair again, and tell whoever can write the pairing files apart from the phone"));
+    }
     let enrolled = enroll(store, owner, &s.name, &key, p.label.as_deref(), now);
     pairing::finish(
         dir,

@@ -105,8 +105,14 @@ impl Pair {
         if self.answered.is_some() {
             return Reply::Stay;
         }
-        let sent = matches!(self.step, Step::Sent { .. });
-        match (intent, self.started().cloned()) {
+        let seen = match &self.step {
+            Step::Sent { fingerprint, .. } => Some(fingerprint.clone()),
+            _ => None,
+        };
+        let sent = seen.is_some();
+        // A yes is about the fingerprint on screen: the flow enrolls that key or nothing.
+        let started = self.started().cloned().map(|s| Started { seen, ..s });
+        match (intent, started) {
             (Intent::Confirm | Intent::Cancel, Some(s)) if sent => {
                 let yes = intent == Intent::Confirm;
                 self.answered = Some(yes);
