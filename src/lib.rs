@@ -12,3 +12,4 @@ pub mod mcp;
 pub mod runtime;
 pub mod store;
 pub mod text;
+pub mod web;
