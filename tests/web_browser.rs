@@ -128,9 +128,11 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// `loopx web` on a free port, with the test's home (the pairing channel is private to it).
+/// `loopx web --all` on a free port, with the test's home (the pairing channel and the list of
+/// projects are private to it); the project is listed as `shop`, the name the page shows.
 fn serve(p: &Project) -> (Proc, String) {
-    let mut c = p.cmd(&["web", "--listen", "127.0.0.1:0", "--json"]);
+    p.ok(&["projects", "add", "--name", "shop", "."]);
+    let mut c = p.cmd(&["web", "--all", "--listen", "127.0.0.1:0", "--json"]);
     c.env_remove("XDG_STATE_HOME");
     let web = Proc::spawn(c);
     let first = web.line("loopx web prints its URL");
