@@ -25,11 +25,12 @@ pub fn serve(ctx: &Ctx, a: WebArgs) -> Result<Out> {
         key: KeyAt::Forbidden,
         ..ctx.clone()
     };
-    let projects = if a.all { every(&ctx)? } else { vec![one(&ctx)?] };
-    let dir = pairing::dir(
-        std::env::var_os("XDG_STATE_HOME"),
-        std::env::var_os("HOME"),
-    );
+    let projects = if a.all {
+        every(&ctx)?
+    } else {
+        vec![one(&ctx)?]
+    };
+    let dir = pairing::dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"));
     let (json, shown) = (ctx.json, dir.clone());
     let on_listen = Box::new(move |url: &str| {
         if let Some(d) = &shown {
@@ -84,8 +85,7 @@ fn every(ctx: &Ctx) -> Result<Vec<(String, Opener)>> {
         .map(|e| {
             let (env, cwd) = (env.clone(), ctx.cwd.clone());
             let name = e.name.clone();
-            let open: Opener =
-                Box::new(move || crate::board::overview::open_entry(&e, &env, &cwd));
+            let open: Opener = Box::new(move || crate::board::overview::open_entry(&e, &env, &cwd));
             (name, open)
         })
         .collect())

@@ -82,7 +82,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/pair/status", get(pair_status))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such page", "") })
         .layer(DefaultBodyLimit::max(super::MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), guard::check))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::check,
+        ))
         .with_state(app)
 }
 
@@ -98,8 +101,10 @@ async fn state(State(app): State<Arc<App>>, h: HeaderMap) -> Result<Response, Ap
         projects.push(p.call(move |st| view::project(st, &n, Ts::now())).await?);
     }
     let now = Ts::now();
-    Ok(Json(json!({"device": s.device, "now": now, "now_ms": now.0, "projects": projects}))
-        .into_response())
+    Ok(
+        Json(json!({"device": s.device, "now": now, "now_ms": now.0, "projects": projects}))
+            .into_response(),
+    )
 }
 
 /// A device's decision, as the page posts it.

@@ -17,7 +17,10 @@ pub async fn page() -> impl IntoResponse {
 
 /// `GET /app.js`.
 pub async fn script() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], JS)
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        JS,
+    )
 }
 
 /// `GET /app.css`.

@@ -172,7 +172,9 @@ pub async fn session(
             .call(move |st| {
                 let snap = st.load()?;
                 let ok = crate::flows::device::session_ok(&snap, &d, &c, &o, &s);
-                Ok(ok.then(|| snap.config.devices.get(&d).map(|x| x.key.clone())).flatten())
+                Ok(ok
+                    .then(|| snap.config.devices.get(&d).map(|x| x.key.clone()))
+                    .flatten())
             })
             .await?;
         if found.is_some() {

@@ -85,7 +85,10 @@ pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
     };
     let h = res.headers_mut();
     h.insert("content-security-policy", HeaderValue::from_static(CSP));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     if api {

@@ -79,7 +79,11 @@ pub fn check_listen(listen: &SocketAddr, tls: bool) -> Result<()> {
 /// Serves until interrupted (Ctrl-C or SIGTERM).
 pub fn serve(opts: Options) -> Result<()> {
     check_listen(&opts.listen, opts.tls.is_some())?;
-    let tls = opts.tls.as_ref().map(|(c, k)| net::tls_config(c, k)).transpose()?;
+    let tls = opts
+        .tls
+        .as_ref()
+        .map(|(c, k)| net::tls_config(c, k))
+        .transpose()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -111,10 +111,26 @@ pub async fn run(
         let (router, tls) = (router.clone(), tls.clone());
         tokio::spawn(async move {
             match tls {
-                None => serve_one(Held { io: tcp, _permit: permit }, router).await,
+                None => {
+                    serve_one(
+                        Held {
+                            io: tcp,
+                            _permit: permit,
+                        },
+                        router,
+                    )
+                    .await
+                }
                 Some(acc) => {
                     if let Ok(Ok(s)) = tokio::time::timeout(HEADER_WAIT, acc.accept(tcp)).await {
-                        serve_one(Held { io: s, _permit: permit }, router).await;
+                        serve_one(
+                            Held {
+                                io: s,
+                                _permit: permit,
+                            },
+                            router,
+                        )
+                        .await;
                     }
                 }
             }

@@ -42,8 +42,10 @@ pub fn project(store: &dyn Followed, name: &str, now: Ts) -> Result<Value> {
         .journal_tail(ACTIVITY)?
         .iter()
         .rev()
-        .map(|e| json!({"seq": e.seq, "at": e.at, "actor": e.actor,
-                        "action": e.action.to_string(), "target": e.target}))
+        .map(|e| {
+            json!({"seq": e.seq, "at": e.at, "actor": e.actor,
+                        "action": e.action.to_string(), "target": e.target})
+        })
         .collect();
     Ok(json!({
         "name": name,
@@ -75,9 +77,9 @@ fn gate(store: &dyn Followed, snap: &Snapshot, g: &Gate) -> Result<Value> {
             .collect();
         blocks.push(json!({"id": id, "title": title, "evidence": evidence}));
     }
-    let action = g.action.as_ref().map(|a| {
-        json!({"kind": a.kind.as_str(), "sha256": a.sha256, "argv": a.argv, "text": a.text})
-    });
+    let action = g.action.as_ref().map(
+        |a| json!({"kind": a.kind.as_str(), "sha256": a.sha256, "argv": a.argv, "text": a.text}),
+    );
     Ok(json!({
         "id": g.id,
         "question": g.question,
@@ -120,9 +122,19 @@ fn headline(store: &dyn Followed) -> Value {
         .filter_map(|(_, e)| e.value.as_ref().and_then(Value::as_f64))
         .filter(|v| v.is_finite())
         .collect();
-    let low = ["loss", "error", "latency", "_ms", "rmse", "mae", "perplexity", "duration", "cost"]
-        .iter()
-        .any(|w| name.to_ascii_lowercase().contains(w));
+    let low = [
+        "loss",
+        "error",
+        "latency",
+        "_ms",
+        "rmse",
+        "mae",
+        "perplexity",
+        "duration",
+        "cost",
+    ]
+    .iter()
+    .any(|w| name.to_ascii_lowercase().contains(w));
     let best = series.iter().copied().reduce(|a, b| match low {
         true => a.min(b),
         false => a.max(b),
