@@ -203,7 +203,7 @@ fn a_pairing_url_guessed_or_expired_is_refused() {
     let p = Project::new("devices-url");
     let dir = state_dir(&p);
     let mut pr = start_pair(&p, "phone");
-    let guessed = "0".repeat(64);
+    let guessed = "0".repeat(32);
     let e = pairing::submit(&dir, &guessed, &hex_of(&phone(5)), None, Ts::now()).unwrap_err();
     assert_eq!(e.code, loopx::kernel::Code::NotFound);
     let e = pairing::submit(&dir, "../../etc", &hex_of(&phone(5)), None, Ts::now()).unwrap_err();

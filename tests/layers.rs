@@ -12,10 +12,12 @@ const MAY_IMPORT: &[(&str, &[&str])] = &[
     ("flows", &["kernel", "store", "runtime"]),
     ("mcp", &["kernel", "store", "flows"]),
     ("board", &["kernel", "store", "flows"]),
+    // The web face also reads and writes the pairing channel (`runtime::pairing`).
+    ("web", &["kernel", "store", "runtime", "flows"]),
     // The command line is the binary's entry: it starts the board and the MCP server.
     (
         "cli",
-        &["kernel", "store", "runtime", "flows", "board", "mcp"],
+        &["kernel", "store", "runtime", "flows", "board", "mcp", "web"],
     ),
 ];
 

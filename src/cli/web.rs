@@ -31,6 +31,11 @@ pub fn serve(ctx: &Ctx, a: WebArgs) -> Result<Out> {
         vec![one(&ctx)?]
     };
     let dir = pairing::dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"));
+    if listen.ip().is_unspecified() && a.public_url.is_none() {
+        eprintln!(
+            "note: listening on every address; give --public-url with the address a phone opens, so `loopx web pair` links to it"
+        );
+    }
     let (json, shown) = (ctx.json, dir.clone());
     let on_listen = Box::new(move |url: &str| {
         if let Some(d) = &shown {

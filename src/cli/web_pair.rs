@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{Ctx, Out};
+use crate::flows::device;
 use crate::flows::owner::Owner;
 use crate::kernel::{Code, Error, Result, Ts};
 use crate::runtime::pairing::{self, State};
@@ -31,46 +32,19 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
         );
     }
     let dir = pairing_dir()?;
-    let base = match url {
-        Some(u) => u,
-        None => pairing::announced(&dir).map(|s| s.url).ok_or_else(|| {
-            Error::usage("no `loopx web` is running for this user")
-                .hint("start `loopx web` first, or give the address the phone opens with --url")
-        })?,
-    };
-    let snap = store.load()?;
-    let name = match name {
-        Some(n) => n,
-        None => free_name(&snap.config.devices),
-    };
-    let project = store
-        .local_root()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let (token, p) = pairing::start(&dir, &name, &project, Ts::now())?;
-    let link = format!("{}/pair#t={token}", base.trim_end_matches('/'));
-    show_link(&link, p.expires_at, json)?;
-    let sent = wait(&dir, &token)?;
+    let started = device::pair_start(&*store, &dir, name, url, Ts::now())?;
+    show_link(&started.url, started.expires_at, json)?;
+    let sent = wait(&dir, &started)?;
     let fp = sent.fingerprint().unwrap_or_default();
-    let yes = ask(&name, &fp, sent.label.as_deref(), json)?;
-    if !yes {
-        pairing::finish(&dir, &token, None)?;
+    let yes = ask(&started.name, &fp, sent.label.as_deref(), json)?;
+    let enrolled = device::pair_answer(&*store, &owner.actor, &dir, &started, yes, Ts::now())?;
+    let Some(p) = enrolled else {
         return Err(Error::new(
             Code::Denied,
             "not enrolled: you did not confirm",
         ));
-    }
-    let key = sent.key.clone().unwrap_or_default();
-    let enrolled = crate::flows::device::enroll(
-        &*store,
-        &owner.actor,
-        &name,
-        &key,
-        sent.label.as_deref(),
-        Ts::now(),
-    );
-    pairing::finish(&dir, &token, enrolled.as_ref().ok().map(|_| name.as_str()))?;
-    let p = enrolled?;
+    };
+    let name = started.name;
     Ok(Out::new(
         "device",
         json!({"name": name, "fingerprint": fp, "key": p.key, "enrolled": true}),
@@ -78,22 +52,11 @@ pub fn run(ctx: &Ctx, name: Option<String>, url: Option<String>, json: bool) -> 
     ))
 }
 
-/// `phone`, else `phone-2`, `phone-3` ...: the first name no device has.
-fn free_name(devices: &std::collections::BTreeMap<String, crate::kernel::DevicePolicy>) -> String {
-    (1..)
-        .map(|n| match n {
-            1 => "phone".to_string(),
-            n => format!("phone-{n}"),
-        })
-        .find(|n| !devices.contains_key(n))
-        .unwrap_or_default()
-}
-
 /// Prints the URL first (a JSON line, or a QR code and the URL), before the wait.
-fn show_link(link: &str, expires_at: i64, json: bool) -> Result<()> {
+fn show_link(link: &str, expires_at: Ts, json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let text = if json {
-        json!({"url": link, "expires_at": Ts(expires_at)}).to_string() + "\n"
+        json!({"url": link, "expires_at": expires_at}).to_string() + "\n"
     } else {
         format!(
             "{}\nOpen this on the phone (works once, for 10 minutes):\n  {link}\nwaiting for the phone...\n",
@@ -106,9 +69,9 @@ fn show_link(link: &str, expires_at: i64, json: bool) -> Result<()> {
 }
 
 /// Waits until the phone sends its key, or the URL expires.
-fn wait(dir: &std::path::Path, token: &str) -> Result<pairing::Pairing> {
+fn wait(dir: &std::path::Path, s: &device::Started) -> Result<pairing::Pairing> {
     loop {
-        let p = pairing::status(dir, token, Ts::now())?;
+        let p = device::pair_poll(dir, s, Ts::now())?;
         match p.state {
             State::Submitted => return Ok(p),
             State::Waiting => std::thread::sleep(Duration::from_millis(150)),

@@ -118,7 +118,7 @@ fn replays_and_forgeries_are_refused() {
     };
     assert_eq!(
         ops::decide_by_device(&snap, NOW, &other).unwrap_err().code,
-        Code::Conflict
+        Code::Changed
     );
     let other = DeviceDecision {
         digest: gate_digest(&snap.gates["g-bbbbbb"]),
@@ -133,7 +133,7 @@ fn replays_and_forgeries_are_refused() {
     edited.gates.get_mut("g-aaaaaa").unwrap().question = "Delete prod?".into();
     assert_eq!(
         ops::decide_by_device(&edited, NOW, &d).unwrap_err().code,
-        Code::Conflict
+        Code::Changed
     );
     // Another key, and a device not enrolled.
     let stranger = signed(

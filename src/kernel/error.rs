@@ -41,6 +41,8 @@ pub enum Code {
     Busy,
     /// Another writer changed what a commit read; a fresh try may not meet it (shown as `busy`).
     Conflict,
+    /// What the caller saw changed before its act (a gate's text after the phone showed it).
+    Changed,
     /// The check that proves a todo done did not pass.
     CheckFailed,
     /// A gate's approved action ran already: it runs once.
@@ -70,6 +72,7 @@ impl Code {
             Code::Busy | Code::Conflict => "busy",
             Code::CheckFailed => "check_failed",
             Code::AlreadyUsed => "already_used",
+            Code::Changed => "changed",
         }
     }
 
@@ -89,7 +92,8 @@ impl Code {
             | Code::AlreadyDecided
             | Code::GoalExists
             | Code::KeyExists
-            | Code::AlreadyUsed => 4,
+            | Code::AlreadyUsed
+            | Code::Changed => 4,
             Code::NotInitialized | Code::NotFound | Code::AmbiguousId => 5,
             Code::InvalidState | Code::SchemaTooNew => 6,
             Code::Denied => 7,

@@ -94,16 +94,17 @@ fn ensure(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A fresh token: 32 random bytes as 64 hex characters.
+/// A fresh token: 16 random bytes (128 bits, single use, 10 minutes) as 32 hex characters, so
+/// the URL's QR code fits a terminal of 24 lines.
 fn token() -> Result<String> {
-    let mut b = [0u8; 32];
+    let mut b = [0u8; 16];
     getrandom::fill(&mut b).map_err(|e| Error::new(Code::Io, format!("no randomness: {e}")))?;
     Ok(to_hex(&b))
 }
 
 /// The file of the pairing a token opens; refuses a token of the wrong shape.
 fn file_of(dir: &Path, token: &str) -> Result<PathBuf> {
-    let ok = token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit());
+    let ok = token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit());
     if !ok {
         return Err(Error::new(Code::NotFound, "no such pairing"));
     }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::App;
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::kernel::authority::to_hex;
 
 /// How long a challenge may wait for its signature.
@@ -160,28 +160,7 @@ pub async fn session(
             "ask for a new one",
         ));
     }
-    let mut key = None;
-    for p in &app.projects {
-        let (d, c, o, s) = (
-            b.device.clone(),
-            b.challenge.clone(),
-            origin.clone(),
-            b.signature.clone(),
-        );
-        let found = p
-            .call(move |st| {
-                let snap = st.load()?;
-                let ok = crate::flows::device::session_ok(&snap, &d, &c, &o, &s);
-                Ok(ok
-                    .then(|| snap.config.devices.get(&d).map(|x| x.key.clone()))
-                    .flatten())
-            })
-            .await?;
-        if found.is_some() {
-            key = found;
-            break;
-        }
-    }
+    let key = enrolled_key(&app, &b, &origin).await?;
     let key = key.ok_or_else(denied)?;
     let id = app.auth.open(b.device.clone(), key)?;
     let secure = if app.tls { "; Secure" } else { "" };
@@ -194,6 +173,31 @@ pub async fn session(
         res.headers_mut().insert(header::SET_COOKIE, v);
     }
     Ok(res)
+}
+
+/// The key of the first project where the device is enrolled and its signature holds.
+async fn enrolled_key(app: &App, b: &SignIn, origin: &str) -> Result<Option<String>, ApiError> {
+    for p in &app.projects {
+        let (d, c, o, s) = (
+            b.device.clone(),
+            b.challenge.clone(),
+            origin.to_string(),
+            b.signature.clone(),
+        );
+        let found = p
+            .call(move |st| {
+                let snap = st.load()?;
+                let ok = crate::flows::device::session_ok(&snap, &d, &c, &o, &s);
+                Ok(ok
+                    .then(|| snap.config.devices.get(&d).map(|x| x.key.clone()))
+                    .flatten())
+            })
+            .await?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }
 
 /// The projects a session's device is still enrolled in with the same key; refused (401)

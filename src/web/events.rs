@@ -13,8 +13,8 @@ use futures_util::Stream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
 
 use super::App;
-use super::api::ApiError;
 use super::auth;
+use super::error::ApiError;
 
 /// One open stream: what it follows, and its place among the bounded ones.
 struct Open {

@@ -10,11 +10,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::App;
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::kernel::{Error, Result};
 
 /// The page's rules: no script but its own, nothing framed, nothing sent elsewhere.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// How long a request (but an event stream) may take before it is answered 503.
+const HANDLER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The Host values this server answers to, and the origins its page has.
 pub struct Guard {
@@ -49,13 +52,13 @@ impl Guard {
     /// True when `host` is one this server answers to (case aside).
     pub fn host_ok(&self, host: &str) -> bool {
         let h = host.to_ascii_lowercase();
-        self.hosts.iter().any(|a| *a == h)
+        self.hosts.contains(&h)
     }
 
     /// True when `origin` is the page's own.
     pub fn origin_ok(&self, origin: &str) -> bool {
         let o = origin.to_ascii_lowercase();
-        self.origins.iter().any(|a| *a == o)
+        self.origins.contains(&o)
     }
 }
 
@@ -79,9 +82,19 @@ fn public_host(url: &str) -> Result<String> {
 /// The middleware: Host, Origin and size first; then the handler; then the headers.
 pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/");
+    let stream = req.uri().path() == "/api/events";
     let mut res = match refuse(&app, req.headers(), req.method()) {
         Some(e) => e.into_response(),
-        None => next.run(req).await,
+        None if stream => next.run(req).await,
+        None => match tokio::time::timeout(HANDLER_WAIT, next.run(req)).await {
+            Ok(r) => r,
+            Err(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the project did not answer in time (is its lock held?)",
+                "try again",
+            )
+            .into_response(),
+        },
     };
     let h = res.headers_mut();
     h.insert("content-security-policy", HeaderValue::from_static(CSP));

@@ -4,6 +4,7 @@
 mod api;
 mod assets;
 mod auth;
+mod error;
 mod events;
 mod guard;
 mod net;

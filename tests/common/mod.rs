@@ -17,6 +17,7 @@ pub mod pg;
 pub mod tmux;
 pub mod turns;
 pub mod venv;
+pub mod web;
 pub mod worktrees;
 
 /// Journal events for board tests: rows of (minutes from now, actor, action, target, data),

@@ -24,7 +24,7 @@ pub fn enroll(
     let key = DeviceKey::parse(key_hex)?;
     if snap.config.devices.contains_key(name) {
         return Err(Error::new(
-            Code::Conflict,
+            Code::KeyExists,
             format!("a device named {name} is enrolled already"),
         )
         .hint(format!(
@@ -33,7 +33,7 @@ pub fn enroll(
     }
     if let Some((other, _)) = snap.config.devices.iter().find(|(_, p)| p.key == key.hex()) {
         return Err(Error::new(
-            Code::Conflict,
+            Code::KeyExists,
             format!("this key is enrolled already, as {other}"),
         ));
     }
@@ -130,7 +130,7 @@ pub fn decide_by_device(snap: &Snapshot, now: Ts, d: &DeviceDecision) -> Result<
     super::owner::check_decision(cur, &d.gate, &decision)?;
     if device::gate_digest(cur) != d.digest {
         return Err(Error::new(
-            Code::Conflict,
+            Code::Changed,
             format!("gate {} changed after it was shown; look again", d.gate),
         ));
     }
