@@ -235,6 +235,18 @@ fn a_phone_pairs_watches_gates_appear_and_decides_them_signed() {
 
     let (second, exited) = agent_opens(&p, &["Drop the old sessions table now?"]);
     appears(&mut phone, &second, exited);
+    // A push's link opens the page on that gate: the page signs in again with the key it kept.
+    phone.ask(json!({"do": "goto", "url": format!("{base}/#gate={second}")}));
+    assert_eq!(
+        phone.ask(json!({"do": "logged_in"}))["device"],
+        device.as_str()
+    );
+    let sel = format!("[data-gate=\"{second}\"]");
+    let class = phone.ask(json!({"do": "attr", "selector": sel, "name": "class"}))["value"].clone();
+    assert!(
+        class.as_str().unwrap_or("").contains("wanted"),
+        "the linked gate is marked: {class}"
+    );
     let reason = "not before the backup is verified";
     phone.ask(json!({"do": "decide", "gate": second, "action": "reject", "reason": reason}));
     phone.shot(&shots.path, "web-decided.png");

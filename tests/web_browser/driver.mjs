@@ -4,6 +4,8 @@
 //   {"do":"logged_in"}                    -> {"device":NAME}
 //   {"do":"see","gate":ID}                -> {"at_ms":T}  (when it first showed, page clock)
 //   {"do":"decide","gate":ID,"action":A,"option":O?,"reason":R?} -> {"ms":..,"server_ms":..}
+//   {"do":"goto","url":U}                 -> {}  (a load of the page, as a link opens it)
+//   {"do":"attr","selector":S,"name":N}   -> {"value":...}
 //   {"do":"text","selector":S}            -> {"text":...}
 //   {"do":"shot","path":P}                -> {}
 //   {"do":"close"}                        -> {} and exits
@@ -18,6 +20,8 @@ const acts = {
   logged_in: async () => ({ device: await loggedIn(page) }),
   see: async (c) => ({ at_ms: await seen(page, c.gate) }),
   decide: async (c) => decide(page, c.gate, c.action, { option: c.option, reason: c.reason }),
+  goto: async (c) => { await page.goto("about:blank"); await page.goto(c.url); return {}; },
+  attr: async (c) => ({ value: await page.locator(c.selector).first().getAttribute(c.name) }),
   text: async (c) => ({ text: await page.locator(c.selector).first().textContent() }),
   shot: async (c) => { await page.screenshot({ path: c.path }); return {}; },
   close: async () => { await phone.close(); return {}; },
