@@ -9,6 +9,7 @@ pub mod cli;
 pub mod flows;
 pub mod kernel;
 pub mod mcp;
+pub mod qr;
 pub mod runtime;
 pub mod store;
 pub mod text;

@@ -15,7 +15,9 @@ pub use crate::board::dialogs::detail::Detail;
 pub use crate::board::dialogs::errors::FileErrors;
 pub use crate::board::dialogs::help::Help;
 pub use crate::board::dialogs::input::{Drafts, TextInput};
+pub use crate::board::dialogs::pair::{Pair, PairNews};
 pub use crate::board::dialogs::picker::{AgentPick, PickFor, Picker};
+pub use crate::board::dialogs::reply::PairAsk;
 use crate::board::dialogs::reply::Reply;
 pub use crate::board::dialogs::roster::{Candidate, Roster};
 use crate::board::keymap::{self, Intent, Scope};
@@ -38,6 +40,7 @@ mod input;
 mod mode;
 mod modes;
 mod mouse;
+mod pair;
 mod tools;
 mod triage;
 pub use mode::Mode;
@@ -74,6 +77,8 @@ pub enum Effect {
     Copy(String),
     /// Open this file (relative to the project) in `$EDITOR`, then reload.
     Edit(String),
+    /// Run a step of pairing a phone through the device flows.
+    Pair(PairAsk),
 }
 
 /// What the board reacts to.
@@ -98,6 +103,8 @@ pub enum AppEvent {
     Following(Following),
     /// Text pasted (bracketed paste): text for an input, never keys.
     Paste(String),
+    /// What a step of pairing a phone brought.
+    Pair(PairNews),
 }
 
 /// The board's whole state.
@@ -163,6 +170,8 @@ pub struct App {
     pub drafts: Drafts,
     /// Gate decisions asked of the store that the loads do not show yet.
     decisions: triage::Decisions,
+    /// Where the pairing files are (resolved once at start; `None`: HOME is not set).
+    pub pair_dir: Option<std::path::PathBuf>,
 }
 
 impl App {
@@ -199,6 +208,7 @@ impl App {
             absolute: false,
             drafts: Drafts::default(),
             decisions: triage::Decisions::default(),
+            pair_dir: None,
         }
     }
 
@@ -232,6 +242,7 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Pair(news) => self.on_pair_news(news),
             AppEvent::Paste(text) => {
                 self.on_paste(&text);
                 Vec::new()
@@ -273,7 +284,7 @@ impl App {
         if self.columns.next_change.is_some_and(|t| t <= now) {
             self.derive();
         }
-        Vec::new()
+        self.pair_tick(now)
     }
 
     /// Applies a load: a new state, or the problem of a load that failed (the last good state

@@ -85,6 +85,8 @@ pub enum Intent {
     FlipBest,
     /// The selected todo's metrics, or the whole goal's (in the metric chart).
     MetricScope,
+    /// Pair a phone for `loopx web`: its QR code, then its fingerprint to confirm.
+    Pair,
 }
 
 /// Where a binding applies.
@@ -114,6 +116,8 @@ pub enum Scope {
     Errors,
     /// In the metric chart.
     Chart,
+    /// In the pair-a-phone dialog.
+    Pair,
 }
 
 impl Scope {
@@ -132,6 +136,7 @@ impl Scope {
             Scope::AgentPicker => "Reassign picker (type an agent id to filter or use it)",
             Scope::Errors => "File errors",
             Scope::Chart => "Metric chart",
+            Scope::Pair => "Pair a phone",
         }
     }
 }
@@ -229,6 +234,7 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Global, &[k('E')], Intent::Edit, "edit the broken file in $EDITOR, reload", None, true),
     b(Scope::Global, &[k('p')], Intent::TogglePause, "pause or resume the goal", Some("pause"), true),
     b(Scope::Global, &[k('n')], Intent::AddTodo, "add a todo", Some("add"), true),
+    b(Scope::Global, &[k('P')], Intent::Pair, "pair a phone for loopx web (QR code)", Some("pair"), true),
     b(Scope::Gates, &[k('a')], Intent::Approve, "approve the selected gate", Some("approve"), true),
     b(Scope::Gates, &[k('x')], Intent::Reject, "reject the selected gate (asks a reason)", Some("reject"), true),
     b(Scope::Todos, &[code(KeyCode::Left), k('h')], Intent::Left, "the column to the left", None, false),
@@ -274,6 +280,9 @@ pub const KEYMAP: &[Binding] = &[
     b(Scope::Chart, &[k('b')], Intent::FlipBest, "best is the highest value or the lowest", Some("best"), false),
     b(Scope::Chart, &[k('g')], Intent::MetricScope, "the selected todo's or the goal's points", Some("todo/goal"), false),
     b(Scope::Chart, &[code(KeyCode::Esc), k('q'), k('m')], Intent::Back, "close", Some("close"), false),
+    b(Scope::Pair, &[k('y')], Intent::Confirm, "enroll the phone's key (same fingerprint)", Some("enroll"), false),
+    b(Scope::Pair, &[k('n')], Intent::Cancel, "decline the phone's key", Some("decline"), false),
+    b(Scope::Pair, &[code(KeyCode::Esc)], Intent::Back, "close; the URL stops working, a key sent is declined", Some("close"), false),
     b(Scope::Overlay, &[code(KeyCode::Down), k('j')], Intent::Down, "scroll down", None, false),
     b(Scope::Overlay, &[code(KeyCode::Up), k('k')], Intent::Up, "scroll up", None, false),
     b(Scope::Overlay, &[code(KeyCode::PageDown)], Intent::PageDown, "a page down", None, false),
@@ -370,6 +379,7 @@ pub fn needs_owner(intent: Intent) -> bool {
             | Intent::Release
             | Intent::TogglePause
             | Intent::AddTodo
+            | Intent::Pair
     )
 }
 
@@ -387,6 +397,7 @@ pub fn help_lines(readonly: bool) -> Vec<(Option<String>, String)> {
         Scope::AgentPicker,
         Scope::Errors,
         Scope::Chart,
+        Scope::Pair,
         Scope::Overlay,
     ];
     let mut out = Vec::new();

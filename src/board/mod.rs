@@ -14,6 +14,7 @@ pub mod layout;
 pub mod metrics;
 pub mod notify;
 pub mod overview;
+pub mod pairing;
 pub mod panes;
 pub mod sealer;
 pub mod term;
@@ -160,6 +161,7 @@ pub(crate) fn board_loop_among(
     let mut sealer = sealer::Sealer::new(opts.seal_every.unwrap_or(BOARD_SEAL_EVERY));
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
+    let mut quick = QuickTick::default();
     let mut dirty = true;
     loop {
         // Effects first: they may produce more events.
@@ -180,7 +182,7 @@ pub(crate) fn board_loop_among(
                 .map_err(|e| Error::new(Code::Io, format!("cannot draw: {e}")))?;
             dirty = false;
         }
-        let wait = next_tick.saturating_duration_since(Instant::now());
+        let wait = quick.wait(app, next_tick);
         let Some((mut news, heard)) = receive(screen, wait, (me, app), &mut pending) else {
             return Ok(Leave::Quit);
         };
@@ -192,12 +194,47 @@ pub(crate) fn board_loop_among(
             next_tick = Instant::now() + tick;
             on_tick(app, loader, feed, &mut sealer, &mut news, &mut pending);
             dirty = true;
+        } else {
+            dirty |= quick.tick(app, &mut pending);
         }
         news.rescan |= matches!(app.following, Following::Polling(_)) && feed.poll_instead();
         if news.rescan || news.changed {
             let d = load(&news, feed, loader);
             pending.extend(app.on_event(AppEvent::Loaded(d)));
             dirty = true;
+        }
+    }
+}
+
+/// The app's quicker clock while it asks for one (the pair dialog waiting for the phone).
+#[derive(Debug, Default)]
+struct QuickTick {
+    next: Option<Instant>,
+}
+
+impl QuickTick {
+    /// How long to wait for a message: until the second's tick, or sooner for a quick one.
+    fn wait(&mut self, app: &App, next_tick: Instant) -> Duration {
+        let due = match app.quick_tick() {
+            Some(_) => (*self.next.get_or_insert_with(Instant::now)).min(next_tick),
+            None => {
+                self.next = None;
+                next_tick
+            }
+        };
+        due.saturating_duration_since(Instant::now())
+    }
+
+    /// A quick tick when one is due: only the app's clock (the seal and the feed keep their
+    /// second). True when it ticked.
+    fn tick(&mut self, app: &mut App, pending: &mut Vec<Effect>) -> bool {
+        match (app.quick_tick(), self.next) {
+            (Some(every), Some(at)) if Instant::now() >= at => {
+                self.next = Some(Instant::now() + every);
+                pending.extend(app.on_event(AppEvent::Tick(Ts::now())));
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -265,6 +302,10 @@ pub(crate) fn start(loader: &mut Loader, opts: &Options) -> Result<(App, Vec<Eff
     let theme = choose_theme(opts.theme.as_deref(), cfg_theme.as_deref())?;
     let mut app = App::new(loader.store().name(), theme, opts.readonly, Ts::now());
     app.owner = Owner::detect(loader.store());
+    app.pair_dir = crate::flows::device::pairing_dir(
+        std::env::var_os("XDG_STATE_HOME"),
+        std::env::var_os("HOME"),
+    );
     let pending = app.on_event(AppEvent::Loaded(first));
     Ok((app, pending))
 }
@@ -368,6 +409,17 @@ fn perform(
         Effect::Perform(a) => {
             let r = crate::flows::owner::act(loader.store(), &mut app.owner, &a, Ts::now());
             pending.extend(app.on_event(AppEvent::ActDone(r)));
+        }
+        Effect::Pair(ask) => {
+            let dir = app.pair_dir.clone();
+            let news = pairing::run(
+                loader.store(),
+                &mut app.owner,
+                dir.as_deref(),
+                ask,
+                Ts::now(),
+            );
+            pending.extend(app.on_event(AppEvent::Pair(news)));
         }
     }
 }

@@ -44,6 +44,7 @@ pub enum OwnerCmd {
 #[derive(Debug, Subcommand)]
 pub enum DevicesCmd {
     /// End a device: it can no longer read or decide, and its decisions count as pending.
+    #[command(after_help = "Example:\n  loopx owner devices revoke phone")]
     Revoke {
         /// The device's name, as `loopx owner devices` lists it.
         name: String,

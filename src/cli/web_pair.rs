@@ -60,7 +60,10 @@ fn show_link(link: &str, expires_at: Ts, json: bool) -> Result<()> {
     } else {
         format!(
             "{}\nOpen this on the phone (works once, for 10 minutes):\n  {link}\nwaiting for the phone...\n",
-            qr(link)
+            crate::qr::half_blocks(link)
+                .iter()
+                .map(|r| format!("{r}\n"))
+                .collect::<String>()
         )
     };
     out.write_all(text.as_bytes())
@@ -108,27 +111,4 @@ fn ask(name: &str, fp: &str, label: Option<&str>, json: bool) -> Result<bool> {
         line.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
-}
-
-/// A QR code of `text` in half blocks (two modules a character), with its quiet zone.
-fn qr(text: &str) -> String {
-    use qrcodegen::{QrCode, QrCodeEcc};
-    let Ok(q) = QrCode::encode_text(text, QrCodeEcc::Low) else {
-        return String::new();
-    };
-    let n = q.size();
-    let dark = |x: i32, y: i32| q.get_module(x, y);
-    let mut s = String::new();
-    for y in (-2..n + 2).step_by(2) {
-        for x in -2..n + 2 {
-            s.push(match (dark(x, y), dark(x, y + 1)) {
-                (true, true) => ' ',
-                (true, false) => '▄',
-                (false, true) => '▀',
-                (false, false) => '█',
-            });
-        }
-        s.push('\n');
-    }
-    s
 }

@@ -4,6 +4,7 @@ use crate::kernel::device::{self, DeviceKey};
 use crate::kernel::ops::{self, DeviceDecision};
 use crate::kernel::{DevicePolicy, Gate, Result, Snapshot, Ts};
 use crate::runtime::pairing;
+pub use crate::runtime::pairing::{Pairing, State, dir as pairing_dir};
 use crate::store::{Store, StoreExt};
 
 /// The owner enrolls a device (signed with the owner's key, or refused with exit 7).

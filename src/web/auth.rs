@@ -163,7 +163,7 @@ pub async fn session(
     let key = enrolled_key(&app, &b, &origin).await?;
     let key = key.ok_or_else(denied)?;
     let id = app.auth.open(b.device.clone(), key)?;
-    let secure = if app.tls { "; Secure" } else { "" };
+    let secure = if app.secure { "; Secure" } else { "" };
     let c = format!(
         "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
         SESSION_TTL.as_secs()

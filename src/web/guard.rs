@@ -35,17 +35,16 @@ impl Guard {
             format!("127.0.0.1:{port}"),
             format!("[::1]:{port}"),
         ];
-        if let Some(u) = public_url {
-            hosts.push(public_host(u)?);
-        }
-        hosts.dedup();
         let scheme = if tls { "https" } else { "http" };
         let mut origins: Vec<String> = hosts.iter().map(|h| format!("{scheme}://{h}")).collect();
         if let Some(u) = public_url {
-            let u = u.trim_end_matches('/');
+            // The public URL's origin is its own scheme's only (a proxy may add the TLS).
+            let host = public_host(u)?;
             let (s, _) = u.split_once("://").unwrap_or(("https", u));
-            origins.push(format!("{s}://{}", public_host(u)?));
+            origins.push(format!("{}://{host}", s.to_ascii_lowercase()));
+            hosts.push(host);
         }
+        hosts.dedup();
         Ok(Guard { hosts, origins })
     }
 
@@ -142,4 +141,53 @@ fn refuse(app: &App, h: &HeaderMap, method: &Method) -> Option<ApiError> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins_are_the_servers_own() {
+        let local: SocketAddr = "127.0.0.1:7878".parse().unwrap();
+        let g = Guard::new(&local, Some("https://Phone.example.net/loopx"), false).unwrap();
+        for h in [
+            "127.0.0.1:7878",
+            "localhost:7878",
+            "[::1]:7878",
+            "phone.example.net",
+        ] {
+            assert!(g.host_ok(h), "{h}");
+        }
+        for h in [
+            "127.0.0.1:7879",
+            "localhost",
+            "evil.example",
+            "phone.example.net.evil",
+            "",
+        ] {
+            assert!(!g.host_ok(h), "{h}");
+        }
+        assert!(g.origin_ok("http://127.0.0.1:7878"));
+        assert!(g.origin_ok("https://phone.example.net"));
+        assert!(!g.origin_ok("https://127.0.0.1:7878"), "the scheme counts");
+        assert!(
+            !g.origin_ok("http://phone.example.net"),
+            "the scheme counts"
+        );
+        assert!(!g.origin_ok("null"));
+    }
+
+    #[test]
+    fn a_public_url_must_be_http_with_a_host() {
+        let local: SocketAddr = "127.0.0.1:7878".parse().unwrap();
+        for bad in [
+            "phone.example.net",
+            "ftp://x",
+            "https://",
+            "https://user@evil/",
+        ] {
+            assert!(Guard::new(&local, Some(bad), false).is_err(), "{bad}");
+        }
+    }
 }

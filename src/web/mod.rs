@@ -52,8 +52,9 @@ pub struct App {
     pub guard: guard::Guard,
     /// The pairing channel's directory.
     pub pairing_dir: Option<PathBuf>,
-    /// True under TLS (cookies are `Secure`).
-    pub tls: bool,
+    /// True when the page is served over HTTPS (TLS here, or an `https` public URL): the
+    /// session cookie is `Secure`.
+    pub secure: bool,
     /// The open event streams.
     pub streams: Arc<tokio::sync::Semaphore>,
 }
@@ -106,7 +107,11 @@ pub fn serve(opts: Options) -> Result<()> {
             auth: auth::Auth::default(),
             guard: guard::Guard::new(&local, opts.public_url.as_deref(), tls.is_some())?,
             pairing_dir: opts.pairing_dir,
-            tls: tls.is_some(),
+            secure: tls.is_some()
+                || opts
+                    .public_url
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://")),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
         });
         let shown = opts.public_url.clone().unwrap_or(base);

@@ -26,7 +26,11 @@ impl Server {
     pub fn start(p: &Project, extra: &[&str]) -> Server {
         let mut args = vec!["web", "--listen", "127.0.0.1:0", "--json"];
         args.extend_from_slice(extra);
-        let mut c = p.cmd(&args);
+        Server::start_with(p.cmd(&args))
+    }
+
+    /// `loopx web ...` as `c` runs it (its first line of output is `{"url": ...}`).
+    pub fn start_with(mut c: std::process::Command) -> Server {
         c.env_remove("XDG_STATE_HOME")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

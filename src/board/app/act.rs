@@ -47,6 +47,7 @@ impl App {
             Intent::Times => self.toggle_times(),
             Intent::Errors => self.show_errors(),
             Intent::Edit => return self.edit_problem(0),
+            Intent::Pair => return self.open_pair(),
             _ => {}
         }
         Vec::new()

@@ -11,8 +11,10 @@ impl App {
             keymap::hints(&self.scopes(), self.readonly, self.owner.verified),
             self.snap.as_ref().map(|s| s.config.goal.status),
         );
-        if let Mode::Confirm(c) = &self.mode {
-            c.fit_hints(&mut hints);
+        match &self.mode {
+            Mode::Confirm(c) => c.fit_hints(&mut hints),
+            Mode::Pair(p) => p.fit_hints(&mut hints),
+            _ => {}
         }
         hints
     }

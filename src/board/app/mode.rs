@@ -6,6 +6,7 @@ use crate::board::dialogs::detail::Detail;
 use crate::board::dialogs::errors::FileErrors;
 use crate::board::dialogs::help::Help;
 use crate::board::dialogs::input::TextInput;
+use crate::board::dialogs::pair::Pair;
 use crate::board::dialogs::picker::Picker;
 use crate::board::dialogs::roster::Roster;
 use crate::board::keymap::Scope;
@@ -34,6 +35,8 @@ pub enum Mode {
     Confirm(Confirm),
     /// The metric chart.
     Chart(MetricChart),
+    /// Pairing a phone for `loopx web`.
+    Pair(Pair),
 }
 
 impl Mode {
@@ -49,6 +52,7 @@ impl Mode {
             Mode::Errors(o) => o,
             Mode::Confirm(o) => o,
             Mode::Chart(o) => o,
+            Mode::Pair(o) => o,
         })
     }
 

@@ -33,6 +33,7 @@ impl App {
                 let sel = self.selected_todo();
                 o.on_intent(intent, &self.metrics, sel.as_deref())
             }
+            Mode::Pair(o) => o.on_intent(intent),
         };
         self.reply(mode, reply)
     }
@@ -62,6 +63,10 @@ impl App {
             Reply::Edit(n) => {
                 self.mode = mode;
                 return self.edit_problem(n);
+            }
+            Reply::Pair(ask) => {
+                self.mode = mode;
+                return vec![Effect::Pair(ask)];
             }
         }
         Vec::new()

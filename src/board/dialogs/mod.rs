@@ -9,6 +9,7 @@ pub mod errors;
 pub mod frame;
 pub mod help;
 pub mod input;
+pub mod pair;
 pub mod picker;
 pub mod reply;
 pub mod roster;

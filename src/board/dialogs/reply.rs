@@ -1,6 +1,8 @@
-//! What a dialog's key asks of the board: stay, close, open the next dialog, or act.
+//! What a dialog's key asks of the board: stay, close, open the next dialog, or act (an owner
+//! act, a step of pairing a phone).
 
 use crate::board::panes::keys::InputFor;
+use crate::flows::device::Started;
 use crate::flows::owner::OwnerAct;
 
 /// What a dialog's key asks of the board.
@@ -23,6 +25,19 @@ pub enum Reply {
     Perform(OwnerAct),
     /// Open the file of this file error (by its row) in `$EDITOR`.
     Edit(usize),
+    /// The dialog stays; the board's loop runs this step of pairing a phone.
+    Pair(PairAsk),
+}
+
+/// A step of pairing a phone, run by the board's loop through the device flows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairAsk {
+    /// Start a pairing: a one-time URL for the announced `loopx web`.
+    Start,
+    /// Where the pairing stands: has the phone sent its key?
+    Poll(Started),
+    /// The owner's answer: yes enrolls the phone's key (signed), no ends the pairing.
+    Answer(Started, bool),
 }
 
 impl Reply {

@@ -261,7 +261,9 @@ mod tests {
                 "check.revoke",
                 "hook.set",
                 "hook.remove",
-                "agent.fix"
+                "agent.fix",
+                "device.enroll",
+                "device.revoke"
             ]
         );
         let mut listed = crate::kernel::authority::OWNER_ACTIONS.to_vec();

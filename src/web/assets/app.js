@@ -165,9 +165,19 @@ async function start() {
 function follow() {
   if (events) events.close();
   events = new EventSource("/api/events");
-  events.addEventListener("ready", () => { $("live").textContent = "live"; });
+  events.addEventListener("ready", () => { $("live").textContent = "live"; refresh(); });
   events.addEventListener("change", () => refresh());
-  events.onerror = () => { $("live").textContent = "reconnecting"; };
+  events.onerror = () => {
+    $("live").textContent = "reconnecting";
+    // A refused stream (the server restarted and forgot the session, or is full) is not
+    // retried by the browser: sign in again and follow anew.
+    if (events.readyState === EventSource.CLOSED) {
+      setTimeout(() => signIn().then(follow).catch((e) => {
+        say(e.message, true);
+        setTimeout(follow, 5000);
+      }), 2000);
+    }
+  };
 }
 
 let busy = false;
@@ -199,8 +209,15 @@ function render(s) {
   for (const i of document.querySelectorAll("[data-gate] input.reason")) {
     kept[i.closest("[data-gate]").dataset.gate] = i.value;
   }
+  const active = document.activeElement;
+  const typing = active && active.matches("input.reason") ? active.closest("[data-gate]").dataset.gate : null;
   const root = $("projects");
   root.replaceChildren(...s.projects.map((p) => project(p, kept)));
+  if (typing) {
+    for (const g of document.querySelectorAll("[data-gate]")) {
+      if (g.dataset.gate === typing) g.querySelector("input.reason").focus();
+    }
+  }
   wanted();
 }
 
