@@ -194,32 +194,16 @@ fn appears(phone: &mut Phone, id: &str, exited: i64) {
     );
 }
 
-#[test]
-fn a_phone_pairs_watches_gates_appear_and_decides_them_signed() {
-    let Some(mut phone) = Phone::start() else {
-        return;
-    };
-    let p = Project::new("web-browser");
-    let shots = TempDir::new("web-shots");
-    let (_web, base) = serve(&p);
-    let device = pair(&p, &mut phone, &base, &shots.path);
-    let actor = format!("device:{device}");
-
+/// Agent a1 asks which cache store (two options); the phone sees it, approves `postgres`.
+fn approve_with_an_option(p: &Project, phone: &mut Phone, actor: &str, shots: &Path) -> String {
     let todo = p.add("Move sessions to the new cache", &[]);
-    let (first, exited) = agent_opens(
-        &p,
-        &[
-            "Which cache store for sessions?",
-            "--blocks",
-            &todo,
-            "--option",
-            "sqlite",
-            "--option",
-            "postgres",
-        ],
-    );
-    appears(&mut phone, &first, exited);
-    phone.shot(&shots.path, "web-gates.png");
+    let q = "Which cache store for sessions?";
+    let opts = [
+        "--blocks", &todo, "--option", "sqlite", "--option", "postgres",
+    ];
+    let (first, exited) = agent_opens(p, &[&[q][..], &opts[..]].concat());
+    appears(phone, &first, exited);
+    phone.shot(shots, "web-gates.png");
     let d = phone
         .ask(json!({"do": "decide", "gate": first, "action": "approve", "option": "postgres"}));
     let ms = |k: &str| d[k].as_f64().unwrap_or(f64::NAN);
@@ -231,16 +215,17 @@ fn a_phone_pairs_watches_gates_appear_and_decides_them_signed() {
     let g = p.ok(&["gate", "show", &first])["gate"].clone();
     assert_eq!(g["status"], "approved", "{g}");
     assert_eq!(g["option"], "postgres", "{g}");
-    assert_eq!(g["decided_by"], actor.as_str(), "{g}");
+    assert_eq!(g["decided_by"], actor, "{g}");
+    first
+}
 
-    let (second, exited) = agent_opens(&p, &["Drop the old sessions table now?"]);
-    appears(&mut phone, &second, exited);
-    // A push's link opens the page on that gate: the page signs in again with the key it kept.
+/// Agent a1 asks another; the phone sees it, opens its link (as a push's), rejects with a reason.
+fn reject_from_a_link(p: &Project, phone: &mut Phone, base: &str, shots: &Path) -> String {
+    let (second, exited) = agent_opens(p, &["Drop the old sessions table now?"]);
+    appears(phone, &second, exited);
+    // The page loads again and signs in with the key it kept.
     phone.ask(json!({"do": "goto", "url": format!("{base}/#gate={second}")}));
-    assert_eq!(
-        phone.ask(json!({"do": "logged_in"}))["device"],
-        device.as_str()
-    );
+    assert_eq!(phone.ask(json!({"do": "logged_in"}))["device"], "phone");
     let sel = format!("[data-gate=\"{second}\"]");
     let class = phone.ask(json!({"do": "attr", "selector": sel, "name": "class"}))["value"].clone();
     assert!(
@@ -249,10 +234,25 @@ fn a_phone_pairs_watches_gates_appear_and_decides_them_signed() {
     );
     let reason = "not before the backup is verified";
     phone.ask(json!({"do": "decide", "gate": second, "action": "reject", "reason": reason}));
-    phone.shot(&shots.path, "web-decided.png");
+    phone.shot(shots, "web-decided.png");
     let g = p.ok(&["gate", "show", &second])["gate"].clone();
     assert_eq!(g["status"], "rejected", "{g}");
     assert_eq!(g["reason"], reason, "{g}");
+    second
+}
+
+#[test]
+fn a_phone_pairs_watches_gates_appear_and_decides_them_signed() {
+    let Some(mut phone) = Phone::start() else {
+        return;
+    };
+    let p = Project::new("web-browser");
+    let shots = TempDir::new("web-shots");
+    let (_web, base) = serve(&p);
+    let device = pair(&p, &mut phone, &base, &shots.path);
+    let actor = format!("device:{device}");
+    let first = approve_with_an_option(&p, &mut phone, &actor, &shots.path);
+    let second = reject_from_a_link(&p, &mut phone, &base, &shots.path);
 
     let (code, doc) = p.json(&["doctor"]);
     assert_eq!(
