@@ -92,8 +92,14 @@ async function browserRuns(base) {
   try {
     await pair("phone", (url) => openPairing(phone.page, url));
     await loggedIn(phone.page);
-    const shown = [], shownFromStart = [], click = [], server = [];
+    // When the page hears each `change` (its EventSource is app.js's `events`).
+    await phone.page.evaluate(() => {
+      window.__heard = [];
+      events.addEventListener("change", () => window.__heard.push(Date.now()));
+    });
+    const shown = [], shownFromStart = [], heard = [], click = [], server = [];
     for (let i = 0; i < RUNS; i++) {
+      await phone.page.evaluate(() => { window.__heard = []; });
       const start = Date.now();
       const { v, at } = await loopx(["--agent", "a1", "gate", "open", `Run ${i}: ship it?`,
         "--option", "yes", "--option", "no"]);
@@ -101,13 +107,14 @@ async function browserRuns(base) {
       const on = await seen(phone.page, id);
       shown.push(on - at);
       shownFromStart.push(on - start);
+      heard.push(await phone.page.evaluate(() => window.__heard[0]) - at);
       const d = await decide(phone.page, id, "approve", { option: "yes" });
       click.push(d.ms);
       server.push(d.server_ms);
     }
     if (phone.errors.some((e) => !e.includes("status of 404"))) throw new Error(phone.errors.join("\n"));
     return { runs: RUNS, gate_on_screen_ms: { after_exit: median(shown), after_start: median(shownFromStart),
-      max_after_exit: Math.max(...shown) }, decision_ms: { click_to_answer: round(median(click)),
+      max_after_exit: Math.max(...shown), change_heard_after_exit: median(heard) }, decision_ms: { click_to_answer: round(median(click)),
       request_only: round(median(server)), max_click_to_answer: round(Math.max(...click)) } };
   } finally {
     await phone.close();
