@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 const HARNESS: &str = r#"
 const fs = require("fs");
 globalThis.window = globalThis;
+if (!globalThis.crypto) globalThis.crypto = require("crypto").webcrypto; // Node 18
 globalThis.document = { getElementById: () => ({}) };
 globalThis.location = { hash: "", pathname: "/", origin: "http://127.0.0.1:1" };
 const src = fs.readFileSync(process.argv[2], "utf8");

@@ -98,10 +98,7 @@ pub fn serve(opts: Options) -> Result<()> {
             .local_addr()
             .map_err(|e| Error::new(Code::Io, e.to_string()))?;
         let base = base_url(&local, tls.is_some());
-        let mut projects = Vec::new();
-        for (name, open) in opts.projects {
-            projects.push(project::Project::start(name, open)?);
-        }
+        let projects = open_all(opts.projects)?;
         let app = Arc::new(App {
             projects,
             auth: auth::Auth::default(),
@@ -119,6 +116,27 @@ pub fn serve(opts: Options) -> Result<()> {
         net::run(listener, tls, api::router(app)).await;
         Ok(())
     })
+}
+
+/// Opens every project; with several, one that cannot be opened is left out, saying why.
+fn open_all(list: Vec<(String, Opener)>) -> Result<Vec<project::Project>> {
+    let several = list.len() > 1;
+    let mut out = Vec::new();
+    for (name, open) in list {
+        match project::Project::start(name.clone(), open) {
+            Ok(p) => out.push(p),
+            Err(e) if several => eprintln!(
+                "loopx web: leaving out {}: {}",
+                crate::text::escape(&name),
+                crate::text::escape(&e.message)
+            ),
+            Err(e) => return Err(e),
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::usage("no project of the list could be opened"));
+    }
+    Ok(out)
 }
 
 /// The server's own URL: `http://127.0.0.1:7878`.

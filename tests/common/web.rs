@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use ed25519_dalek::{Signer, SigningKey};
 use loopx::kernel::authority::to_hex;
-use loopx::kernel::device::session_message;
+use loopx::kernel::device::{Decided, gate_digest, session_message};
+use loopx::kernel::{GateStatus, Ts};
+use loopx::store::{FileStore, Store};
 use serde_json::{Value, json};
 
 use super::Project;
@@ -222,4 +224,32 @@ pub fn sign_in(s: &Server, name: &str, k: &SigningKey) -> Result<String, u16> {
     }
     let v = set.split(';').next().unwrap();
     Ok(v.trim_start_matches("loopx_session=").to_string())
+}
+
+/// A device's decision of `gate` as the page posts it, signed by `k` over the gate as it is.
+pub fn decision(p: &Project, gate: &str, name: &str, k: &SigningKey, status: GateStatus) -> Value {
+    let snap = FileStore::at(p.root()).load().unwrap();
+    let digest = gate_digest(&snap.gates[gate]);
+    let at = Ts::now().0;
+    let reason = if status == GateStatus::Rejected {
+        "not now"
+    } else {
+        ""
+    };
+    let d = Decided {
+        gate,
+        digest: &digest,
+        status,
+        option: "",
+        reason,
+        at_ms: at,
+        device: name,
+    };
+    json!({"device": name, "status": status.as_str(), "option": "", "reason": reason,
+           "digest": digest, "decided_at": at, "signature": sig(k, &d.message())})
+}
+
+/// The project's name as the server shows it (its directory's).
+pub fn name_of(p: &Project) -> String {
+    p.root().file_name().unwrap().to_string_lossy().into_owned()
 }
