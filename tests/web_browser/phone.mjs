@@ -38,9 +38,9 @@ export async function launch() {
 export async function openPairing(page, url) {
   await page.goto(url);
   const fp = page.locator("#fingerprint");
-  await fp.filter({ hasText: /SHA256:/ }).waitFor({ timeout: 15000 });
+  await fp.filter({ hasText: /SHA256:/ }).waitFor({ timeout: 30000 });
   // The key went to the server once the page waits for the terminal.
-  await page.locator("#pair-state").filter({ hasText: /./ }).waitFor({ timeout: 15000 });
+  await page.locator("#pair-state").filter({ hasText: /./ }).waitFor({ timeout: 30000 });
   return (await fp.textContent()).trim();
 }
 
@@ -62,7 +62,7 @@ export async function loggedIn(page, timeout = 30000) {
 }
 
 /// Waits for gate `id` on the page (no reload); the time (ms since the epoch) it first showed.
-export async function seen(page, id, timeout = 10000) {
+export async function seen(page, id, timeout = 30000) {
   await page.locator(`[data-gate="${id}"]`).waitFor({ timeout });
   return page.evaluate((g) => window.__seen[g], id);
 }
@@ -80,7 +80,7 @@ export async function decide(page, id, action, { option, reason } = {}) {
     addEventListener("click", () => { window.__click = performance.now(); },
       { capture: true, once: true });
   });
-  const answer = page.waitForResponse((r) => r.url().includes(`/${id}/decide`), { timeout: 10000 });
+  const answer = page.waitForResponse((r) => r.url().includes(`/${id}/decide`), { timeout: 30000 });
   await card.locator(sel).click();
   const r = await answer;
   if (!r.ok()) throw new Error(`the decision of ${id} was refused: ${r.status()} ${await r.text()}`);
