@@ -84,7 +84,7 @@ export async function decide(page, id, action, { option, reason } = {}) {
   await card.locator(sel).click();
   const r = await answer;
   if (!r.ok()) throw new Error(`the decision of ${id} was refused: ${r.status()} ${await r.text()}`);
-  await card.waitFor({ state: "detached", timeout: 10000 });
+  await card.waitFor({ state: "detached", timeout: 30000 });
   const t = await page.evaluate((g) => {
     const e = performance.getEntriesByType("resource").filter((x) => x.name.includes(`/${g}/decide`)).pop();
     return { ms: e.responseEnd - window.__click, server_ms: e.responseEnd - e.startTime };
