@@ -183,7 +183,8 @@ fn agent_opens(p: &Project, args: &[&str]) -> (String, i64) {
     )
 }
 
-/// The page shows gate `id` without a reload; prints how long after the agent's command.
+/// The page shows gate `id` without a reload (a reload would lose the observer set up at sign-in,
+/// and with it the time asked for); prints how long after the agent's command.
 fn appears(phone: &mut Phone, id: &str, exited: i64) {
     let at = phone.ask(json!({"do": "see", "gate": id}))["at_ms"]
         .as_i64()
