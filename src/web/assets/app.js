@@ -232,7 +232,7 @@ function wanted() {
   if (scrolledTo !== id) card.scrollIntoView({ block: "center" });
   scrolledTo = id;
 }
-addEventListener("hashchange", wanted);
+window.onhashchange = wanted;
 
 function project(p, kept) {
   const sec = el("section");
