@@ -218,7 +218,21 @@ function render(s) {
       if (g.dataset.gate === typing) g.querySelector("input.reason").focus();
     }
   }
+  wanted();
 }
+
+// A link to one gate (`/#gate=ID`, as a push notification sends): it is marked, and scrolled
+// to once.
+let scrolledTo = null;
+function wanted() {
+  const id = new URLSearchParams(location.hash.slice(1)).get("gate");
+  const card = id && document.querySelector(`[data-gate="${CSS.escape(id)}"]`);
+  if (!card) return;
+  card.classList.add("wanted");
+  if (scrolledTo !== id) card.scrollIntoView({ block: "center" });
+  scrolledTo = id;
+}
+window.onhashchange = wanted;
 
 function project(p, kept) {
   const sec = el("section");
