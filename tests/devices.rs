@@ -235,3 +235,31 @@ fn a_device_added_by_hand_decides_nothing() {
     assert_eq!(v["devices"], serde_json::json!([]), "{v}");
     assert!(v["owner_notes"].to_string().contains("mallory"), "{v}");
 }
+
+#[test]
+fn a_key_swapped_in_after_the_owner_saw_its_fingerprint_is_not_enrolled() {
+    let p = Project::new("devices-swap");
+    let dir = state_dir(&p);
+    let mut pr = start_pair(&p, "phone");
+    pairing::submit(&dir, &pr.token, &hex_of(&phone(7)), None, Ts::now()).unwrap();
+    let ask = line(&mut pr.out);
+    assert!(ask["fingerprint"].as_str().is_some(), "{ask}");
+    // An agent rewrites the pairing file while the owner compares fingerprints.
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|f| f.file_name().unwrap().to_str().unwrap().starts_with("p-"))
+        .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let swapped = text.replace(&hex_of(&phone(7)), &hex_of(&phone(8)));
+    assert_ne!(text, swapped);
+    std::fs::write(&file, swapped).unwrap();
+    let mut stdin = pr.child.stdin.take().unwrap();
+    writeln!(stdin, "y").unwrap();
+    drop(stdin);
+    let last = line(&mut pr.out);
+    let code = pr.child.wait().unwrap().code().unwrap_or(-1);
+    assert_eq!(code, exit_of("changed"), "{last}");
+    assert_eq!(p.ok(&["owner", "devices"])["devices"], serde_json::json!([]));
+}

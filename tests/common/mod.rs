@@ -89,7 +89,7 @@ pub fn exit_of(code: &str) -> i32 {
         "usage" => 2,
         "nothing_ready" | "not_ready" => 3,
         "lease_conflict" | "stale_fence" | "already_decided" | "goal_exists" | "key_exists"
-        | "already_used" => 4,
+        | "already_used" | "changed" => 4,
         "not_initialized" | "not_found" | "ambiguous_id" => 5,
         "invalid_state" | "schema_too_new" => 6,
         "denied" => 7,
