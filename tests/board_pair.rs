@@ -90,6 +90,7 @@ fn started() -> Started {
         token,
         name: "phone".into(),
         expires_at: Ts(now().0 + 10 * 60_000),
+        seen: None,
     }
 }
 
@@ -181,7 +182,13 @@ fn the_dialog_polls_at_most_every_300_ms_then_asks_about_the_fingerprint() {
     // y enrolls: one answer, and keys are ignored until it is carried out.
     assert_eq!(
         ch(&mut a, 'y'),
-        vec![Effect::Pair(PairAsk::Answer(started(), true))]
+        vec![Effect::Pair(PairAsk::Answer(
+            Started {
+                seen: Some(fp.clone()),
+                ..started()
+            },
+            true
+        ))]
     );
     assert_eq!(ch(&mut a, 'y'), vec![]);
     assert_eq!(press(&mut a, KeyCode::Esc), vec![]);
@@ -220,7 +227,13 @@ fn n_and_esc_decline_and_the_hints_offer_y_only_with_a_fingerprint() {
     assert_eq!(hints(&a), vec!["enroll", "decline", "close"]);
     assert_eq!(
         ch(&mut a, 'n'),
-        vec![Effect::Pair(PairAsk::Answer(started(), false))]
+        vec![Effect::Pair(PairAsk::Answer(
+            Started {
+                seen: submitted(&phone_key(3)).fingerprint(),
+                ..started()
+            },
+            false
+        ))]
     );
 }
 

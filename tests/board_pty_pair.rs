@@ -17,6 +17,45 @@ use loopx::runtime::pairing;
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// A `loopx web` on a free port with its pairing files under `state`, stopped on drop.
+struct Web(std::process::Child);
+
+impl Web {
+    fn start(dir: &Path, state: &Path) -> Web {
+        let child = std::process::Command::new(BIN)
+            .args(["web", "--listen", "127.0.0.1:0", "--dir"])
+            .arg(dir)
+            .env("XDG_STATE_HOME", state)
+            .env_remove("LOOPX_OWNER_KEY")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("loopx web starts");
+        Web(child)
+    }
+
+    /// The URL it announced in the pairing directory `chan`.
+    fn url(&self, chan: &Path) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            // Read as the file says: `announced` trusts only its own binary, and this is a test's.
+            let text = std::fs::read_to_string(chan.join("server.json")).unwrap_or_default();
+            if let Ok(s) = serde_json::from_str::<pairing::Server>(&text) {
+                return s.url;
+            }
+            assert!(Instant::now() < deadline, "loopx web announced nothing");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A board on `dir` at 80x24 with the owner's key, its pairing files under `state`.
 fn board(tag: &str, dir: &Path, key: &Path, state: &Path) -> Tmux {
     let cmd = format!(
@@ -44,8 +83,9 @@ fn p_pairs_a_phone_and_y_enrolls_it_signed() {
     let (dir, key) = owned_project("pair", "Phones decide gates");
     let state = dir.join("state");
     let chan = pairing::dir(Some(state.clone().into()), None).unwrap();
-    // A `loopx web` announced: this test process stands for it (its pid is alive).
-    pairing::announce(&chan, "http://127.0.0.1:8080").unwrap();
+    // A real `loopx web` announces itself: the pair dialog trusts only this binary's.
+    let web = Web::start(&dir, &state);
+    let url = web.url(&chan);
 
     let t = board("pair", &dir, &key, &state);
     t.wait_for("live", WAIT).unwrap();
@@ -53,7 +93,7 @@ fn p_pairs_a_phone_and_y_enrolls_it_signed() {
     t.wait_for("waiting for the phone...", WAIT).unwrap();
     let screen = t.screen();
     let token = token_on(&screen).unwrap_or_else(|| panic!("no URL on screen:\n{screen}"));
-    assert!(screen.contains("http://127.0.0.1:8080/pair#t="), "{screen}");
+    assert!(screen.contains(&format!("{url}/pair#t=")), "{screen}");
     assert!(
         screen.lines().any(|l| l.contains(&"█".repeat(37))),
         "the QR code's quiet zone, 37 modules wide:\n{screen}"

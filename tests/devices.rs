@@ -261,5 +261,8 @@ fn a_key_swapped_in_after_the_owner_saw_its_fingerprint_is_not_enrolled() {
     let last = line(&mut pr.out);
     let code = pr.child.wait().unwrap().code().unwrap_or(-1);
     assert_eq!(code, exit_of("changed"), "{last}");
-    assert_eq!(p.ok(&["owner", "devices"])["devices"], serde_json::json!([]));
+    assert_eq!(
+        p.ok(&["owner", "devices"])["devices"],
+        serde_json::json!([])
+    );
 }

@@ -262,11 +262,20 @@ pub fn retire(dir: &Path) {
     }
 }
 
-/// The announced server, if its process still runs.
+/// The announced server, if its process still runs and runs this very binary (an agent can
+/// write `server.json`; it cannot make another program pass for this one).
 pub fn announced(dir: &Path) -> Option<Server> {
     let mut f = atomic::open_nofollow(&dir.join("server.json")).ok()?;
+    atomic::check_regular(&f).ok()?;
     let bytes = atomic::read_bounded(&mut f, 4096).ok()?;
     let s: Server = serde_json::from_slice(&bytes).ok()?;
-    let alive = i32::try_from(s.pid).is_ok_and(|pid| unsafe { libc::kill(pid, 0) } == 0);
-    alive.then_some(s)
+    let url_ok = s.url.starts_with("http://") || s.url.starts_with("https://");
+    (url_ok && same_program(s.pid)).then_some(s)
+}
+
+/// True when process `pid` runs the same executable file as this process.
+fn same_program(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &str| fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    pid != 0 && id(&format!("/proc/{pid}/exe")).is_some_and(|x| Some(x) == id("/proc/self/exe"))
 }
