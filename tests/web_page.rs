@@ -19,7 +19,7 @@ if (!globalThis.crypto) globalThis.crypto = require("crypto").webcrypto; // Node
 globalThis.document = { getElementById: () => ({}) };
 globalThis.location = { hash: "", pathname: "/", origin: "http://127.0.0.1:1" };
 const src = fs.readFileSync(process.argv[2], "utf8");
-const m = new Function(src + "\nreturn { fields, hex, gateDigest, decidedMessage, sessionMessage };")();
+const m = new Function(src + "\nreturn { fields, hex, gateDigest, decidedMessage, sessionMessage, actionDigest };")();
 (async () => {
   const c = JSON.parse(fs.readFileSync(0, "utf8"));
   const digest = await m.gateDigest(c.gate);
@@ -29,8 +29,9 @@ const m = new Function(src + "\nreturn { fields, hex, gateDigest, decidedMessage
   const raw = await crypto.subtle.exportKey("raw", keys.publicKey);
   const sig = await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, msg);
   const session = m.sessionMessage(c.challenge, c.origin, c.decided.device);
+  const action = c.gate.action ? await m.actionDigest(c.gate.action) : null;
   console.log(JSON.stringify({ digest, message: m.hex(msg), key: m.hex(raw),
-    signature: m.hex(sig), session: m.hex(session) }));
+    signature: m.hex(sig), session: m.hex(session), action }));
 })().catch((e) => { console.error(e); process.exit(1); });
 "#;
 
@@ -72,7 +73,10 @@ fn the_page_signs_the_bytes_the_kernel_verifies() {
                "global": false, "action": null}),
         json!({"id": "g-zz2222", "question": "", "options": [], "blocks": [], "global": true,
                "action": {"kind": "cmd", "sha256": "ab".repeat(32),
-                          "argv": ["git", "push"]}}),
+                          "argv": ["sh", "-c", "echo 'ünï' > out.txt", ""]}}),
+        json!({"id": "g-pp3333", "question": "Post it?", "options": [], "blocks": [],
+               "global": false, "action": {"kind": "payload", "sha256": "cd".repeat(32),
+                          "text": "héllo\nwörld\u{0}"}}),
     ];
     for g in cases {
         let mut gate = Gate::pending("x", String::new(), "agent", loopx::kernel::Ts(0));
@@ -92,6 +96,15 @@ fn the_page_signs_the_bytes_the_kernel_verifies() {
         let out = run_page(&case);
         let digest = gate_digest(&gate);
         assert_eq!(out["digest"], digest.as_str(), "the digest of {}", gate.id);
+        if let Some(a) = &gate.action {
+            // The page refuses to sign an approval whose shown action hashes otherwise.
+            assert_eq!(
+                out["action"],
+                a.digest().as_str(),
+                "the action digest of {}",
+                gate.id
+            );
+        }
         let d = Decided {
             gate: &gate.id,
             digest: &digest,

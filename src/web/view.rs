@@ -77,9 +77,17 @@ fn gate(store: &dyn Followed, snap: &Snapshot, g: &Gate) -> Result<Value> {
             .collect();
         blocks.push(json!({"id": id, "title": title, "evidence": evidence}));
     }
-    let action = g.action.as_ref().map(
-        |a| json!({"kind": a.kind.as_str(), "sha256": a.sha256, "argv": a.argv, "text": a.text}),
-    );
+    // `shown` is what the owner reads (a command quoted as a shell splits it, every invisible or
+    // control character escaped); the raw fields are what the page hashes and signs.
+    let action = g.action.as_ref().map(|a| {
+        json!({"kind": a.kind.as_str(), "sha256": a.sha256, "argv": a.argv, "text": a.text,
+               "shown": a.shown(), "intact": a.intact()})
+    });
+    let esc = |t: &str| crate::text::escape(t).into_owned();
+    let shown = json!({
+        "question": esc(&g.question),
+        "options": g.options.iter().map(|o| esc(o)).collect::<Vec<_>>(),
+    });
     Ok(json!({
         "id": g.id,
         "question": g.question,
@@ -90,6 +98,7 @@ fn gate(store: &dyn Followed, snap: &Snapshot, g: &Gate) -> Result<Value> {
         "opened_by": g.opened_by,
         "opened_at": g.opened_at,
         "action": action,
+        "shown": shown,
         // For display and debugging only: the page computes the digest it signs itself.
         "digest": gate_digest(g),
     }))

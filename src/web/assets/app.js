@@ -30,6 +30,20 @@ async function sha256hex(bytes) {
   return hex(await crypto.subtle.digest("SHA-256", bytes));
 }
 
+// kernel::gate_action::GateAction::digest: each argument and a NUL, or the payload's text.
+async function actionDigest(a) {
+  const enc = new TextEncoder();
+  if (a.kind !== "cmd") return sha256hex(enc.encode(a.text || ""));
+  const parts = a.argv.map((x) => enc.encode(x));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length + 1, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length + 1;
+  }
+  return sha256hex(out);
+}
+
 // kernel::device::gate_digest, from the fields the page shows.
 async function gateDigest(g) {
   const f = ["loopx-gate-digest-v1", g.id, g.question, String(g.options.length)];
@@ -269,7 +283,8 @@ function headline(h) {
 function gate(projectName, g, reasonText) {
   const card = el("div", null, "gate");
   card.dataset.gate = g.id;
-  card.append(el("div", g.question, "question"));
+  const shown = g.shown || { question: g.question, options: g.options };
+  card.append(el("div", shown.question, "question"));
   card.append(el("div", g.id + " · asked by " + g.opened_by + " · " + g.opened_at + (g.global ? " · blocks every agent" : ""), "dim"));
   if (g.blocked.length) {
     const ul = el("ul");
@@ -281,8 +296,8 @@ function gate(projectName, g, reasonText) {
     card.append(el("div", "Blocks:", "dim"), ul);
   }
   if (g.action) {
-    const text = g.action.kind === "cmd" ? g.action.argv.join(" ") : (g.action.text || "");
-    card.append(el("div", "Approving runs this " + g.action.kind + " (sha256 " + g.action.sha256.slice(0, 12) + "):", "dim"), el("pre", text));
+    card.append(el("div", "Approving runs this " + g.action.kind + " (sha256 " + g.action.sha256.slice(0, 12) + "):", "dim"), el("pre", g.action.shown));
+    if (!g.action.intact) card.append(el("div", "The action no longer matches its sha256: it cannot be approved.", "error"));
   }
   const reason = el("input", null, "reason");
   reason.placeholder = "Reason (needed to reject)";
@@ -290,8 +305,9 @@ function gate(projectName, g, reasonText) {
   reason.value = reasonText;
   const buttons = el("div", null, "buttons");
   const choices = g.options.length ? g.options : [null];
-  for (const o of choices) {
-    const b = el("button", o === null ? "Approve" : "Approve: " + o);
+  for (const [i, o] of choices.entries()) {
+    if (g.action && !g.action.intact) break;
+    const b = el("button", o === null ? "Approve" : "Approve: " + shown.options[i]);
     b.dataset.action = "approve";
     if (o !== null) b.dataset.option = o;
     b.addEventListener("click", () => decide(projectName, g, "approved", o || "", reason, card));
@@ -314,6 +330,10 @@ async function decide(projectName, g, status, option, reasonInput, card) {
   }
   for (const b of card.querySelectorAll("button")) b.disabled = true;
   try {
+    // An approval is of the action as shown: its text must hash to the digest signed.
+    if (status === "approved" && g.action && (await actionDigest(g.action)) !== g.action.sha256) {
+      throw new Error("the action shown does not match its sha256: not approved");
+    }
     const digest = await gateDigest(g);
     const d = { gate: g.id, digest, status, option, reason, decided_at: Date.now(), device: device.name };
     const signature = await sign(device.keys, decidedMessage(d));
