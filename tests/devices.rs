@@ -266,3 +266,21 @@ fn a_key_swapped_in_after_the_owner_saw_its_fingerprint_is_not_enrolled() {
         serde_json::json!([])
     );
 }
+
+#[test]
+fn a_fifo_planted_as_the_pairing_lock_fails_fast() {
+    let p = Project::new("devices-fifo");
+    let dir = state_dir(&p);
+    std::fs::create_dir_all(&dir).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("lock"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let mut c = p.cmd(&["web", "pair", "--url", "http://127.0.0.1:9", "--json"]);
+    c.env_remove("XDG_STATE_HOME").stdin(Stdio::null());
+    let r = run_cmd(&mut c);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

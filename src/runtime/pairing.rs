@@ -130,16 +130,28 @@ fn write(path: &Path, p: &Pairing) -> Result<()> {
     atomic::write(path, &text).map_err(|e| io_err("cannot write the pairing", e))
 }
 
-/// Holds the channel's lock while `f` reads and writes a pairing.
+/// Holds the channel's lock while `f` reads and writes a pairing: a regular file, never
+/// followed through a link, waited for at most 5 s.
 fn locked<T>(dir: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    use std::os::unix::fs::OpenOptionsExt;
     ensure(dir)?;
     let lock = File::options()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(dir.join("lock"))
         .map_err(|e| io_err("pairing lock", e))?;
-    lock.lock().map_err(|e| io_err("pairing lock", e))?;
+    atomic::check_regular(&lock).map_err(|e| io_err("pairing lock", e))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while lock.try_lock().is_err() {
+        if std::time::Instant::now() > deadline {
+            return Err(Error::new(Code::Busy, "the pairing files are locked by another process")
+                .hint(format!("see who holds {}", dir.join("lock").display())));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     f()
 }
 
