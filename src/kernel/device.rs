@@ -194,6 +194,22 @@ pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) ->
         "gate.reject" => GateStatus::Rejected,
         _ => return false,
     };
+    // Only the fields loopx writes: a copy of a signed line with keys added signs nothing.
+    const KEYS: &[&str] = &[
+        "option",
+        "reason",
+        "digest",
+        "decided_at",
+        "signature",
+        "sha256",
+    ];
+    let known = e
+        .data
+        .as_object()
+        .is_some_and(|m| m.keys().all(|k| KEYS.contains(&k.as_str())));
+    if !known {
+        return false;
+    }
     let s = |k: &str| e.data.get(k).and_then(|v| v.as_str()).unwrap_or("");
     let (Some(key), Some(at)) = (
         keys.get(name),

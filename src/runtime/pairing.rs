@@ -147,8 +147,11 @@ fn locked<T>(dir: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while lock.try_lock().is_err() {
         if std::time::Instant::now() > deadline {
-            return Err(Error::new(Code::Busy, "the pairing files are locked by another process")
-                .hint(format!("see who holds {}", dir.join("lock").display())));
+            return Err(Error::new(
+                Code::Busy,
+                "the pairing files are locked by another process",
+            )
+            .hint(format!("see who holds {}", dir.join("lock").display())));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
