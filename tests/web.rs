@@ -345,3 +345,30 @@ fn a_gate_an_agent_opens_is_heard_and_streams_are_bounded() {
     let (_, st) = stream(&s, &cookie);
     assert_eq!(st, 200);
 }
+
+#[test]
+fn a_flood_of_challenges_keeps_nobody_from_signing_in_and_a_challenge_works_once() {
+    let p = Project::new("web-flood");
+    let s = Server::start(&p, &[]);
+    let k = phone(6);
+    pair(&p, &s, "phone", &k);
+    for _ in 0..2_000 {
+        assert_eq!(s.req("GET", "/api/challenge", None, None).status, 200);
+    }
+    sign_in(&s, "phone", &k).expect("the owner signs in after 2,000 challenges");
+    // A signed challenge opens one session: the same body again is refused.
+    let c = s.req("GET", "/api/challenge", None, None).json()["challenge"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let msg = loopx::kernel::device::session_message(&c, &s.origin(), "phone");
+    let body = serde_json::json!({"device": "phone", "challenge": c, "signature": sig(&k, &msg)});
+    assert_eq!(s.req("POST", "/api/session", None, Some(&body)).status, 200);
+    assert_eq!(s.req("POST", "/api/session", None, Some(&body)).status, 403);
+    // A challenge made up, or with its tag changed, is refused.
+    let forged = format!("{}{}", &c[..79], if c.ends_with('0') { '1' } else { '0' });
+    let msg = loopx::kernel::device::session_message(&forged, &s.origin(), "phone");
+    let body =
+        serde_json::json!({"device": "phone", "challenge": forged, "signature": sig(&k, &msg)});
+    assert_eq!(s.req("POST", "/api/session", None, Some(&body)).status, 403);
+}

@@ -18,8 +18,6 @@ use crate::kernel::authority::to_hex;
 
 /// How long a challenge may wait for its signature.
 const CHALLENGE_TTL: Duration = Duration::from_secs(60);
-/// The most challenges waiting at once.
-const MAX_CHALLENGES: usize = 1024;
 /// How long a session lasts.
 const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 /// The most sessions at once (the oldest goes).
@@ -38,11 +36,50 @@ pub struct Session {
     at: Instant,
 }
 
-/// Challenges waiting and sessions open.
-#[derive(Default)]
+/// Challenges used and sessions open. A challenge is its time and a nonce, tagged with this
+/// server's secret: nothing is kept until a device signs one, so nobody can fill a table of
+/// challenges to keep the owner from signing in.
 pub struct Auth {
-    challenges: Mutex<HashMap<String, Instant>>,
+    secret: [u8; 32],
+    used: Mutex<HashMap<String, Instant>>,
     sessions: Mutex<(HashMap<String, Session>, VecDeque<String>)>,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        let mut secret = [0u8; 32];
+        // Without randomness no challenge verifies a second time: sign-ins fail, nothing opens.
+        let _ = getrandom::fill(&mut secret);
+        Auth {
+            secret,
+            used: Mutex::default(),
+            sessions: Mutex::default(),
+        }
+    }
+}
+
+/// HMAC-SHA-256 of `msg` under `key`.
+fn hmac(key: &[u8; 32], msg: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let (mut ipad, mut opad) = ([0x36u8; 64], [0x5cu8; 64]);
+    for (i, k) in key.iter().enumerate() {
+        ipad[i] ^= k;
+        opad[i] ^= k;
+    }
+    let inner = Sha256::new()
+        .chain_update(ipad)
+        .chain_update(msg)
+        .finalize();
+    Sha256::new()
+        .chain_update(opad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+fn now_ms() -> u64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    d.map_or(0, |d| d.as_millis() as u64)
 }
 
 /// 32 random bytes as hex.
@@ -53,26 +90,37 @@ pub fn random_hex() -> Result<String, ApiError> {
 }
 
 impl Auth {
-    /// A new challenge, or none while too many wait.
+    /// A new challenge: the time, 16 random bytes and their tag, as hex.
     fn challenge(&self) -> Result<String, ApiError> {
-        let mut c = self.challenges.lock().unwrap_or_else(|e| e.into_inner());
-        c.retain(|_, at| at.elapsed() < CHALLENGE_TTL);
-        if c.len() >= MAX_CHALLENGES {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many sign-ins at once",
-                "try again in a minute",
-            ));
-        }
-        let id = random_hex()?;
-        c.insert(id.clone(), Instant::now());
-        Ok(id)
+        let mut body = now_ms().to_be_bytes().to_vec();
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).map_err(|_| ApiError::internal("no randomness"))?;
+        body.extend_from_slice(&nonce);
+        let tag = hmac(&self.secret, &body);
+        Ok(to_hex(&body) + &to_hex(&tag[..16]))
     }
 
-    /// Takes a challenge once: true when it was issued and is fresh.
-    fn take(&self, id: &str) -> bool {
-        let mut c = self.challenges.lock().unwrap_or_else(|e| e.into_inner());
-        c.remove(id).is_some_and(|at| at.elapsed() < CHALLENGE_TTL)
+    /// True when this server issued `id` less than a minute ago.
+    fn fresh(&self, id: &str) -> bool {
+        let Some(b) = crate::kernel::authority::from_hex(id).filter(|b| b.len() == 40) else {
+            return false;
+        };
+        let tag = hmac(&self.secret, &b[..24]);
+        let same = tag[..16]
+            .iter()
+            .zip(&b[24..])
+            .fold(0u8, |d, (x, y)| d | (x ^ y))
+            == 0;
+        let at = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
+        let age = now_ms().saturating_sub(at);
+        same && at <= now_ms() + 5_000 && age < CHALLENGE_TTL.as_millis() as u64
+    }
+
+    /// Uses a fresh challenge once (after its signature verified): false when used already.
+    fn spend(&self, id: &str) -> bool {
+        let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        u.retain(|_, at| at.elapsed() < CHALLENGE_TTL + Duration::from_secs(10));
+        u.insert(id.to_string(), Instant::now()).is_none()
     }
 
     /// Opens a session; the oldest goes when there are too many.
@@ -153,15 +201,21 @@ pub async fn session(
             "pair it again: `loopx web pair` in the terminal",
         )
     };
-    if !app.auth.take(&b.challenge) {
-        return Err(ApiError::new(
+    let stale = || {
+        ApiError::new(
             StatusCode::FORBIDDEN,
             "that challenge is unknown, used or older than a minute",
             "ask for a new one",
-        ));
+        )
+    };
+    if !app.auth.fresh(&b.challenge) {
+        return Err(stale());
     }
     let key = enrolled_key(&app, &b, &origin).await?;
     let key = key.ok_or_else(denied)?;
+    if !app.auth.spend(&b.challenge) {
+        return Err(stale());
+    }
     let id = app.auth.open(b.device.clone(), key)?;
     let secure = if app.secure { "; Secure" } else { "" };
     let c = format!(
