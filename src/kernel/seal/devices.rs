@@ -35,7 +35,7 @@ pub(super) fn apply(cfg: &mut crate::kernel::Config, seal: &Seal, notes: &mut Ve
         let ok = seal.devices.get(name) == Some(&p.key);
         if !ok {
             notes.push(format!(
-                "loopx.toml's device {name} is not one the owner enrolled: it decides nothing"
+                "loopx.toml's device {name} is not one the owner enrolled: it decides nothing (`loopx web pair` enrolls a phone; `owner seal --adopt` does not)"
             ));
         }
         ok
