@@ -97,6 +97,7 @@ fn main() {
         let digest = gate_digest(&snap.gates[g]);
         let at = Ts::now().0;
         let d = Decided {
+            goal: &snap.config.goal.id,
             gate: g,
             digest: &digest,
             status: GateStatus::Approved,

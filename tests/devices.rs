@@ -104,6 +104,7 @@ fn decide(p: &Project, name: &str, k: &SigningKey, gate: &str) -> loopx::kernel:
     let digest = gate_digest(&snap.gates[gate]);
     let now = Ts::now();
     let d = Decided {
+        goal: &snap.config.goal.id,
         gate,
         digest: &digest,
         status: GateStatus::Approved,
@@ -180,6 +181,10 @@ fn the_owner_enrolls_a_phone_it_decides_and_a_revoke_ends_it() {
     let (code, doc) = p.json(&["doctor"]);
     assert_eq!(code, 0, "a revoked device's decision is a warning: {doc}");
     assert!(doc.to_string().contains("revoked"), "{doc}");
+    // The revoked key is never enrolled again, so its old decision stays void.
+    let (code, out) = pair(&p, "phone", &k, "y");
+    assert_eq!(code, exit_of("denied"), "{out}");
+    assert!(pending(&p).contains(&gate));
 }
 
 #[test]

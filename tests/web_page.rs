@@ -88,7 +88,7 @@ fn the_page_signs_the_bytes_the_kernel_verifies() {
         if !g["action"].is_null() {
             gate.action = Some(serde_json::from_value(g["action"].clone()).unwrap());
         }
-        let decided = json!({"gate": gate.id, "status": "rejected", "option": "no, later",
+        let decided = json!({"goal": "goal-x7k2qq", "gate": gate.id, "status": "rejected", "option": "no, later",
                              "reason": "wait — for Monday ✓", "decided_at": 1_765_000_000_123_i64,
                              "device": "phone-2"});
         let case = json!({"gate": g, "decided": decided, "challenge": "c0ffee",
@@ -106,6 +106,7 @@ fn the_page_signs_the_bytes_the_kernel_verifies() {
             );
         }
         let d = Decided {
+            goal: "goal-x7k2qq",
             gate: &gate.id,
             digest: &digest,
             status: GateStatus::Rejected,

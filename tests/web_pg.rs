@@ -71,7 +71,9 @@ fn a_phone_decides_a_gate_heard_through_the_database() {
         .expect("the new gate shown");
     let digest = gate["digest"].as_str().unwrap().to_string();
     let at = Ts::now().0;
+    let goal = gate["goal"].as_str().expect("the gate's goal").to_string();
     let d = Decided {
+        goal: &goal,
         gate: &g,
         digest: &digest,
         status: GateStatus::Approved,

@@ -80,6 +80,8 @@ pub fn gate_digest(g: &Gate) -> String {
 /// What a device signs to decide a gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided<'a> {
+    /// The project's goal id: a decision of one project's gate is none of another's.
+    pub goal: &'a str,
     /// The gate.
     pub gate: &'a str,
     /// [`gate_digest`] of the gate as shown.
@@ -102,6 +104,7 @@ impl Decided<'_> {
         let at = self.at_ms.to_string();
         fields(&[
             "loopx-device-decision-v1",
+            self.goal,
             self.gate,
             self.digest,
             self.status.as_str(),
@@ -155,8 +158,9 @@ impl DeviceKey {
     }
 }
 
-/// True when gate `g` holds a decision signed by one of `devices` over the gate as it is now.
-pub fn gate_signed(g: &Gate, devices: &BTreeMap<String, DevicePolicy>) -> bool {
+/// True when gate `g` of goal `goal` holds a decision signed by one of `devices` over the gate
+/// as it is now.
+pub fn gate_signed(g: &Gate, devices: &BTreeMap<String, DevicePolicy>, goal: &str) -> bool {
     let Some(name) = g.decided_by.as_deref().and_then(of_actor) else {
         return false;
     };
@@ -172,6 +176,7 @@ pub fn gate_signed(g: &Gate, devices: &BTreeMap<String, DevicePolicy>) -> bool {
     };
     let digest = gate_digest(g);
     let d = Decided {
+        goal,
         gate: &g.id,
         digest: &digest,
         status: g.status,
@@ -183,9 +188,9 @@ pub fn gate_signed(g: &Gate, devices: &BTreeMap<String, DevicePolicy>) -> bool {
     key.verify(&d.message(), sig)
 }
 
-/// True when journal line `e` is a gate decision of device `NAME` (its actor `device:NAME`)
-/// whose `signature` in its data verifies with the key `keys` holds for that name.
-pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) -> bool {
+/// True when journal line `e` of goal `goal` is a gate decision of device `NAME` (its actor
+/// `device:NAME`) whose `signature` in its data verifies with the key `keys` holds for that name.
+pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>, goal: &str) -> bool {
     let Some(name) = of_actor(&e.actor) else {
         return false;
     };
@@ -218,6 +223,7 @@ pub fn line_signed(e: &crate::kernel::Event, keys: &BTreeMap<String, String>) ->
         return false;
     };
     let d = Decided {
+        goal,
         gate: &e.target,
         digest: s("digest"),
         status,

@@ -45,6 +45,7 @@ fn project() -> (Snapshot, Seal) {
 fn signed(snap: &Snapshot, gate: &str, k: &SigningKey, at: i64) -> DeviceDecision {
     let digest = gate_digest(&snap.gates[gate]);
     let d = Decided {
+        goal: &snap.config.goal.id,
         gate,
         digest: &digest,
         status: GateStatus::Approved,
@@ -74,7 +75,7 @@ fn decided_and_loaded(snap: &Snapshot, seal: &Seal, d: &DeviceDecision) -> (Snap
 fn reload(after: &Snapshot, seal: &Seal) -> (Snapshot, Vec<String>) {
     let mut s = after.clone();
     for g in s.gates.values_mut() {
-        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices);
+        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices, &after.config.goal.id);
     }
     let notes = seal::apply(&mut s, &mut seal.clone());
     (s, notes)
@@ -187,7 +188,7 @@ fn a_revoked_or_hand_added_device_decides_nothing() {
     // Unsealed (no valid seal): no device counts.
     let mut s = after.clone();
     for g in s.gates.values_mut() {
-        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices);
+        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices, &after.config.goal.id);
     }
     seal::unsealed(&mut s, "is missing");
     assert_eq!(s.gates["g-aaaaaa"].effective_status(), GateStatus::Pending);
@@ -230,7 +231,19 @@ fn names_and_keys_are_checked() {
     devices.insert("phone".to_string(), policy(&phone()));
     let g = Gate::pending("g-aaaaaa", "q".into(), "a", NOW);
     assert!(
-        !gate_signed(&g, &devices),
+        !gate_signed(&g, &devices, "goal"),
         "a pending gate holds no device decision"
     );
+}
+
+#[test]
+fn a_decision_copied_into_another_project_does_not_verify_there() {
+    let (snap, _) = project();
+    let d = signed(&snap, "g-aaaaaa", &phone(), NOW.0);
+    let (c, g) = ops::decide_by_device(&snap, NOW, &d).unwrap();
+    let after = snap.after(&c.writes);
+    let devices = &after.config.devices;
+    assert!(gate_signed(&g, devices, &after.config.goal.id));
+    // The same key enrolled in another project (another goal): the copied gate file is not its.
+    assert!(!gate_signed(&g, devices, "goal-other"));
 }

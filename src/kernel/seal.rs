@@ -98,6 +98,7 @@ impl Seal {
             hooks: crate::kernel::alert::hook_facts(snap, prev, written),
             agents: crate::kernel::agents::facts(&snap.config),
             devices: prev.map(|p| p.devices.clone()).unwrap_or_default(),
+            revoked: prev.map(|p| p.revoked.clone()).unwrap_or_default(),
             breaker: Some(snap.config.breaker.turns()),
             held: journaled::held_facts(snap),
             spends: journaled::spend_facts(snap),
@@ -303,10 +304,10 @@ pub fn apply(snap: &mut Snapshot, seal: &mut Seal) -> Vec<String> {
 /// on a device counts while the seal enrolls that device, on a gate the seal held pending (or
 /// one opened since).
 fn apply_gates(snap: &mut Snapshot, seal: &mut Seal, notes: &mut Vec<String>) {
-    let devices = &snap.config.devices;
+    let (devices, goal) = (&snap.config.devices, &snap.config.goal.id);
     for (id, g) in snap.gates.iter_mut() {
         if by_device(g) {
-            if g.signed && !crate::kernel::device::gate_signed(g, devices) {
+            if g.signed && !crate::kernel::device::gate_signed(g, devices, goal) {
                 notes.push(format!(
                     "gates/{id}.toml holds a decision of a device the owner's seal does not enroll: it counts as pending"
                 ));

@@ -235,14 +235,9 @@ fn journal_line(store: &dyn Store, event: &str, payload: &[u8]) -> Result<Option
         return Ok(Some(line));
     }
     // A gate decided on a device the owner's seal enrolls.
-    let keys = store
-        .load()?
-        .config
-        .devices
-        .into_iter()
-        .map(|(n, p)| (n, p.key))
-        .collect();
-    Ok(crate::kernel::device::line_signed(&line, &keys).then_some(line))
+    let cfg = store.load()?.config;
+    let keys = cfg.devices.into_iter().map(|(n, p)| (n, p.key)).collect();
+    Ok(crate::kernel::device::line_signed(&line, &keys, &cfg.goal.id).then_some(line))
 }
 
 /// Runs a hook's text with `sh -c`; how it failed, or `None` when it exited 0 in time.

@@ -89,6 +89,8 @@ fn gate(store: &dyn Followed, snap: &Snapshot, g: &Gate) -> Result<Value> {
         "options": g.options.iter().map(|o| esc(o)).collect::<Vec<_>>(),
     });
     Ok(json!({
+        // The project's goal, which a device's decision signs: it is none of another project's.
+        "goal": snap.config.goal.id,
         "id": g.id,
         "question": g.question,
         "options": g.options,

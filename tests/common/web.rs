@@ -237,6 +237,7 @@ pub fn decision(p: &Project, gate: &str, name: &str, k: &SigningKey, status: Gat
         ""
     };
     let d = Decided {
+        goal: &snap.config.goal.id,
         gate,
         digest: &digest,
         status,

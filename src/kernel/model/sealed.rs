@@ -54,6 +54,8 @@ pub struct Seal {
     pub agents: AgentFacts,
     /// Devices the owner enrolled: name to public key (hex).
     pub devices: BTreeMap<String, String>,
+    /// Keys the owner revoked (hex): never enrolled again, so their old decisions stay void.
+    pub revoked: BTreeSet<String>,
     /// Turns without progress that park a todo (`None`: a seal from before the breaker).
     pub breaker: Option<u32>,
     /// Every lease the files held when sealed, agents' claims too, by todo id.

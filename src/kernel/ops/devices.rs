@@ -37,6 +37,13 @@ pub fn enroll(
             format!("this key is enrolled already, as {other}"),
         ));
     }
+    if snap.seal.as_ref().is_some_and(|s| s.revoked.contains(&key.hex())) {
+        return Err(Error::new(
+            Code::Denied,
+            "the owner revoked this key: it is never enrolled again",
+        )
+        .hint("pair with a new key: in the phone's page, forget this browser's key"));
+    }
     if snap.config.devices.len() >= device::MAX_DEVICES {
         return Err(Error::usage(format!(
             "a project enrolls at most {} devices; revoke one first",
@@ -172,6 +179,7 @@ fn verified<'a>(snap: &'a Snapshot, now: Ts, d: &DeviceDecision) -> Result<&'a G
         ));
     }
     let signed = Decided {
+        goal: &snap.config.goal.id,
         gate: &d.gate,
         digest: &d.digest,
         status: d.status,

@@ -15,12 +15,15 @@ impl Seal {
                     let key = key.and_then(|k| crate::kernel::device::DeviceKey::parse(k).ok());
                     if let Some(k) = key
                         && crate::kernel::device::check_name(&e.target).is_ok()
+                        && !self.revoked.contains(&k.hex())
                     {
                         self.devices.insert(e.target.clone(), k.hex());
                     }
                 }
                 Action::DeviceRevoke => {
-                    self.devices.remove(&e.target);
+                    if let Some(k) = self.devices.remove(&e.target) {
+                        self.revoked.insert(k);
+                    }
                 }
                 _ => {}
             }

@@ -59,6 +59,9 @@ impl Seal {
         for (name, key) in &self.devices {
             s.push_str(&format!("device {name} {key}\n"));
         }
+        for key in &self.revoked {
+            s.push_str(&format!("revoked {key}\n"));
+        }
         if let Some(n) = self.breaker {
             s.push_str(&format!("breaker {n}\n"));
         }
@@ -163,6 +166,9 @@ impl Seal {
             }
             ["device", name, key] => {
                 self.devices.insert(name.to_string(), key.to_string());
+            }
+            ["revoked", key] => {
+                self.revoked.insert(key.to_string());
             }
             ["agent", id, slots, caps] => {
                 let f = crate::kernel::agents::parse_fields(slots, caps)?;

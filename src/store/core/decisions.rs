@@ -1,24 +1,24 @@
 //! Gate proofs: a decided gate is the owner's when `owner.proofs` lists its decision or its own
 //! signature verifies; `owner.proofs` grows by each owner change that decides gates.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::kernel::authority::{self, OwnerPub};
-use crate::kernel::{DevicePolicy, Gate, GateStatus};
+use crate::kernel::{Config, Gate, GateStatus};
 use crate::store::core::owner::OwnerKey;
 
 /// True when a gate's state is the owner's: pending, listed in `owner.proofs`, signed itself, or
-/// signed by one of `devices` in a project with an owner key (the seal decides which count).
+/// signed by one of the config's devices in a project with an owner key (the seal decides which count).
 pub fn gate_signed_by(
     g: &Gate,
     proofs: &BTreeSet<String>,
     key: Option<&OwnerPub>,
-    devices: &BTreeMap<String, DevicePolicy>,
+    cfg: &Config,
 ) -> bool {
     g.status == GateStatus::Pending
         || authority::decision_hash(g).is_some_and(|h| proofs.contains(&h))
         || authority::gate_signed(g, key)
-        || key.is_some() && crate::kernel::device::gate_signed(g, devices)
+        || key.is_some() && crate::kernel::device::gate_signed(g, &cfg.devices, &cfg.goal.id)
 }
 
 /// `owner.proofs` with the decisions `new` added, signed again: `kept` is the file's text (if

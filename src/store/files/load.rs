@@ -224,7 +224,7 @@ impl FileStore {
             .values_mut()
             .filter(|g| !quarantined.contains_key(&g.id))
         {
-            g.signed = gate_signed_by(g, &proofs, key.as_ref(), &config.devices);
+            g.signed = gate_signed_by(g, &proofs, key.as_ref(), &config);
         }
         let quota = parse::read::<QuotaFile>(&self.path("quota.toml"))?.unwrap_or_default();
         let agents = self.read_agents(&mut quarantined)?;

@@ -169,12 +169,7 @@ impl FileStore {
                     *proofs = Some(key.map(|k| self.read_decisions(k)).unwrap_or_default());
                 }
                 let none = BTreeSet::new();
-                g.signed = gate_signed_by(
-                    &g,
-                    proofs.as_ref().unwrap_or(&none),
-                    key,
-                    &raw.config.devices,
-                );
+                g.signed = gate_signed_by(&g, proofs.as_ref().unwrap_or(&none), key, &raw.config);
                 raw.gates.insert(id.to_string(), g);
             }
             Ok(None) => {}

@@ -251,7 +251,7 @@ impl Cached {
         let config = self.config()?;
         let mut quarantined = BTreeMap::new();
         let todos = readable(&self.todos, |id| id.to_string(), &mut quarantined);
-        let gates = self.gates(&mut quarantined, &config.devices)?;
+        let gates = self.gates(&mut quarantined, &config)?;
         let agents = readable(&self.agents, |id| format!("agents/{id}"), &mut quarantined);
         quarantined.extend(self.bad_spends.clone());
         let mut quota: QuotaFile = match self.docs.get("quota.toml") {
@@ -297,7 +297,7 @@ impl Cached {
     fn gates(
         &self,
         quarantined: &mut BTreeMap<String, Problem>,
-        devices: &BTreeMap<String, crate::kernel::DevicePolicy>,
+        cfg: &Config,
     ) -> Result<BTreeMap<String, Gate>> {
         let key = self.owner_pub()?;
         let proofs = match (&key, self.docs.get("owner.proofs")) {
@@ -313,7 +313,7 @@ impl Cached {
                         &g,
                         &proofs,
                         key.as_ref(),
-                        devices,
+                        cfg,
                     );
                     g
                 }

@@ -54,7 +54,7 @@ async function gateDigest(g) {
 
 // kernel::device::Decided::message.
 function decidedMessage(d) {
-  return fields(["loopx-device-decision-v1", d.gate, d.digest, d.status, d.option, d.reason,
+  return fields(["loopx-device-decision-v1", d.goal, d.gate, d.digest, d.status, d.option, d.reason,
     String(d.decided_at), d.device]);
 }
 
@@ -128,9 +128,24 @@ async function fingerprint(raw) {
   return "SHA256:" + (await sha256hex(raw)).slice(0, 16);
 }
 
+async function keyStillEnrolled() {
+  const old = await loadDevice();
+  if (!old) return null;
+  device = old;
+  try {
+    await signIn();
+    return old.keys;
+  } catch (e) {
+    return null;
+  }
+}
+
 async function pair(token) {
   $("pairing").hidden = false;
-  const keys = await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]);
+  // One key per browser: paired again (another project of `loopx web --all`), it offers the
+  // same key while that key still signs in somewhere; a revoked one is never enrolled again.
+  const keys = (await keyStillEnrolled()) ||
+    await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]);
   const raw = await crypto.subtle.exportKey("raw", keys.publicKey);
   $("fingerprint").textContent = await fingerprint(raw);
   const label = (navigator.platform || "browser").slice(0, 64);
@@ -335,7 +350,7 @@ async function decide(projectName, g, status, option, reasonInput, card) {
       throw new Error("the action shown does not match its sha256: not approved");
     }
     const digest = await gateDigest(g);
-    const d = { gate: g.id, digest, status, option, reason, decided_at: Date.now(), device: device.name };
+    const d = { goal: g.goal, gate: g.id, digest, status, option, reason, decided_at: Date.now(), device: device.name };
     const signature = await sign(device.keys, decidedMessage(d));
     const path = "/api/gates/" + encodeURIComponent(projectName) + "/" + encodeURIComponent(g.id) + "/decide";
     await api(path, { device: d.device, status, option, reason, digest, decided_at: d.decided_at, signature });

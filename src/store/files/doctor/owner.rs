@@ -26,8 +26,8 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
     };
     check_key_is_yours(store, key.as_ref(), out);
     // The devices that count are the sealed ones; a load applies the seal.
-    let devices = match (&key, crate::store::Store::load(store)) {
-        (Some(_), Ok(snap)) => snap.config.devices,
+    let (devices, goal) = match (&key, crate::store::Store::load(store)) {
+        (Some(_), Ok(snap)) => (snap.config.devices, snap.config.goal.id),
         _ => Default::default(),
     };
     let jp = store.journal_path();
@@ -37,16 +37,16 @@ pub(super) fn check(store: &FileStore, s: &State, out: &mut Vec<Finding>) {
     };
     let Some(mut bytes) = bytes else {
         for g in &s.gates {
-            gate_signed(g, key.as_ref(), (&devices, &Default::default()), out);
+            gate_signed(g, key.as_ref(), (&devices, &Default::default(), &goal), out);
         }
         return;
     };
     // A torn last line (a crash mid-append) was never committed, even when it parses.
     bytes.truncate(bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
     super::seal::check(store, key.as_ref(), &bytes, out);
-    let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), out);
+    let last = journal_lines(&String::from_utf8_lossy(&bytes), key.as_ref(), &goal, out);
     for g in &s.gates {
-        gate_signed(g, key.as_ref(), (&devices, &last.revoked), out);
+        gate_signed(g, key.as_ref(), (&devices, &last.revoked, &goal), out);
     }
     if let Some(c) = &s.config {
         config_as_signed(&c.value, &last, out);
@@ -85,11 +85,11 @@ fn check_key_is_yours(store: &FileStore, key: Option<&OwnerPub>, out: &mut Vec<F
 fn gate_signed(
     g: &Doc<Gate>,
     key: Option<&OwnerPub>,
-    (devices, revoked): (&BTreeMap<String, DevicePolicy>, &BTreeSet<String>),
+    (devices, revoked, goal): (&BTreeMap<String, DevicePolicy>, &BTreeSet<String>, &str),
     out: &mut Vec<Finding>,
 ) {
     let g_ = &g.value;
-    if authority::gate_signed(g_, key) || key.is_some() && device::gate_signed(g_, devices) {
+    if authority::gate_signed(g_, key) || key.is_some() && device::gate_signed(g_, devices, goal) {
         return;
     }
     let by = g_.decided_by.as_deref().and_then(device::of_actor);
@@ -145,7 +145,12 @@ struct LastSigned {
 
 /// Every line that is an owner action, or says its actor is `owner`, must carry a valid signature:
 /// the owner's, or for a gate decision, that of a device the owner's lines enrolled before it.
-fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> LastSigned {
+fn journal_lines(
+    text: &str,
+    key: Option<&OwnerPub>,
+    goal: &str,
+    out: &mut Vec<Finding>,
+) -> LastSigned {
     let mut last = LastSigned::default();
     let mut devices = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -153,7 +158,7 @@ fn journal_lines(text: &str, key: Option<&OwnerPub>, out: &mut Vec<Finding>) -> 
             continue;
         };
         let n = i + 1;
-        if device::of_actor(&ev.actor).is_some() && device::line_signed(&ev, &devices) {
+        if device::of_actor(&ev.actor).is_some() && device::line_signed(&ev, &devices, goal) {
             continue;
         }
         if !authority::OWNER_ACTIONS.contains(&ev.action.as_str()) && ev.actor != OWNER {
