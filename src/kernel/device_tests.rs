@@ -75,7 +75,8 @@ fn decided_and_loaded(snap: &Snapshot, seal: &Seal, d: &DeviceDecision) -> (Snap
 fn reload(after: &Snapshot, seal: &Seal) -> (Snapshot, Vec<String>) {
     let mut s = after.clone();
     for g in s.gates.values_mut() {
-        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices, &after.config.goal.id);
+        g.signed = g.status == GateStatus::Pending
+            || gate_signed(g, &after.config.devices, &after.config.goal.id);
     }
     let notes = seal::apply(&mut s, &mut seal.clone());
     (s, notes)
@@ -188,7 +189,8 @@ fn a_revoked_or_hand_added_device_decides_nothing() {
     // Unsealed (no valid seal): no device counts.
     let mut s = after.clone();
     for g in s.gates.values_mut() {
-        g.signed = g.status == GateStatus::Pending || gate_signed(g, &after.config.devices, &after.config.goal.id);
+        g.signed = g.status == GateStatus::Pending
+            || gate_signed(g, &after.config.devices, &after.config.goal.id);
     }
     seal::unsealed(&mut s, "is missing");
     assert_eq!(s.gates["g-aaaaaa"].effective_status(), GateStatus::Pending);

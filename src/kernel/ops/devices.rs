@@ -37,7 +37,11 @@ pub fn enroll(
             format!("this key is enrolled already, as {other}"),
         ));
     }
-    if snap.seal.as_ref().is_some_and(|s| s.revoked.contains(&key.hex())) {
+    if snap
+        .seal
+        .as_ref()
+        .is_some_and(|s| s.revoked.contains(&key.hex()))
+    {
         return Err(Error::new(
             Code::Denied,
             "the owner revoked this key: it is never enrolled again",
