@@ -56,19 +56,7 @@ pub enum Best {
 impl Best {
     /// The best end a metric's name suggests: lowest for a loss, an error, a latency or a cost.
     pub fn of(name: &str) -> Best {
-        const LOW: [&str; 9] = [
-            "loss",
-            "error",
-            "latency",
-            "_ms",
-            "rmse",
-            "mae",
-            "perplexity",
-            "duration",
-            "cost",
-        ];
-        let n = name.to_ascii_lowercase();
-        if LOW.iter().any(|w| n.contains(w)) {
+        if crate::kernel::lower_is_better(name) {
             Best::Min
         } else {
             Best::Max

@@ -133,19 +133,7 @@ fn headline(store: &dyn Followed) -> Value {
         .filter_map(|(_, e)| e.value.as_ref().and_then(Value::as_f64))
         .filter(|v| v.is_finite())
         .collect();
-    let low = [
-        "loss",
-        "error",
-        "latency",
-        "_ms",
-        "rmse",
-        "mae",
-        "perplexity",
-        "duration",
-        "cost",
-    ]
-    .iter()
-    .any(|w| name.to_ascii_lowercase().contains(w));
+    let low = crate::kernel::lower_is_better(name);
     let best = series.iter().copied().reduce(|a, b| match low {
         true => a.min(b),
         false => a.max(b),

@@ -45,6 +45,23 @@ impl std::str::FromStr for EvidenceKind {
     }
 }
 
+/// True when a metric's name says lower is better: a loss, an error, a latency or a cost.
+pub fn lower_is_better(name: &str) -> bool {
+    const LOW: [&str; 9] = [
+        "loss",
+        "error",
+        "latency",
+        "_ms",
+        "rmse",
+        "mae",
+        "perplexity",
+        "duration",
+        "cost",
+    ];
+    let n = name.to_ascii_lowercase();
+    LOW.iter().any(|w| n.contains(w))
+}
+
 /// One line of `evidence/ID.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Evidence {
