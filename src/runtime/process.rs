@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::{Code, Error, Result};
 use crate::runtime::watch::{self, Watch};
+
+mod group;
+pub use group::{forward_signals, signal_count, signalled};
+use group::{forward_to, signal_group, timer, wait_exited};
 
 /// Where the command's output is copied as it comes (it is captured either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -156,7 +160,7 @@ pub fn start(spec: &Spec, limits: &Limits) -> Result<Running> {
     })?;
     let watch = Watch::start(child.id() as i32);
     if spec.forward {
-        CHILD_GROUP.store(child.id() as i32, Ordering::SeqCst);
+        forward_to(child.id() as i32);
         // A signal that came before the group was known to the handler is passed on now.
         if let Some(s) = signalled() {
             signal_group(child.id() as i32, s);
@@ -215,26 +219,6 @@ fn command(prog: &OsString, args: &[OsString], spec: &Spec) -> Command {
     }
     watch::die_with_parent(&mut cmd);
     cmd
-}
-
-/// The timeout's thread: at `limits.timeout` it sets `flag` and sends the group SIGTERM, then
-/// SIGKILL after the grace; the command's exit (`exited` closing) ends it.
-fn timer(
-    pid: i32,
-    limits: Limits,
-    flag: Arc<AtomicBool>,
-    exited: mpsc::Receiver<()>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        if exited.recv_timeout(limits.timeout) != Err(mpsc::RecvTimeoutError::Timeout) {
-            return;
-        }
-        flag.store(true, Ordering::SeqCst);
-        signal_group(pid, libc::SIGTERM);
-        if exited.recv_timeout(limits.grace) == Err(mpsc::RecvTimeoutError::Timeout) {
-            signal_group(pid, libc::SIGKILL);
-        }
-    })
 }
 
 /// Copies one stream into the capture (and the echo) until it ends.
@@ -324,7 +308,7 @@ impl Running {
             signal_group(pid, libc::SIGKILL);
         }
         if self.forward {
-            CHILD_GROUP.store(0, Ordering::SeqCst);
+            forward_to(0);
         }
         // The command is over: its watch leaves the group alone.
         if let Some(w) = self.watch.as_mut() {
@@ -374,43 +358,6 @@ impl Running {
 /// How long output is still read after the command ended (a grandchild may hold the pipe).
 const READER_WAIT: Duration = Duration::from_millis(200);
 
-/// Blocks until `pid` has exited, without reaping it.
-fn wait_exited(pid: i32) -> Result<()> {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`; WNOWAIT leaves the child to be reaped later.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::new(
-                Code::Io,
-                format!("waiting for the command: {e}"),
-            ));
-        }
-    }
-}
-
-/// Sends `sig` to the process group `pgid`.
-fn signal_group(pgid: i32, sig: i32) {
-    if pgid > 0 {
-        // SAFETY: kill has no memory effects; a group that is gone gives ESRCH.
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
-    }
-}
-
 /// True when the output copied to this process's stdout (`Echo::Through`) ended mid-line.
 static STDOUT_MID_LINE: AtomicBool = AtomicBool::new(false);
 
@@ -418,54 +365,6 @@ static STDOUT_MID_LINE: AtomicBool = AtomicBool::new(false);
 /// the last call: the line printed next should start on a line of its own.
 pub fn take_stdout_mid_line() -> bool {
     STDOUT_MID_LINE.swap(false, Ordering::SeqCst)
-}
-
-/// The process group of the command SIGINT and SIGTERM are forwarded to (0: none).
-static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
-/// The last SIGINT or SIGTERM this process got (0: none).
-static SIGNALLED: AtomicI32 = AtomicI32::new(0);
-/// How many SIGINT and SIGTERM this process got.
-static SIGNALS: AtomicUsize = AtomicUsize::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    // Only async-signal-safe work here: atomics and kill.
-    SIGNALS.fetch_add(1, Ordering::SeqCst);
-    let again = SIGNALLED.swap(sig, Ordering::SeqCst) != 0;
-    let group = CHILD_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        let sig = if again { libc::SIGKILL } else { sig };
-        // SAFETY: kill is async-signal-safe.
-        unsafe {
-            libc::kill(-group, sig);
-        }
-    }
-}
-
-/// From now on, SIGINT and SIGTERM to this process go to the running command's group (a second
-/// one as SIGKILL), and are remembered for [`signalled`] instead of ending this process.
-pub fn forward_signals() {
-    // SAFETY: a zeroed sigaction with a handler, an empty mask and SA_RESTART is valid.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-/// How many SIGINT and SIGTERM this process got since [`forward_signals`].
-pub fn signal_count() -> usize {
-    SIGNALS.load(Ordering::SeqCst)
-}
-
-/// The signal (SIGINT or SIGTERM) this process got since [`forward_signals`], if any.
-pub fn signalled() -> Option<i32> {
-    match SIGNALLED.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
 }
 
 #[cfg(test)]
@@ -550,7 +449,7 @@ mod tests {
     #[test]
     fn a_signal_that_came_before_the_start_reaches_the_command() {
         // SIGTERM came after the runner last looked and before the group was known.
-        SIGNALLED.store(libc::SIGTERM, Ordering::SeqCst);
+        group::SIGNALLED.store(libc::SIGTERM, Ordering::SeqCst);
         let mut s = sh("sleep 30");
         s.forward = true;
         let l = Limits {
@@ -558,7 +457,7 @@ mod tests {
             ..Limits::default()
         };
         let f = run(&s, &l);
-        SIGNALLED.store(0, Ordering::SeqCst);
+        group::SIGNALLED.store(0, Ordering::SeqCst);
         let f = f.unwrap();
         assert!(
             !f.timed_out,
