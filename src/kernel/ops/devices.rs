@@ -22,6 +22,31 @@ pub fn enroll(
 ) -> Result<(Change, DevicePolicy)> {
     device::check_name(name)?;
     let key = DeviceKey::parse(key_hex)?;
+    may_enroll(snap, name, &key)?;
+    let label = label.map(clip_label);
+    let p = DevicePolicy {
+        key: key.hex(),
+        enrolled_at: now,
+        label: label.clone(),
+        extra: Extra::new(),
+    };
+    let mut cfg = snap.config.clone();
+    cfg.devices.insert(name.to_string(), p.clone());
+    let mut c = Change::by_owner();
+    c.event(
+        now,
+        owner,
+        Action::DeviceEnroll,
+        name,
+        json!({"key": p.key, "fingerprint": key.fingerprint(), "label": label}),
+    );
+    c.writes.push(Write::Config(cfg));
+    Ok((c, p))
+}
+
+/// Refuses enrolling `name` with `key` when the name or the key is enrolled already, the owner
+/// revoked the key, or the project has its most devices.
+fn may_enroll(snap: &Snapshot, name: &str, key: &DeviceKey) -> Result<()> {
     if snap.config.devices.contains_key(name) {
         return Err(Error::new(
             Code::KeyExists,
@@ -54,25 +79,7 @@ pub fn enroll(
             device::MAX_DEVICES
         )));
     }
-    let label = label.map(clip_label);
-    let p = DevicePolicy {
-        key: key.hex(),
-        enrolled_at: now,
-        label: label.clone(),
-        extra: Extra::new(),
-    };
-    let mut cfg = snap.config.clone();
-    cfg.devices.insert(name.to_string(), p.clone());
-    let mut c = Change::by_owner();
-    c.event(
-        now,
-        owner,
-        Action::DeviceEnroll,
-        name,
-        json!({"key": p.key, "fingerprint": key.fingerprint(), "label": label}),
-    );
-    c.writes.push(Write::Config(cfg));
-    Ok((c, p))
+    Ok(())
 }
 
 /// Owner: revokes device `name` (`device.revoke`, signed): its decisions count as pending.

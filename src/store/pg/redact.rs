@@ -139,15 +139,33 @@ fn mask(text: &str, mut hide: Vec<(usize, usize)>) -> String {
 mod tests {
     use super::redact;
 
+    /// Each URL is shown as its pair says.
+    fn shown_as(cases: &[(&str, &str)]) {
+        for (url, shown) in cases {
+            assert_eq!(redact(url), *shown, "{url}");
+        }
+    }
+
     #[test]
-    fn every_password_is_hidden() {
-        let cases = [
+    fn the_userinfo_password_is_hidden() {
+        shown_as(&[
             ("postgres://u:secret@db/a", "postgres://u:***@db/a"),
             ("postgres://u@db/a", "postgres://u@db/a"),
             (
                 "postgres://db:5432/a?sslmode=disable",
                 "postgres://db:5432/a?sslmode=disable",
             ),
+            ("postgres://u:se@cret@h/db", "postgres://u:***@h/db"),
+            (
+                "postgres://u:pw@h/db?password=other",
+                "postgres://u:***@h/db?password=***",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn every_password_parameter_is_hidden() {
+        shown_as(&[
             (
                 "postgres://u@h/db?password=secret",
                 "postgres://u@h/db?password=***",
@@ -168,11 +186,12 @@ mod tests {
                 "postgres://u@h/db?password=se@cret",
                 "postgres://u@h/db?password=***",
             ),
-            ("postgres://u:se@cret@h/db", "postgres://u:***@h/db"),
-            (
-                "postgres://u:pw@h/db?password=other",
-                "postgres://u:***@h/db?password=***",
-            ),
+        ]);
+    }
+
+    #[test]
+    fn a_connection_string_password_is_hidden() {
+        shown_as(&[
             (
                 "host=db password=secret user=u",
                 "host=db password=*** user=u",
@@ -182,11 +201,11 @@ mod tests {
                 "host=db password = *** user=u",
             ),
             ("password='it\\'s' host=db", "password=*** host=db"),
-        ];
-        for (url, shown) in cases {
-            assert_eq!(redact(url), shown, "{url}");
-        }
-        // Odd URLs: more is hidden, never the password shown.
+        ]);
+    }
+
+    #[test]
+    fn an_odd_url_hides_more_never_the_password() {
         for url in [
             "postgres://h/db?password=se@cret",
             "postgres://u:pa?ss@h/db",

@@ -184,29 +184,37 @@ fn journal_lines(
             ));
             continue;
         }
+        last.take(n, &ev, &mut devices);
+    }
+    last
+}
+
+impl LastSigned {
+    /// What the owner's signed line `n` says, kept; the devices it enrolls or revokes go in
+    /// `devices` (device name to key), which later device-signed lines are checked against.
+    fn take(&mut self, n: usize, ev: &Event, devices: &mut BTreeMap<String, String>) {
         match ev.action.as_str() {
-            "goal.pause" => last.goal = Some((n, GoalStatus::Paused)),
-            "goal.resume" => last.goal = Some((n, GoalStatus::Active)),
-            "goal.complete" => last.goal = Some((n, GoalStatus::Complete)),
-            "quota.set" => last.quota = Some((n, ev.data.clone())),
+            "goal.pause" => self.goal = Some((n, GoalStatus::Paused)),
+            "goal.resume" => self.goal = Some((n, GoalStatus::Active)),
+            "goal.complete" => self.goal = Some((n, GoalStatus::Complete)),
+            "quota.set" => self.quota = Some((n, ev.data.clone())),
             "device.enroll" => {
                 let k = ev.data.get("key").and_then(|k| k.as_str()).unwrap_or("");
                 devices.insert(ev.target.clone(), k.to_string());
             }
             "device.revoke" => {
                 devices.remove(&ev.target);
-                last.revoked.insert(ev.target.clone());
+                self.revoked.insert(ev.target.clone());
             }
-            "gate.open" => last.opened.push((n, ev.target.clone())),
+            "gate.open" => self.opened.push((n, ev.target.clone())),
             "owner.seal" if ev.data.get("adopt") == Some(&serde_json::json!(true)) => {
-                last.goal = None;
-                last.quota = None;
-                last.adopted = true;
+                self.goal = None;
+                self.quota = None;
+                self.adopted = true;
             }
             _ => {}
         }
     }
-    last
 }
 
 fn goal_word(s: GoalStatus) -> &'static str {
