@@ -99,16 +99,12 @@ def loose(name):
     return name
 
 
-def main():
-    binp, out = sys.argv[1], sys.argv[2]
-    syms = symbols(binp)
+def run_order(binp, syms, paths):
+    """The start of each function of BIN that the runs execute, in the order first needed."""
     starts = [s[0] for s in syms]
-    by_start = collections.defaultdict(list)
-    for s in syms:
-        by_start[s[0]].append(s[2])
     dem = demangled_starts(binp)
     order, seen = [], set()
-    for path in sys.argv[3:]:
+    for path in paths:
         for a in executed(path, binp, load_base(path, binp, dem)):
             i = bisect.bisect_right(starts, a) - 1
             if i < 0 or not (syms[i][0] <= a < syms[i][0] + max(syms[i][1], 1)):
@@ -116,6 +112,48 @@ def main():
             if syms[i][0] not in seen:
                 seen.add(syms[i][0])
                 order.append(syms[i][0])
+    return order
+
+
+def section(binp, name):
+    """(start, end) of a section of BIN, or (0, 0)."""
+    out = subprocess.run(["readelf", "-SW", binp], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) > 5 and f[1] == name:
+            return int(f[3], 16), int(f[3], 16) + int(f[5], 16)
+    return 0, 0
+
+
+def check(binp, paths):
+    """Prints where the code the runs execute lies; exits 1 when code of loopx's own crates
+    lies outside `.text.hot`."""
+    syms = symbols(binp)
+    size = {s[0]: s[1] for s in syms}
+    name = {s[0]: s[2] for s in syms}
+    lo, hi = section(binp, ".text.hot")
+    order = run_order(binp, syms, paths)
+    out = [a for a in order if not lo <= a < hi]
+    win = lambda xs: len({a >> 16 for a in xs})
+    print("%d functions run, %d KB; %d KB in .text.hot (%d KB, %d windows of 64 KB touched), "
+          "%d outside it (%d KB, %d windows)" % (
+              len(order), sum(size[a] for a in order) // 1024, (hi - lo) // 1024, 
+              sum(size[a] for a in order if lo <= a < hi) // 1024, win(set(order) - set(out)),
+              len(out), sum(size[a] for a in out) // 1024, win(out)))
+    for a in out:
+        print("  outside: %6d B  %s" % (size[a], name[a]))
+
+
+def main():
+    if sys.argv[1] == "--check":
+        return check(sys.argv[2], sys.argv[3:])
+    binp, out = sys.argv[1], sys.argv[2]
+    syms = symbols(binp)
+    starts = [s[0] for s in syms]
+    by_start = collections.defaultdict(list)
+    for s in syms:
+        by_start[s[0]].append(s[2])
+    order = run_order(binp, syms, sys.argv[3:])
     exact = [n for a in order for n in by_start[a]]
     size = sum(syms[bisect.bisect_left(starts, a)][1] for a in order)
     pats, done = [], set()

@@ -76,48 +76,58 @@ impl FileStore {
         Ok(())
     }
 
-    /// Reads the working set, from the cache where a file is unchanged.
-    pub(super) fn read_todos(&self, mut cache: Cache) -> Result<Todos> {
+    /// Reads the working set, from the cache where a file is unchanged. The cached rows are
+    /// decoded while the files are stat-ed; a row is kept only if its file has the key it was
+    /// cached under.
+    pub(super) fn read_todos(&self, cache: Cache) -> Result<Todos> {
         let dir = self.dir().join("todos");
         let now_ns = crate::store::cache::now_ns();
-        let listing = listing::list(&dir, &self.path(NAMES), now_ns)
-            .map_err(|e| Error::io(&dir, &e))?
-            .unwrap_or_default();
+        let Some((listing, (mut out, cached))) =
+            listing::list_with(&dir, &self.path(NAMES), now_ns, |names| cache.decode(names))
+                .map_err(|e| Error::io(&dir, &e))?
+        else {
+            return Ok(Default::default());
+        };
+        drop(cache);
         let mut quarantined = BTreeMap::new();
         let mut settled_misses = 0;
-        let mut out = Vec::with_capacity(listing.names.len());
-        let mut keys = Vec::with_capacity(listing.names.len());
-        for (stem, stat) in listing.names.into_iter().zip(listing.stats) {
-            let (key, cached) = match stat {
-                Stat::Gone => continue,
-                Stat::File(k) => (k, cache.take(&stem, k)),
-                Stat::Other(k) => (k, None),
-            };
-            let todo = match cached {
-                Some(t) => t,
-                None => {
-                    settled_misses += usize::from(key.is_settled(now_ns));
-                    match self.read_missed(&dir, &stem) {
-                        Ok(Some(t)) => t,
-                        Ok(None) => continue,
+        let mut keys = Vec::with_capacity(out.len());
+        for (((stem, todo), stat), was) in out.iter_mut().zip(listing.stats).zip(cached) {
+            let key = match stat {
+                Stat::Gone => None,
+                Stat::File(k) if was == Some(k) => Some(k),
+                Stat::File(k) | Stat::Other(k) => {
+                    settled_misses += usize::from(k.is_settled(now_ns));
+                    match self.read_missed(&dir, stem) {
+                        Ok(Some(t)) => {
+                            *todo = Some(t);
+                            Some(k)
+                        }
+                        Ok(None) => None,
                         Err(p) => {
-                            quarantined.insert(stem, p);
-                            continue;
+                            quarantined.insert(stem.clone(), p);
+                            None
                         }
                     }
                 }
             };
-            keys.push(key);
-            out.push((stem, todo));
+            match key {
+                Some(k) => keys.push(k),
+                None => *todo = None,
+            }
         }
-        let rows = Cache::worth_rewrite(settled_misses, out.len())
-            .then(|| out.iter().map(|(s, _)| s.clone()).zip(keys).collect());
+        let todos: BTreeMap<String, Todo> = out
+            .into_iter()
+            .filter_map(|(s, t)| Some((s, t?)))
+            .collect();
+        let rows = Cache::worth_rewrite(settled_misses, todos.len())
+            .then(|| todos.keys().cloned().zip(keys).collect());
         let refresh = (rows.is_some() || listing.keep.is_some()).then_some(Refresh {
             keys: rows,
             names: listing.keep,
             now_ns,
         });
-        Ok((out.into_iter().collect(), quarantined, refresh))
+        Ok((todos, quarantined, refresh))
     }
 
     /// Reads a todo file the cache did not have; `Ok(None)` when it is gone.

@@ -1,20 +1,21 @@
 //! The names in `todos/` and each file's key. The names come from the listing kept in
 //! `cache/todos.names` while the directory's own key is the one it was kept under (adding,
 //! removing or renaming an entry changes the directory's mtime and ctime), else from `readdir`.
-//! Every file is still stat-ed by name, so an edit in place is seen; a large directory is
-//! stat-ed on two threads.
+//! Every file is still stat-ed by name, so an edit in place is seen; past a few hundred files
+//! the stats run on a second thread while the caller works on the names.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd as _;
 use std::path::Path;
+use std::sync::Mutex;
 
 use super::{Key, codec, read_nofollow, write_unsynced};
 
 const MAGIC: &[u8; 8] = b"loopxn\0\0";
 const VERSION: u32 = 1;
-/// From this many files on, a second thread stats half of them.
-const TWO_THREADS: usize = 1024;
+/// From this many files on, a second thread does the stats.
+const TWO_THREADS: usize = 256;
 
 /// What one file's stat said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +65,17 @@ impl Kept {
 /// Lists `dir` (`None` when it does not exist) and stats every file in it, using the listing
 /// kept at `kept` when the directory is unchanged since.
 pub fn list(dir: &Path, kept: &Path, now_ns: i64) -> io::Result<Option<Listing>> {
+    Ok(list_with(dir, kept, now_ns, |_| ())?.map(|(l, ())| l))
+}
+
+/// `list`, running `meanwhile` over the names while the stats are taken (on another thread for
+/// a large directory); gives what it returned.
+pub fn list_with<T>(
+    dir: &Path,
+    kept: &Path,
+    now_ns: i64,
+    meanwhile: impl FnOnce(&[String]) -> T,
+) -> io::Result<Option<(Listing, T)>> {
     let d = match open_dir(dir) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -83,8 +95,15 @@ pub fn list(dir: &Path, kept: &Path, now_ns: i64) -> io::Result<Option<Listing>>
             (names, keep)
         }
     };
-    let stats = stat_all(&d, &names)?;
-    Ok(Some(Listing { names, stats, keep }))
+    let (stats, got) = stat_all(&d, &names, meanwhile);
+    Ok(Some((
+        Listing {
+            names,
+            stats: stats?,
+            keep,
+        },
+        got,
+    )))
 }
 
 /// The kept listing that the next load would use instead of `readdir`, and the directory's
@@ -149,28 +168,55 @@ fn read_names(dir: &Path) -> io::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Stats every `NAME.toml` in the directory, without following links.
-fn stat_all(d: &File, names: &[String]) -> io::Result<Vec<Stat>> {
+/// Stats every `NAME.toml` in the directory, without following links, while `meanwhile` runs.
+/// On a large directory a second thread starts on the stats at once, and this one joins it
+/// once `meanwhile` is done: both take the next 64 names until none are left.
+fn stat_all<T>(
+    d: &File,
+    names: &[String],
+    meanwhile: impl FnOnce(&[String]) -> T,
+) -> (io::Result<Vec<Stat>>, T) {
     if names.len() < TWO_THREADS {
-        return names.iter().map(|n| stat_at(d, n)).collect();
+        let got = meanwhile(names);
+        return (names.iter().map(|n| stat_at(d, n)).collect(), got);
     }
-    let (a, b) = names.split_at(names.len() / 2);
-    std::thread::scope(|s| {
-        let second = s.spawn(|| {
-            b.iter()
-                .map(|n| stat_at(d, n))
-                .collect::<io::Result<Vec<_>>>()
-        });
-        let mut out = a
-            .iter()
-            .map(|n| stat_at(d, n))
-            .collect::<io::Result<Vec<_>>>()?;
-        let rest = second
-            .join()
-            .map_err(|_| io::Error::other("a stat thread panicked"))??;
-        out.extend(rest);
-        Ok(out)
-    })
+    let mut stats = vec![Stat::Gone; names.len()];
+    let work = Mutex::new(stats.chunks_mut(64).zip(names.chunks(64)));
+    let failed = Mutex::new(None);
+    let fail = |e: io::Error| {
+        if let Ok(mut f) = failed.lock() {
+            f.get_or_insert(e);
+        }
+    };
+    let stat_some = || {
+        loop {
+            let next = work.lock().map(|mut w| w.next());
+            let Ok(Some((out, names))) = next else { return };
+            for (o, n) in out.iter_mut().zip(names) {
+                match stat_at(d, n) {
+                    Ok(st) => *o = st,
+                    Err(e) => {
+                        fail(e);
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let got = std::thread::scope(|s| {
+        let second = s.spawn(stat_some);
+        let got = meanwhile(names);
+        stat_some();
+        if second.join().is_err() {
+            fail(io::Error::other("a stat thread panicked"));
+        }
+        got
+    });
+    drop(work);
+    match failed.into_inner().ok().flatten() {
+        Some(e) => (Err(e), got),
+        None => (Ok(stats), got),
+    }
 }
 
 /// One file's stat, by name relative to the directory.

@@ -123,13 +123,11 @@ pub struct Refresh {
 }
 
 /// The cache as loaded: the file's bytes and where each row is in them, sorted by file name.
-/// A row is decoded only when its file is asked for with the key it was cached under.
+/// A row is decoded only when its file's name is asked for.
 #[derive(Debug, Default)]
 pub struct Cache {
     bytes: Vec<u8>,
     rows: Vec<Row>,
-    /// Where the next `take` starts looking: loads ask in name order.
-    next: usize,
 }
 
 /// Where one row's stem and todo are in the cache's bytes, and the key it was cached under.
@@ -146,11 +144,7 @@ impl Cache {
         read_nofollow(path)
             .and_then(|bytes| {
                 let rows = index(&bytes)?;
-                Some(Cache {
-                    bytes,
-                    rows,
-                    next: 0,
-                })
+                Some(Cache { bytes, rows })
             })
             .unwrap_or_default()
     }
@@ -175,26 +169,29 @@ impl Cache {
         })
     }
 
-    /// The cached todo for this file version; each row is taken at most once.
-    pub fn take(&mut self, stem: &str, key: Key) -> Option<Todo> {
-        let want = stem.as_bytes();
-        let i = match self.rows.get(self.next) {
-            Some(r) if self.stem(r) == want => self.next,
-            _ => self
-                .rows
-                .binary_search_by(|r| self.stem(r).cmp(want))
-                .ok()?,
-        };
-        self.next = i + 1;
-        let r = std::mem::replace(&mut self.rows[i].todo, 0..0);
-        if self.rows[i].key != key {
-            return None;
+    /// Each name's cached todo and the key it was cached under, in the order of `names`,
+    /// decoded before the files are stat-ed: the caller keeps one only while its file still
+    /// has that key.
+    pub fn decode(&self, names: &[String]) -> (Vec<(String, Option<Todo>)>, Vec<Option<Key>>) {
+        let mut todos = Vec::with_capacity(names.len());
+        let mut keys = Vec::with_capacity(names.len());
+        let mut next = 0;
+        for stem in names {
+            let want = stem.as_bytes();
+            let i = match self.rows.get(next) {
+                Some(r) if self.stem(r) == want => Some(next),
+                _ => self
+                    .rows
+                    .binary_search_by(|r| self.stem(r).cmp(want))
+                    .ok(),
+            };
+            let row = i.map(|i| &self.rows[i]);
+            next = i.map_or(next, |i| i + 1);
+            let todo = row.and_then(|r| self.todo(r));
+            keys.push(todo.as_ref().and(row.map(|r| r.key)));
+            todos.push((stem.clone(), todo));
         }
-        // Decoded straight into the slot it is returned in: a todo is some 600 bytes, and a
-        // load of many todos spent much of its time moving them.
-        let mut rd = codec::R(self.bytes.get(r)?);
-        let t = codec::get_todo(&mut rd)?;
-        (rd.0.is_empty() && crate::kernel::limits::check_todo(&t).is_ok()).then_some(t)
+        (todos, keys)
     }
 
     /// True when a rewrite would cache enough files that are stale in it now.
