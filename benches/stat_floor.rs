@@ -3,12 +3,19 @@
 //! each directory given, in ms, on one thread and on two.
 //!
 //! usage: cargo bench --bench stat_floor -- DIR/.loopx/todos...
+//! With `--once`, one pass on one thread and no timing: time the process itself (a fresh
+//! process meets the files' metadata cold, as a command does; repeated passes meet it warm).
+//! `--list-only` lists without stating: the difference of the two is the stats alone. `--two`
+//! makes the one pass on two threads.
 
 use std::ffi::CString;
 use std::os::fd::AsRawFd as _;
 use std::time::Instant;
 
 fn main() {
+    let once = std::env::args().any(|a| a == "--once");
+    let list_only = std::env::args().any(|a| a == "--list-only");
+    let two = std::env::args().any(|a| a == "--two");
     for dir in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
         let names: Vec<CString> = std::fs::read_dir(&dir)
             .expect("a directory")
@@ -16,19 +23,36 @@ fn main() {
             .map(|e| CString::new(e.file_name().into_encoded_bytes()).expect("a name"))
             .collect();
         let d = std::fs::File::open(&dir).expect("a directory");
+        if list_only {
+            // The same process without the stats: what `--once` costs beyond them.
+            std::hint::black_box(&names);
+            continue;
+        }
+        if once {
+            // One pass in a fresh process, as a command makes it: time the process.
+            std::hint::black_box(if two {
+                halves(&d, &names)
+            } else {
+                stat_all(&d, &names)
+            });
+            continue;
+        }
         let one = median(|| stat_all(&d, &names));
-        let two = median(|| {
-            let (a, b) = names.split_at(names.len() / 2);
-            std::thread::scope(|s| {
-                let h = s.spawn(|| stat_all(&d, b));
-                stat_all(&d, a) + h.join().unwrap_or(0)
-            })
-        });
+        let both = median(|| halves(&d, &names));
         println!(
-            "{dir}: {} files, one thread {one:.2} ms, two threads {two:.2} ms",
+            "{dir}: {} files, one thread {one:.2} ms, two threads {both:.2} ms",
             names.len()
         );
     }
+}
+
+/// Stats every name, half of them on a second thread.
+fn halves(d: &std::fs::File, names: &[CString]) -> usize {
+    let (a, b) = names.split_at(names.len() / 2);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| stat_all(d, b));
+        stat_all(d, a) + h.join().unwrap_or(0)
+    })
 }
 
 /// Stats every name; gives how many were regular files.

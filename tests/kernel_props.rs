@@ -142,7 +142,7 @@ fn world() -> impl Strategy<Value = World> {
                         })
                     }),
                     paths: Vec::new(),
-                    lease,
+                    lease: lease.map(Box::new),
                     extra: Extra::new(),
                 };
                 todos.insert(t.id.clone(), t);

@@ -38,7 +38,7 @@ pub(super) fn claim(
     let root = ctx.work_dir(store);
     let c = claim::claim(store, &root, (ctx.agent.as_str(), ctx.now), want)?;
     let t = &c.todo;
-    let l = t.lease.as_ref();
+    let l = t.lease.as_deref();
     let mut text = format!(
         "{} claimed: {} (fence {}, lease until {}){}{}",
         esc(&t.id),

@@ -79,7 +79,10 @@ pub fn checked(root: &Path, snap: &Snapshot, tree: bool, t: &Todo) -> Result<Opt
     if tree {
         worktree::check_target(root, &t.id)?;
     }
-    Ok(snap.todos.get(&t.id).and_then(|x| x.lease.clone()))
+    Ok(snap
+        .todos
+        .get(&t.id)
+        .and_then(|x| x.lease.as_deref().cloned()))
 }
 
 /// After the claim committed: the worktree made or reused (`tree`), else the warning of the

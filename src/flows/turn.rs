@@ -109,7 +109,7 @@ fn begin(
         .then(|| resumed(snap, agent, now, &o.turn))
         .flatten()
     {
-        let held = t.lease.clone();
+        let held = t.lease.as_deref().cloned();
         return Ok((Change::default(), (Start::Claimed(Box::new(t)), true, held)));
     }
     let id = match ops::turn_todo(snap, agent, now, &o.turn)? {

@@ -243,9 +243,9 @@ pub struct Todo {
     /// The path globs a claim reserves when it names none (`todo add --paths`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
-    /// The current lease, if any.
+    /// The current lease, if any (boxed: most todos have none, and a load holds every todo).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<Lease>,
+    pub lease: Option<Box<Lease>>,
     /// Unknown keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -262,7 +262,7 @@ fn default_priority() -> Priority {
 impl Todo {
     /// The lease if it is still live.
     pub fn live_lease(&self, now: Ts) -> Option<&Lease> {
-        self.lease.as_ref().filter(|l| l.is_live(now))
+        self.lease.as_deref().filter(|l| l.is_live(now))
     }
 }
 

@@ -189,7 +189,7 @@ mod tests {
         let (_, mut t) =
             crate::kernel::ops::add_todo(&s, "x", NOW, crate::kernel::ops::NewTodo::new(id, "t"))
                 .unwrap();
-        t.lease = Some(Lease {
+        t.lease = Some(Box::new(Lease {
             holder: holder.into(),
             fence: 1,
             acquired_at: expires.sub(Dur::from_mins(5)),
@@ -200,7 +200,7 @@ mod tests {
             paths: Vec::new(),
             worktree: None,
             extra: Extra::new(),
-        });
+        }));
         t
     }
 

@@ -299,7 +299,7 @@ fn a_timeout_keeps_the_last_result_and_reschedules() {
 #[test]
 fn a_leased_or_paused_monitor_is_skipped() {
     let mut t = with_check(todo("t-aaaaaa", Some(HOUR)), "true");
-    t.lease = Some(Lease {
+    t.lease = Some(Box::new(Lease {
         holder: "b".into(),
         fence: 1,
         acquired_at: T0,
@@ -310,7 +310,7 @@ fn a_leased_or_paused_monitor_is_skipped() {
         paths: Vec::new(),
         worktree: None,
         extra: Extra::new(),
-    });
+    }));
     let mut s = snap(vec![t]);
     approve(&mut s, "t-aaaaaa");
     assert!(matches!(

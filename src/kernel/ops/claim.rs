@@ -29,10 +29,10 @@ pub(super) fn grant(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<()> 
         .hint("add a new todo for this work"));
     }
     t.fence += 1;
-    t.lease = Some(Lease {
+    t.lease = Some(Box::new(Lease {
         paths: t.paths.clone(),
         ..Lease::new(agent.to_string(), t.fence, now, now.add(ttl))
-    });
+    }));
     t.updated_at = now;
     Ok(())
 }
@@ -223,7 +223,7 @@ fn lease(t: &mut Todo, agent: &str, now: Ts, ttl: Dur) -> Result<(Action, serde_
     }
     let expired = t.lease.clone();
     grant(t, agent, now, ttl)?;
-    Ok((Action::TodoClaim, claim_data(t, expired.as_ref())))
+    Ok((Action::TodoClaim, claim_data(t, expired.as_deref())))
 }
 
 fn claim_data(t: &Todo, expired: Option<&Lease>) -> serde_json::Value {

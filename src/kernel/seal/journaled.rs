@@ -376,7 +376,7 @@ fn restore(t: &mut crate::kernel::model::Todo, holder: String, fence: u64, at: T
             l.fence = fence;
             l.expires_at = l.expires_at.min(exp);
         }
-        None => t.lease = Some(Lease::new(holder, fence, at, exp)),
+        None => t.lease = Some(Box::new(Lease::new(holder, fence, at, exp))),
     }
 }
 

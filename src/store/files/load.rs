@@ -116,10 +116,8 @@ impl FileStore {
                 None => *todo = None,
             }
         }
-        let todos: BTreeMap<String, Todo> = out
-            .into_iter()
-            .filter_map(|(s, t)| Some((s, t?)))
-            .collect();
+        let todos: BTreeMap<String, Todo> =
+            out.into_iter().filter_map(|(s, t)| Some((s, t?))).collect();
         let rows = Cache::worth_rewrite(settled_misses, todos.len())
             .then(|| todos.keys().cloned().zip(keys).collect());
         let refresh = (rows.is_some() || listing.keep.is_some()).then_some(Refresh {

@@ -97,7 +97,7 @@ impl PgTx<'_> {
         let got: Option<String> = row.as_ref().map(|r| r.0.clone());
         for id in ids.iter().take_while(|i| Some(*i) != got.as_ref()) {
             if let Some(t) = self.snap.todos.get_mut(id) {
-                t.lease = Some(held_elsewhere(t.fence, now));
+                t.lease = Some(Box::new(held_elsewhere(t.fence, now)));
                 self.touched.push(id.clone());
             }
         }

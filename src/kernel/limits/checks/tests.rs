@@ -74,7 +74,7 @@ fn todo_bounds_name_the_key() {
     t.fence = u64::MAX;
     assert_eq!(check_todo(&t).unwrap_err().path(), "fence");
     t.fence = FENCE_MAX;
-    t.lease = Some(Lease {
+    t.lease = Some(Box::new(Lease {
         holder: "h".repeat(65),
         fence: 1,
         acquired_at: Ts(0),
@@ -85,7 +85,7 @@ fn todo_bounds_name_the_key() {
         paths: Vec::new(),
         worktree: None,
         extra: Extra::new(),
-    });
+    }));
     assert_eq!(check_todo(&t).unwrap_err().path(), "lease.holder");
     t.lease = None;
     t.depends_on = vec!["t-aaaaab".into(); DEPENDS_MAX + 1];

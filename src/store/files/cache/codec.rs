@@ -168,7 +168,7 @@ pub(super) fn put_todo(w: &mut W, t: &Todo) {
     w.list(&t.links);
     w.list(&t.paths);
     put_check(w, t.check.as_deref());
-    put_lease(w, t.lease.as_ref());
+    put_lease(w, t.lease.as_deref());
 }
 
 fn put_check(w: &mut W, c: Option<&Check>) {
@@ -224,7 +224,7 @@ pub(super) fn get_todo(r: &mut R<'_>) -> Option<Todo> {
         paths: r.list()?,
         stall: None,
         check: get_check(r)?.map(Box::new),
-        lease: get_lease(r)?,
+        lease: get_lease(r)?.map(Box::new),
         extra: Extra::new(),
     })
 }

@@ -180,10 +180,7 @@ impl Cache {
             let want = stem.as_bytes();
             let i = match self.rows.get(next) {
                 Some(r) if self.stem(r) == want => Some(next),
-                _ => self
-                    .rows
-                    .binary_search_by(|r| self.stem(r).cmp(want))
-                    .ok(),
+                _ => self.rows.binary_search_by(|r| self.stem(r).cmp(want)).ok(),
             };
             let row = i.map(|i| &self.rows[i]);
             next = i.map_or(next, |i| i + 1);

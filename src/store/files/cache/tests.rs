@@ -33,7 +33,7 @@ fn todo() -> Todo {
             last_exit: Some(-3),
             extra: Extra::new(),
         })),
-        lease: Some(Lease {
+        lease: Some(Box::new(Lease {
             holder: "agent-b".into(),
             fence: 7,
             acquired_at: Ts(1_700_000_000_003),
@@ -44,7 +44,7 @@ fn todo() -> Todo {
             paths: vec!["src/store/**".into()],
             worktree: None,
             extra: Extra::new(),
-        }),
+        })),
         body: None,
         links: Vec::new(),
         stall: None,
@@ -69,6 +69,12 @@ fn tmp(name: &str) -> std::path::PathBuf {
     d.join("todos.bin")
 }
 
+/// What a load takes from the cache for one name: the key it was cached under, and its todo.
+fn get(c: &Cache, name: &str) -> Option<(Key, Todo)> {
+    let (mut todos, keys) = c.decode(&[name.to_string()]);
+    Some((keys[0]?, todos.pop()?.1?))
+}
+
 #[test]
 fn a_row_keeps_every_field() {
     let mut t = todo();
@@ -81,21 +87,25 @@ fn a_row_keeps_every_field() {
     }
     let path = tmp("every");
     Cache::write(&path, &[("t-abcdef", key(1), &t)], i64::MAX);
-    let mut c = Cache::read(&path);
-    assert_eq!(c.take("t-abcdef", key(1)), Some(t));
-    assert_eq!(c.take("t-abcdef", key(1)), None, "taken once");
+    assert_eq!(get(&Cache::read(&path), "t-abcdef"), Some((key(1), t)));
 }
 
 #[test]
-fn a_changed_key_or_an_unknown_name_is_a_miss() {
+fn each_row_has_its_key_and_an_unknown_name_is_a_miss() {
     let t = todo();
     let path = tmp("miss");
     Cache::write(&path, &[("b", key(2), &t), ("a", key(1), &t)], i64::MAX);
-    let mut c = Cache::read(&path);
-    assert_eq!(c.take("0", key(1)), None);
-    assert_eq!(c.take("a", key(9)), None);
-    assert!(c.take("b", key(2)).is_some(), "rows are found out of order");
-    assert_eq!(c.rows().count(), 0);
+    let c = Cache::read(&path);
+    assert_eq!(get(&c, "0"), None);
+    assert_eq!(get(&c, "b").map(|r| r.0), Some(key(2)));
+    let names = ["0", "a", "b", "c"].map(String::from);
+    let (todos, keys) = c.decode(&names);
+    assert_eq!(keys, [None, Some(key(1)), Some(key(2)), None]);
+    let got: Vec<_> = todos
+        .iter()
+        .map(|(s, t)| (s.as_str(), t.is_some()))
+        .collect();
+    assert_eq!(got, [("0", false), ("a", true), ("b", true), ("c", false)]);
 }
 
 #[test]
@@ -132,9 +142,9 @@ fn any_forged_byte_is_a_miss_never_a_panic() {
     assert_eq!(Cache::read(&path).rows().count(), 2);
     let read = |b: &[u8]| {
         std::fs::write(&path, b).unwrap();
-        let mut c = Cache::read(&path);
+        let c = Cache::read(&path);
         let n = c.rows().count();
-        (n, c.take("a", key(1)).is_some())
+        (n, get(&c, "a").is_some_and(|(k, _)| k == key(1)))
     };
     for cut in 0..good.len() {
         assert_eq!(
@@ -162,7 +172,7 @@ fn a_row_out_of_bounds_is_a_miss() {
     t.title = "x".repeat(1 << 20);
     let path = tmp("bounds");
     Cache::write(&path, &[("a", key(1), &t)], i64::MAX);
-    assert_eq!(Cache::read(&path).take("a", key(1)), None);
+    assert_eq!(get(&Cache::read(&path), "a"), None);
 }
 
 #[test]
