@@ -100,7 +100,7 @@ fn world() -> impl Strategy<Value = World> {
     )
         .prop_map(|(specs, gates, goal, slots, spends, min_interval)| {
             let n = specs.len();
-            let mut todos = BTreeMap::new();
+            let mut todos = loopx::kernel::TodoMap::new();
             for (i, s) in specs.iter().enumerate() {
                 let mut fence = 0;
                 let lease = s.lease.map(|(h, exp)| {

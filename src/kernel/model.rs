@@ -315,3 +315,5 @@ mod sealed;
 pub use sealed::*;
 pub mod snapshot;
 pub use snapshot::{Problem, Snapshot, TxFile, TxOp};
+mod todo_map;
+pub use todo_map::TodoMap;

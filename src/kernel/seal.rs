@@ -200,7 +200,7 @@ fn check_facts(snap: &Snapshot, prev: Option<&Seal>) -> BTreeMap<String, SealedC
         p.checks
             .iter()
             .filter(|(id, _)| {
-                snap.todos.contains_key(*id)
+                snap.todos.contains_key(id)
                     || snap.quarantined.contains_key(*id)
                     || id.as_str() == crate::kernel::proof::DEFAULT_ID
             })

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::model::{Config, Gate, QuotaFile, SCHEMA_VERSION, Status, Todo};
+use crate::kernel::model::{Config, Gate, QuotaFile, SCHEMA_VERSION, Status, TodoMap};
 
 /// One file a transaction writes, removes or appends to, as its commit line records it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub struct Snapshot {
     /// `loopx.toml`.
     pub config: Config,
     /// The working set: open, blocked and deferred todos, by id.
-    pub todos: BTreeMap<String, Todo>,
+    pub todos: TodoMap,
     /// Every gate, by id.
     pub gates: BTreeMap<String, Gate>,
     /// `quota.toml`.
@@ -122,7 +122,7 @@ impl Snapshot {
     pub fn new(config: Config) -> Snapshot {
         Snapshot {
             config,
-            todos: BTreeMap::new(),
+            todos: TodoMap::new(),
             gates: BTreeMap::new(),
             quota: QuotaFile {
                 schema_version: SCHEMA_VERSION,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::authority;
 use crate::kernel::id;
-use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo};
+use crate::kernel::{Error, Gate, GateStatus, Problem, QuotaFile, Result, Snapshot, Todo, TodoMap};
 use crate::store::cache::listing::{self, Stat};
 use crate::store::cache::{Cache, Refresh};
 use crate::store::core::decisions::gate_signed_by;
@@ -20,11 +20,7 @@ pub(crate) const ROWS: &str = "cache/todos.bin";
 pub(crate) const NAMES: &str = "cache/todos.names";
 
 /// Todos read from `todos/`: the good ones, the quarantined ones, and a cache refresh to do.
-type Todos = (
-    BTreeMap<String, Todo>,
-    BTreeMap<String, Problem>,
-    Option<Refresh>,
-);
+type Todos = (TodoMap, BTreeMap<String, Problem>, Option<Refresh>);
 
 impl FileStore {
     /// The `ID.toml` files of a state subdirectory (no dotfiles or temp files), as (id, entry).
@@ -116,8 +112,7 @@ impl FileStore {
                 None => *todo = None,
             }
         }
-        let todos: BTreeMap<String, Todo> =
-            out.into_iter().filter_map(|(s, t)| Some((s, t?))).collect();
+        let todos: TodoMap = out.into_iter().filter_map(|(s, t)| Some((s, t?))).collect();
         let rows = Cache::worth_rewrite(settled_misses, todos.len())
             .then(|| todos.keys().cloned().zip(keys).collect());
         let refresh = (rows.is_some() || listing.keep.is_some()).then_some(Refresh {
@@ -216,7 +211,7 @@ impl FileStore {
     pub(super) fn assemble(
         &self,
         config: crate::kernel::Config,
-        todos: BTreeMap<String, Todo>,
+        todos: TodoMap,
         mut quarantined: BTreeMap<String, Problem>,
     ) -> Result<Snapshot> {
         let mut gates = self.read_gates(&mut quarantined)?;

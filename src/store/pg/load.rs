@@ -74,23 +74,20 @@ pub struct Cached {
 }
 
 /// The rows that read, by id; each that did not is quarantined under `name(id)`.
-fn readable<T: Clone>(
+fn readable<T: Clone, C: FromIterator<(String, T)>>(
     rows: &BTreeMap<String, Row<T>>,
     name: impl Fn(&str) -> String,
     quarantined: &mut BTreeMap<String, Problem>,
-) -> BTreeMap<String, T> {
-    let mut out = BTreeMap::new();
-    for (id, r) in rows {
-        match &r.value {
-            Ok(v) => {
-                out.insert(id.clone(), v.clone());
-            }
+) -> C {
+    rows.iter()
+        .filter_map(|(id, r)| match &r.value {
+            Ok(v) => Some((id.clone(), v.clone())),
             Err(p) => {
                 quarantined.insert(name(id), p.clone());
+                None
             }
-        }
-    }
-    out
+        })
+        .collect()
 }
 
 fn bad(what: &str, e: impl std::fmt::Display) -> Error {

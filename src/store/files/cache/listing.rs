@@ -212,7 +212,6 @@ fn stat_all<T>(
         }
         got
     });
-    drop(work);
     match failed.into_inner().ok().flatten() {
         Some(e) => (Err(e), got),
         None => (Ok(stats), got),

@@ -130,6 +130,9 @@ pub struct Cache {
     rows: Vec<Row>,
 }
 
+/// Each name with its cached todo, and the key each was cached under, in the names' order.
+pub type Decoded = (Vec<(String, Option<Todo>)>, Vec<Option<Key>>);
+
 /// Where one row's stem and todo are in the cache's bytes, and the key it was cached under.
 #[derive(Debug)]
 struct Row {
@@ -172,7 +175,7 @@ impl Cache {
     /// Each name's cached todo and the key it was cached under, in the order of `names`,
     /// decoded before the files are stat-ed: the caller keeps one only while its file still
     /// has that key.
-    pub fn decode(&self, names: &[String]) -> (Vec<(String, Option<Todo>)>, Vec<Option<Key>>) {
+    pub fn decode(&self, names: &[String]) -> Decoded {
         let mut todos = Vec::with_capacity(names.len());
         let mut keys = Vec::with_capacity(names.len());
         let mut next = 0;
