@@ -2,11 +2,14 @@
 """Writes link/hot_text.ld: the functions that short commands run, linked together.
 
 usage: benches/hot_text.py BIN OUT.ld CALLGRIND_OUT...
+       benches/hot_text.py --check BIN CALLGRIND_OUT...   (exit 1 when the script is stale)
 Each CALLGRIND_OUT is `valgrind --tool=callgrind --dump-instr=yes` of BIN (benches/hot_text.sh
-makes them). Every function of BIN with an executed instruction is named twice in the script:
-first exactly (this toolchain and lock file: the packing is tight), then with its hashes made
-wildcards (another toolchain: a looser packing that still holds the same code). Functions are
-listed in the order the runs first need them. A name that matches nothing costs nothing.
+makes them). Every function of BIN with an executed instruction is named in the order the runs
+first need it, with LLVM's `.llvm.N` number made a wildcard (most edits of a module change it).
+It is named again with its hashes made wildcards (another toolchain, or a change of its type's
+hash): next to it when that name matches no other function of BIN, else after all the others
+(a generic's other instances would part the code that runs). A name that matches nothing
+costs nothing. `--check` says whether the script still holds what the runs execute.
 """
 import bisect, collections, os, re, subprocess, sys
 
@@ -125,9 +128,14 @@ def section(binp, name):
     return 0, 0
 
 
+# The most 64 KB windows outside `.text.hot` that the runs may touch (`_start`, which the C
+# runtime's object puts in `.text`, is one).
+OUTSIDE_WINDOWS = 2
+
+
 def check(binp, paths):
-    """Prints where the code the runs execute lies; exits 1 when code of loopx's own crates
-    lies outside `.text.hot`."""
+    """Prints where the code the runs execute lies; exits 1 when it touches more than
+    OUTSIDE_WINDOWS windows of 64 KB outside `.text.hot`: each maps 64 KB of code or more."""
     syms = symbols(binp)
     size = {s[0]: s[1] for s in syms}
     name = {s[0]: s[2] for s in syms}
@@ -142,6 +150,10 @@ def check(binp, paths):
               len(out), sum(size[a] for a in out) // 1024, win(out)))
     for a in out:
         print("  outside: %6d B  %s" % (size[a], name[a]))
+    if win(out) > OUTSIDE_WINDOWS:
+        print("link/hot_text.ld no longer holds the code these commands run: write it again with "
+              "`cargo build --release && benches/hot_text.sh`, then commit it")
+        sys.exit(1)
 
 
 def main():
@@ -156,8 +168,17 @@ def main():
     order = run_order(binp, syms, sys.argv[3:])
     exact = [n for a in order for n in by_start[a]]
     size = sum(syms[bisect.bisect_left(starts, a)][1] for a in order)
+    # How many functions of BIN each loose name matches: one that matches only its own
+    # function goes in place, so that the function stays where it runs after a rebuild changes
+    # its hash; one that matches many (a generic's other instances) goes last.
+    matches = collections.Counter(loose(s[2]) for s in syms)
+    placed, last = [], []
+    for n in exact:
+        # `.llvm.N` is a number LLVM gives a local function, changed by most edits of its module.
+        placed.append(re.sub(r"\.llvm\.\d+$", ".llvm.*", n))
+        (placed if matches[loose(n)] == 1 else last).append(loose(n))
     pats, done = [], set()
-    for n in exact + [loose(n) for n in exact]:
+    for n in placed + last:
         if n not in done and re.fullmatch(r"[A-Za-z0-9_$.*]+", n):
             done.add(n)
             pats.append(n)

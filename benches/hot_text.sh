@@ -3,9 +3,14 @@
 # of 40 open todos with an owner key (valgrind's callgrind, one run each), so build.rs links that
 # code together. Run again when the load path changes much, then rebuild and check the peak RSS
 # (docs/benchmarks.md, "Plain loads at scale").
-# usage: cargo build --release && benches/hot_text.sh [BIN]     (needs valgrind, python3, nm)
+# With --check, writes nothing and exits 1 when the code those commands run lies outside
+# `.text.hot` (CI runs it on the binary it installs).
+# usage: cargo build --release && benches/hot_text.sh [--check] [BIN]
+#        (needs valgrind, python3, nm, readelf)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+check=
+[ "${1:-}" = --check ] && { check=1; shift; }
 BIN=${1:-${CARGO_TARGET_DIR:-$PWD/target}/release/loopx}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,4 +33,9 @@ trace --agent a1 todo release
 trace status
 trace todo list
 trace --version
-python3 benches/hot_text.py "$BIN" link/hot_text.ld $(for n in $(seq 1 $i); do echo "$work/cg.$n"; done)
+outs=$(for n in $(seq 1 $i); do echo "$work/cg.$n"; done)
+if [ -n "$check" ]; then
+  python3 benches/hot_text.py --check "$BIN" $outs
+else
+  python3 benches/hot_text.py "$BIN" link/hot_text.ld $outs
+fi
