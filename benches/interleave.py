@@ -5,6 +5,7 @@ on all of them alike (hyperfine runs each command's runs in one block).
 usage: benches/interleave.py RUNS NAME CMD_OLD_40 CMD_OLD_1000 CMD_OLD_10000 CMD_NEW_40 ...
 A CMD of the form `PREPARE ;; CMD` runs PREPARE first, untimed. Prints one table row per binary (old, new): the median wall time and the median CPU time (user
 plus system, from wait4) at each size, with the ratio to the same binary's figure at 40.
+LABELS="a,b" names the two rows (default "old,new").
 """
 import os, shlex, statistics, subprocess, sys, time
 
@@ -21,7 +22,7 @@ for _ in range(runs):
         _, _, ru = os.wait4(p.pid, 0)
         times[i].append(((time.perf_counter() - t0) * 1000, (ru.ru_utime + ru.ru_stime) * 1000))
 per = len(cmds) // 2
-for b, label in enumerate(["old", "new"]):
+for b, label in enumerate(os.environ.get("LABELS", "old,new").split(",")):
     cells = []
     for k in range(per):
         t = times[b * per + k]

@@ -2,7 +2,7 @@
 # The plain load at scale (issue 39): `quota should-run` and `todo claim` at 40, 1,000 and
 # 10,000 open todos, an old loopx beside this one in one hyperfine run, as ratios to each
 # binary's own cost at 40 (and again interleaved); the peak RSS of should-run at 40; and the
-# floor of one stat per todo file. Each binary runs on its own copy of each project, its caches
+# floor of one stat per todo file, in a fresh process and warm. Each binary runs on its own copy of each project, its caches
 # written by two `status`.
 # A claim's todo is released before each run (not timed), so every run claims.
 # usage: OLD=/path/to/old/loopx benches/scale.sh      (needs hyperfine, python3, GNU time;
@@ -75,4 +75,13 @@ for b in old new; do
   kb=$( { /usr/bin/time -f "%M" "$bin" --dir "$work/${b}40" --agent reader quota should-run >/dev/null; } 2>&1 | tail -1)
   echo "peak RSS, should-run at 40, $b: $((kb / 1024)).$(( (kb % 1024) * 10 / 1024 )) MB"
 done
-cargo bench -q --bench stat_floor -- "$work/p1000/.loopx/todos" "$work/p10000/.loopx/todos" 2>/dev/null
+# The floor: a fresh process that stats every todo file once (on two threads), beside one that
+# only lists them; the difference is what the stats cost a command. Then the same stats repeated
+# in one process, warm in the CPU's caches, which costs less than a command pays.
+fl=$(cargo bench --bench stat_floor --no-run 2>&1 | sed -n 's/.*(\(.*stat_floor-[^)]*\))$/\1/p' | tail -1)
+fc=()
+for mode in --list-only "--once --two"; do
+  for n in "${sizes[@]}"; do fc+=("$fl $mode $work/p$n/.loopx/todos"); done
+done
+LABELS="list only,list and stat" python3 benches/interleave.py "$RUNS" floor "${fc[@]}"
+"$fl" "$work/p1000/.loopx/todos" "$work/p10000/.loopx/todos"
