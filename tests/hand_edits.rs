@@ -211,3 +211,68 @@ fn a_listing_forged_under_the_real_key_is_named_by_doctor() {
     assert_eq!(titles(&dir).len(), 5);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Past 256 todos the files are stat-ed on a second thread while the rows are decoded: an edit
+/// in place, an edit by rename, an added and a removed file are each still seen next.
+#[test]
+fn hand_edits_are_seen_next_in_a_large_working_set() {
+    let (dir, ids) = project("large", 300);
+    let todos = dir.join(".loopx/todos");
+    let mut sorted = ids.clone();
+    sorted.sort();
+    let title = |id: &str| format!("todo {}", ids.iter().position(|x| x == id).unwrap());
+    // In place, the size and mtime kept, in the last chunk of 64.
+    let a = todo_path(&dir, &sorted[290]);
+    let (before, old) = (std::fs::read_to_string(&a).unwrap(), mtime_of(&a));
+    let t = title(&sorted[290]);
+    let edited = before.replace(&format!("\"{t}\""), &format!("\"{}\"", "Q".repeat(t.len())));
+    assert_eq!(edited.len(), before.len());
+    std::fs::write(&a, &edited).unwrap();
+    put_mtime(&a, old);
+    // By rename, the size, the file's and the directory's mtimes kept, in a middle chunk.
+    let b = todo_path(&dir, &sorted[150]);
+    let (before, old, old_dir) = (
+        std::fs::read_to_string(&b).unwrap(),
+        mtime_of(&b),
+        mtime_of(&todos),
+    );
+    let t = title(&sorted[150]);
+    let edited = before.replace(&format!("\"{t}\""), &format!("\"{}\"", "R".repeat(t.len())));
+    let tmp = todos.join(".edit.tmp");
+    std::fs::write(&tmp, &edited).unwrap();
+    put_mtime(&tmp, old);
+    std::fs::rename(&tmp, &b).unwrap();
+    put_mtime(&todos, old_dir);
+    let now = titles(&dir);
+    assert_eq!(now.len(), 300);
+    assert!(now.iter().any(|t| t.starts_with("QQQ")), "in place");
+    assert!(now.iter().any(|t| t.starts_with("RRR")), "by rename");
+    warm(&dir);
+    std::fs::remove_file(todo_path(&dir, &sorted[10])).unwrap();
+    let text = std::fs::read_to_string(todo_path(&dir, &sorted[0])).unwrap();
+    let added = text
+        .replace(&sorted[0], "t-zzzzzz")
+        .replace(&format!("\"{}\"", title(&sorted[0])), "\"by hand\"");
+    std::fs::write(todo_path(&dir, "t-zzzzzz"), added).unwrap();
+    let now = titles(&dir);
+    assert_eq!(now.len(), 300);
+    assert!(now.contains(&"by hand".to_string()));
+    assert!(!now.contains(&title(&sorted[10])));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A load of 256 todos or more starts a thread to stat them; when the system gives none (a
+/// container's pids limit, here a stack too large to map) the load must still work.
+#[test]
+fn a_large_load_without_a_second_thread_still_works() {
+    let (dir, _) = project("nothread", 260);
+    let out = Command::new(env!("CARGO_BIN_EXE_loopx"))
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--agent", "a", "--json", "status"])
+        .env("RUST_MIN_STACK", "1000000000000000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

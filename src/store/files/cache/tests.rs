@@ -201,3 +201,30 @@ fn a_kept_listing_is_used_only_under_its_directory_key() {
     );
     assert!(matches!(unsettled.stats[0], listing::Stat::File(_)));
 }
+
+/// Past the two-thread mark, every stat still lands on its own name: each file has its own size.
+#[test]
+fn a_large_listing_gives_each_name_its_own_stat() {
+    let path = tmp("large");
+    let dir = path.with_file_name("todos");
+    std::fs::create_dir_all(&dir).unwrap();
+    let names: Vec<String> = (0..700).map(|i| format!("t-{i:04}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(dir.join(format!("{n}.toml")), "x".repeat(i + 1)).unwrap();
+    }
+    std::fs::remove_file(dir.join("t-0300.toml")).unwrap();
+    std::os::unix::fs::symlink("t-0001.toml", dir.join("t-0300.toml")).unwrap();
+    let kept = path.with_file_name("todos.names");
+    let (l, seen) = listing::list_with(&dir, &kept, i64::MAX, <[String]>::len)
+        .unwrap()
+        .unwrap();
+    assert_eq!(seen, 700);
+    assert_eq!(l.names, names);
+    for (i, st) in l.stats.iter().enumerate() {
+        match st {
+            listing::Stat::File(k) => assert_eq!(k.size, i as u64 + 1, "{}", names[i]),
+            listing::Stat::Other(_) => assert_eq!(i, 300),
+            listing::Stat::Gone => panic!("{} not stat-ed", names[i]),
+        }
+    }
+}
