@@ -3,8 +3,9 @@
 # of 40 open todos with an owner key (valgrind's callgrind, one run each), so build.rs links that
 # code together. Run again when the load path changes much, then rebuild and check the peak RSS
 # (docs/benchmarks.md, "Plain loads at scale").
-# With --check, writes nothing and exits 1 when the code those commands run lies outside
-# `.text.hot` (CI runs it on the binary it installs).
+# With --check, writes nothing, traces should-run alone (read-only, on a settled project: the
+# same code every time) and exits 1 when the code it runs lies outside `.text.hot` (CI runs it
+# on the binary it installs).
 # usage: cargo build --release && benches/hot_text.sh [--check] [BIN]
 #        (needs valgrind, python3, nm, readelf)
 set -euo pipefail
@@ -28,14 +29,10 @@ trace() { # args...: one callgrind run of BIN
 }
 trace --agent reader quota should-run
 trace --agent reader quota should-run --json
+[ -n "$check" ] && { python3 benches/hot_text.py --check "$BIN" "$work/cg.1" "$work/cg.2"; exit; }
 trace --agent a1 todo claim
 trace --agent a1 todo release
 trace status
 trace todo list
 trace --version
-outs=$(for n in $(seq 1 $i); do echo "$work/cg.$n"; done)
-if [ -n "$check" ]; then
-  python3 benches/hot_text.py --check "$BIN" $outs
-else
-  python3 benches/hot_text.py "$BIN" link/hot_text.ld $outs
-fi
+python3 benches/hot_text.py "$BIN" link/hot_text.ld $(for n in $(seq 1 $i); do echo "$work/cg.$n"; done)

@@ -474,3 +474,37 @@ fn owner_init_leaves_the_mode_of_a_directory_it_did_not_make() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(mode(fresh.parent().unwrap()), 0o700);
 }
+
+/// The todo cache keeps what the files say, never what the owner's seal made of them: a hand edit
+/// the seal overrides is named on every load, not only on the one that cached the file.
+#[test]
+fn a_hand_edit_the_seal_overrides_is_named_on_every_load() {
+    let p = Project::new("sealcache", true);
+    let ids: Vec<String> = ["sign a", "sign b"]
+        .iter()
+        .map(|t| {
+            let v = p.ok(&["todo", "add", t, "--role", "user"]);
+            v["todo"]["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(200));
+    for _ in 0..3 {
+        settle();
+        p.ok(&["status"]);
+    }
+    for id in &ids {
+        let f = p.path(&format!("todos/{id}.toml"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.contains("role = \"user\""), "{text}");
+        std::fs::write(&f, text.replace("role = \"user\"", "role = \"agent\"")).unwrap();
+    }
+    for round in 0..3 {
+        settle();
+        let out = String::from_utf8_lossy(&p.agent(&["status"]).stdout).to_string();
+        let named = ids
+            .iter()
+            .filter(|id| out.contains(&format!("todos/{id}.toml says role agent")))
+            .count();
+        assert_eq!(named, 2, "load {round}: {out}");
+    }
+}

@@ -35,7 +35,7 @@ impl Store for FileStore {
                 self.load_with(cache)?
             }
         };
-        self.refresh_cache(&snap, refresh);
+        self.refresh_cache(refresh);
         Ok(snap)
     }
 

@@ -205,7 +205,7 @@ impl Transaction for FileTx<'_> {
         } = *self;
         let events = store.apply_change_on(Some(&snap), change, tail)?;
         drop(_guard);
-        store.refresh_cache(&snap, refresh);
+        store.refresh_cache(refresh);
         store.committed(&snap, &events);
         Ok(events)
     }

@@ -113,10 +113,12 @@ impl FileStore {
             }
         }
         let todos: TodoMap = out.into_iter().filter_map(|(s, t)| Some((s, t?))).collect();
-        let rows = Cache::worth_rewrite(settled_misses, todos.len())
-            .then(|| todos.keys().cloned().zip(keys).collect());
+        let rows = Cache::worth_rewrite(settled_misses, todos.len()).then(|| {
+            let read = todos.iter().zip(keys);
+            read.map(|((s, t), k)| (s.clone(), k, t.clone())).collect()
+        });
         let refresh = (rows.is_some() || listing.keep.is_some()).then_some(Refresh {
-            keys: rows,
+            rows,
             names: listing.keep,
             now_ns,
         });
@@ -157,13 +159,10 @@ impl FileStore {
 
     /// Writes the cache a load asked for. Safe without the lock: every entry carries the key of
     /// the file version it was read from, and is used only while the file still has that key.
-    pub(super) fn refresh_cache(&self, snap: &Snapshot, refresh: Option<Refresh>) {
+    pub(super) fn refresh_cache(&self, refresh: Option<Refresh>) {
         let Some(r) = refresh else { return };
-        if let Some(keys) = &r.keys {
-            let list: Vec<_> = keys
-                .iter()
-                .filter_map(|(s, k)| snap.todos.get(s).map(|t| (s.as_str(), *k, t)))
-                .collect();
+        if let Some(rows) = &r.rows {
+            let list: Vec<_> = rows.iter().map(|(s, k, t)| (s.as_str(), *k, t)).collect();
             Cache::write(&self.cache_path(), &list, r.now_ns);
         }
         if let Some(names) = &r.names {
@@ -178,7 +177,7 @@ impl FileStore {
     /// Loads the snapshot without taking the lock (the caller holds it).
     pub fn load_unlocked(&self) -> Result<Snapshot> {
         let (snap, refresh) = self.load_with(Cache::read(&self.cache_path()))?;
-        self.refresh_cache(&snap, refresh);
+        self.refresh_cache(refresh);
         Ok(snap)
     }
 

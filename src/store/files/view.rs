@@ -70,7 +70,7 @@ impl FileStore {
             let (raw, refresh) = self.load_files(cache)?;
             Ok((self.sealed(raw)?, refresh))
         })?;
-        self.refresh_cache(&view.raw, refresh);
+        self.refresh_cache(refresh);
         Ok(view)
     }
 

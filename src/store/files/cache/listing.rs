@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd as _;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use super::{Key, codec, read_nofollow, write_unsynced};
 
@@ -184,14 +184,18 @@ fn stat_all<T>(
     let work = Mutex::new(stats.chunks_mut(64).zip(names.chunks(64)));
     let failed = Mutex::new(None);
     let fail = |e: io::Error| {
-        if let Ok(mut f) = failed.lock() {
-            f.get_or_insert(e);
-        }
+        failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(e);
     };
     let stat_some = || {
         loop {
-            let next = work.lock().map(|mut w| w.next());
-            let Ok(Some((out, names))) = next else { return };
+            let next = match work.lock() {
+                Ok(mut w) => w.next(),
+                Err(_) => return fail(io::Error::other("a stat thread panicked")),
+            };
+            let Some((out, names)) = next else { return };
             for (o, n) in out.iter_mut().zip(names) {
                 match stat_at(d, n) {
                     Ok(st) => *o = st,
@@ -204,15 +208,16 @@ fn stat_all<T>(
         }
     };
     let got = std::thread::scope(|s| {
-        let second = s.spawn(stat_some);
+        // No thread to be had (a container's limit on processes): this one stats them all.
+        let second = std::thread::Builder::new().spawn_scoped(s, stat_some);
         let got = meanwhile(names);
         stat_some();
-        if second.join().is_err() {
+        if second.is_ok_and(|h| h.join().is_err()) {
             fail(io::Error::other("a stat thread panicked"));
         }
         got
     });
-    match failed.into_inner().ok().flatten() {
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(e) => (Err(e), got),
         None => (Ok(stats), got),
     }

@@ -113,9 +113,9 @@ impl Key {
 /// A rewrite a load decided on, done once the lock is released.
 #[derive(Debug)]
 pub struct Refresh {
-    /// The files read, with their keys as read under the lock, when the rows are worth
-    /// rewriting.
-    pub keys: Option<Vec<(String, Key)>>,
+    /// The files read, with their keys as read under the lock and their todos as the files
+    /// say (before the owner's seal corrects any), when the rows are worth rewriting.
+    pub rows: Option<Vec<(String, Key, Todo)>>,
     /// The listing of `todos/` to keep, when it was read from the directory.
     pub names: Option<listing::Kept>,
     /// When they were read, in ns since the epoch.
