@@ -132,17 +132,26 @@ impl FileStore {
     /// Reads one todo file again: written, gone, or quarantined.
     fn reread_todo(&self, raw: &mut Snapshot, id: &str) -> Result<()> {
         let path = self.dir().join("todos").join(format!("{id}.toml"));
-        raw.todos.remove(id);
         raw.quarantined.remove(id);
-        let Some(meta) = meta_of(&path)? else {
-            return Ok(());
+        let read = match meta_of(&path) {
+            Ok(Some(meta)) => self.read_state::<Todo>(&path, id, &meta),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                raw.todos.remove(id);
+                return Err(e);
+            }
         };
-        match self.read_state::<Todo>(&path, id, &meta) {
+        // A todo that stays is replaced where it is: taking it out first and putting it back
+        // would move every todo after it twice.
+        match read {
             Ok(Some(t)) => {
                 raw.todos.insert(id.to_string(), t);
             }
-            Ok(None) => {}
+            Ok(None) => {
+                raw.todos.remove(id);
+            }
             Err(p) => {
+                raw.todos.remove(id);
                 raw.quarantined.insert(id.to_string(), p);
             }
         }

@@ -401,16 +401,19 @@ impl Cached {
             self.kept.snap = None;
             return;
         };
-        snap.todos.remove(id);
         snap.quarantined.remove(id);
+        // A todo that stays is replaced where it is (see `TodoMap`).
         match self.todos.get(id).map(|r| &r.value) {
             Some(Ok(t)) => {
                 snap.todos.insert(id.to_string(), t.clone());
             }
             Some(Err(p)) => {
+                snap.todos.remove(id);
                 snap.quarantined.insert(id.to_string(), p.clone());
             }
-            None => {}
+            None => {
+                snap.todos.remove(id);
+            }
         }
         match self.archived.get(id) {
             Some(s) => snap.archived.insert(id.to_string(), *s),
