@@ -71,6 +71,9 @@ impl W {
     }
 }
 
+/// The most strings a todo's list may hold: its longest limit (`depends_on`, `exclude_agents`).
+pub(super) const LIST_MAX: usize = 100;
+
 /// Reads values off a row buffer; every read is checked, `None` at the first bad byte.
 pub(super) struct R<'a>(pub(super) &'a [u8]);
 
@@ -124,10 +127,11 @@ impl R<'_> {
             None
         })
     }
-    fn list(&mut self) -> Option<Vec<String>> {
+    pub(super) fn list(&mut self) -> Option<Vec<String>> {
         let n = usize::try_from(self.u32()?).ok()?;
-        // Each string takes at least its 4-byte length: a count beyond that is forged.
-        if n > self.0.len() / 4 {
+        // Each string takes at least its 4-byte length, and no list of a todo holds more than
+        // LIST_MAX: a count beyond either is forged (and would cost six times its bytes).
+        if n > self.0.len() / 4 || n > LIST_MAX {
             return None;
         }
         (0..n).map(|_| self.str()).collect()

@@ -228,3 +228,29 @@ fn a_large_listing_gives_each_name_its_own_stat() {
         }
     }
 }
+
+#[test]
+fn no_list_of_a_todo_may_be_longer_than_a_row_reads() {
+    use crate::kernel::{agents, limits, reserve};
+    for max in [
+        limits::DEPENDS_MAX,
+        limits::LINKS_MAX,
+        agents::EXCLUDE_MAX,
+        agents::CAPS_MAX,
+        reserve::PATHS_MAX,
+    ] {
+        assert!(max <= codec::LIST_MAX);
+    }
+    // A count of empty strings, each its 4-byte length: read up to the limit, refused past it.
+    let row = |n: u32| {
+        let mut b = n.to_le_bytes().to_vec();
+        (0..n).for_each(|_| b.extend_from_slice(&0u32.to_le_bytes()));
+        b
+    };
+    let max = codec::LIST_MAX as u32;
+    assert_eq!(
+        codec::R(&row(max)).list().map(|l| l.len()),
+        Some(codec::LIST_MAX)
+    );
+    assert_eq!(codec::R(&row(max + 1)).list(), None);
+}
